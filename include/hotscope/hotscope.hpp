@@ -1,0 +1,202 @@
+// hotscope: the one header users include.
+//
+//   HOTSCOPE_FUNCTION();                  time the enclosing function
+//   HOTSCOPE_SCOPE("parse");              time the enclosing block under a literal name
+//   HOTSCOPE_MESSAGE("cache miss");       literal: zero copy; runtime text: copied, cut at
+//                                         HOTSCOPE_INLINE_TEXT_MAX (128) bytes
+//   HOTSCOPE_THREAD_NAME("worker-1");     name the calling thread (copied, same limit)
+//   HOTSCOPE_COUNTER("queue_depth", n);   sample an integer series (literal name)
+//
+// Unless HOTSCOPE_ENABLED is defined to 1 (the hotscope::hotscope CMake target does that when
+// the HOTSCOPE_ENABLE option is ON), every macro expands to nothing and no library is needed.
+#ifndef HOTSCOPE_HOTSCOPE_HPP
+#define HOTSCOPE_HOTSCOPE_HPP
+
+#include <hotscope/record.h>
+
+#ifndef HOTSCOPE_ENABLED
+#define HOTSCOPE_ENABLED 0
+#endif
+
+#define HOTSCOPE_CONCAT_INNER(a, b) a##b
+#define HOTSCOPE_CONCAT(a, b) HOTSCOPE_CONCAT_INNER(a, b)
+
+#if HOTSCOPE_ENABLED
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+#if defined(__x86_64__)
+#include <x86intrin.h>
+#endif
+
+namespace hotscope {
+namespace detail {
+
+// One thread's single-producer ring. The producer (the measured thread) owns `head`,
+// `cached_tail` and `reserved_ends`; the collector owns `tail`. Nothing here is ever locked.
+struct Ring {
+  alignas(64) std::atomic<std::uint64_t> head{0};
+  std::uint64_t cached_tail = 0;
+  // Slots held back for the END records of open scopes, so a recorded BEGIN always gets its END.
+  std::uint64_t reserved_ends = 0;
+  std::atomic<std::uint64_t> dropped{0};
+  hotscope_record* slots = nullptr;
+  std::uint64_t capacity = 0; // a power of two, or 0 for a ring that drops everything
+  alignas(64) std::atomic<std::uint64_t> tail{0};
+};
+
+// Chosen once, before the first ring is handed out (see src/clock).
+extern bool clock_is_tsc;
+std::uint64_t fallback_ticks() noexcept;
+
+extern constinit thread_local Ring* tls_ring __attribute__((tls_model("initial-exec")));
+Ring* register_thread() noexcept;
+void message_copy(std::string_view text) noexcept;
+void set_thread_name(std::string_view name) noexcept;
+
+inline std::uint64_t now() noexcept {
+#if defined(__x86_64__)
+  if (__builtin_expect(clock_is_tsc, 1)) {
+    return __rdtsc();
+  }
+#endif
+  return fallback_ticks();
+}
+
+inline Ring* current_ring() noexcept {
+  Ring* ring = tls_ring;
+  if (__builtin_expect(ring == nullptr, 0)) {
+    ring = register_thread();
+  }
+  return ring;
+}
+
+// True when `needed` more records fit beside the slots reserved for pending ENDs.
+inline bool has_room(Ring* ring, std::uint64_t head, std::uint64_t needed) noexcept {
+  if (head - ring->cached_tail + ring->reserved_ends + needed <= ring->capacity) {
+    return true;
+  }
+  ring->cached_tail = ring->tail.load(std::memory_order_acquire);
+  return head - ring->cached_tail + ring->reserved_ends + needed <= ring->capacity;
+}
+
+// Only the owning thread writes `dropped`, so a relaxed load+store is an exact count.
+inline void count_dropped(Ring* ring, std::uint64_t records) noexcept {
+  ring->dropped.store(ring->dropped.load(std::memory_order_relaxed) + records,
+                      std::memory_order_relaxed);
+}
+
+inline void put(Ring* ring, std::uint64_t head, std::uint64_t ticks, std::uint64_t ref,
+                std::uint64_t value, std::uint32_t kind) noexcept {
+  hotscope_record& record = ring->slots[head & (ring->capacity - 1)];
+  record.ticks = ticks;
+  record.ref = ref;
+  record.value = value;
+  record.kind = kind;
+  record.payload_records = 0;
+  ring->head.store(head + 1, std::memory_order_release);
+}
+
+// Returns the ring the BEGIN went into, or nullptr when it was dropped.
+inline Ring* begin_scope(const hotscope_source_location* location) noexcept {
+  Ring* ring = current_ring();
+  const std::uint64_t head = ring->head.load(std::memory_order_relaxed);
+  if (__builtin_expect(!has_room(ring, head, 2), 0)) {
+    count_dropped(ring, 1);
+    return nullptr;
+  }
+  ++ring->reserved_ends;
+  put(ring, head, now(), reinterpret_cast<std::uintptr_t>(location), 0, HOTSCOPE_RECORD_BEGIN);
+  return ring;
+}
+
+inline void end_scope(Ring* ring, const hotscope_source_location* location) noexcept {
+  const std::uint64_t ticks = now();
+  --ring->reserved_ends;
+  put(ring, ring->head.load(std::memory_order_relaxed), ticks,
+      reinterpret_cast<std::uintptr_t>(location), 0, HOTSCOPE_RECORD_END);
+}
+
+inline void write_single(std::uint64_t ref, std::uint64_t value, std::uint32_t kind) noexcept {
+  Ring* ring = current_ring();
+  const std::uint64_t head = ring->head.load(std::memory_order_relaxed);
+  if (__builtin_expect(!has_room(ring, head, 1), 0)) {
+    count_dropped(ring, 1);
+    return;
+  }
+  put(ring, head, now(), ref, value, kind);
+}
+
+class Scope {
+public:
+  explicit Scope(const hotscope_source_location* location) noexcept
+      : location_(location), ring_(begin_scope(location)) {}
+  ~Scope() {
+    if (ring_ != nullptr) {
+      end_scope(ring_, location_);
+    } else {
+      count_dropped(tls_ring, 1); // the END of a dropped BEGIN is dropped too
+    }
+  }
+  Scope(const Scope&) = delete;
+  Scope& operator=(const Scope&) = delete;
+
+private:
+  const hotscope_source_location* location_;
+  Ring* ring_;
+};
+
+// `is_literal` comes from __builtin_constant_p at the call site: string literals are kept by
+// address, anything else is copied into the ring.
+inline void message(bool is_literal, const char* text) noexcept {
+  if (is_literal) {
+    write_single(reinterpret_cast<std::uintptr_t>(text), 0, HOTSCOPE_RECORD_MESSAGE_STATIC);
+  } else {
+    message_copy(text != nullptr ? std::string_view(text) : std::string_view("(null)"));
+  }
+}
+inline void message(bool, std::string_view text) noexcept { message_copy(text); }
+
+inline void counter(const hotscope_source_location* location, std::int64_t value) noexcept {
+  write_single(reinterpret_cast<std::uintptr_t>(location), static_cast<std::uint64_t>(value),
+               HOTSCOPE_RECORD_COUNTER);
+}
+
+} // namespace detail
+} // namespace hotscope
+
+#define HOTSCOPE_LOCATION_VAR(id) HOTSCOPE_CONCAT(hotscope_location_, id)
+#define HOTSCOPE_SCOPE_VAR(id) HOTSCOPE_CONCAT(hotscope_scope_, id)
+
+#define HOTSCOPE_SCOPE_WITH_ID(id, name_text, flags)                                               \
+  static constexpr hotscope_source_location HOTSCOPE_LOCATION_VAR(id){name_text, __FILE__,         \
+                                                                      __LINE__, flags};            \
+  const ::hotscope::detail::Scope HOTSCOPE_SCOPE_VAR(id)(&HOTSCOPE_LOCATION_VAR(id))
+
+#define HOTSCOPE_FUNCTION()                                                                        \
+  HOTSCOPE_SCOPE_WITH_ID(__COUNTER__, __PRETTY_FUNCTION__, HOTSCOPE_LOCATION_FUNCTION_SIGNATURE)
+// `"" name ""` accepts only string literals: names are never copied.
+#define HOTSCOPE_SCOPE(name) HOTSCOPE_SCOPE_WITH_ID(__COUNTER__, "" name "", 0u)
+#define HOTSCOPE_MESSAGE(text) ::hotscope::detail::message(__builtin_constant_p(text), text)
+#define HOTSCOPE_THREAD_NAME(name) ::hotscope::detail::set_thread_name(name)
+#define HOTSCOPE_COUNTER_WITH_ID(id, name, value)                                                  \
+  do {                                                                                             \
+    static constexpr hotscope_source_location HOTSCOPE_LOCATION_VAR(id){"" name "", __FILE__,      \
+                                                                        __LINE__, 0u};             \
+    ::hotscope::detail::counter(&HOTSCOPE_LOCATION_VAR(id), static_cast<std::int64_t>(value));    \
+  } while (0)
+#define HOTSCOPE_COUNTER(name, value) HOTSCOPE_COUNTER_WITH_ID(__COUNTER__, name, value)
+
+#else // !HOTSCOPE_ENABLED: nothing is evaluated; sizeof keeps arguments "used" for -Wunused.
+
+#define HOTSCOPE_FUNCTION() static_cast<void>(0)
+#define HOTSCOPE_SCOPE(name) static_cast<void>(sizeof(name))
+#define HOTSCOPE_MESSAGE(text) static_cast<void>(sizeof(text))
+#define HOTSCOPE_THREAD_NAME(name) static_cast<void>(sizeof(name))
+#define HOTSCOPE_COUNTER(name, value) static_cast<void>(sizeof(name) + sizeof(value))
+
+#endif // HOTSCOPE_ENABLED
+
+#endif // HOTSCOPE_HOTSCOPE_HPP

@@ -1,0 +1,72 @@
+/* hotscope record format: the fixed-size binary records a producer writes and a
+ * collector reads. Plain freestanding C (only <stdint.h>), shared by the host
+ * library and by guests; nothing in a record is trusted by the reader. */
+#ifndef HOTSCOPE_RECORD_H
+#define HOTSCOPE_RECORD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define HOTSCOPE_RECORD_VERSION 1u
+
+/* Record kinds. Values are part of the format: never renumber. */
+enum hotscope_record_kind {
+  HOTSCOPE_RECORD_BEGIN = 1,          /* ref: source location; a scope opens */
+  HOTSCOPE_RECORD_END = 2,            /* ref: source location; the innermost scope closes */
+  HOTSCOPE_RECORD_MESSAGE_STATIC = 3, /* ref: address of a static NUL-terminated text */
+  HOTSCOPE_RECORD_MESSAGE_INLINE = 4, /* value: text length; payload records follow */
+  HOTSCOPE_RECORD_COUNTER = 5,        /* ref: source location naming the counter; value: int64 */
+  HOTSCOPE_RECORD_THREAD_NAME = 6     /* value: text length; payload records follow */
+};
+
+/* Longest inline text (runtime messages, thread names); longer text is cut. */
+#define HOTSCOPE_INLINE_TEXT_MAX 128u
+
+/* One record: 32 bytes, naturally aligned, little-endian on every target we support. */
+struct hotscope_record {
+  uint64_t ticks;           /* raw timestamp of the producer's clock */
+  uint64_t ref;             /* address of static data (location or text); 0 if unused */
+  uint64_t value;           /* counter value or inline text length */
+  uint32_t kind;            /* enum hotscope_record_kind */
+  uint32_t payload_records; /* records of raw text bytes that follow this one */
+};
+
+#define HOTSCOPE_RECORD_SIZE 32u
+#define HOTSCOPE_PAYLOAD_BYTES_PER_RECORD HOTSCOPE_RECORD_SIZE
+#define HOTSCOPE_INLINE_PAYLOAD_RECORDS_MAX                                                        \
+  ((HOTSCOPE_INLINE_TEXT_MAX + HOTSCOPE_RECORD_SIZE - 1u) / HOTSCOPE_RECORD_SIZE)
+
+/* Flags of a source location. */
+#define HOTSCOPE_LOCATION_FUNCTION_SIGNATURE 1u /* name is a compiler signature to shorten */
+
+/* Static description of one instrumented place, referenced by address from records.
+ * In a guest the pointers are guest addresses; the host reads them bounds-checked. */
+struct hotscope_source_location {
+  const char* name;
+  const char* file;
+  uint32_t line;
+  uint32_t flags;
+};
+
+#ifdef __cplusplus
+#define HOTSCOPE_STATIC_ASSERT static_assert
+#define HOTSCOPE_ALIGNOF alignof
+#else
+#define HOTSCOPE_STATIC_ASSERT _Static_assert
+#define HOTSCOPE_ALIGNOF _Alignof
+#endif
+
+HOTSCOPE_STATIC_ASSERT(sizeof(void*) == 8, "hotscope records assume a 64-bit (LP64) target");
+HOTSCOPE_STATIC_ASSERT(sizeof(struct hotscope_record) == HOTSCOPE_RECORD_SIZE,
+                       "hotscope_record must be 32 bytes");
+HOTSCOPE_STATIC_ASSERT(HOTSCOPE_ALIGNOF(struct hotscope_record) == 8, "hotscope_record alignment");
+HOTSCOPE_STATIC_ASSERT(offsetof(struct hotscope_record, ticks) == 0, "record layout");
+HOTSCOPE_STATIC_ASSERT(offsetof(struct hotscope_record, ref) == 8, "record layout");
+HOTSCOPE_STATIC_ASSERT(offsetof(struct hotscope_record, value) == 16, "record layout");
+HOTSCOPE_STATIC_ASSERT(offsetof(struct hotscope_record, kind) == 24, "record layout");
+HOTSCOPE_STATIC_ASSERT(offsetof(struct hotscope_record, payload_records) == 28, "record layout");
+HOTSCOPE_STATIC_ASSERT(sizeof(struct hotscope_source_location) == 24,
+                       "hotscope_source_location must be 24 bytes");
+HOTSCOPE_STATIC_ASSERT(offsetof(struct hotscope_source_location, line) == 16, "location layout");
+
+#endif /* HOTSCOPE_RECORD_H */

@@ -1,0 +1,26 @@
+// Exporters: one file per output format, each reading a Snapshot and nothing else.
+#pragma once
+
+#include "snapshot/snapshot.hpp"
+
+#include <iosfwd>
+#include <string>
+
+namespace hotscope::exporters {
+
+// Chrome Trace Event JSON (object form): opens in Perfetto UI and speedscope.
+void write_chrome_json(const Snapshot& snapshot, std::ostream& out);
+// Folded stacks, root first, self time in ns as the count: flamegraph.pl, speedscope, Perfetto.
+void write_folded(const Snapshot& snapshot, std::ostream& out);
+// The indented text tree: "[58.314ms ] > load_gdt", one line per event.
+void write_text_tree(const Snapshot& snapshot, std::ostream& out);
+// The per-function table: Function | Calls | Avg | P50 | P95 | P99 | Total | % Total.
+void write_table(const Snapshot& snapshot, std::ostream& out);
+// The same statistics, and per-thread figures, as JSON.
+void write_stats_json(const Snapshot& snapshot, std::ostream& out);
+
+// Writes report.txt, stats.json, trace.json, trace.folded and trace.txt into `directory`
+// (created if missing). Returns "" on success, else one line naming the path and the problem.
+std::string write_all(const Snapshot& snapshot, const std::string& directory);
+
+} // namespace hotscope::exporters

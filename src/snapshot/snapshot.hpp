@@ -1,0 +1,99 @@
+// The snapshot: an immutable copy of everything the collector knows, in nanoseconds.
+// Exporters read snapshots only, never live collector state.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace hotscope {
+
+struct ClockInfo {
+  std::string source;           // "tsc" or "monotonic"
+  std::string frequency_origin; // "cpuid", "calibrated" or "fixed" (monotonic: 1 tick = 1 ns)
+  double ticks_per_second = 0;
+  bool invariant_tsc = false; // what CPUID said, whatever was chosen
+  std::string reason;         // why this source was chosen, e.g. "HOTSCOPE_CLOCK=monotonic"
+};
+
+// Timing figures of one function (source location), all in nanoseconds.
+struct DurationStats {
+  std::uint64_t calls = 0;
+  std::uint64_t total_ns = 0; // inclusive
+  std::uint64_t self_ns = 0;  // inclusive minus the inclusive time of direct children
+  std::uint64_t min_ns = 0;
+  std::uint64_t max_ns = 0;
+  double mean_ns = 0;
+  std::uint64_t p50_ns = 0;
+  std::uint64_t p90_ns = 0;
+  std::uint64_t p95_ns = 0;
+  std::uint64_t p99_ns = 0;
+  std::uint64_t p999_ns = 0;
+};
+
+struct FunctionStats {
+  std::string name; // short display name, e.g. "Parser::parse"
+  std::string file;
+  std::uint32_t line = 0;
+  DurationStats stats;
+};
+
+struct CounterStats {
+  std::string name;
+  std::uint64_t updates = 0;
+  std::int64_t last = 0;
+  std::int64_t min = 0;
+  std::int64_t max = 0;
+};
+
+// Record accounting: written == kept + dropped, exactly, once everything has been drained.
+struct RecordCounts {
+  std::uint64_t written = 0;
+  std::uint64_t kept = 0;    // drained by the collector
+  std::uint64_t dropped = 0; // refused by a full ring on the producing thread
+};
+
+struct ThreadInfo {
+  std::uint32_t index = 0; // stable index, referenced by TraceEvent::thread
+  std::int64_t os_tid = 0;
+  std::string name; // empty when the program never named it
+  bool exited = false;
+  RecordCounts records;
+  std::vector<FunctionStats> functions; // this thread's share, sorted by total_ns descending
+};
+
+enum class EventKind : std::uint8_t { Begin, End, Message, Counter };
+
+struct TraceEvent {
+  std::uint64_t ns = 0;      // since Snapshot::start_ns
+  std::uint32_t thread = 0;  // ThreadInfo::index
+  EventKind kind = EventKind::Begin;
+  std::uint32_t name = 0;    // index into Snapshot::names (function, message text or counter)
+  std::int64_t value = 0;    // counter value
+};
+
+struct Snapshot {
+  std::string hotscope_version;
+  std::int64_t pid = 0;
+  std::string process_name;
+  ClockInfo clock;
+  std::uint64_t start_unix_ns = 0; // wall-clock time of the start, for humans
+  std::uint64_t duration_ns = 0;   // from the start of the measuring window to this snapshot
+  RecordCounts records;            // over all threads
+  std::uint64_t threads_folded = 0; // exited threads merged into "(exited threads)" to bound memory
+
+  std::vector<FunctionStats> functions; // over all threads, sorted by total_ns descending
+  std::vector<ThreadInfo> threads;
+  std::vector<CounterStats> counters;
+
+  // The trace window: the most recent events, per thread in order, sorted by time overall.
+  // Each thread's Begin/End events are balanced: a scope whose Begin was evicted from the
+  // window starts at trace_start_ns, and a scope still open ends at duration_ns.
+  std::vector<std::string> names;
+  std::vector<TraceEvent> trace;
+  std::uint64_t trace_start_ns = 0;
+  std::uint64_t trace_evicted = 0;     // events pushed out of the bounded window
+  std::uint64_t trace_open_scopes = 0; // scopes still open when the snapshot was taken
+};
+
+} // namespace hotscope
