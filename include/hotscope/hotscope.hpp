@@ -157,7 +157,9 @@ inline void message(bool is_literal, const char* text) noexcept {
     message_copy(text != nullptr ? std::string_view(text) : std::string_view("(null)"));
   }
 }
-inline void message(bool, std::string_view text) noexcept { message_copy(text); }
+inline void message(bool, std::string_view text) noexcept {
+  message_copy(text);
+}
 
 inline void counter(const hotscope_source_location* location, std::int64_t value) noexcept {
   write_single(reinterpret_cast<std::uintptr_t>(location), static_cast<std::uint64_t>(value),
@@ -185,7 +187,7 @@ inline void counter(const hotscope_source_location* location, std::int64_t value
   do {                                                                                             \
     static constexpr hotscope_source_location HOTSCOPE_LOCATION_VAR(id){"" name "", __FILE__,      \
                                                                         __LINE__, 0u};             \
-    ::hotscope::detail::counter(&HOTSCOPE_LOCATION_VAR(id), static_cast<std::int64_t>(value));    \
+    ::hotscope::detail::counter(&HOTSCOPE_LOCATION_VAR(id), static_cast<std::int64_t>(value));     \
   } while (0)
 #define HOTSCOPE_COUNTER(name, value) HOTSCOPE_COUNTER_WITH_ID(__COUNTER__, name, value)
 

@@ -65,11 +65,11 @@ struct ThreadInfo {
 enum class EventKind : std::uint8_t { Begin, End, Message, Counter };
 
 struct TraceEvent {
-  std::uint64_t ns = 0;      // since Snapshot::start_ns
-  std::uint32_t thread = 0;  // ThreadInfo::index
+  std::uint64_t ns = 0;     // since Snapshot::start_ns
+  std::uint32_t thread = 0; // ThreadInfo::index
   EventKind kind = EventKind::Begin;
-  std::uint32_t name = 0;    // index into Snapshot::names (function, message text or counter)
-  std::int64_t value = 0;    // counter value
+  std::uint32_t name = 0; // index into Snapshot::names (function, message text or counter)
+  std::int64_t value = 0; // counter value
 };
 
 struct Snapshot {
@@ -77,9 +77,9 @@ struct Snapshot {
   std::int64_t pid = 0;
   std::string process_name;
   ClockInfo clock;
-  std::uint64_t start_unix_ns = 0; // wall-clock time of the start, for humans
-  std::uint64_t duration_ns = 0;   // from the start of the measuring window to this snapshot
-  RecordCounts records;            // over all threads
+  std::uint64_t start_unix_ns = 0;  // wall-clock time of the start, for humans
+  std::uint64_t duration_ns = 0;    // from the start of the measuring window to this snapshot
+  RecordCounts records;             // over all threads
   std::uint64_t threads_folded = 0; // exited threads merged into "(exited threads)" to bound memory
 
   std::vector<FunctionStats> functions; // over all threads, sorted by total_ns descending

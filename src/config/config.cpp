@@ -1,0 +1,99 @@
+#include "config/config.hpp"
+
+#include <fmt/format.h>
+
+#include <charconv>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <string_view>
+#include <system_error>
+#include <unistd.h>
+
+namespace hotscope::config {
+namespace {
+
+std::optional<unsigned long long> parse_whole(std::string_view text) {
+  unsigned long long value = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (error != std::errc() || end != text.data() + text.size() || text.empty()) {
+    return std::nullopt;
+  }
+  return value;
+}
+
+// Reads an integer variable in [low, high]; on a bad value records an error and keeps `value`.
+template <class T>
+void read_number(const Getenv& getenv, const char* name, unsigned long long low,
+                 unsigned long long high, const char* what, bool power_of_two, T& value,
+                 std::vector<std::string>& errors) {
+  const char* text = getenv(name);
+  if (text == nullptr) {
+    return;
+  }
+  const auto parsed = parse_whole(text);
+  const bool ok = parsed && *parsed >= low && *parsed <= high &&
+                  (!power_of_two || (*parsed & (*parsed - 1)) == 0);
+  if (!ok) {
+    errors.push_back(fmt::format("hotscope: {}=\"{}\" is not {} between {} and {}{}; using {}",
+                                 name, text, what, low, high,
+                                 power_of_two ? " that is a power of two" : "", value));
+    return;
+  }
+  value = static_cast<T>(*parsed);
+}
+
+} // namespace
+
+Parsed parse(const Getenv& getenv) {
+  Parsed parsed;
+  Config& config = parsed.config;
+  if (const char* out = getenv("HOTSCOPE_OUT")) {
+    if (*out == '\0') {
+      parsed.errors.push_back(
+          "hotscope: HOTSCOPE_OUT is set but empty; set it to a directory for the reports");
+    } else {
+      config.out_dir = out;
+    }
+  }
+  if (const char* clock_name = getenv("HOTSCOPE_CLOCK")) {
+    const std::string_view value = clock_name;
+    if (value == "auto") {
+      config.clock = clock::Request::Auto;
+    } else if (value == "tsc") {
+      config.clock = clock::Request::Tsc;
+    } else if (value == "monotonic") {
+      config.clock = clock::Request::Monotonic;
+    } else {
+      parsed.errors.push_back(fmt::format(
+          "hotscope: HOTSCOPE_CLOCK=\"{}\" is not one of auto, tsc, monotonic; using auto", value));
+    }
+  }
+  read_number(getenv, "HOTSCOPE_RING_RECORDS", 64, 1ull << 24, "a record count", true,
+              config.ring_records, parsed.errors);
+  std::size_t window_mib = config.trace_window_bytes >> 20;
+  read_number(getenv, "HOTSCOPE_TRACE_MIB", 0, 4096, "a size in MiB", false, window_mib,
+              parsed.errors);
+  config.trace_window_bytes = window_mib << 20;
+  read_number(getenv, "HOTSCOPE_COLLECT_MS", 1, 1000, "a period in milliseconds", false,
+              config.collect_period_ms, parsed.errors);
+  return parsed;
+}
+
+std::string check_out_dir(const std::string& dir) {
+  std::error_code error;
+  std::filesystem::create_directories(dir, error);
+  if (error) {
+    return fmt::format("hotscope: HOTSCOPE_OUT={}: cannot create the directory: {}", dir,
+                       error.message());
+  }
+  if (!std::filesystem::is_directory(dir, error)) {
+    return fmt::format("hotscope: HOTSCOPE_OUT={}: not a directory", dir);
+  }
+  if (access(dir.c_str(), W_OK | X_OK) != 0) {
+    return fmt::format("hotscope: HOTSCOPE_OUT={}: directory is not writable", dir);
+  }
+  return "";
+}
+
+} // namespace hotscope::config

@@ -1,0 +1,34 @@
+// Configuration from the environment, read once at start. Bad values never stop the program:
+// each gets one line naming the variable and the problem, and the default is used.
+#pragma once
+
+#include "clock/clock.hpp"
+
+#include <cstddef>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace hotscope::config {
+
+struct Config {
+  std::string out_dir;                         // HOTSCOPE_OUT: reports written here at exit
+  clock::Request clock = clock::Request::Auto; // HOTSCOPE_CLOCK=auto|tsc|monotonic
+  std::size_t ring_records = 32768;            // HOTSCOPE_RING_RECORDS: per thread, power of 2
+  std::size_t trace_window_bytes = 32u << 20;  // HOTSCOPE_TRACE_MIB: 0 keeps no trace
+  unsigned collect_period_ms = 10;             // HOTSCOPE_COLLECT_MS
+};
+
+struct Parsed {
+  Config config;
+  std::vector<std::string> errors; // one line each, e.g. "hotscope: HOTSCOPE_TRACE_MIB=..."
+};
+
+using Getenv = std::function<const char*(const char*)>;
+
+Parsed parse(const Getenv& getenv);
+
+// Creates `dir` if needed; returns "" if reports can be written there, else one line why not.
+std::string check_out_dir(const std::string& dir);
+
+} // namespace hotscope::config

@@ -1,0 +1,213 @@
+#include "trace/function_name.hpp"
+#include "trace/trace.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+namespace hotscope::trace {
+namespace {
+
+std::string payload_text(std::span<const hotscope_record> payload, std::uint64_t length) {
+  const std::size_t capacity = payload.size() * HOTSCOPE_PAYLOAD_BYTES_PER_RECORD;
+  std::string text(std::min<std::uint64_t>(length, capacity), '\0');
+  std::memcpy(text.data(), payload.data(), text.size());
+  const auto nul = text.find('\0');
+  if (nul != std::string::npos) {
+    text.resize(nul);
+  }
+  return text;
+}
+
+} // namespace
+
+void Aggregator::Stats::add(std::uint64_t duration, std::uint64_t self_ticks) {
+  ++calls;
+  total += duration;
+  self += self_ticks;
+  min = std::min(min, duration);
+  max = std::max(max, duration);
+  histogram.add(duration);
+}
+
+void Aggregator::Stats::merge(const Stats& other) {
+  calls += other.calls;
+  total += other.total;
+  self += other.self;
+  min = std::min(min, other.min);
+  max = std::max(max, other.max);
+  histogram.merge(other.histogram);
+}
+
+Aggregator::Aggregator(std::size_t window_bytes, Resolver resolver)
+    : window_bytes_limit_(window_bytes), resolver_(std::move(resolver)) {}
+
+std::uint32_t Aggregator::add_thread(std::int64_t os_tid, std::string name) {
+  const std::uint32_t index = next_thread_++;
+  ThreadState& thread = threads_[index];
+  thread.os_tid = os_tid;
+  thread.name = std::move(name);
+  return index;
+}
+
+std::uint32_t Aggregator::intern_location(std::uint64_t ref) {
+  const auto [it, inserted] = name_ids_.try_emplace(ref, static_cast<std::uint32_t>(names_.size()));
+  if (inserted) {
+    names_.push_back(resolver_.location(ref));
+  }
+  return it->second;
+}
+
+std::uint32_t Aggregator::intern_text(std::uint64_t ref) {
+  const auto [it, inserted] = name_ids_.try_emplace(ref, static_cast<std::uint32_t>(names_.size()));
+  if (inserted) {
+    names_.push_back(LocationText{resolver_.text(ref), "", 0});
+  }
+  return it->second;
+}
+
+std::size_t Aggregator::event_bytes(const WindowEvent& event) {
+  // Short strings live inside the event (SSO); longer ones cost their capacity too.
+  return sizeof(WindowEvent) + (event.text.capacity() > 15 ? event.text.capacity() : 0);
+}
+
+void Aggregator::push_event(WindowEvent event) {
+  if (window_bytes_limit_ == 0) {
+    ++window_evicted_;
+    return;
+  }
+  window_bytes_ += event_bytes(event);
+  window_.push_back(std::move(event));
+  while (window_bytes_ > window_bytes_limit_ && !window_.empty()) {
+    window_bytes_ -= event_bytes(window_.front());
+    window_.pop_front();
+    ++window_evicted_;
+  }
+}
+
+void Aggregator::begin(ThreadState& thread, std::uint32_t location, std::uint64_t ticks) {
+  thread.stack.push_back(Frame{location, ticks});
+}
+
+void Aggregator::end(ThreadState& thread, std::uint32_t location, std::uint64_t ticks) {
+  (void)location; // the producer guarantees nesting; the innermost open scope is the one
+  if (thread.stack.empty()) {
+    return;
+  }
+  const Frame frame = thread.stack.back();
+  thread.stack.pop_back();
+  const std::uint64_t duration = ticks > frame.start ? ticks - frame.start : 0;
+  const std::uint64_t self = duration > frame.children ? duration - frame.children : 0;
+  stats_[frame.location].add(duration, self);
+  thread.stats[frame.location].add(duration, self);
+  if (!thread.stack.empty()) {
+    thread.stack.back().children += duration;
+  }
+}
+
+void Aggregator::consume(std::uint32_t thread_index, std::span<const hotscope_record> records) {
+  ThreadState& thread = threads_[thread_index];
+  for (std::size_t i = 0; i < records.size();) {
+    const hotscope_record& record = records[i];
+    const std::size_t payload =
+        std::min<std::size_t>(record.payload_records, records.size() - i - 1);
+    const auto payload_records = records.subspan(i + 1, payload);
+    thread.records.kept += 1 + payload;
+    thread.last_ticks = record.ticks;
+    switch (record.kind) {
+    case HOTSCOPE_RECORD_BEGIN: {
+      const std::uint32_t location = intern_location(record.ref);
+      begin(thread, location, record.ticks);
+      push_event({record.ticks, thread_index, EventKind::Begin, location, 0, {}});
+      break;
+    }
+    case HOTSCOPE_RECORD_END: {
+      const std::uint32_t location = intern_location(record.ref);
+      end(thread, location, record.ticks);
+      push_event({record.ticks, thread_index, EventKind::End, location, 0, {}});
+      break;
+    }
+    case HOTSCOPE_RECORD_MESSAGE_STATIC:
+      push_event({record.ticks, thread_index, EventKind::Message, intern_text(record.ref), 0, {}});
+      break;
+    case HOTSCOPE_RECORD_MESSAGE_INLINE:
+      push_event({record.ticks, thread_index, EventKind::Message, kInlineText, 0,
+                  payload_text(payload_records, record.value)});
+      break;
+    case HOTSCOPE_RECORD_COUNTER: {
+      const std::uint32_t location = intern_location(record.ref);
+      const auto value = static_cast<std::int64_t>(record.value);
+      Counter& counter = counters_[location];
+      ++counter.updates;
+      counter.last = value;
+      counter.min = std::min(counter.min, value);
+      counter.max = std::max(counter.max, value);
+      push_event({record.ticks, thread_index, EventKind::Counter, location, value, {}});
+      break;
+    }
+    case HOTSCOPE_RECORD_THREAD_NAME:
+      thread.name = payload_text(payload_records, record.value);
+      break;
+    default:
+      break; // unknown kinds are skipped; guests' batches are validated before they get here
+    }
+    i += 1 + payload;
+  }
+}
+
+void Aggregator::set_dropped(std::uint32_t thread, std::uint64_t dropped) {
+  ThreadState& state = threads_[thread];
+  state.records.dropped = dropped - state.dropped_before_reset;
+}
+
+void Aggregator::mark_exited(std::uint32_t thread) {
+  threads_[thread].exited = true;
+  fold_old_threads();
+}
+
+// Bounds memory under thread churn: the statistics of all but the newest exited threads are
+// merged into one entry, and a thread's identity goes once no trace event refers to it.
+void Aggregator::fold_old_threads() {
+  std::size_t exited_with_stats = 0;
+  for (auto it = threads_.rbegin(); it != threads_.rend(); ++it) {
+    ThreadState& thread = it->second;
+    if (!thread.exited || thread.stats_folded) {
+      continue;
+    }
+    if (++exited_with_stats <= kExitedThreadsKept) {
+      continue;
+    }
+    for (const auto& [location, stats] : thread.stats) {
+      folded_thread_stats_[location].merge(stats);
+    }
+    thread.stats.clear();
+    folded_records_.kept += thread.records.kept;
+    folded_records_.dropped += thread.records.dropped;
+    thread.records = {};
+    thread.stats_folded = true;
+    ++threads_folded_;
+  }
+  const std::uint64_t oldest_event = window_.empty() ? UINT64_MAX : window_.front().ticks;
+  std::erase_if(threads_, [&](const auto& entry) {
+    const ThreadState& thread = entry.second;
+    return thread.stats_folded && thread.last_ticks < oldest_event;
+  });
+}
+
+void Aggregator::reset() {
+  stats_.clear();
+  counters_.clear();
+  folded_thread_stats_.clear();
+  folded_records_ = {};
+  threads_folded_ = 0;
+  window_.clear();
+  window_bytes_ = 0;
+  window_evicted_ = 0;
+  std::erase_if(threads_, [](const auto& entry) { return entry.second.exited; });
+  for (auto& [index, thread] : threads_) {
+    thread.stats.clear();
+    thread.dropped_before_reset += thread.records.dropped;
+    thread.records = {};
+  }
+}
+
+} // namespace hotscope::trace

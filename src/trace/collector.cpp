@@ -1,0 +1,313 @@
+// The process-wide collector: registers each thread's ring on its first record, drains all
+// rings on one thread of its own, and feeds the Aggregator. Measured threads never take a lock
+// here after registration.
+#include "clock/clock.hpp"
+#include "trace/function_name.hpp"
+#include "trace/trace.hpp"
+
+#include <hotscope/hotscope.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <mutex>
+#include <new>
+#include <pthread.h>
+#include <sys/syscall.h>
+#include <thread>
+#include <unistd.h>
+
+namespace hotscope::detail {
+constinit thread_local Ring* tls_ring __attribute__((tls_model("initial-exec"))) = nullptr;
+} // namespace hotscope::detail
+
+namespace hotscope::trace {
+namespace {
+
+using detail::Ring;
+
+constexpr std::uint32_t kUnassigned = UINT32_MAX;
+
+struct ThreadSlot {
+  Ring ring;
+  std::unique_ptr<hotscope_record[]> storage;
+  std::int64_t os_tid = 0;
+  std::atomic<bool> exited{false};
+  std::uint32_t index = kUnassigned; // the Aggregator's thread index, set by the collector
+};
+
+std::string read_thread_name(std::int64_t tid) {
+  std::ifstream comm("/proc/self/task/" + std::to_string(tid) + "/comm");
+  std::string name;
+  std::getline(comm, name);
+  return name;
+}
+
+std::string read_process_name() {
+  std::ifstream comm("/proc/self/comm");
+  std::string name;
+  std::getline(comm, name);
+  return name;
+}
+
+// In-process refs are addresses of the program's own static data.
+Resolver in_process_resolver() {
+  return Resolver{
+      [](std::uint64_t ref) {
+        const auto* location = reinterpret_cast<const hotscope_source_location*>(ref);
+        LocationText text{location->name, location->file, location->line};
+        if (location->flags & HOTSCOPE_LOCATION_FUNCTION_SIGNATURE) {
+          text.name = short_function_name(text.name);
+        }
+        return text;
+      },
+      [](std::uint64_t ref) { return std::string(reinterpret_cast<const char*>(ref)); }};
+}
+
+class Collector {
+public:
+  explicit Collector(const Settings& settings)
+      : settings_(settings), aggregator_(settings.window_bytes, in_process_resolver()),
+        start_ticks_(clock::now_ticks()),
+        start_unix_ns_(
+            static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                           std::chrono::system_clock::now().time_since_epoch())
+                                           .count())),
+        process_name_(read_process_name()) {
+    pthread_key_create(&exit_key_, &Collector::on_thread_exit);
+    thread_ = std::thread([this] { run(); });
+  }
+
+  Ring* register_current_thread() noexcept {
+    auto* slot = new (std::nothrow) ThreadSlot;
+    hotscope_record* storage = new (std::nothrow) hotscope_record[settings_.ring_records];
+    if (slot == nullptr || storage == nullptr) {
+      delete slot;
+      delete[] storage;
+      return &out_of_memory_ring_;
+    }
+    slot->storage.reset(storage);
+    slot->ring.slots = storage;
+    slot->ring.capacity = settings_.ring_records;
+    slot->os_tid = static_cast<std::int64_t>(syscall(SYS_gettid));
+    {
+      std::lock_guard lock(registry_mutex_);
+      slots_.push_back(slot);
+    }
+    pthread_setspecific(exit_key_, slot);
+    detail::tls_ring = &slot->ring;
+    return &slot->ring;
+  }
+
+  void collect() {
+    std::lock_guard lock(state_mutex_);
+    drain_all();
+  }
+
+  Snapshot snapshot() {
+    std::lock_guard lock(state_mutex_);
+    drain_all();
+    const TimeBase time{clock::info(), start_ticks_, clock::now_ticks()};
+    Snapshot snapshot = aggregator_.snapshot(time);
+    snapshot.hotscope_version = HOTSCOPE_VERSION;
+    snapshot.process_name = process_name_;
+    snapshot.start_unix_ns = start_unix_ns_;
+    return snapshot;
+  }
+
+  void reset() {
+    std::lock_guard lock(state_mutex_);
+    drain_all();
+    aggregator_.reset();
+    start_ticks_ = clock::now_ticks();
+    start_unix_ns_ =
+        static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                       std::chrono::system_clock::now().time_since_epoch())
+                                       .count());
+  }
+
+  void stop() {
+    {
+      std::lock_guard lock(wake_mutex_);
+      stopping_ = true;
+    }
+    wake_.notify_all();
+    if (thread_.joinable()) {
+      thread_.join();
+    }
+    collect();
+  }
+
+  void pause(bool paused) {
+    std::lock_guard lock(wake_mutex_);
+    paused_ = paused;
+  }
+
+private:
+  static void on_thread_exit(void* slot) {
+    detail::tls_ring = nullptr; // a record after this point registers a fresh ring
+    static_cast<ThreadSlot*>(slot)->exited.store(true, std::memory_order_release);
+  }
+
+  void run() {
+    std::unique_lock lock(wake_mutex_);
+    while (!stopping_) {
+      wake_.wait_for(lock, std::chrono::milliseconds(settings_.period_ms));
+      if (stopping_ || paused_) {
+        continue;
+      }
+      lock.unlock();
+      collect();
+      lock.lock();
+    }
+  }
+
+  // Caller holds state_mutex_.
+  void drain_all() {
+    std::vector<ThreadSlot*> slots;
+    {
+      std::lock_guard lock(registry_mutex_);
+      slots = slots_;
+    }
+    std::vector<ThreadSlot*> finished;
+    for (ThreadSlot* slot : slots) {
+      if (slot->index == kUnassigned) {
+        slot->index = aggregator_.add_thread(slot->os_tid, read_thread_name(slot->os_tid));
+      }
+      // Seen before draining: every record of an exited thread is then already published.
+      const bool exited = slot->exited.load(std::memory_order_acquire);
+      drain(*slot);
+      aggregator_.set_dropped(slot->index, slot->ring.dropped.load(std::memory_order_relaxed));
+      if (exited) {
+        aggregator_.mark_exited(slot->index);
+        finished.push_back(slot);
+      }
+    }
+    if (!finished.empty()) {
+      std::lock_guard lock(registry_mutex_);
+      std::erase_if(slots_, [&](ThreadSlot* slot) {
+        return std::find(finished.begin(), finished.end(), slot) != finished.end();
+      });
+    }
+    for (ThreadSlot* slot : finished) {
+      delete slot;
+    }
+  }
+
+  void drain(ThreadSlot& slot) {
+    Ring& ring = slot.ring;
+    const std::uint64_t head = ring.head.load(std::memory_order_acquire);
+    const std::uint64_t tail = ring.tail.load(std::memory_order_relaxed);
+    if (head == tail) {
+      return;
+    }
+    // Copy out first (in at most two pieces around the wrap) so the producer gets the space
+    // back at once and payload records that straddle the wrap arrive contiguous.
+    scratch_.resize(head - tail);
+    const std::uint64_t mask = ring.capacity - 1;
+    const std::uint64_t first = std::min<std::uint64_t>(head - tail, ring.capacity - (tail & mask));
+    std::memcpy(scratch_.data(), ring.slots + (tail & mask), first * sizeof(hotscope_record));
+    std::memcpy(scratch_.data() + first, ring.slots,
+                (head - tail - first) * sizeof(hotscope_record));
+    ring.tail.store(head, std::memory_order_release);
+    aggregator_.consume(slot.index, scratch_);
+  }
+
+  const Settings settings_;
+  std::mutex state_mutex_; // guards the aggregator and the time base
+  Aggregator aggregator_;
+  std::uint64_t start_ticks_;
+  std::uint64_t start_unix_ns_;
+  std::string process_name_;
+  std::vector<hotscope_record> scratch_;
+
+  std::mutex registry_mutex_; // guards slots_; taken once per thread by the thread itself
+  std::vector<ThreadSlot*> slots_;
+  pthread_key_t exit_key_{};
+  // Handed out when a ring cannot be allocated: capacity 0, so every record is dropped.
+  static thread_local Ring out_of_memory_ring_;
+
+  std::mutex wake_mutex_;
+  std::condition_variable wake_;
+  bool stopping_ = false;
+  bool paused_ = false;
+  std::thread thread_;
+};
+
+thread_local Ring Collector::out_of_memory_ring_;
+
+Collector* collector = nullptr; // set once by start(), never destroyed (exit handlers use it)
+std::once_flag started;
+
+} // namespace
+
+void start(const Settings& settings) {
+  std::call_once(started, [&] { collector = new Collector(settings); });
+}
+
+Ring* register_current_thread() noexcept {
+  return collector->register_current_thread();
+}
+
+void collect_now() {
+  collector->collect();
+}
+Snapshot snapshot() {
+  return collector->snapshot();
+}
+void reset() {
+  collector->reset();
+}
+void stop() {
+  collector->stop();
+}
+void pause_collector_for_testing(bool paused) {
+  collector->pause(paused);
+}
+
+} // namespace hotscope::trace
+
+namespace {
+
+// Runtime text goes into the ring itself: a header record, then the bytes in payload records.
+void write_inline(std::uint32_t kind, std::string_view text) noexcept {
+  using namespace hotscope::detail;
+  Ring* ring = current_ring();
+  const std::size_t length = std::min<std::size_t>(text.size(), HOTSCOPE_INLINE_TEXT_MAX);
+  const std::uint64_t payload =
+      (length + HOTSCOPE_PAYLOAD_BYTES_PER_RECORD - 1) / HOTSCOPE_PAYLOAD_BYTES_PER_RECORD;
+  const std::uint64_t head = ring->head.load(std::memory_order_relaxed);
+  if (!has_room(ring, head, 1 + payload)) {
+    count_dropped(ring, 1 + payload);
+    return;
+  }
+  const std::uint64_t mask = ring->capacity - 1;
+  hotscope_record& header = ring->slots[head & mask];
+  header.ticks = now();
+  header.ref = 0;
+  header.value = length;
+  header.kind = kind;
+  header.payload_records = static_cast<std::uint32_t>(payload);
+  for (std::uint64_t p = 0; p < payload; ++p) {
+    char* bytes = reinterpret_cast<char*>(&ring->slots[(head + 1 + p) & mask]);
+    const std::size_t offset = p * HOTSCOPE_PAYLOAD_BYTES_PER_RECORD;
+    const std::size_t chunk =
+        std::min<std::size_t>(HOTSCOPE_PAYLOAD_BYTES_PER_RECORD, length - offset);
+    std::memcpy(bytes, text.data() + offset, chunk);
+    std::memset(bytes + chunk, 0, HOTSCOPE_PAYLOAD_BYTES_PER_RECORD - chunk);
+  }
+  ring->head.store(head + 1 + payload, std::memory_order_release);
+}
+
+} // namespace
+
+void hotscope::detail::message_copy(std::string_view text) noexcept {
+  write_inline(HOTSCOPE_RECORD_MESSAGE_INLINE, text);
+}
+
+void hotscope::detail::set_thread_name(std::string_view name) noexcept {
+  write_inline(HOTSCOPE_RECORD_THREAD_NAME, name);
+}

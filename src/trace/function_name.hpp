@@ -1,0 +1,13 @@
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace hotscope::trace {
+
+// "std::string Parser::parse(const char*) const [with T = int]" -> "Parser::parse": the
+// qualified name without return type, parameters and template bindings. Text that does not
+// look like a signature comes back unchanged.
+std::string short_function_name(std::string_view signature);
+
+} // namespace hotscope::trace

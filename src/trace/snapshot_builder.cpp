@@ -1,0 +1,189 @@
+#include "trace/trace.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <unistd.h>
+
+namespace hotscope::trace {
+namespace {
+
+class Converter {
+public:
+  explicit Converter(const TimeBase& time)
+      : start_(time.start_ticks), ns_per_tick_(1e9 / time.clock.ticks_per_second) {}
+  std::uint64_t duration(std::uint64_t ticks) const {
+    return static_cast<std::uint64_t>(std::llround(static_cast<double>(ticks) * ns_per_tick_));
+  }
+  std::uint64_t since_start(std::uint64_t ticks) const {
+    return ticks > start_ ? duration(ticks - start_) : 0;
+  }
+
+private:
+  std::uint64_t start_;
+  double ns_per_tick_;
+};
+
+void sort_by_total(std::vector<FunctionStats>& functions) {
+  std::stable_sort(functions.begin(), functions.end(), [](const auto& a, const auto& b) {
+    return a.stats.total_ns > b.stats.total_ns;
+  });
+}
+
+} // namespace
+
+Snapshot Aggregator::snapshot(const TimeBase& time) const {
+  const Converter convert(time);
+  Snapshot snapshot;
+  snapshot.pid = getpid();
+  snapshot.clock = time.clock;
+  snapshot.duration_ns = convert.since_start(time.now_ticks);
+  snapshot.threads_folded = threads_folded_;
+  for (const LocationText& name : names_) {
+    snapshot.names.push_back(name.name);
+  }
+
+  const auto function_stats = [&](std::uint32_t location, const Stats& stats) {
+    FunctionStats out;
+    out.name = names_[location].name;
+    out.file = names_[location].file;
+    out.line = names_[location].line;
+    DurationStats& d = out.stats;
+    d.calls = stats.calls;
+    d.total_ns = convert.duration(stats.total);
+    d.self_ns = convert.duration(stats.self);
+    d.min_ns = convert.duration(stats.min);
+    d.max_ns = convert.duration(stats.max);
+    d.mean_ns = static_cast<double>(d.total_ns) / static_cast<double>(stats.calls);
+    // Bucket midpoints may fall outside what was seen: keep quantiles within [min, max].
+    const auto quantile = [&](double q) {
+      return std::clamp(convert.duration(stats.histogram.quantile(q)), d.min_ns, d.max_ns);
+    };
+    d.p50_ns = quantile(0.50);
+    d.p90_ns = quantile(0.90);
+    d.p95_ns = quantile(0.95);
+    d.p99_ns = quantile(0.99);
+    d.p999_ns = quantile(0.999);
+    return out;
+  };
+  const auto all_functions = [&](const std::unordered_map<std::uint32_t, Stats>& table) {
+    std::vector<FunctionStats> functions;
+    for (const auto& [location, stats] : table) {
+      functions.push_back(function_stats(location, stats));
+    }
+    sort_by_total(functions);
+    return functions;
+  };
+
+  snapshot.functions = all_functions(stats_);
+  snapshot.records = folded_records_;
+  for (const auto& [index, thread] : threads_) {
+    ThreadInfo info;
+    info.index = index;
+    info.os_tid = thread.os_tid;
+    info.name = thread.name;
+    info.exited = thread.exited;
+    info.records = thread.records;
+    info.records.written = thread.records.kept + thread.records.dropped;
+    info.functions = all_functions(thread.stats);
+    snapshot.records.kept += thread.records.kept;
+    snapshot.records.dropped += thread.records.dropped;
+    snapshot.threads.push_back(std::move(info));
+  }
+  snapshot.records.written = snapshot.records.kept + snapshot.records.dropped;
+  if (!folded_thread_stats_.empty()) {
+    ThreadInfo folded;
+    folded.index = next_thread_;
+    folded.name = "(" + std::to_string(threads_folded_) + " older exited threads)";
+    folded.exited = true;
+    folded.records = folded_records_;
+    folded.records.written = folded_records_.kept + folded_records_.dropped;
+    folded.functions = all_functions(folded_thread_stats_);
+    snapshot.threads.push_back(std::move(folded));
+  }
+  for (const auto& [location, counter] : counters_) {
+    snapshot.counters.push_back(
+        {names_[location].name, counter.updates, counter.last, counter.min, counter.max});
+  }
+  std::sort(snapshot.counters.begin(), snapshot.counters.end(),
+            [](const auto& a, const auto& b) { return a.name < b.name; });
+
+  // The trace window, with each thread's scopes balanced (see Snapshot::trace).
+  snapshot.trace_evicted = window_evicted_;
+  snapshot.trace_start_ns =
+      window_evicted_ > 0 && !window_.empty() ? convert.since_start(window_.front().ticks) : 0;
+  struct ThreadTrace {
+    std::vector<std::uint32_t> open;
+    std::vector<std::uint32_t> orphan_ends; // innermost first
+    std::uint64_t last_ns = 0;
+  };
+  std::unordered_map<std::uint32_t, ThreadTrace> per_thread;
+  std::unordered_map<std::string, std::uint32_t> inline_names;
+  snapshot.trace.reserve(window_.size());
+  for (const WindowEvent& event : window_) {
+    ThreadTrace& thread = per_thread[event.thread];
+    TraceEvent out{convert.since_start(event.ticks), event.thread, event.kind, event.name,
+                   event.value};
+    out.ns = std::max(out.ns, thread.last_ns); // per-thread order is time order
+    thread.last_ns = out.ns;
+    if (event.name == kInlineText) {
+      const auto [it, inserted] =
+          inline_names.try_emplace(event.text, static_cast<std::uint32_t>(snapshot.names.size()));
+      if (inserted) {
+        snapshot.names.push_back(event.text);
+      }
+      out.name = it->second;
+    }
+    if (event.kind == EventKind::Begin) {
+      thread.open.push_back(out.name);
+    } else if (event.kind == EventKind::End) {
+      if (thread.open.empty()) {
+        thread.orphan_ends.push_back(out.name);
+      } else {
+        out.name = thread.open.back();
+        thread.open.pop_back();
+      }
+    }
+    snapshot.trace.push_back(out);
+  }
+  // Scopes open now but begun before the window (or before a reset) get a begin at the
+  // window's start; every scope open now gets an end at the snapshot.
+  for (const auto& [index, state] : threads_) {
+    const ThreadTrace& thread = per_thread[index];
+    const std::size_t open_before_window =
+        state.stack.size() > thread.open.size() ? state.stack.size() - thread.open.size() : 0;
+    for (std::size_t i = 0; i < open_before_window; ++i) {
+      snapshot.trace.push_back(
+          {snapshot.trace_start_ns, index, EventKind::Begin, state.stack[i].location, 0});
+    }
+    for (auto it = thread.orphan_ends.rbegin(); it != thread.orphan_ends.rend(); ++it) {
+      snapshot.trace.push_back({snapshot.trace_start_ns, index, EventKind::Begin, *it, 0});
+    }
+    const std::uint64_t end_ns = std::max(snapshot.duration_ns, thread.last_ns);
+    for (auto it = state.stack.rbegin(); it != state.stack.rend(); ++it) {
+      snapshot.trace.push_back({end_ns, index, EventKind::End, it->location, 0});
+    }
+    snapshot.trace_open_scopes += state.stack.size();
+  }
+  // Synthetic begins sort before everything at their time, synthetic ends after.
+  const std::size_t window_events = window_.size();
+  std::vector<std::size_t> order(snapshot.trace.size());
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    order[i] = i;
+  }
+  const auto rank = [&](std::size_t i) {
+    const TraceEvent& e = snapshot.trace[i];
+    const int group = i < window_events ? 1 : (e.kind == EventKind::Begin ? 0 : 2);
+    return std::make_tuple(e.ns, group, i);
+  };
+  std::sort(order.begin(), order.end(),
+            [&](std::size_t a, std::size_t b) { return rank(a) < rank(b); });
+  std::vector<TraceEvent> sorted;
+  sorted.reserve(order.size());
+  for (std::size_t i : order) {
+    sorted.push_back(snapshot.trace[i]);
+  }
+  snapshot.trace = std::move(sorted);
+  return snapshot;
+}
+
+} // namespace hotscope::trace

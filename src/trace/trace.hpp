@@ -1,0 +1,154 @@
+// Tracing: the per-thread rings, the collector thread that drains them, and the aggregation
+// of records into per-function statistics and a bounded trace window.
+#pragma once
+
+#include "snapshot/snapshot.hpp"
+#include "trace/histogram.hpp"
+
+#include <hotscope/record.h>
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace hotscope::detail {
+struct Ring;
+} // namespace hotscope::detail
+
+namespace hotscope::trace {
+
+struct LocationText {
+  std::string name;
+  std::string file;
+  std::uint32_t line = 0;
+};
+
+// Turns a record's `ref` into text: a hotscope_source_location for scopes and counters, a
+// NUL-terminated string for static messages. In-process this reads the program's own static
+// data; a guest's resolver reads guest memory with bounds checks.
+struct Resolver {
+  std::function<LocationText(std::uint64_t ref)> location;
+  std::function<std::string(std::uint64_t ref)> text;
+};
+
+// The time base a snapshot converts ticks with.
+struct TimeBase {
+  ClockInfo clock;
+  std::uint64_t start_ticks = 0; // start of the measuring window
+  std::uint64_t now_ticks = 0;
+};
+
+// Turns records into statistics and a bounded trace. Not thread-safe: the collector owns it.
+class Aggregator {
+public:
+  Aggregator(std::size_t window_bytes, Resolver resolver);
+
+  std::uint32_t add_thread(std::int64_t os_tid, std::string name);
+  // Consumes one thread's records in order. A batch must not end inside a record's payload.
+  void consume(std::uint32_t thread, std::span<const hotscope_record> records);
+  void set_dropped(std::uint32_t thread, std::uint64_t dropped);
+  void mark_exited(std::uint32_t thread);
+  // Forgets statistics, counts and the trace; open scopes stay open and are timed in full.
+  void reset();
+
+  Snapshot snapshot(const TimeBase& time) const;
+
+  // Exited threads whose own statistics are kept; older ones are merged into one entry.
+  static constexpr std::size_t kExitedThreadsKept = 256;
+
+private:
+  struct Stats {
+    std::uint64_t calls = 0;
+    std::uint64_t total = 0;
+    std::uint64_t self = 0;
+    std::uint64_t min = UINT64_MAX;
+    std::uint64_t max = 0;
+    Histogram histogram;
+    void add(std::uint64_t duration, std::uint64_t self_ticks);
+    void merge(const Stats& other);
+  };
+  struct Frame {
+    std::uint32_t location;
+    std::uint64_t start;
+    std::uint64_t children = 0;
+  };
+  struct Counter {
+    std::uint64_t updates = 0;
+    std::int64_t last = 0;
+    std::int64_t min = INT64_MAX;
+    std::int64_t max = INT64_MIN;
+  };
+  struct ThreadState {
+    std::int64_t os_tid = 0;
+    std::string name;
+    bool exited = false;
+    bool stats_folded = false;
+    RecordCounts records;
+    std::uint64_t dropped_before_reset = 0;
+    std::vector<Frame> stack;
+    std::unordered_map<std::uint32_t, Stats> stats;
+    std::uint64_t last_ticks = 0;
+  };
+  struct WindowEvent {
+    std::uint64_t ticks;
+    std::uint32_t thread;
+    EventKind kind;
+    std::uint32_t name; // kInlineText: the text is in `text`
+    std::int64_t value;
+    std::string text;
+  };
+  static constexpr std::uint32_t kInlineText = UINT32_MAX;
+
+  std::uint32_t intern_location(std::uint64_t ref);
+  std::uint32_t intern_text(std::uint64_t ref);
+  void push_event(WindowEvent event);
+  void begin(ThreadState& thread, std::uint32_t location, std::uint64_t ticks);
+  void end(ThreadState& thread, std::uint32_t location, std::uint64_t ticks);
+  void fold_old_threads();
+  static std::size_t event_bytes(const WindowEvent& event);
+
+  std::size_t window_bytes_limit_;
+  Resolver resolver_;
+  std::vector<LocationText> names_; // index = name id, for locations and static texts
+  std::unordered_map<std::uint64_t, std::uint32_t> name_ids_;
+  std::unordered_map<std::uint32_t, Stats> stats_;
+  std::unordered_map<std::uint32_t, Counter> counters_;
+  std::map<std::uint32_t, ThreadState> threads_;
+  std::uint32_t next_thread_ = 0;
+  std::unordered_map<std::uint32_t, Stats> folded_thread_stats_;
+  std::uint64_t threads_folded_ = 0;
+  RecordCounts folded_records_; // counts of threads whose entry was folded away
+  std::deque<WindowEvent> window_;
+  std::size_t window_bytes_ = 0;
+  std::uint64_t window_evicted_ = 0;
+};
+
+// --- The process-wide collector ------------------------------------------------------------
+
+struct Settings {
+  std::size_t ring_records = 32768;
+  std::size_t window_bytes = 32u << 20;
+  unsigned period_ms = 10;
+};
+
+// Starts the collector thread (once; later calls are ignored).
+void start(const Settings& settings);
+// The calling thread's ring, created on its first record (start() must have run).
+detail::Ring* register_current_thread() noexcept;
+// Drains every ring now, on the calling thread.
+void collect_now();
+// Drains every ring and returns a snapshot of everything collected.
+Snapshot snapshot();
+// Starts a new measuring window: statistics, counts and trace restart from now.
+void reset();
+// Stops the collector thread and drains what is left (process exit).
+void stop();
+// Tests: the collector thread stops draining while paused (collect_now still drains).
+void pause_collector_for_testing(bool paused);
+
+} // namespace hotscope::trace

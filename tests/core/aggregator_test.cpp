@@ -1,0 +1,201 @@
+// The Aggregator fed with hand-made records: every timestamp is chosen, so self and inclusive
+// times are exact.
+#include "trace/trace.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace {
+
+using namespace hotscope;
+using trace::Aggregator;
+
+// Locations are identified by small integers; the resolver names them "f<ref>".
+trace::Resolver numbered_resolver() {
+  return {[](std::uint64_t ref) {
+            return trace::LocationText{"f" + std::to_string(ref), "x.cpp", 1};
+          },
+          [](std::uint64_t ref) { return "text" + std::to_string(ref); }};
+}
+
+trace::TimeBase time_base(std::uint64_t now) {
+  trace::TimeBase time;
+  time.clock.source = "manual";
+  time.clock.ticks_per_second = 1e9; // one tick per ns
+  time.now_ticks = now;
+  return time;
+}
+
+hotscope_record rec(std::uint32_t kind, std::uint64_t ticks, std::uint64_t ref,
+                    std::uint64_t value = 0) {
+  return hotscope_record{ticks, ref, value, kind, 0};
+}
+hotscope_record begin(std::uint64_t ticks, std::uint64_t ref) {
+  return rec(HOTSCOPE_RECORD_BEGIN, ticks, ref);
+}
+hotscope_record end(std::uint64_t ticks, std::uint64_t ref) {
+  return rec(HOTSCOPE_RECORD_END, ticks, ref);
+}
+
+void append_inline(std::vector<hotscope_record>& records, std::uint32_t kind, std::uint64_t ticks,
+                   const std::string& text) {
+  const std::uint32_t payload = static_cast<std::uint32_t>((text.size() + 31) / 32);
+  records.push_back({ticks, 0, text.size(), kind, payload});
+  for (std::uint32_t p = 0; p < payload; ++p) {
+    hotscope_record chunk{};
+    std::memcpy(&chunk, text.data() + p * 32, std::min<std::size_t>(32, text.size() - p * 32));
+    records.push_back(chunk);
+  }
+}
+
+const FunctionStats& find(const std::vector<FunctionStats>& functions, const std::string& name) {
+  for (const auto& f : functions) {
+    if (f.name == name) {
+      return f;
+    }
+  }
+  throw std::runtime_error("no function " + name);
+}
+
+TEST(Aggregator, NestedScopesGiveExactSelfAndInclusiveTimes) {
+  Aggregator aggregator(1 << 20, numbered_resolver());
+  const auto t = aggregator.add_thread(42, "main");
+  // f1 [0, 200] contains f2 [100, 130] and f2 [150, 200] which contains f3 [160, 170].
+  const std::vector<hotscope_record> records = {begin(0, 1),   begin(100, 2), end(130, 2),
+                                                begin(150, 2), begin(160, 3), end(170, 3),
+                                                end(200, 2),   end(200, 1)};
+  aggregator.consume(t, records);
+  const Snapshot s = aggregator.snapshot(time_base(1000));
+  const auto& f1 = find(s.functions, "f1").stats;
+  const auto& f2 = find(s.functions, "f2").stats;
+  const auto& f3 = find(s.functions, "f3").stats;
+  EXPECT_EQ(f1.calls, 1u);
+  EXPECT_EQ(f1.total_ns, 200u);
+  EXPECT_EQ(f1.self_ns, 120u);
+  EXPECT_EQ(f2.calls, 2u);
+  EXPECT_EQ(f2.total_ns, 80u);
+  EXPECT_EQ(f2.self_ns, 70u);
+  EXPECT_EQ(f2.min_ns, 30u);
+  EXPECT_EQ(f2.max_ns, 50u);
+  EXPECT_DOUBLE_EQ(f2.mean_ns, 40.0);
+  EXPECT_EQ(f3.total_ns, 10u);
+  EXPECT_EQ(f3.self_ns, 10u);
+  EXPECT_EQ(s.functions.front().name, "f1"); // sorted by total
+  ASSERT_EQ(s.threads.size(), 1u);
+  EXPECT_EQ(s.threads[0].name, "main");
+  EXPECT_EQ(s.threads[0].os_tid, 42);
+  EXPECT_EQ(s.records.kept, records.size());
+  EXPECT_EQ(s.duration_ns, 1000u);
+  EXPECT_EQ(s.trace.size(), records.size());
+  EXPECT_EQ(s.trace_open_scopes, 0u);
+}
+
+TEST(Aggregator, SameFunctionOnTwoThreadsIsSummedAndKeptPerThread) {
+  Aggregator aggregator(1 << 20, numbered_resolver());
+  const auto a = aggregator.add_thread(1, "a");
+  const auto b = aggregator.add_thread(2, "b");
+  aggregator.consume(a, std::vector{begin(10, 7), end(20, 7)});
+  aggregator.consume(b, std::vector{begin(10, 7), end(40, 7)});
+  const Snapshot s = aggregator.snapshot(time_base(100));
+  EXPECT_EQ(find(s.functions, "f7").stats.calls, 2u);
+  EXPECT_EQ(find(s.functions, "f7").stats.total_ns, 40u);
+  EXPECT_EQ(find(s.threads[0].functions, "f7").stats.total_ns, 10u);
+  EXPECT_EQ(find(s.threads[1].functions, "f7").stats.total_ns, 30u);
+}
+
+TEST(Aggregator, MessagesCountersAndThreadNames) {
+  Aggregator aggregator(1 << 20, numbered_resolver());
+  const auto t = aggregator.add_thread(5, "");
+  std::vector<hotscope_record> records;
+  append_inline(records, HOTSCOPE_RECORD_THREAD_NAME, 1, "worker-3");
+  records.push_back(rec(HOTSCOPE_RECORD_MESSAGE_STATIC, 2, 9));
+  const std::string long_text(100, 'x');
+  append_inline(records, HOTSCOPE_RECORD_MESSAGE_INLINE, 3, long_text);
+  records.push_back(rec(HOTSCOPE_RECORD_COUNTER, 4, 11, static_cast<std::uint64_t>(-5)));
+  records.push_back(rec(HOTSCOPE_RECORD_COUNTER, 5, 11, 8));
+  aggregator.consume(t, records);
+  const Snapshot s = aggregator.snapshot(time_base(10));
+  EXPECT_EQ(s.threads[0].name, "worker-3");
+  ASSERT_EQ(s.trace.size(), 4u);
+  EXPECT_EQ(s.names[s.trace[0].name], "text9");
+  EXPECT_EQ(s.names[s.trace[1].name], long_text);
+  EXPECT_EQ(s.trace[3].value, 8);
+  ASSERT_EQ(s.counters.size(), 1u);
+  EXPECT_EQ(s.counters[0].name, "f11");
+  EXPECT_EQ(s.counters[0].updates, 2u);
+  EXPECT_EQ(s.counters[0].min, -5);
+  EXPECT_EQ(s.counters[0].max, 8);
+  EXPECT_EQ(s.counters[0].last, 8);
+  EXPECT_EQ(s.records.kept, records.size());
+}
+
+TEST(Aggregator, BoundedWindowKeepsEachThreadBalanced) {
+  // Room for a few events only: the begins of the outer scopes are evicted.
+  Aggregator aggregator(6 * 64, numbered_resolver());
+  const auto t = aggregator.add_thread(1, "t");
+  std::vector<hotscope_record> records = {begin(0, 1), begin(10, 2)};
+  for (std::uint64_t i = 0; i < 10; ++i) {
+    records.push_back(begin(20 + 10 * i, 3));
+    records.push_back(end(25 + 10 * i, 3));
+  }
+  records.push_back(end(200, 2)); // f1 stays open
+  aggregator.consume(t, records);
+  const Snapshot s = aggregator.snapshot(time_base(300));
+  EXPECT_GT(s.trace_evicted, 0u);
+  EXPECT_EQ(s.trace_open_scopes, 1u);
+  std::vector<std::uint32_t> stack;
+  for (const TraceEvent& e : s.trace) {
+    if (e.kind == EventKind::Begin) {
+      stack.push_back(e.name);
+    } else if (e.kind == EventKind::End) {
+      ASSERT_FALSE(stack.empty());
+      EXPECT_EQ(stack.back(), e.name);
+      stack.pop_back();
+    }
+  }
+  EXPECT_TRUE(stack.empty());
+  EXPECT_EQ(s.names[s.trace.front().name], "f1"); // outermost synthetic begin first
+  EXPECT_EQ(s.trace.front().ns, s.trace_start_ns);
+  EXPECT_EQ(s.trace.back().ns, 300u); // the open scope ends at the snapshot
+  // Statistics are not bounded by the window: all ten f3 calls are counted.
+  EXPECT_EQ(find(s.functions, "f3").stats.calls, 10u);
+}
+
+TEST(Aggregator, ThreadChurnIsFoldedToBoundMemory) {
+  Aggregator aggregator(0, numbered_resolver()); // no trace window at all
+  const std::size_t threads = Aggregator::kExitedThreadsKept + 100;
+  for (std::size_t i = 0; i < threads; ++i) {
+    const auto t = aggregator.add_thread(static_cast<std::int64_t>(i), "");
+    aggregator.consume(t, std::vector{begin(i, 1), end(i + 3, 1)});
+    aggregator.mark_exited(t);
+  }
+  const Snapshot s = aggregator.snapshot(time_base(10'000));
+  EXPECT_EQ(s.threads_folded, 100u);
+  EXPECT_EQ(s.threads.size(), Aggregator::kExitedThreadsKept + 1);
+  EXPECT_EQ(find(s.functions, "f1").stats.calls, threads);
+  EXPECT_EQ(s.records.kept, 2 * threads); // nothing is lost from the totals
+  EXPECT_EQ(find(s.threads.back().functions, "f1").stats.calls, 100u);
+}
+
+TEST(Aggregator, ResetStartsANewWindowButOpenScopesStayOpen) {
+  Aggregator aggregator(1 << 20, numbered_resolver());
+  const auto t = aggregator.add_thread(1, "t");
+  aggregator.consume(t, std::vector{begin(0, 1), begin(5, 2), end(10, 2)});
+  aggregator.set_dropped(t, 4);
+  aggregator.reset();
+  aggregator.consume(t, std::vector{end(50, 1)});
+  aggregator.set_dropped(t, 6);
+  const Snapshot s = aggregator.snapshot(time_base(60));
+  ASSERT_EQ(s.functions.size(), 1u);
+  EXPECT_EQ(s.functions[0].name, "f1");
+  EXPECT_EQ(s.functions[0].stats.total_ns, 50u);
+  EXPECT_EQ(s.records.kept, 1u);
+  EXPECT_EQ(s.records.dropped, 2u);
+  ASSERT_EQ(s.trace.size(), 2u); // synthetic begin + the end
+  EXPECT_EQ(s.trace[0].kind, EventKind::Begin);
+}
+
+} // namespace

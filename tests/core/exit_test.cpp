@@ -1,0 +1,110 @@
+// Runs exit_paths_program with HOTSCOPE_OUT and checks what it wrote at exit.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct ProgramRun {
+  int status;
+  std::string out;
+  std::string err;
+};
+
+std::string slurp(const fs::path& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+ProgramRun run_program(const std::string& env, const std::string& mode, const fs::path& dir) {
+  fs::create_directories(dir);
+  // A long collector period: the early thread ends long before any periodic drain.
+  const std::string command = "env HOTSCOPE_COLLECT_MS=1000 " + env + " " + EXIT_PATHS_PROGRAM +
+                              " " + mode + " >" + (dir / "stdout").string() + " 2>" +
+                              (dir / "stderr").string();
+  const int status = std::system(command.c_str());
+  return ProgramRun{status, slurp(dir / "stdout"), slurp(dir / "stderr")};
+}
+
+std::uint64_t calls_of(const nlohmann::json& stats, const std::string& name) {
+  for (const auto& f : stats.at("functions")) {
+    if (f.at("name") == name) {
+      return f.at("calls").get<std::uint64_t>();
+    }
+  }
+  return 0;
+}
+
+fs::path scratch(const std::string& name) {
+  const fs::path dir = fs::temp_directory_path() / ("hotscope-exit-test-" + name);
+  fs::remove_all(dir);
+  return dir;
+}
+
+TEST(ExitPaths, ReturningFromMainFlushesEveryThread) {
+  const fs::path dir = scratch("return");
+  const ProgramRun run = run_program("HOTSCOPE_OUT=" + (dir / "out").string(), "return", dir);
+  ASSERT_EQ(run.status, 0) << run.err;
+  EXPECT_EQ(run.err, "");
+  const auto stats = nlohmann::json::parse(slurp(dir / "out" / "stats.json"));
+  EXPECT_EQ(calls_of(stats, "{anonymous}::early_thread_work"), 100u);
+  EXPECT_EQ(calls_of(stats, "main_tail"), 1u);
+  for (const char* file : {"report.txt", "stats.json", "trace.json", "trace.folded", "trace.txt"}) {
+    EXPECT_TRUE(fs::exists(dir / "out" / file)) << file;
+  }
+}
+
+TEST(ExitPaths, ExitFromAWorkerThreadFlushesEveryThread) {
+  const fs::path dir = scratch("exit");
+  const ProgramRun run = run_program("HOTSCOPE_OUT=" + (dir / "out").string(), "exit", dir);
+  ASSERT_EQ(run.status, 0) << run.err;
+  const auto stats = nlohmann::json::parse(slurp(dir / "out" / "stats.json"));
+  EXPECT_EQ(calls_of(stats, "{anonymous}::early_thread_work"), 100u);
+  EXPECT_EQ(calls_of(stats, "{anonymous}::exiting_thread_work"), 50u);
+  EXPECT_EQ(stats.at("records").at("dropped"), 0);
+}
+
+TEST(ExitPaths, ForcedClockIsReported) {
+  const fs::path dir = scratch("clock");
+  const ProgramRun run =
+      run_program("HOTSCOPE_CLOCK=monotonic HOTSCOPE_OUT=" + (dir / "out").string(), "return", dir);
+  ASSERT_EQ(run.status, 0) << run.err;
+  const auto stats = nlohmann::json::parse(slurp(dir / "out" / "stats.json"));
+  EXPECT_EQ(stats.at("clock").at("source"), "monotonic");
+  EXPECT_EQ(calls_of(stats, "{anonymous}::early_thread_work"), 100u);
+}
+
+TEST(ExitPaths, UnwritableOutDirIsOneLineAndTheProgramRunsOn) {
+  const fs::path dir = scratch("unwritable");
+  fs::create_directories(dir);
+  std::ofstream(dir / "a-file") << "not a directory";
+  const ProgramRun run =
+      run_program("HOTSCOPE_OUT=" + (dir / "a-file" / "out").string(), "return", dir);
+  EXPECT_EQ(run.status, 0);
+  EXPECT_EQ(run.out, "program result 42\n");
+  EXPECT_NE(run.err.find("HOTSCOPE_OUT="), std::string::npos) << run.err;
+  EXPECT_EQ(std::count(run.err.begin(), run.err.end(), '\n'), 1) << run.err;
+}
+
+TEST(ExitPaths, BadVariablesAreNamedAndIgnored) {
+  const fs::path dir = scratch("badvars");
+  const ProgramRun run = run_program(
+      "HOTSCOPE_RING_RECORDS=12 HOTSCOPE_CLOCK=sundial HOTSCOPE_OUT=" + (dir / "out").string(),
+      "return", dir);
+  EXPECT_EQ(run.status, 0);
+  EXPECT_EQ(run.out, "program result 42\n");
+  EXPECT_NE(run.err.find("HOTSCOPE_RING_RECORDS=\"12\""), std::string::npos) << run.err;
+  EXPECT_NE(run.err.find("HOTSCOPE_CLOCK=\"sundial\""), std::string::npos) << run.err;
+  EXPECT_EQ(std::count(run.err.begin(), run.err.end(), '\n'), 2) << run.err;
+  EXPECT_TRUE(fs::exists(dir / "out" / "stats.json"));
+}
+
+} // namespace

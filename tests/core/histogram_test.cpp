@@ -1,0 +1,87 @@
+#include "trace/histogram.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <vector>
+
+namespace {
+
+using hotscope::trace::Histogram;
+
+// The exact order statistic with the same rank rule as Histogram::quantile.
+std::uint64_t exact_quantile(std::vector<std::uint64_t> values, double q) {
+  std::sort(values.begin(), values.end());
+  std::size_t rank = static_cast<std::size_t>(std::ceil(q * static_cast<double>(values.size())));
+  return values[std::max<std::size_t>(rank, 1) - 1];
+}
+
+void expect_quantiles_within_one_percent(const std::vector<std::uint64_t>& values) {
+  Histogram histogram;
+  for (std::uint64_t v : values) {
+    histogram.add(v);
+  }
+  ASSERT_EQ(histogram.count(), values.size());
+  for (double q : {0.0, 0.5, 0.9, 0.95, 0.99, 0.999, 1.0}) {
+    const double exact = static_cast<double>(exact_quantile(values, q));
+    const double reported = static_cast<double>(histogram.quantile(q));
+    EXPECT_LE(std::abs(reported - exact), exact * 0.01) << "q=" << q << " exact=" << exact;
+  }
+}
+
+TEST(Histogram, UniformPercentilesWithinOnePercent) {
+  std::mt19937_64 rng(1);
+  std::uniform_int_distribution<std::uint64_t> dist(1, 5'000'000);
+  std::vector<std::uint64_t> values(200'000);
+  for (auto& v : values) {
+    v = dist(rng);
+  }
+  expect_quantiles_within_one_percent(values);
+}
+
+TEST(Histogram, LogNormalPercentilesWithinOnePercent) {
+  std::mt19937_64 rng(2);
+  std::lognormal_distribution<double> dist(9.0, 2.0);
+  std::vector<std::uint64_t> values(200'000);
+  for (auto& v : values) {
+    v = 1 + static_cast<std::uint64_t>(dist(rng));
+  }
+  expect_quantiles_within_one_percent(values);
+}
+
+TEST(Histogram, ExactBelow128AndAccurateUpToAnHour) {
+  Histogram small;
+  for (std::uint64_t v = 1; v <= 100; ++v) {
+    small.add(v);
+  }
+  EXPECT_EQ(small.quantile(0.5), 50u);
+  EXPECT_EQ(small.quantile(1.0), 100u);
+
+  // 1 ns .. 1 h at 1 tick per ns, and an hour of 5 GHz ticks.
+  for (std::uint64_t v :
+       {1ull, 999ull, 123'456'789ull, 3'600'000'000'000ull, 18'000'000'000'000ull}) {
+    Histogram one;
+    one.add(v);
+    const double reported = static_cast<double>(one.quantile(0.5));
+    EXPECT_LE(std::abs(reported - static_cast<double>(v)), static_cast<double>(v) * 0.01) << v;
+  }
+}
+
+TEST(Histogram, MergeEqualsAddingEverything) {
+  Histogram a, b, all;
+  for (std::uint64_t v = 1; v < 100'000; v += 7) {
+    (v % 2 ? a : b).add(v);
+    all.add(v);
+  }
+  a.merge(b);
+  EXPECT_EQ(a.count(), all.count());
+  for (double q : {0.1, 0.5, 0.99}) {
+    EXPECT_EQ(a.quantile(q), all.quantile(q));
+  }
+  Histogram copy = a;
+  EXPECT_EQ(copy.quantile(0.5), a.quantile(0.5));
+}
+
+} // namespace

@@ -1,0 +1,214 @@
+// The macros end to end: records go through the real rings and collector. Each test runs in
+// its own process (gtest_discover_tests), so the global collector starts fresh every time.
+#include "clock/clock.hpp"
+#include "trace/trace.hpp"
+
+#include <hotscope/hotscope.hpp>
+
+#include <gtest/gtest.h>
+
+#include <stdexcept>
+#include <string>
+#include <sys/syscall.h>
+#include <thread>
+#include <unistd.h>
+#include <vector>
+
+namespace {
+
+using namespace hotscope;
+
+const FunctionStats* find(const std::vector<FunctionStats>& functions, const std::string& name) {
+  for (const auto& f : functions) {
+    if (f.name == name) {
+      return &f;
+    }
+  }
+  return nullptr;
+}
+
+const ThreadInfo* find_thread(const Snapshot& s, std::int64_t tid) {
+  for (const auto& t : s.threads) {
+    if (t.os_tid == tid) {
+      return &t;
+    }
+  }
+  return nullptr;
+}
+
+std::int64_t this_tid() {
+  return static_cast<std::int64_t>(syscall(SYS_gettid));
+}
+
+void inner_for(std::uint64_t ns) {
+  HOTSCOPE_SCOPE("inner");
+  clock::advance_manual_clock(ns);
+}
+
+TEST(Runtime, NestedScopesAreExactUnderTheManualClock) {
+  clock::use_manual_clock_for_testing();
+  trace::reset();
+  {
+    HOTSCOPE_SCOPE("outer");
+    clock::advance_manual_clock(100);
+    inner_for(30);
+    clock::advance_manual_clock(20);
+    inner_for(50);
+  }
+  const Snapshot s = trace::snapshot();
+  const auto* outer = find(s.functions, "outer");
+  const auto* inner = find(s.functions, "inner");
+  ASSERT_TRUE(outer && inner);
+  EXPECT_EQ(outer->stats.total_ns, 200u);
+  EXPECT_EQ(outer->stats.self_ns, 120u);
+  EXPECT_EQ(inner->stats.calls, 2u);
+  EXPECT_EQ(inner->stats.total_ns, 80u);
+  EXPECT_EQ(inner->stats.p50_ns, 30u);
+  EXPECT_EQ(inner->stats.max_ns, 50u);
+  EXPECT_EQ(s.clock.source, "manual");
+}
+
+void named_function() {
+  HOTSCOPE_FUNCTION();
+}
+
+TEST(Runtime, FunctionScopesAreNamedAfterTheFunction) {
+  named_function();
+  const Snapshot s = trace::snapshot();
+  const auto* f = find(s.functions, "{anonymous}::named_function");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->stats.calls, 1u);
+  EXPECT_NE(f->file.find("runtime_test.cpp"), std::string::npos);
+  EXPECT_GT(f->line, 0u);
+}
+
+void throws_from_depth(int depth) {
+  HOTSCOPE_SCOPE("thrower");
+  if (depth == 0) {
+    throw std::runtime_error("boom");
+  }
+  throws_from_depth(depth - 1);
+}
+
+TEST(Runtime, ExceptionsThrownThroughScopesCloseThem) {
+  {
+    HOTSCOPE_SCOPE("catcher");
+    EXPECT_THROW(throws_from_depth(5), std::runtime_error);
+  }
+  const Snapshot s = trace::snapshot();
+  EXPECT_EQ(find(s.functions, "thrower")->stats.calls, 6u);
+  EXPECT_EQ(find(s.functions, "catcher")->stats.calls, 1u);
+  EXPECT_EQ(s.trace_open_scopes, 0u);
+}
+
+int recurse(int depth) {
+  HOTSCOPE_FUNCTION();
+  return depth == 0 ? 0 : 1 + recurse(depth - 1);
+}
+
+TEST(Runtime, TenThousandDeepRecursion) {
+  EXPECT_EQ(recurse(9999), 9999);
+  const Snapshot s = trace::snapshot();
+  const auto* f = find(s.functions, "{anonymous}::recurse");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->stats.calls, 10000u);
+  EXPECT_EQ(s.records.dropped, 0u);
+  EXPECT_EQ(s.trace_open_scopes, 0u);
+  // Self times of all levels add up to the outermost call, which is the longest.
+  EXPECT_NEAR(static_cast<double>(f->stats.self_ns), static_cast<double>(f->stats.max_ns), 2.0);
+  EXPECT_GT(f->stats.total_ns, f->stats.max_ns);
+}
+
+TEST(Runtime, ManyShortLivedThreadsLoseNothing) {
+  constexpr int kThreads = 600;
+  constexpr int kScopesPerThread = 25;
+  std::vector<std::thread> batch;
+  for (int i = 0; i < kThreads; ++i) {
+    batch.emplace_back([] {
+      for (int j = 0; j < kScopesPerThread; ++j) {
+        HOTSCOPE_SCOPE("short_lived");
+      }
+    });
+    if (batch.size() == 8) {
+      for (auto& t : batch) {
+        t.join();
+      }
+      batch.clear();
+    }
+  }
+  for (auto& t : batch) {
+    t.join();
+  }
+  const Snapshot s = trace::snapshot();
+  EXPECT_EQ(find(s.functions, "short_lived")->stats.calls,
+            static_cast<std::uint64_t>(kThreads) * kScopesPerThread);
+  EXPECT_EQ(s.records.dropped, 0u);
+  // Per-thread statistics are kept for the newest exited threads only; the rest are merged.
+  EXPECT_GE(s.threads_folded, kThreads - trace::Aggregator::kExitedThreadsKept);
+  std::size_t threads_with_stats = 0;
+  for (const auto& t : s.threads) {
+    threads_with_stats += t.functions.empty() ? 0 : 1;
+  }
+  EXPECT_LE(threads_with_stats, trace::Aggregator::kExitedThreadsKept + 2);
+}
+
+TEST(Runtime, RingOverflowAccountingIsExact) {
+  trace::pause_collector_for_testing(true);
+  trace::collect_now();
+  constexpr std::uint64_t kScopes = 50'000; // more than a default ring (32768 records) holds
+  std::int64_t tid = 0;
+  std::thread flood([&] {
+    tid = this_tid();
+    for (std::uint64_t i = 0; i < kScopes; ++i) {
+      HOTSCOPE_SCOPE("flood");
+    }
+    HOTSCOPE_MESSAGE(std::string("a runtime message that needs payload records"));
+  });
+  flood.join();
+  trace::pause_collector_for_testing(false);
+  const Snapshot s = trace::snapshot();
+  const ThreadInfo* t = find_thread(s, tid);
+  ASSERT_NE(t, nullptr);
+  const std::uint64_t written = 2 * kScopes + 1 + 2; // scopes, message header + 2 payload
+  EXPECT_EQ(t->records.kept + t->records.dropped, written);
+  EXPECT_EQ(t->records.written, written);
+  EXPECT_EQ(t->records.kept, 32768u);
+  EXPECT_GT(t->records.dropped, 0u);
+  // Every kept BEGIN has its END, so the kept scopes are whole calls.
+  EXPECT_EQ(find(t->functions, "flood")->stats.calls, 32768u / 2);
+  EXPECT_EQ(s.records.written, s.records.kept + s.records.dropped);
+}
+
+TEST(Runtime, MessagesThreadNamesAndCountersReachTheTrace) {
+  std::thread named([] {
+    HOTSCOPE_THREAD_NAME(std::string("worker-") + std::to_string(7));
+    HOTSCOPE_SCOPE("work");
+    HOTSCOPE_MESSAGE("literal message");
+    const std::string dynamic = "request " + std::to_string(12345);
+    HOTSCOPE_MESSAGE(dynamic);
+    HOTSCOPE_MESSAGE(std::string(300, 'y')); // cut at HOTSCOPE_INLINE_TEXT_MAX
+    HOTSCOPE_COUNTER("queue_depth", 17);
+  });
+  named.join();
+  const Snapshot s = trace::snapshot();
+  bool named_thread = false;
+  for (const auto& t : s.threads) {
+    named_thread |= t.name == "worker-7";
+  }
+  EXPECT_TRUE(named_thread);
+  std::vector<std::string> messages;
+  for (const TraceEvent& e : s.trace) {
+    if (e.kind == EventKind::Message) {
+      messages.push_back(s.names[e.name]);
+    }
+  }
+  ASSERT_EQ(messages.size(), 3u);
+  EXPECT_EQ(messages[0], "literal message");
+  EXPECT_EQ(messages[1], "request 12345");
+  EXPECT_EQ(messages[2], std::string(HOTSCOPE_INLINE_TEXT_MAX, 'y'));
+  ASSERT_EQ(s.counters.size(), 1u);
+  EXPECT_EQ(s.counters[0].name, "queue_depth");
+  EXPECT_EQ(s.counters[0].last, 17);
+}
+
+} // namespace
