@@ -1,0 +1,80 @@
+// Chrome Trace Event JSON, object form, one event per line. Events are streamed rather than
+// built as one JSON document so large trace windows need no second copy in memory; nlohmann
+// escapes every string and writes otherData.
+#include "export/common.hpp"
+#include "export/export.hpp"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <ostream>
+
+namespace hotscope::exporters {
+namespace {
+
+// Names may hold any bytes (a message cut at its size limit can end mid-character): invalid
+// UTF-8 becomes U+FFFD instead of making the whole file unreadable.
+std::string json_string(std::string_view text) {
+  return nlohmann::json(text).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+} // namespace
+
+void write_chrome_json(const Snapshot& snapshot, std::ostream& out) {
+  const std::int64_t pid = snapshot.pid;
+  out << "{\"traceEvents\":[";
+  // No separator after the last event: speedscope rejects a trailing empty element.
+  bool first = true;
+  auto emit = [&](const std::string& event) {
+    out << (first ? "\n" : ",\n") << event;
+    first = false;
+  };
+  emit(fmt::format(R"({{"ph":"M","name":"process_name","pid":{},"tid":{},"args":{{"name":{}}}}})",
+                   pid, pid, json_string(detail::process_label(snapshot))));
+  for (const ThreadInfo& thread : snapshot.threads) {
+    emit(fmt::format(R"({{"ph":"M","name":"thread_name","pid":{},"tid":{},"args":{{"name":{}}}}})",
+                     pid, thread.os_tid, json_string(detail::thread_label(thread))));
+  }
+
+  detail::walk_trace(snapshot, [&](const detail::TraceStep& step) {
+    const TraceEvent& event = step.event;
+    const std::string where = fmt::format(R"("pid":{},"tid":{},"ts":{})", pid, step.thread.os_tid,
+                                          detail::fixed3(event.ns, 1000));
+    switch (event.kind) {
+    case EventKind::Begin:
+      emit(fmt::format(R"({{"ph":"B","name":{},"cat":"function",{}}})",
+                       json_string(snapshot.names.at(event.name)), where));
+      break;
+    case EventKind::End:
+      // The name of the Begin being closed, so both halves always agree (speedscope needs it).
+      emit(fmt::format(R"({{"ph":"E","name":{},"cat":"function",{}}})",
+                       json_string(snapshot.names.at(step.open.back())), where));
+      break;
+    case EventKind::Message:
+      emit(fmt::format(R"({{"ph":"i","name":{},"cat":"message","s":"t",{}}})",
+                       json_string(snapshot.names.at(event.name)), where));
+      break;
+    case EventKind::Counter:
+      emit(fmt::format(R"({{"ph":"C","name":{},{},"args":{{"value":{}}}}})",
+                       json_string(snapshot.names.at(event.name)), where, event.value));
+      break;
+    }
+  });
+
+  nlohmann::ordered_json other = {
+      {"hotscope_version", snapshot.hotscope_version},
+      {"clock_source", snapshot.clock.source},
+      {"frequency_origin", snapshot.clock.frequency_origin},
+      {"ticks_per_second", snapshot.clock.ticks_per_second},
+      {"records_written", snapshot.records.written},
+      {"records_kept", snapshot.records.kept},
+      {"records_dropped", snapshot.records.dropped},
+      {"trace_evicted", snapshot.trace_evicted},
+      {"trace_open_scopes", snapshot.trace_open_scopes},
+      {"threads_folded", snapshot.threads_folded},
+  };
+  out << "\n],\"displayTimeUnit\":\"ns\",\"otherData\":"
+      << other.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "}\n";
+}
+
+} // namespace hotscope::exporters

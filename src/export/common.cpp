@@ -1,0 +1,84 @@
+#include "export/common.hpp"
+
+#include <fmt/format.h>
+
+#include <unordered_map>
+
+namespace hotscope::exporters::detail {
+
+std::string fixed3(std::uint64_t value, std::uint64_t unit) {
+  return fmt::format("{}.{:03}", value / unit, value % unit / (unit / 1000));
+}
+
+std::string human_duration(double ns) {
+  // Thresholds sit just below each switch so that rounding never prints "1000.00 µs".
+  if (ns < 999.5) {
+    return fmt::format("{:.0f} ns", ns);
+  }
+  if (ns < 999'995.0) {
+    return fmt::format("{:.2f} µs", ns / 1e3);
+  }
+  if (ns < 999'995'000.0) {
+    return fmt::format("{:.2f} ms", ns / 1e6);
+  }
+  return fmt::format("{:.2f} s", ns / 1e9);
+}
+
+std::string process_label(const Snapshot& snapshot) {
+  return snapshot.process_name.empty() ? fmt::format("process {}", snapshot.pid)
+                                       : snapshot.process_name;
+}
+
+std::string thread_label(const ThreadInfo& thread) {
+  return thread.name.empty() ? fmt::format("thread {}", thread.os_tid) : thread.name;
+}
+
+std::string thread_heading(const ThreadInfo& thread) {
+  return fmt::format("== {} (tid {}{}) ==", thread_label(thread), thread.os_tid,
+                     thread.exited ? ", exited" : "");
+}
+
+std::string clock_summary(const ClockInfo& clock) {
+  std::string text = fmt::format("{}, {:.3f} GHz ({})", clock.source, clock.ticks_per_second / 1e9,
+                                 clock.frequency_origin);
+  if (!clock.reason.empty()) {
+    text += "; " + clock.reason;
+  }
+  return text;
+}
+
+std::string records_summary(const RecordCounts& records) {
+  return fmt::format("written={} kept={} dropped={}", records.written, records.kept,
+                     records.dropped);
+}
+
+void walk_trace(const Snapshot& snapshot, const std::function<void(const TraceStep&)>& visit) {
+  struct ThreadState {
+    const ThreadInfo* info;
+    std::vector<std::uint32_t> open;
+    std::uint64_t previous_ns;
+  };
+  std::unordered_map<std::uint32_t, ThreadState> threads;
+  for (const ThreadInfo& thread : snapshot.threads) {
+    threads.emplace(thread.index, ThreadState{&thread, {}, snapshot.trace_start_ns});
+  }
+  for (const TraceEvent& event : snapshot.trace) {
+    auto found = threads.find(event.thread);
+    if (found == threads.end()) {
+      continue;
+    }
+    ThreadState& state = found->second;
+    if (event.kind == EventKind::End && state.open.empty()) {
+      continue;
+    }
+    visit(TraceStep{event, *state.info, state.open, state.previous_ns});
+    state.previous_ns = event.ns;
+    if (event.kind == EventKind::Begin) {
+      state.open.push_back(event.name);
+    } else if (event.kind == EventKind::End) {
+      state.open.pop_back();
+    }
+  }
+}
+
+} // namespace hotscope::exporters::detail

@@ -1,0 +1,48 @@
+// Helpers shared by the exporters, so every output labels, formats and walks things the same way.
+#pragma once
+
+#include "snapshot/snapshot.hpp"
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace hotscope::exporters::detail {
+
+// `value / unit` with exactly three decimals, truncated, in integer arithmetic so no float
+// rounding creeps in: fixed3(2000500, 1000) == "2000.500". `unit` is 1000 or a multiple of it.
+std::string fixed3(std::uint64_t value, std::uint64_t unit);
+
+// A duration with a unit picked for readability: "850 ns", "1.23 µs", "4.56 ms", "7.89 s".
+std::string human_duration(double ns);
+
+// The process name, or "process <pid>" when the snapshot has none.
+std::string process_label(const Snapshot& snapshot);
+// The thread name, or "thread <os_tid>" when the program never named it.
+std::string thread_label(const ThreadInfo& thread);
+// "== main (tid 4242, exited) ==": how the text outputs introduce a thread.
+std::string thread_heading(const ThreadInfo& thread);
+
+// "tsc, 2.995 GHz (cpuid); <reason>": the clock as one phrase.
+std::string clock_summary(const ClockInfo& clock);
+// "written=10 kept=8 dropped=2".
+std::string records_summary(const RecordCounts& records);
+
+// One trace event as seen by a walk over the trace window.
+struct TraceStep {
+  const TraceEvent& event;
+  const ThreadInfo& thread;
+  // Name indices of the scopes open on this thread just before the event, outermost first.
+  const std::vector<std::uint32_t>& open;
+  // Time of the previous event on this thread (trace_start_ns for its first event).
+  std::uint64_t previous_ns;
+};
+
+// Visits the trace window in order, tracking each thread's open scopes so that every exporter
+// pairs Begin and End identically. Events of unknown threads and Ends with no open scope on
+// their thread cannot be placed and are skipped.
+void walk_trace(const Snapshot& snapshot, const std::function<void(const TraceStep&)>& visit);
+
+} // namespace hotscope::exporters::detail

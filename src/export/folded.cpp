@@ -1,0 +1,62 @@
+// Folded stacks from the trace window: each line is one stack, root first, with the self time
+// in ns spent in it. Process and thread lead every stack so lines always have >= 2 frames,
+// which Perfetto's sniffer needs.
+#include "export/common.hpp"
+#include "export/export.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <ostream>
+
+namespace hotscope::exporters {
+namespace {
+
+// ';' separates frames and a line break ends the stack, so neither may appear inside a frame.
+// flamegraph.pl and inferno also read "stack 2 500" as a differential count pair, so a frame
+// must not end in " <digits>" (a scope named "phase 2", say): that space becomes '_', in every
+// frame alike so the scope stays one frame whether or not it is the leaf.
+std::string frame(std::string_view name) {
+  std::string text(name);
+  std::replace_if(
+      text.begin(), text.end(), [](char c) { return c == ';' || c == '\n' || c == '\r'; }, ':');
+  const auto last_other = text.find_last_not_of("0123456789");
+  if (last_other != std::string::npos && last_other + 1 < text.size() && text[last_other] == ' ') {
+    text[last_other] = '_';
+  }
+  return text;
+}
+
+} // namespace
+
+void write_folded(const Snapshot& snapshot, std::ostream& out) {
+  const std::string process = frame(detail::process_label(snapshot));
+  std::map<std::string, std::uint64_t> self_ns; // sorted, so the output is deterministic
+  detail::walk_trace(snapshot, [&](const detail::TraceStep& step) {
+    if (step.open.empty() || step.event.ns <= step.previous_ns) {
+      return;
+    }
+    std::string stack =
+        process + ';' +
+        frame(step.thread.name.empty() ? fmt::format("thread-{}", step.thread.os_tid)
+                                       : step.thread.name);
+    for (std::uint32_t name : step.open) {
+      stack += ';';
+      stack += frame(snapshot.names.at(name));
+    }
+    self_ns[stack] += step.event.ns - step.previous_ns;
+  });
+
+  for (const auto& [stack, ns] : self_ns) {
+    out << stack << ' ' << ns << '\n';
+  }
+  // Comments go last: Perfetto recognises the format from the first lines, and flamegraph.pl
+  // and speedscope skip lines that are not stacks.
+  out << fmt::format("# hotscope {} clock={} records {}\n", snapshot.hotscope_version,
+                     snapshot.clock.source, detail::records_summary(snapshot.records));
+  out << fmt::format("# trace window from {} ns: evicted={} open_scopes={}\n",
+                     snapshot.trace_start_ns, snapshot.trace_evicted, snapshot.trace_open_scopes);
+}
+
+} // namespace hotscope::exporters

@@ -1,0 +1,123 @@
+// The human-readable report: headline figures, the per-function table, then threads and counters.
+#include "export/common.hpp"
+#include "export/export.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <ostream>
+#include <vector>
+
+namespace hotscope::exporters {
+namespace {
+
+using Rows = std::vector<std::vector<std::string>>;
+
+constexpr std::size_t kNameColumns = 60;
+constexpr std::size_t kTopFunctionsPerThread = 10;
+
+// Display columns of UTF-8 text, counted as code points (what "µ" and "…" need).
+std::size_t columns(std::string_view text) {
+  return static_cast<std::size_t>(
+      std::count_if(text.begin(), text.end(), [](char c) { return (c & 0xC0) != 0x80; }));
+}
+
+// Cuts at a code point boundary and marks the cut with "…".
+std::string shorten(const std::string& name) {
+  if (columns(name) <= kNameColumns) {
+    return name;
+  }
+  // Keep kNameColumns - 1 code points: end at the start of the next one.
+  std::size_t starts = 0;
+  std::size_t end = 0;
+  while (end < name.size() && ((name[end] & 0xC0) == 0x80 || starts++ < kNameColumns - 1)) {
+    ++end;
+  }
+  return name.substr(0, end) + "…";
+}
+
+// Pads every column to its widest cell: the first column left-aligned, numbers right-aligned.
+void write_rows(std::ostream& out, const Rows& rows) {
+  std::vector<std::size_t> widths;
+  for (const auto& row : rows) {
+    widths.resize(std::max(widths.size(), row.size()));
+    for (std::size_t i = 0; i < row.size(); ++i) {
+      widths[i] = std::max(widths[i], columns(row[i]));
+    }
+  }
+  for (const auto& row : rows) {
+    std::string line = "  ";
+    for (std::size_t i = 0; i < row.size(); ++i) {
+      const std::string padding(widths[i] - columns(row[i]), ' ');
+      line += i == 0 ? row[i] + padding : "  " + padding + row[i];
+    }
+    out << line << '\n';
+  }
+}
+
+Rows function_rows(const std::vector<FunctionStats>& functions, std::size_t limit,
+                   std::uint64_t duration_ns) {
+  Rows rows{{"Function", "Calls", "Avg", "P50", "P95", "P99", "Total", "% Total"}};
+  for (std::size_t i = 0; i < std::min(limit, functions.size()); ++i) {
+    const FunctionStats& function = functions[i];
+    const DurationStats& s = function.stats;
+    rows.push_back(
+        {shorten(function.name), fmt::format("{}", s.calls), detail::human_duration(s.mean_ns),
+         detail::human_duration(static_cast<double>(s.p50_ns)),
+         detail::human_duration(static_cast<double>(s.p95_ns)),
+         detail::human_duration(static_cast<double>(s.p99_ns)),
+         detail::human_duration(static_cast<double>(s.total_ns)),
+         duration_ns == 0 ? "-"
+                          : fmt::format("{:.2f}%", static_cast<double>(s.total_ns) /
+                                                       static_cast<double>(duration_ns) * 100.0)});
+  }
+  return rows;
+}
+
+} // namespace
+
+void write_table(const Snapshot& snapshot, std::ostream& out) {
+  out << fmt::format("hotscope {}: {} (pid {})\n", snapshot.hotscope_version,
+                     detail::process_label(snapshot), snapshot.pid);
+  out << fmt::format("duration: {}\n",
+                     detail::human_duration(static_cast<double>(snapshot.duration_ns)));
+  out << fmt::format("clock: {}\n", detail::clock_summary(snapshot.clock));
+  out << fmt::format("records: {}\n", detail::records_summary(snapshot.records));
+  if (snapshot.records.dropped > 0) {
+    out << fmt::format("WARNING: {} records dropped (a thread's ring was full); the figures below "
+                       "miss those calls\n",
+                       snapshot.records.dropped);
+  }
+  if (snapshot.threads_folded > 0) {
+    out << fmt::format("{} exited threads merged into \"(exited threads)\"\n",
+                       snapshot.threads_folded);
+  }
+
+  out << "\nFunctions (% Total = total time / duration; it exceeds 100% when several threads run "
+         "a function at once)\n";
+  write_rows(out,
+             function_rows(snapshot.functions, snapshot.functions.size(), snapshot.duration_ns));
+
+  out << "\nThreads\n";
+  for (const ThreadInfo& thread : snapshot.threads) {
+    out << fmt::format("\n{} records: {}\n", detail::thread_heading(thread),
+                       detail::records_summary(thread.records));
+    if (!thread.functions.empty()) {
+      write_rows(out,
+                 function_rows(thread.functions, kTopFunctionsPerThread, snapshot.duration_ns));
+    }
+  }
+
+  if (!snapshot.counters.empty()) {
+    out << "\nCounters\n";
+    Rows rows{{"Counter", "Updates", "Last", "Min", "Max"}};
+    for (const CounterStats& counter : snapshot.counters) {
+      rows.push_back({shorten(counter.name), fmt::format("{}", counter.updates),
+                      fmt::format("{}", counter.last), fmt::format("{}", counter.min),
+                      fmt::format("{}", counter.max)});
+    }
+    write_rows(out, rows);
+  }
+}
+
+} // namespace hotscope::exporters

@@ -1,0 +1,60 @@
+// The indented text tree of the trace window, one line per event, grouped by thread.
+#include "export/common.hpp"
+#include "export/export.hpp"
+
+#include <fmt/format.h>
+
+#include <ostream>
+#include <unordered_map>
+
+namespace hotscope::exporters {
+
+void write_text_tree(const Snapshot& snapshot, std::ostream& out) {
+  out << fmt::format("hotscope {}: {} (pid {}), {}ms measured\n", snapshot.hotscope_version,
+                     detail::process_label(snapshot), snapshot.pid,
+                     detail::fixed3(snapshot.duration_ns, 1'000'000));
+  out << fmt::format("clock: {}\n", detail::clock_summary(snapshot.clock));
+  out << fmt::format("records: {}\n", detail::records_summary(snapshot.records));
+  out << fmt::format("trace window: from {}ms, {} events, evicted={} open_scopes={}\n",
+                     detail::fixed3(snapshot.trace_start_ns, 1'000'000), snapshot.trace.size(),
+                     snapshot.trace_evicted, snapshot.trace_open_scopes);
+
+  // The walk is in global time order; collect each thread's lines, print them thread by thread.
+  std::unordered_map<const ThreadInfo*, std::string> listings;
+  detail::walk_trace(snapshot, [&](const detail::TraceStep& step) {
+    const TraceEvent& event = step.event;
+    std::size_t depth = step.open.size();
+    std::string_view mark;
+    std::string text;
+    switch (event.kind) {
+    case EventKind::Begin:
+      mark = ">";
+      text = snapshot.names.at(event.name);
+      break;
+    case EventKind::End:
+      depth -= 1; // an exit lines up with its enter
+      mark = "<";
+      text = snapshot.names.at(step.open.back());
+      break;
+    case EventKind::Message:
+      mark = "-";
+      text = snapshot.names.at(event.name);
+      break;
+    case EventKind::Counter:
+      mark = "#";
+      text = fmt::format("{} = {}", snapshot.names.at(event.name), event.value);
+      break;
+    }
+    listings[&step.thread] +=
+        fmt::format("[{:<9}] {:{}}{} {}\n", detail::fixed3(event.ns, 1'000'000) + "ms", "",
+                    depth * 2, mark, text);
+  });
+
+  for (const ThreadInfo& thread : snapshot.threads) {
+    out << '\n' << detail::thread_heading(thread) << '\n';
+    auto listing = listings.find(&thread);
+    out << (listing == listings.end() ? "(no events in the trace window)\n" : listing->second);
+  }
+}
+
+} // namespace hotscope::exporters

@@ -1,0 +1,123 @@
+// Hand-built snapshots for the exporter tests: one builder, and one known snapshot whose every
+// figure the tests can state exactly.
+#pragma once
+
+#include "snapshot/snapshot.hpp"
+
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <string>
+
+namespace hotscope::testing {
+
+class SnapshotBuilder {
+public:
+  SnapshotBuilder() {
+    snapshot_.hotscope_version = "0.1.0";
+    snapshot_.pid = 4242;
+    snapshot_.process_name = "demo";
+    snapshot_.clock = {"tsc", "cpuid", 3e9, true, "invariant TSC"};
+    snapshot_.start_unix_ns = 1'700'000'000'000'000'000;
+    snapshot_.duration_ns = 10'000'000;
+  }
+
+  // Adds a thread; its index is its position.
+  std::uint32_t thread(std::int64_t os_tid, std::string name) {
+    ThreadInfo info;
+    info.index = static_cast<std::uint32_t>(snapshot_.threads.size());
+    info.os_tid = os_tid;
+    info.name = std::move(name);
+    snapshot_.threads.push_back(info);
+    return info.index;
+  }
+
+  SnapshotBuilder& begin(std::uint32_t thread, std::uint64_t ns, const std::string& name) {
+    return event(thread, ns, EventKind::Begin, name, 0);
+  }
+  SnapshotBuilder& end(std::uint32_t thread, std::uint64_t ns, const std::string& name) {
+    return event(thread, ns, EventKind::End, name, 0);
+  }
+  SnapshotBuilder& message(std::uint32_t thread, std::uint64_t ns, const std::string& text) {
+    return event(thread, ns, EventKind::Message, text, 0);
+  }
+  SnapshotBuilder& counter(std::uint32_t thread, std::uint64_t ns, const std::string& name,
+                           std::int64_t value) {
+    return event(thread, ns, EventKind::Counter, name, value);
+  }
+
+  Snapshot& snapshot() { return snapshot_; }
+
+  // The snapshot with its trace sorted by time, as the collector delivers it.
+  Snapshot build() {
+    std::stable_sort(snapshot_.trace.begin(), snapshot_.trace.end(),
+                     [](const TraceEvent& a, const TraceEvent& b) { return a.ns < b.ns; });
+    return snapshot_;
+  }
+
+private:
+  SnapshotBuilder& event(std::uint32_t thread, std::uint64_t ns, EventKind kind,
+                         const std::string& name, std::int64_t value) {
+    auto [it, added] =
+        name_index_.try_emplace(name, static_cast<std::uint32_t>(snapshot_.names.size()));
+    if (added) {
+      snapshot_.names.push_back(name);
+    }
+    snapshot_.trace.push_back({ns, thread, kind, it->second, value});
+    return *this;
+  }
+
+  Snapshot snapshot_;
+  std::map<std::string, std::uint32_t> name_index_;
+};
+
+inline FunctionStats function_stats(std::string name, std::uint64_t calls, std::uint64_t total_ns,
+                                    std::uint64_t self_ns) {
+  FunctionStats f;
+  f.name = std::move(name);
+  f.file = "demo.cpp";
+  f.line = 12;
+  f.stats.calls = calls;
+  f.stats.total_ns = total_ns;
+  f.stats.self_ns = self_ns;
+  f.stats.min_ns = total_ns / calls / 2;
+  f.stats.max_ns = total_ns / calls * 2;
+  f.stats.mean_ns = static_cast<double>(total_ns) / static_cast<double>(calls);
+  f.stats.p50_ns = total_ns / calls;
+  f.stats.p90_ns = f.stats.p50_ns + 1;
+  f.stats.p95_ns = f.stats.p50_ns + 2;
+  f.stats.p99_ns = f.stats.p50_ns + 3;
+  f.stats.p999_ns = f.stats.p50_ns + 4;
+  return f;
+}
+
+// Thread "main" (tid 4242) runs main, which calls Tree::insert, which logs a message and a
+// counter; the unnamed thread 4243 runs load. Self times: main 5'001'000 ns, Tree::insert
+// 3'000'000 ns, load 3'000'000 ns.
+inline Snapshot known_snapshot() {
+  SnapshotBuilder b;
+  const std::uint32_t main_thread = b.thread(4242, "main");
+  const std::uint32_t loader = b.thread(4243, "");
+  b.begin(main_thread, 1'000'000, "main")
+      .begin(main_thread, 2'000'500, "Tree::insert")
+      .message(main_thread, 3'000'000, "gc-peak")
+      .counter(main_thread, 3'000'000, "heap", 10592)
+      .end(main_thread, 5'000'500, "Tree::insert")
+      .begin(loader, 1'500'000, "load")
+      .end(loader, 4'500'000, "load")
+      .end(main_thread, 9'001'000, "main");
+
+  Snapshot& s = b.snapshot();
+  s.records = {20, 18, 2};
+  s.threads[0].records = {12, 11, 1};
+  s.threads[1].records = {8, 7, 1};
+  s.functions = {function_stats("main", 1, 8'001'000, 5'001'000),
+                 function_stats("Tree::insert", 1, 3'000'000, 3'000'000),
+                 function_stats("load", 2, 3'000'000, 3'000'000)};
+  s.threads[0].functions = {s.functions[0], s.functions[1]};
+  s.threads[1].functions = {s.functions[2]};
+  s.counters = {{"heap", 1, 10592, 10592, 10592}};
+  return b.build();
+}
+
+} // namespace hotscope::testing

@@ -1,0 +1,102 @@
+#include "export/export.hpp"
+#include "snapshot_fixture.hpp"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <limits>
+#include <sstream>
+
+namespace hotscope {
+namespace {
+
+using nlohmann::json;
+
+json stats(const Snapshot& snapshot) {
+  std::ostringstream out;
+  exporters::write_stats_json(snapshot, out);
+  return json::parse(out.str());
+}
+
+void expect_function(const json& actual, const FunctionStats& expected) {
+  const DurationStats& s = expected.stats;
+  EXPECT_EQ(actual, (json{{"name", expected.name},
+                          {"file", expected.file},
+                          {"line", expected.line},
+                          {"calls", s.calls},
+                          {"total_ns", s.total_ns},
+                          {"self_ns", s.self_ns},
+                          {"min_ns", s.min_ns},
+                          {"max_ns", s.max_ns},
+                          {"mean_ns", s.mean_ns},
+                          {"p50_ns", s.p50_ns},
+                          {"p90_ns", s.p90_ns},
+                          {"p95_ns", s.p95_ns},
+                          {"p99_ns", s.p99_ns},
+                          {"p999_ns", s.p999_ns}}));
+}
+
+TEST(ExportStatsJson, TopLevelFiguresRoundTrip) {
+  Snapshot snapshot = testing::known_snapshot();
+  snapshot.threads_folded = 2;
+  snapshot.trace_start_ns = 500;
+  snapshot.trace_evicted = 9;
+  snapshot.trace_open_scopes = 1;
+  const json j = stats(snapshot);
+  EXPECT_EQ(j["hotscope_version"], "0.1.0");
+  EXPECT_EQ(j["pid"], 4242);
+  EXPECT_EQ(j["process_name"], "demo");
+  EXPECT_EQ(j["duration_ns"], 10'000'000u);
+  EXPECT_EQ(j["start_unix_ns"].get<std::uint64_t>(), 1'700'000'000'000'000'000u);
+  EXPECT_EQ(j["clock"], (json{{"source", "tsc"},
+                              {"frequency_origin", "cpuid"},
+                              {"ticks_per_second", 3e9},
+                              {"invariant_tsc", true},
+                              {"reason", "invariant TSC"}}));
+  EXPECT_EQ(j["records"], (json{{"written", 20}, {"kept", 18}, {"dropped", 2}}));
+  EXPECT_EQ(j["threads_folded"], 2);
+  EXPECT_EQ(j["trace"],
+            (json{{"events", 8}, {"start_ns", 500}, {"evicted", 9}, {"open_scopes", 1}}));
+}
+
+TEST(ExportStatsJson, FunctionsThreadsAndCountersRoundTrip) {
+  const Snapshot snapshot = testing::known_snapshot();
+  const json j = stats(snapshot);
+  ASSERT_EQ(j["functions"].size(), 3u);
+  for (std::size_t i = 0; i < 3; ++i) {
+    expect_function(j["functions"][i], snapshot.functions[i]);
+  }
+  EXPECT_EQ(j["functions"][2]["mean_ns"].get<double>(), 1'500'000.0);
+
+  ASSERT_EQ(j["threads"].size(), 2u);
+  const json& loader = j["threads"][1];
+  EXPECT_EQ(loader["index"], 1);
+  EXPECT_EQ(loader["os_tid"], 4243);
+  EXPECT_EQ(loader["name"], "");
+  EXPECT_EQ(loader["exited"], false);
+  EXPECT_EQ(loader["records"], (json{{"written", 8}, {"kept", 7}, {"dropped", 1}}));
+  ASSERT_EQ(loader["functions"].size(), 1u);
+  expect_function(loader["functions"][0], snapshot.threads[1].functions[0]);
+
+  EXPECT_EQ(
+      j["counters"],
+      (json::array({json{
+          {"name", "heap"}, {"updates", 1}, {"last", 10592}, {"min", 10592}, {"max", 10592}}})));
+}
+
+TEST(ExportStatsJson, ExtremeValuesSurvive) {
+  Snapshot snapshot = testing::known_snapshot();
+  snapshot.counters[0].min = std::numeric_limits<std::int64_t>::min();
+  snapshot.counters[0].max = std::numeric_limits<std::int64_t>::max();
+  snapshot.functions[0].stats.max_ns = std::numeric_limits<std::uint64_t>::max();
+  snapshot.functions[0].name = "bad \xFF utf-8";
+  const json j = stats(snapshot);
+  EXPECT_EQ(j["counters"][0]["min"].get<std::int64_t>(), std::numeric_limits<std::int64_t>::min());
+  EXPECT_EQ(j["counters"][0]["max"].get<std::int64_t>(), std::numeric_limits<std::int64_t>::max());
+  EXPECT_EQ(j["functions"][0]["max_ns"].get<std::uint64_t>(),
+            std::numeric_limits<std::uint64_t>::max());
+  EXPECT_EQ(j["functions"][0]["name"], "bad \xEF\xBF\xBD utf-8");
+}
+
+} // namespace
+} // namespace hotscope

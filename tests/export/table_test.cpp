@@ -1,0 +1,112 @@
+#include "export/common.hpp"
+#include "export/export.hpp"
+#include "snapshot_fixture.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <sstream>
+#include <vector>
+
+namespace hotscope {
+namespace {
+
+std::string table(const Snapshot& snapshot) {
+  std::ostringstream out;
+  exporters::write_table(snapshot, out);
+  return out.str();
+}
+
+// The lines from the first one starting with `first` up to the next blank line.
+std::vector<std::string> block(const std::string& text, const std::string& first) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    if (lines.empty() ? line.starts_with(first) : !line.empty()) {
+      lines.push_back(line);
+    } else if (!lines.empty()) {
+      break;
+    }
+  }
+  return lines;
+}
+
+std::size_t code_points(const std::string& text) {
+  return static_cast<std::size_t>(
+      std::count_if(text.begin(), text.end(), [](char c) { return (c & 0xC0) != 0x80; }));
+}
+
+TEST(ExportTable, DurationsCarryUnits) {
+  using exporters::detail::human_duration;
+  EXPECT_EQ(human_duration(0), "0 ns");
+  EXPECT_EQ(human_duration(850), "850 ns");
+  EXPECT_EQ(human_duration(999.6), "1.00 µs");
+  EXPECT_EQ(human_duration(1234), "1.23 µs");
+  EXPECT_EQ(human_duration(4'560'000), "4.56 ms");
+  EXPECT_EQ(human_duration(999'999), "1.00 ms");
+  EXPECT_EQ(human_duration(7.891e9), "7.89 s");
+  EXPECT_EQ(human_duration(3600e9), "3600.00 s");
+}
+
+TEST(ExportTable, HeaderReportsClockAndDrops) {
+  const std::string text = table(testing::known_snapshot());
+  EXPECT_TRUE(text.starts_with("hotscope 0.1.0: demo (pid 4242)\n"
+                               "duration: 10.00 ms\n"
+                               "clock: tsc, 3.000 GHz (cpuid); invariant TSC\n"
+                               "records: written=20 kept=18 dropped=2\n"
+                               "WARNING: 2 records dropped"))
+      << text;
+
+  Snapshot clean = testing::known_snapshot();
+  clean.records.dropped = 0;
+  EXPECT_EQ(table(clean).find("WARNING"), std::string::npos);
+}
+
+TEST(ExportTable, FunctionRowsInOrderWithUnitsAndShare) {
+  const std::string text = table(testing::known_snapshot());
+  const auto rows = block(text, "  Function");
+  ASSERT_EQ(rows.size(), 4u) << text;
+  EXPECT_EQ(rows[0], "  Function      Calls      Avg      P50      P95      P99    Total  % Total");
+  EXPECT_EQ(rows[1], "  main              1  8.00 ms  8.00 ms  8.00 ms  8.00 ms  8.00 ms   80.01%");
+  EXPECT_EQ(rows[2], "  Tree::insert      1  3.00 ms  3.00 ms  3.00 ms  3.00 ms  3.00 ms   30.00%");
+  EXPECT_EQ(rows[3], "  load              2  1.50 ms  1.50 ms  1.50 ms  1.50 ms  3.00 ms   30.00%");
+  EXPECT_NE(text.find("it exceeds 100% when several threads run a function at once"),
+            std::string::npos);
+}
+
+TEST(ExportTable, LongNamesAreCutAndColumnsStayAligned) {
+  Snapshot snapshot = testing::known_snapshot();
+  const std::string long_name =
+      "ns::Class<std::vector<std::pair<int, double>>>::method_µ(" + std::string(40, 'x') + ")";
+  snapshot.functions[1].name = long_name;
+  snapshot.functions[2].stats.total_ns = 1'234'567'890'123; // widens the Total column
+  const auto rows = block(table(snapshot), "  Function");
+  ASSERT_EQ(rows.size(), 4u);
+  const std::string cut = rows[2].substr(2, rows[2].find("…") + std::string("…").size() - 2);
+  EXPECT_EQ(code_points(cut), 60u);
+  EXPECT_TRUE(long_name.starts_with(cut.substr(0, cut.size() - std::string("…").size())));
+  for (const std::string& row : rows) {
+    EXPECT_EQ(code_points(row), code_points(rows[0])) << row;
+  }
+  EXPECT_NE(rows[3].find("1234.57 s"), std::string::npos) << rows[3];
+}
+
+TEST(ExportTable, ThreadsAndCounters) {
+  const std::string text = table(testing::known_snapshot());
+  const auto main_thread = block(text, "== main (tid 4242) ==");
+  ASSERT_EQ(main_thread.size(), 4u) << text;
+  EXPECT_EQ(main_thread[0], "== main (tid 4242) == records: written=12 kept=11 dropped=1");
+  EXPECT_TRUE(main_thread[2].starts_with("  main ")) << main_thread[2];
+  EXPECT_TRUE(main_thread[3].starts_with("  Tree::insert ")) << main_thread[3];
+  const auto loader = block(text, "== thread 4243 (tid 4243) ==");
+  ASSERT_EQ(loader.size(), 3u) << text;
+  EXPECT_TRUE(loader[2].starts_with("  load ")) << loader[2];
+
+  const auto counters = block(text, "Counters");
+  ASSERT_EQ(counters.size(), 3u) << text;
+  EXPECT_EQ(counters[1], "  Counter  Updates   Last    Min    Max");
+  EXPECT_EQ(counters[2], "  heap           1  10592  10592  10592");
+}
+
+} // namespace
+} // namespace hotscope

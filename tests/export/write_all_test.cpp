@@ -1,0 +1,84 @@
+#include "export/export.hpp"
+#include "snapshot_fixture.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <unistd.h>
+#include <vector>
+
+namespace hotscope {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A fresh directory per test, removed afterwards.
+class ExportWriteAll : public ::testing::Test {
+protected:
+  void SetUp() override {
+    root_ = fs::temp_directory_path() /
+            unique_name(::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(root_);
+    fs::create_directories(root_);
+  }
+  void TearDown() override { fs::remove_all(root_); }
+
+  static std::string unique_name(const std::string& test) {
+    return "hotscope-export-" + test + "-" + std::to_string(::getpid());
+  }
+
+  fs::path root_;
+};
+
+TEST_F(ExportWriteAll, WritesFiveFilesIntoANewDirectory) {
+  const fs::path dir = root_ / "nested" / "out";
+  EXPECT_EQ(exporters::write_all(testing::known_snapshot(), dir.string()), "");
+  std::vector<std::string> names;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    names.push_back(entry.path().filename().string());
+    EXPECT_GT(fs::file_size(entry.path()), 0u) << entry.path();
+  }
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(names, (std::vector<std::string>{"report.txt", "stats.json", "trace.folded",
+                                             "trace.json", "trace.txt"}));
+}
+
+TEST_F(ExportWriteAll, ReplacesEarlierFiles) {
+  const std::string dir = root_.string();
+  std::ofstream(root_ / "trace.folded") << "stale\n";
+  EXPECT_EQ(exporters::write_all(testing::known_snapshot(), dir), "");
+  std::ifstream in(root_ / "trace.folded");
+  std::string first;
+  std::getline(in, first);
+  EXPECT_EQ(first, "demo;main;main 5001000");
+}
+
+// Tests run as root, where permission bits stop nothing: a regular file in the way does.
+TEST_F(ExportWriteAll, DirectoryUnderARegularFileFailsWithOneLine) {
+  std::ofstream(root_ / "plain") << "x";
+  const std::string dir = (root_ / "plain" / "out").string();
+  const std::string error = exporters::write_all(testing::known_snapshot(), dir);
+  EXPECT_EQ(error, "cannot create directory " + dir + ": Not a directory");
+}
+
+TEST_F(ExportWriteAll, UnwritableFileIsNamedWithTheReason) {
+  fs::create_directories(root_ / "trace.json"); // a directory where the file should go
+  const std::string error = exporters::write_all(testing::known_snapshot(), root_.string());
+  EXPECT_EQ(error, "cannot write " + (root_ / "trace.json").string() + ": Is a directory");
+  EXPECT_FALSE(fs::exists(root_ / "trace.json.tmp"));
+}
+
+TEST_F(ExportWriteAll, ExporterExceptionsBecomeTheReason) {
+  Snapshot broken = testing::known_snapshot();
+  broken.trace[0].name = 999; // no such name: the trace exporters throw
+  const std::string error = exporters::write_all(broken, root_.string());
+  EXPECT_TRUE(error.starts_with("cannot write " + (root_ / "trace.json").string() + ": ")) << error;
+  EXPECT_EQ(error.find('\n'), std::string::npos);
+  EXPECT_FALSE(fs::exists(root_ / "trace.json.tmp"));
+}
+
+} // namespace
+} // namespace hotscope
