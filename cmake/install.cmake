@@ -1,0 +1,74 @@
+# Install rules for libhotscope: headers, the library, a CMake package exporting
+# hotscope::hotscope, and a pkg-config file. Included at the end of src/CMakeLists.txt.
+#
+# Off by default when hotscope is a subproject (add_subdirectory), so a parent project's
+# `cmake --install` installs only what the parent asks for.
+option(HOTSCOPE_INSTALL "Generate install rules for hotscope" ${PROJECT_IS_TOP_LEVEL})
+if(NOT HOTSCOPE_INSTALL)
+  return()
+endif()
+
+include(CMakePackageConfigHelpers)
+
+set(HOTSCOPE_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/hotscope)
+get_target_property(HOTSCOPE_LIBRARY_TYPE hotscope TYPE)
+
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/hotscope
+  DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
+  FILES_MATCHING PATTERN "*.h" PATTERN "*.hpp")
+install(TARGETS hotscope EXPORT hotscopeTargets
+  ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+  LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+  RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+install(EXPORT hotscopeTargets NAMESPACE hotscope:: DESTINATION ${HOTSCOPE_INSTALL_CMAKEDIR})
+
+# A static library hands its private link dependencies to every consumer: the package config
+# must find them before importing hotscope::hotscope (a shared one keeps them to itself).
+if(HOTSCOPE_LIBRARY_TYPE STREQUAL "STATIC_LIBRARY")
+  set(HOTSCOPE_CONFIG_LINK_DEPENDENCIES TRUE)
+else()
+  set(HOTSCOPE_CONFIG_LINK_DEPENDENCIES FALSE)
+endif()
+configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/hotscopeConfig.cmake.in
+  ${PROJECT_BINARY_DIR}/hotscopeConfig.cmake
+  INSTALL_DESTINATION ${HOTSCOPE_INSTALL_CMAKEDIR})
+write_basic_package_version_file(${PROJECT_BINARY_DIR}/hotscopeConfigVersion.cmake
+  COMPATIBILITY SameMajorVersion)
+install(FILES ${PROJECT_BINARY_DIR}/hotscopeConfig.cmake ${PROJECT_BINARY_DIR}/hotscopeConfigVersion.cmake
+  DESTINATION ${HOTSCOPE_INSTALL_CMAKEDIR})
+
+# pkg-config: paths relative to the .pc file, so `cmake --install --prefix` anywhere works.
+if(IS_ABSOLUTE "${CMAKE_INSTALL_LIBDIR}")
+  set(HOTSCOPE_PC_PREFIX "${CMAKE_INSTALL_PREFIX}")
+  set(HOTSCOPE_PC_LIBDIR "${CMAKE_INSTALL_LIBDIR}")
+else()
+  file(RELATIVE_PATH HOTSCOPE_PC_UP ${CMAKE_INSTALL_FULL_LIBDIR}/pkgconfig ${CMAKE_INSTALL_PREFIX})
+  string(REGEX REPLACE "/$" "" HOTSCOPE_PC_UP "${HOTSCOPE_PC_UP}")
+  set(HOTSCOPE_PC_PREFIX "\${pcfiledir}/${HOTSCOPE_PC_UP}")
+  set(HOTSCOPE_PC_LIBDIR "\${prefix}/${CMAKE_INSTALL_LIBDIR}")
+endif()
+if(IS_ABSOLUTE "${CMAKE_INSTALL_INCLUDEDIR}")
+  set(HOTSCOPE_PC_INCLUDEDIR "${CMAKE_INSTALL_INCLUDEDIR}")
+else()
+  set(HOTSCOPE_PC_INCLUDEDIR "\${prefix}/${CMAKE_INSTALL_INCLUDEDIR}")
+endif()
+set(HOTSCOPE_PC_CFLAGS "")
+set(HOTSCOPE_PC_LIBS "")
+set(HOTSCOPE_PC_LIBS_PRIVATE "")
+set(HOTSCOPE_PC_REQUIRES "")
+set(HOTSCOPE_PC_REQUIRES_PRIVATE "")
+if(HOTSCOPE_ENABLE)
+  set(HOTSCOPE_PC_CFLAGS " -DHOTSCOPE_ENABLED=1")
+  if(HOTSCOPE_CONFIG_LINK_DEPENDENCIES)
+    # Only a static archive is installed, so plain `pkg-config --libs` must already list what it
+    # needs; the .private fields would only be read with --static.
+    set(HOTSCOPE_PC_LIBS "-L\${libdir} -lhotscope -pthread")
+    set(HOTSCOPE_PC_REQUIRES "fmt")
+  else()
+    set(HOTSCOPE_PC_LIBS "-L\${libdir} -lhotscope")
+    set(HOTSCOPE_PC_LIBS_PRIVATE "-pthread")
+    set(HOTSCOPE_PC_REQUIRES_PRIVATE "fmt")
+  endif()
+endif()
+configure_file(${PROJECT_SOURCE_DIR}/cmake/hotscope.pc.in ${PROJECT_BINARY_DIR}/hotscope.pc @ONLY)
+install(FILES ${PROJECT_BINARY_DIR}/hotscope.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Builds the demo service, runs it under hotscope for a few seconds and shows the profile.
+#   scripts/demo.sh                  (SECONDS_TO_RUN=30 scripts/demo.sh for a longer run)
+set -euo pipefail
+
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# shellcheck source=scripts/lib.sh
+source "$repo/scripts/lib.sh"
+install_packages "$repo/scripts/packages.txt"
+
+build="$repo/build"
+out="$repo/out/demo"
+# Configure only once: build/ is shared with scripts/test.sh, whose settings we keep.
+if [[ ! -f "$build/CMakeCache.txt" ]]; then
+  cmake -S "$repo" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
+fi
+cmake --build "$build" --target hotscope-demo
+
+rm -rf "$out"
+mkdir -p "$out"
+echo "== running the demo service for ${SECONDS_TO_RUN:-10} s (4 worker threads)"
+HOTSCOPE_OUT="$out" "$build/examples/hotscope-demo" --seconds "${SECONDS_TO_RUN:-10}" --threads 4
+
+if [[ ! -s "$out/report.txt" ]]; then
+  echo "error: the demo wrote no $out/report.txt (is HOTSCOPE_ENABLE off in $build?)" >&2
+  exit 1
+fi
+echo
+echo "== per-function table ($out/report.txt)"
+cat "$out/report.txt"
+cat <<EOT
+
+== trace files in $out
+  trace.json    Chrome trace events: open https://ui.perfetto.dev and use "Open trace file",
+                or drop it on https://www.speedscope.app
+  trace.folded  folded stacks: flamegraph.pl trace.folded > flame.svg, or speedscope
+  trace.txt     the call tree as indented text: less $out/trace.txt
+  stats.json    per-function statistics (counts, self/inclusive time, percentiles)
+EOT

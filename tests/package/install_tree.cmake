@@ -1,0 +1,18 @@
+# Installs the build tree BUILD into PREFIX (wiped first) and checks the package files are there.
+include(${CMAKE_CURRENT_LIST_DIR}/common.cmake)
+
+file(REMOVE_RECURSE ${PREFIX})
+run(${CMAKE_COMMAND} --install ${BUILD} --prefix ${PREFIX})
+foreach(file include/hotscope/hotscope.hpp include/hotscope/record.h
+    ${LIBDIR}/cmake/hotscope/hotscopeConfig.cmake
+    ${LIBDIR}/cmake/hotscope/hotscopeConfigVersion.cmake
+    ${LIBDIR}/cmake/hotscope/hotscopeTargets.cmake
+    ${LIBDIR}/pkgconfig/hotscope.pc)
+  if(NOT EXISTS ${PREFIX}/${file})
+    message(FATAL_ERROR "not installed: ${file}")
+  endif()
+endforeach()
+if(EXPECT_ENABLED AND NOT EXISTS ${PREFIX}/${LIBDIR}/libhotscope.a
+    AND NOT EXISTS ${PREFIX}/${LIBDIR}/libhotscope.so)
+  message(FATAL_ERROR "libhotscope not installed in ${PREFIX}/${LIBDIR}")
+endif()
