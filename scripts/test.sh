@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# The README's test command, and what CI runs: installs what is missing, then builds and tests
+# every configuration: the normal build (all tests), ASan+UBSan (all but packaging), TSan (the
+# concurrent parts), the disabled build (HOTSCOPE_ENABLE=OFF), and the formatting check.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/lib.sh
+install_packages scripts/packages.txt
+
+step() { printf '\n=== %s ===\n' "$*"; }
+configure() { # configure BUILD_DIR CMAKE_ARGS...
+  local dir="$1"
+  shift
+  cmake -S . -B "$dir" -G Ninja -Wno-dev "$@" >"$dir.configure.log" 2>&1 ||
+    { cat "$dir.configure.log"; return 1; }
+}
+mkdir -p build
+
+step "formatting (clang-format --dry-run)"
+git ls-files '*.cpp' '*.hpp' '*.h' | xargs clang-format --dry-run -Werror
+
+step "disabled build: HOTSCOPE_ENABLE=OFF"
+configure build/disabled -DHOTSCOPE_ENABLE=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo
+ninja -C build/disabled
+ctest --test-dir build/disabled --output-on-failure
+
+step "ASan + UBSan build"
+configure build/asan -DCMAKE_BUILD_TYPE=Debug -DHOTSCOPE_SANITIZE=address,undefined \
+  -DHOTSCOPE_BUILD_BENCH=OFF
+ninja -C build/asan
+ASAN_OPTIONS=detect_leaks=1 ctest --test-dir build/asan --output-on-failure -j2 -LE package
+
+step "TSan build: the concurrent parts"
+configure build/tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHOTSCOPE_SANITIZE=thread \
+  -DHOTSCOPE_BUILD_BENCH=OFF
+ninja -C build/tsan
+TSAN_OPTIONS=halt_on_error=1 ctest --test-dir build/tsan --output-on-failure -j2 -LE package \
+  -R 'Runtime|ExitPaths|Demo'
+
+step "release build: every test"
+configure build/release -DCMAKE_BUILD_TYPE=RelWithDebInfo
+ninja -C build/release
+ctest --test-dir build/release --output-on-failure -j2
