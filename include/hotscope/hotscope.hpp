@@ -51,7 +51,9 @@ struct Ring {
 extern bool clock_is_tsc;
 std::uint64_t fallback_ticks() noexcept;
 
-extern constinit thread_local Ring* tls_ring __attribute__((tls_model("initial-exec")));
+// __thread rather than thread_local: always statically initialised, so no TLS wrapper call,
+// and usable from C++17.
+extern __thread Ring* tls_ring __attribute__((tls_model("initial-exec")));
 Ring* register_thread() noexcept;
 void message_copy(std::string_view text) noexcept;
 void set_thread_name(std::string_view name) noexcept;

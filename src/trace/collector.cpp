@@ -21,7 +21,7 @@
 #include <unistd.h>
 
 namespace hotscope::detail {
-constinit thread_local Ring* tls_ring __attribute__((tls_model("initial-exec"))) = nullptr;
+__thread Ring* tls_ring __attribute__((tls_model("initial-exec"))) = nullptr;
 } // namespace hotscope::detail
 
 namespace hotscope::trace {
