@@ -8,12 +8,14 @@ repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 source "$repo/scripts/lib.sh"
 install_packages "$repo/scripts/packages.txt"
 
-build="$repo/build"
+# The same build directory and settings as the release step of scripts/test.sh, so either
+# script reuses what the other built.
+build="$repo/build/release"
 out="$repo/out/demo"
-# Configure only once: build/ is shared with scripts/test.sh, whose settings we keep.
-if [[ ! -f "$build/CMakeCache.txt" ]]; then
-  cmake -S "$repo" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
-fi
+echo "== building hotscope-demo in $build"
+mkdir -p "$repo/build"
+cmake -S "$repo" -B "$build" -G Ninja -Wno-dev -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  >"$build.configure.log" 2>&1 || { cat "$build.configure.log"; exit 1; }
 cmake --build "$build" --target hotscope-demo
 
 rm -rf "$out"
