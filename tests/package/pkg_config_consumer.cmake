@@ -15,6 +15,8 @@ separate_arguments(extra UNIX_COMMAND "${CXX_FLAGS}")
 set(binary ${SCRATCH}/pkg-config)
 file(REMOVE_RECURSE ${binary})
 file(MAKE_DIRECTORY ${binary})
-run(${CXX} -std=c++20 ${extra} -DCONSUMER_EXPECT_ENABLED=${EXPECT_ENABLED}
+run(${CXX} -std=c++17 ${extra} -DCONSUMER_EXPECT_ENABLED=${EXPECT_ENABLED}
   ${CMAKE_CURRENT_LIST_DIR}/consumer/main.cpp ${flags} -o ${binary}/consumer)
+# Only a shared libhotscope is looked up at run time; this prefix is not on the loader's path.
+set(ENV{LD_LIBRARY_PATH} ${PREFIX}/${LIBDIR})
 run(${binary}/consumer)
