@@ -23,4 +23,9 @@ void write_stats_json(const Snapshot& snapshot, std::ostream& out);
 // (created if missing). Returns "" on success, else one line naming the path and the problem.
 std::string write_all(const Snapshot& snapshot, const std::string& directory);
 
+// DHAT JSON (formats.md §1): opens in valgrind's dh_view.html. Mode "cpp-heap", times in µs.
+void write_dhat_json(const HeapProfile& profile, std::ostream& out);
+// DHAT's closing summary: "==PID== hotscope heap: Total: / At t-gmax: / At t-end:" lines.
+void write_heap_summary(const HeapProfile& profile, std::ostream& out);
+
 } // namespace hotscope::exporters

@@ -97,3 +97,36 @@ struct Snapshot {
 };
 
 } // namespace hotscope
+
+namespace hotscope {
+
+// ---- Heap profile: DHAT's model (../shared/formats.md §1), times in µs since start ----
+
+// One program point (allocation site).
+struct HeapSite {
+  std::uint64_t total_bytes = 0;     // tb: every allocation's size, every realloc's new size
+  std::uint64_t total_blocks = 0;    // tbk: allocations plus reallocs
+  std::uint64_t lifetimes_us = 0;    // tl: Σ lifetimes; blocks live at the end count until end_us
+  std::uint64_t max_bytes = 0;       // mb: this site's live bytes at the last global peak it grew
+  std::uint64_t max_blocks = 0;      // mbk
+  std::uint64_t gmax_bytes = 0;      // gb: live at the global peak (gmax_us)
+  std::uint64_t gmax_blocks = 0;     // gbk
+  std::uint64_t end_bytes = 0;       // eb: live at the end
+  std::uint64_t end_blocks = 0;      // ebk
+  std::vector<std::uint32_t> frames; // indices into HeapProfile::frames, innermost first; unique
+};
+
+struct HeapProfile {
+  std::string command; // the command line, arguments joined by single spaces
+  std::int64_t pid = 0;
+  std::uint64_t end_us = 0;  // te
+  std::uint64_t gmax_us = 0; // tg: time of the global peak of live bytes
+  // The frame table: frames[0] is "[root]", then one distinct string per frame, in valgrind's
+  // syntax ("0x4011A6: make_node(int) (tree.cpp:12)").
+  std::vector<std::string> frames;
+  std::vector<HeapSite> sites;
+  std::uint64_t unknown_frees = 0;    // frees of pointers the profiler never saw allocated
+  std::uint64_t unknown_reallocs = 0; // reallocs of such pointers, counted as new allocations
+};
+
+} // namespace hotscope

@@ -1,0 +1,154 @@
+// DHAT's accounting, step for step as valgrind's dhat/dh_main.c does it (intro_Block,
+// retire_Block, resize_Block, check_for_peak), with time in µs instead of instructions.
+#include "heap/heap.hpp"
+
+#include <algorithm>
+
+namespace hotscope::heap {
+namespace {
+
+std::size_t hash_stack(std::span<const std::uintptr_t> stack) {
+  // FNV-1a over the addresses: cheap, and stacks differ mostly in a few low bits.
+  std::uint64_t hash = 14695981039346656037ull;
+  for (std::uintptr_t address : stack) {
+    hash = (hash ^ address) * 1099511628211ull;
+  }
+  return static_cast<std::size_t>(hash);
+}
+
+// valgrind cannot keep zero-sized blocks in its interval tree, so it records them as 1 byte.
+std::uint64_t dhat_size(std::size_t size) {
+  return size == 0 ? 1 : size;
+}
+
+} // namespace
+
+std::span<const std::uintptr_t> Engine::stack(StackId id) const {
+  const auto [offset, length] = stack_ranges_[id];
+  return {frames_.data() + offset, length};
+}
+
+StackId Engine::intern(std::span<const std::uintptr_t> frames) {
+  const std::size_t hash = hash_stack(frames);
+  const auto [first, last] = stack_index_.equal_range(hash);
+  for (auto it = first; it != last; ++it) {
+    const auto known = stack(it->second);
+    if (std::equal(known.begin(), known.end(), frames.begin(), frames.end())) {
+      return it->second;
+    }
+  }
+  const auto id = static_cast<StackId>(sites_.size());
+  stack_ranges_.emplace_back(frames_.size(), frames.size());
+  frames_.insert(frames_.end(), frames.begin(), frames.end());
+  sites_.emplace_back();
+  stack_index_.emplace(hash, id);
+  return id;
+}
+
+// The common tail of an allocation and a growing realloc: a new global peak (">=": of equal
+// peaks the latest wins) also sets this site's mb/mbk, and only then, as valgrind does.
+void Engine::grow(SiteCounts& site, std::uint64_t size, std::uint64_t now_us) {
+  ++total_blocks_;
+  total_bytes_ += size;
+  ++site.total_blocks;
+  site.total_bytes += size;
+  if (curr_bytes_ >= max_bytes_) {
+    max_bytes_ = curr_bytes_;
+    max_blocks_ = curr_blocks_;
+    gmax_us_ = now_us;
+    site.max_bytes = site.curr_bytes;
+    site.max_blocks = site.curr_blocks;
+  }
+}
+
+// Called before anything lowers the live bytes: if we sit on the (latest) global peak, every
+// site's live figures are the figures at t-gmax.
+void Engine::check_for_peak() {
+  if (curr_bytes_ != max_bytes_) {
+    return;
+  }
+  for (SiteCounts& site : sites_) {
+    site.gmax_bytes = site.curr_bytes;
+    site.gmax_blocks = site.curr_blocks;
+  }
+}
+
+void Engine::alloc(std::uintptr_t address, std::size_t size, StackId stack, std::uint64_t now_us) {
+  const std::uint64_t bytes = dhat_size(size);
+  SiteCounts& site = sites_[stack];
+  ++curr_blocks_;
+  curr_bytes_ += bytes;
+  ++site.curr_blocks;
+  site.curr_bytes += bytes;
+  grow(site, bytes, now_us);
+  live_[address] = Block{stack, bytes, now_us};
+}
+
+bool Engine::free(std::uintptr_t address, std::uint64_t now_us) {
+  const auto found = live_.find(address);
+  if (found == live_.end()) {
+    ++unknown_frees_;
+    return false;
+  }
+  const Block block = found->second;
+  live_.erase(found);
+  check_for_peak();
+  SiteCounts& site = sites_[block.site];
+  --curr_blocks_;
+  curr_bytes_ -= block.size;
+  --site.curr_blocks;
+  site.curr_bytes -= block.size;
+  site.lifetimes += now_us - block.alloc_us;
+  return true;
+}
+
+bool Engine::realloc(std::uintptr_t old_address, std::uintptr_t new_address, std::size_t size,
+                     std::uint64_t now_us) {
+  const auto found = live_.find(old_address);
+  if (found == live_.end()) {
+    ++unknown_reallocs_;
+    return false;
+  }
+  Block block = found->second;
+  const std::uint64_t bytes = dhat_size(size);
+  if (bytes < block.size) {
+    check_for_peak();
+  }
+  SiteCounts& site = sites_[block.site];
+  // Block counts are unchanged: the block lives on under its original site.
+  curr_bytes_ = curr_bytes_ - block.size + bytes;
+  site.curr_bytes = site.curr_bytes - block.size + bytes;
+  grow(site, bytes, now_us);
+  block.size = bytes;
+  if (new_address == old_address) {
+    found->second = block;
+  } else {
+    live_.erase(found);
+    live_[new_address] = block;
+  }
+  return true;
+}
+
+RawProfile Engine::snapshot(std::uint64_t now_us) const {
+  RawProfile raw;
+  raw.end_us = now_us;
+  raw.gmax_us = gmax_us_;
+  raw.unknown_frees = unknown_frees_;
+  raw.unknown_reallocs = unknown_reallocs_;
+  raw.sites.reserve(sites_.size());
+  const bool at_peak = curr_bytes_ == max_bytes_; // the exit-time check_for_peak
+  for (StackId id = 0; id < sites_.size(); ++id) {
+    const auto frames = stack(id);
+    RawSite& site = raw.sites.emplace_back(RawSite{{frames.begin(), frames.end()}, sites_[id]});
+    if (at_peak) {
+      site.counts.gmax_bytes = site.counts.curr_bytes;
+      site.counts.gmax_blocks = site.counts.curr_blocks;
+    }
+  }
+  for (const auto& [address, block] : live_) {
+    raw.sites[block.site].counts.lifetimes += now_us - block.alloc_us;
+  }
+  return raw;
+}
+
+} // namespace hotscope::heap

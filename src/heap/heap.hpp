@@ -1,0 +1,147 @@
+// The heap profiler's core: DHAT's accounting (../shared/formats.md §1.7, as valgrind's
+// dhat/dh_main.c computes it), call stacks interned once each, stack capture, and the step that
+// turns the raw figures into a symbolized HeapProfile for the exporters.
+//
+// Engine is not thread-safe by itself: its owner serializes calls (the preload library holds one
+// mutex around each call). Nothing here allocates through a hook the engine itself observes: the
+// owner marks the calling thread as "inside the profiler" first.
+#pragma once
+
+#include "snapshot/snapshot.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace hotscope::heap {
+
+using StackId = std::uint32_t;
+
+// One program point: an interned stack and DHAT's per-PP counters.
+struct SiteCounts {
+  std::uint64_t total_bytes = 0;  // tb
+  std::uint64_t total_blocks = 0; // tbk
+  std::uint64_t lifetimes = 0;    // tl, µs
+  std::uint64_t curr_bytes = 0;
+  std::uint64_t curr_blocks = 0;
+  std::uint64_t max_bytes = 0;  // mb
+  std::uint64_t max_blocks = 0; // mbk
+  std::uint64_t gmax_bytes = 0; // gb
+  std::uint64_t gmax_blocks = 0;
+};
+
+// What the engine knows at one moment, figures finalized as DHAT does at exit: the peak check
+// has run, and the lifetimes of live blocks count up to `end_us`.
+struct RawSite {
+  std::vector<std::uintptr_t> stack; // code addresses, innermost first
+  SiteCounts counts;                 // curr_* are the t-end figures (eb, ebk)
+};
+
+struct RawProfile {
+  std::uint64_t end_us = 0;  // te
+  std::uint64_t gmax_us = 0; // tg
+  std::uint64_t unknown_frees = 0;
+  std::uint64_t unknown_reallocs = 0;
+  std::vector<RawSite> sites;
+};
+
+class Engine {
+public:
+  // Interns `stack` (innermost first); equal stacks get the same id, stored once.
+  StackId intern(std::span<const std::uintptr_t> stack);
+
+  // A new block. Size 0 counts as 1 byte, as valgrind does.
+  void alloc(std::uintptr_t address, std::size_t size, StackId stack, std::uint64_t now_us);
+  // Returns false, and counts it, when `address` is not a live block.
+  bool free(std::uintptr_t address, std::uint64_t now_us);
+  // A known block resized (and maybe moved): it keeps its site and allocation time and counts
+  // as a new allocation of `size` bytes. Size 0 counts as 1 byte. Returns false, and counts
+  // it, when `old_address` is not a live block; the caller then records `alloc` instead.
+  bool realloc(std::uintptr_t old_address, std::uintptr_t new_address, std::size_t size,
+               std::uint64_t now_us);
+
+  bool is_live(std::uintptr_t address) const { return live_.contains(address); }
+  std::uint64_t live_bytes() const { return curr_bytes_; }
+
+  // The figures as if the program ended at `now_us`; the engine itself is unchanged, so this
+  // can be called at any time.
+  RawProfile snapshot(std::uint64_t now_us) const;
+
+private:
+  struct Block {
+    StackId site;
+    std::uint64_t size;
+    std::uint64_t alloc_us;
+  };
+  void grow(SiteCounts& site, std::uint64_t size, std::uint64_t now_us);
+  void check_for_peak();
+
+  std::span<const std::uintptr_t> stack(StackId id) const;
+
+  // Interned stacks: each one's addresses stored once in `frames_`, found by hash.
+  std::vector<std::uintptr_t> frames_;
+  std::vector<std::pair<std::size_t, std::size_t>> stack_ranges_; // offset, length
+  std::unordered_multimap<std::size_t, StackId> stack_index_;
+  std::vector<SiteCounts> sites_; // indexed by StackId
+  std::unordered_map<std::uintptr_t, Block> live_;
+
+  std::uint64_t total_bytes_ = 0;
+  std::uint64_t total_blocks_ = 0;
+  std::uint64_t curr_bytes_ = 0;
+  std::uint64_t curr_blocks_ = 0;
+  std::uint64_t max_bytes_ = 0;
+  std::uint64_t max_blocks_ = 0;
+  std::uint64_t gmax_us_ = 0;
+  std::uint64_t unknown_frees_ = 0;
+  std::uint64_t unknown_reallocs_ = 0;
+};
+
+// ---- Stack capture ----
+
+enum class Unwinder { Libunwind, FramePointers };
+
+// Address ranges [begin, end) of code that is the profiler's or the allocator's own: leading
+// frames inside them are dropped, so a stack starts at the allocation's call site.
+struct CodeRanges {
+  std::vector<std::pair<std::uintptr_t, std::uintptr_t>> ranges;
+  bool contains(std::uintptr_t address) const;
+};
+
+// The executable segments of the loaded object containing `address`, and the bodies of every
+// `operator new` form currently loaded (found through the dynamic symbol table).
+CodeRanges own_and_allocator_code(const void* address_in_own_object);
+
+// Fills `out` with return addresses, innermost first, dropping the leading frames inside `skip`.
+// Returns the number written (at most out.size()). Frame pointers are followed only within the
+// calling thread's stack; code without them yields a truncated or shifted stack.
+std::size_t capture_stack(Unwinder unwinder, const CodeRanges& skip, std::span<std::uintptr_t> out);
+
+// ---- Options (environment) ----
+
+struct Options {
+  std::string out_dir = ".";               // HOTSCOPE_OUT: heap.json is written there
+  std::size_t depth = 32;                  // HOTSCOPE_HEAP_DEPTH: frames kept, 1..256
+  Unwinder unwinder = Unwinder::Libunwind; // HOTSCOPE_HEAP_UNWIND=libunwind|fp
+  bool summary = true;                     // HOTSCOPE_HEAP_SUMMARY=0 turns the stderr lines off
+};
+
+struct ParsedOptions {
+  Options options;
+  std::vector<std::string> errors; // one line each, naming the variable
+};
+
+ParsedOptions parse_options(const std::function<const char*(const char*)>& getenv);
+
+// ---- From raw figures to the exporters' model ----
+
+// Symbolizes every stack (inlined frames expanded, frames below `main` dropped), builds the
+// deduplicated frame table and keys sites by their final frame-index vector. Sites that end up
+// with the same vector are merged: counts add up, mb/mbk are the largest single site's (the
+// exact value is unknowable after the fact).
+HeapProfile build_profile(const RawProfile& raw, std::string command, std::int64_t pid);
+
+} // namespace hotscope::heap

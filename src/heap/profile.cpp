@@ -1,0 +1,85 @@
+// Raw figures to the exporters' HeapProfile: symbolize, expand inlined frames, drop what lies
+// below main, build the frame table and key sites by their final frame-index vector.
+#include "heap/heap.hpp"
+#include "symbols/symbols.hpp"
+
+#include <map>
+
+namespace hotscope::heap {
+namespace {
+
+class FrameTable {
+public:
+  explicit FrameTable(std::vector<std::string>& strings) : strings_(strings) {
+    strings_.assign(1, "[root]");
+  }
+  std::uint32_t index(const std::string& text) {
+    const auto [it, inserted] = indices_.emplace(text, static_cast<std::uint32_t>(strings_.size()));
+    if (inserted) {
+      strings_.push_back(text);
+    }
+    return it->second;
+  }
+
+private:
+  std::vector<std::string>& strings_;
+  std::map<std::string, std::uint32_t> indices_;
+};
+
+void merge_into(HeapSite& into, const HeapSite& from) {
+  into.total_bytes += from.total_bytes;
+  into.total_blocks += from.total_blocks;
+  into.lifetimes_us += from.lifetimes_us;
+  into.gmax_bytes += from.gmax_bytes;
+  into.gmax_blocks += from.gmax_blocks;
+  into.end_bytes += from.end_bytes;
+  into.end_blocks += from.end_blocks;
+  if (from.max_bytes > into.max_bytes) {
+    into.max_bytes = from.max_bytes;
+    into.max_blocks = from.max_blocks;
+  }
+}
+
+} // namespace
+
+HeapProfile build_profile(const RawProfile& raw, std::string command, std::int64_t pid) {
+  HeapProfile profile;
+  profile.command = std::move(command);
+  profile.pid = pid;
+  profile.end_us = raw.end_us;
+  profile.gmax_us = raw.gmax_us;
+  profile.unknown_frees = raw.unknown_frees;
+  profile.unknown_reallocs = raw.unknown_reallocs;
+
+  symbols::Symbolizer symbolizer;
+  FrameTable table(profile.frames);
+  std::map<std::vector<std::uint32_t>, std::size_t> site_of_frames;
+  for (const RawSite& raw_site : raw.sites) {
+    std::vector<std::uint32_t> frames;
+    bool reached_main = false;
+    for (const std::uintptr_t return_address : raw_site.stack) {
+      // The call instruction ends just before the return address.
+      const std::uintptr_t call = return_address - 1;
+      for (const symbols::Frame& frame : symbolizer.resolve(call)) {
+        frames.push_back(table.index(symbols::describe(call, frame)));
+        reached_main = reached_main || frame.function == "main";
+      }
+      if (reached_main) {
+        break; // the C runtime's start-up frames say nothing
+      }
+    }
+    const SiteCounts& c = raw_site.counts;
+    HeapSite site{c.total_bytes, c.total_blocks, c.lifetimes,  c.max_bytes,   c.max_blocks,
+                  c.gmax_bytes,  c.gmax_blocks,  c.curr_bytes, c.curr_blocks, {}};
+    const auto [found, inserted] = site_of_frames.emplace(frames, profile.sites.size());
+    if (inserted) {
+      site.frames = std::move(frames);
+      profile.sites.push_back(std::move(site));
+    } else {
+      merge_into(profile.sites[found->second], site);
+    }
+  }
+  return profile;
+}
+
+} // namespace hotscope::heap

@@ -1,0 +1,46 @@
+// Code addresses of the current process to function names and source lines, with libdw
+// (elfutils). Used at write time only, never on an allocating thread's fast path.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace hotscope::symbols {
+
+// One source-level frame. An address inside inlined code gives several, sharing the address.
+struct Frame {
+  std::string function; // demangled; empty when unknown
+  std::string file;     // base name of the source file; empty without debug info
+  unsigned line = 0;
+  std::string object; // path of the loaded object containing the address
+};
+
+// "0x4011A6: make_node(int) (tree.cpp:12)", "0x4011A6: f (in /usr/lib/libx.so)" or
+// "0x4011A6: ??? (in /usr/lib/libx.so)": valgrind's frame syntax (formats.md §1.4).
+std::string describe(std::uintptr_t address, const Frame& frame);
+
+// "_Z9make_nodei" -> "make_node(int)"; names that are not mangled ("main") are returned as is.
+std::string demangle(const char* name);
+
+class Symbolizer {
+public:
+  // Reads the current process's memory map: objects loaded later are not known.
+  Symbolizer();
+  ~Symbolizer();
+  Symbolizer(const Symbolizer&) = delete;
+  Symbolizer& operator=(const Symbolizer&) = delete;
+
+  // The frames at a code address, innermost (most deeply inlined) first; never empty. Results
+  // are cached. For return addresses pass the address of the call instruction (return - 1).
+  const std::vector<Frame>& resolve(std::uintptr_t address);
+
+private:
+  struct Session;
+  std::unique_ptr<Session> session_;
+  std::map<std::uintptr_t, std::vector<Frame>> cache_;
+};
+
+} // namespace hotscope::symbols

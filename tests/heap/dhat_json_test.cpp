@@ -1,0 +1,87 @@
+// The DHAT JSON exporter and the summary, parsed back.
+#include "export/export.hpp"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <sstream>
+
+namespace {
+
+hotscope::HeapProfile sample_profile() {
+  hotscope::HeapProfile profile;
+  profile.command = "./demo \"quoted\" \x01";
+  profile.pid = 4242;
+  profile.end_us = 250000;
+  profile.gmax_us = 120000;
+  profile.frames = {"[root]", "0x401A10: make_node(int) (tree.cpp:12)",
+                    "0x401B20: Tree::insert(int) (tree.cpp:40)", "0x401C30: main (main.cpp:9)"};
+  profile.sites.push_back({4800, 100, 90000, 2400, 50, 2400, 50, 480, 10, {1, 2, 3}});
+  profile.sites.push_back({1234567, 1, 200, 64, 1, 0, 0, 0, 0, {3}});
+  return profile;
+}
+
+TEST(DhatJson, WritesEveryFieldTheViewerRequires) {
+  std::ostringstream out;
+  hotscope::exporters::write_dhat_json(sample_profile(), out);
+  const auto json = nlohmann::json::parse(out.str());
+  EXPECT_EQ(json.at("dhatFileVersion"), 2);
+  EXPECT_EQ(json.at("mode"), "cpp-heap");
+  EXPECT_EQ(json.at("verb"), "Allocated");
+  EXPECT_EQ(json.at("bklt"), true);
+  EXPECT_EQ(json.at("bkacc"), false);
+  EXPECT_EQ(json.at("tu"), "µs");
+  EXPECT_EQ(json.at("Mtu"), "s");
+  EXPECT_EQ(json.at("tuth"), 10);
+  EXPECT_EQ(json.at("cmd"), "./demo \"quoted\" \x01");
+  EXPECT_NE(out.str().find(R"("./demo \"quoted\" \u0001")"), std::string::npos);
+  EXPECT_EQ(json.at("pid"), 4242);
+  EXPECT_EQ(json.at("te"), 250000);
+  EXPECT_EQ(json.at("tg"), 120000);
+  EXPECT_FALSE(json.contains("rb"));
+  ASSERT_EQ(json.at("pps").size(), 2u);
+  const auto& pp = json.at("pps")[0];
+  EXPECT_EQ(pp.at("tb"), 4800);
+  EXPECT_EQ(pp.at("tbk"), 100);
+  EXPECT_EQ(pp.at("tl"), 90000);
+  EXPECT_EQ(pp.at("mb"), 2400);
+  EXPECT_EQ(pp.at("mbk"), 50);
+  EXPECT_EQ(pp.at("gb"), 2400);
+  EXPECT_EQ(pp.at("gbk"), 50);
+  EXPECT_EQ(pp.at("eb"), 480);
+  EXPECT_EQ(pp.at("ebk"), 10);
+  EXPECT_EQ(pp.at("fs"), nlohmann::json::array({1, 2, 3}));
+  EXPECT_FALSE(pp.contains("rb"));
+  EXPECT_FALSE(pp.contains("acc"));
+  EXPECT_EQ(json.at("ftbl").size(), 4u);
+  EXPECT_EQ(json.at("ftbl")[0], "[root]");
+  EXPECT_EQ(json.at("ftbl")[2], "0x401B20: Tree::insert(int) (tree.cpp:40)");
+}
+
+TEST(DhatJson, EmptyProfileIsStillValid) {
+  hotscope::HeapProfile profile;
+  profile.frames = {"[root]"};
+  std::ostringstream out;
+  hotscope::exporters::write_dhat_json(profile, out);
+  const auto json = nlohmann::json::parse(out.str());
+  EXPECT_TRUE(json.at("pps").empty());
+  EXPECT_EQ(json.at("ftbl"), nlohmann::json::array({"[root]"}));
+}
+
+TEST(DhatJson, SummaryAddsUpTheSitesLikeDhat) {
+  std::ostringstream out;
+  hotscope::exporters::write_heap_summary(sample_profile(), out);
+  EXPECT_EQ(out.str(), "==4242== hotscope heap: Total:     1,239,367 bytes in 101 blocks\n"
+                       "==4242== hotscope heap: At t-gmax: 2,400 bytes in 50 blocks\n"
+                       "==4242== hotscope heap: At t-end:  480 bytes in 10 blocks\n");
+}
+
+TEST(DhatJson, SummaryNamesUnknownPointers) {
+  hotscope::HeapProfile profile = sample_profile();
+  profile.unknown_frees = 3;
+  std::ostringstream out;
+  hotscope::exporters::write_heap_summary(profile, out);
+  EXPECT_NE(out.str().find("Unknown pointers: 3 frees, 0 reallocs (passed on)"), std::string::npos);
+}
+
+} // namespace

@@ -1,0 +1,193 @@
+// The accounting engine against hand-computed figures, following valgrind's dh_main.c step by
+// step (formats.md §1.7).
+#include "heap/heap.hpp"
+
+#include <gtest/gtest.h>
+
+#include <array>
+
+namespace hotscope::heap {
+namespace {
+
+constexpr std::array<std::uintptr_t, 2> stack_a = {0x1000, 0x2000};
+constexpr std::array<std::uintptr_t, 2> stack_b = {0x1100, 0x2000};
+constexpr std::array<std::uintptr_t, 1> stack_c = {0x1200};
+
+const SiteCounts& counts(const RawProfile& raw, StackId id) {
+  return raw.sites.at(id).counts;
+}
+
+TEST(HeapEngine, InternsEachDistinctStackOnce) {
+  Engine engine;
+  const StackId a = engine.intern(stack_a);
+  const StackId b = engine.intern(stack_b);
+  EXPECT_NE(a, b);
+  EXPECT_EQ(engine.intern(stack_a), a);
+  EXPECT_EQ(engine.intern(std::array<std::uintptr_t, 2>{0x1100, 0x2000}), b);
+  const RawProfile raw = engine.snapshot(0);
+  ASSERT_EQ(raw.sites.size(), 2u);
+  EXPECT_EQ(raw.sites[a].stack, std::vector<std::uintptr_t>(stack_a.begin(), stack_a.end()));
+  EXPECT_EQ(raw.sites[b].stack, std::vector<std::uintptr_t>(stack_b.begin(), stack_b.end()));
+}
+
+// malloc(100) at A, malloc(50) at B, realloc to 200, free A, malloc(0) at C, end.
+TEST(HeapEngine, CountsAllocationsReallocsAndFreesAsValgrind) {
+  Engine engine;
+  const StackId a = engine.intern(stack_a);
+  const StackId b = engine.intern(stack_b);
+  const StackId c = engine.intern(stack_c);
+  engine.alloc(0xA0, 100, a, 0);
+  engine.alloc(0xB0, 50, b, 1);
+  ASSERT_TRUE(engine.realloc(0xB0, 0xB8, 200, 2)); // grows and moves: the new global peak
+  ASSERT_TRUE(engine.free(0xA0, 3));               // leaves the peak: gb/gbk are taken here
+  engine.alloc(0xC0, 0, c, 4);                     // malloc(0) counts as 1 byte
+  EXPECT_TRUE(engine.is_live(0xB8));
+  EXPECT_FALSE(engine.is_live(0xB0));
+  EXPECT_EQ(engine.live_bytes(), 201u);
+
+  const RawProfile raw = engine.snapshot(10);
+  EXPECT_EQ(raw.end_us, 10u);
+  EXPECT_EQ(raw.gmax_us, 2u);
+
+  const SiteCounts& site_a = counts(raw, a);
+  EXPECT_EQ(site_a.total_bytes, 100u);
+  EXPECT_EQ(site_a.total_blocks, 1u);
+  EXPECT_EQ(site_a.lifetimes, 3u);
+  EXPECT_EQ(site_a.max_bytes, 100u);
+  EXPECT_EQ(site_a.max_blocks, 1u);
+  EXPECT_EQ(site_a.gmax_bytes, 100u);
+  EXPECT_EQ(site_a.gmax_blocks, 1u);
+  EXPECT_EQ(site_a.curr_bytes, 0u);
+  EXPECT_EQ(site_a.curr_blocks, 0u);
+
+  // The realloc counts as a second block of 200 bytes; the block keeps its allocation time.
+  const SiteCounts& site_b = counts(raw, b);
+  EXPECT_EQ(site_b.total_bytes, 250u);
+  EXPECT_EQ(site_b.total_blocks, 2u);
+  EXPECT_EQ(site_b.lifetimes, 9u);
+  EXPECT_EQ(site_b.max_bytes, 200u);
+  EXPECT_EQ(site_b.max_blocks, 1u);
+  EXPECT_EQ(site_b.gmax_bytes, 200u);
+  EXPECT_EQ(site_b.gmax_blocks, 1u);
+  EXPECT_EQ(site_b.curr_bytes, 200u);
+  EXPECT_EQ(site_b.curr_blocks, 1u);
+
+  const SiteCounts& site_c = counts(raw, c);
+  EXPECT_EQ(site_c.total_bytes, 1u);
+  EXPECT_EQ(site_c.total_blocks, 1u);
+  EXPECT_EQ(site_c.lifetimes, 6u);
+  EXPECT_EQ(site_c.max_bytes, 0u); // never at a global peak: valgrind leaves mb at 0
+  EXPECT_EQ(site_c.gmax_bytes, 0u);
+  EXPECT_EQ(site_c.curr_bytes, 1u);
+  EXPECT_EQ(site_c.curr_blocks, 1u);
+}
+
+TEST(HeapEngine, TheLatestOfEqualPeaksWins) {
+  Engine engine;
+  const StackId a = engine.intern(stack_a);
+  const StackId b = engine.intern(stack_b);
+  engine.alloc(0x10, 100, a, 0);
+  engine.free(0x10, 1);
+  engine.alloc(0x20, 100, b, 5);
+  const RawProfile raw = engine.snapshot(7); // ends on the peak: the exit check takes it
+  EXPECT_EQ(raw.gmax_us, 5u);
+  EXPECT_EQ(counts(raw, a).gmax_bytes, 0u);
+  EXPECT_EQ(counts(raw, b).gmax_bytes, 100u);
+  EXPECT_EQ(counts(raw, b).gmax_blocks, 1u);
+  EXPECT_EQ(counts(raw, b).lifetimes, 2u);
+}
+
+TEST(HeapEngine, ShrinkingReallocLeavesThePeakFirst) {
+  Engine engine;
+  const StackId a = engine.intern(stack_a);
+  engine.alloc(0x10, 100, a, 0);
+  ASSERT_TRUE(engine.realloc(0x10, 0x10, 10, 1));
+  const RawProfile raw = engine.snapshot(2);
+  EXPECT_EQ(raw.gmax_us, 0u);
+  EXPECT_EQ(counts(raw, a).gmax_bytes, 100u);
+  EXPECT_EQ(counts(raw, a).total_bytes, 110u);
+  EXPECT_EQ(counts(raw, a).total_blocks, 2u);
+  EXPECT_EQ(counts(raw, a).curr_bytes, 10u);
+  EXPECT_EQ(counts(raw, a).curr_blocks, 1u);
+}
+
+// valgrind moves a site's mb/mbk only when the global peak moves.
+TEST(HeapEngine, SiteMaximumFollowsGlobalPeaksOnly) {
+  Engine engine;
+  const StackId a = engine.intern(stack_a);
+  const StackId b = engine.intern(stack_b);
+  engine.alloc(0x10, 100, a, 0);
+  engine.alloc(0x20, 100, b, 1);
+  engine.free(0x10, 2);
+  engine.alloc(0x30, 50, b, 3); // b now has 150 live, but the global peak (200) stands
+  const RawProfile raw = engine.snapshot(4);
+  EXPECT_EQ(counts(raw, b).max_bytes, 100u);
+  EXPECT_EQ(counts(raw, b).max_blocks, 1u);
+  EXPECT_EQ(counts(raw, b).curr_bytes, 150u);
+  EXPECT_EQ(counts(raw, b).gmax_bytes, 100u);
+  EXPECT_EQ(counts(raw, a).gmax_bytes, 100u);
+}
+
+TEST(HeapEngine, UnknownPointersAreCountedAndChangeNothing) {
+  Engine engine;
+  const StackId a = engine.intern(stack_a);
+  engine.alloc(0x10, 8, a, 0);
+  EXPECT_FALSE(engine.free(0x999, 1));
+  EXPECT_FALSE(engine.free(0x11, 1)); // inside a block is not the block
+  EXPECT_FALSE(engine.realloc(0x998, 0x40, 16, 1));
+  const RawProfile raw = engine.snapshot(2);
+  EXPECT_EQ(raw.unknown_frees, 2u);
+  EXPECT_EQ(raw.unknown_reallocs, 1u);
+  EXPECT_EQ(counts(raw, a).total_blocks, 1u);
+  EXPECT_EQ(engine.live_bytes(), 8u);
+}
+
+TEST(HeapEngine, SnapshotLeavesTheEngineUnchanged) {
+  Engine engine;
+  const StackId a = engine.intern(stack_a);
+  engine.alloc(0x10, 8, a, 0);
+  const RawProfile first = engine.snapshot(5);
+  const RawProfile second = engine.snapshot(5);
+  EXPECT_EQ(counts(first, a).lifetimes, 5u);
+  EXPECT_EQ(counts(second, a).lifetimes, 5u);
+  engine.free(0x10, 6);
+  EXPECT_EQ(counts(engine.snapshot(9), a).lifetimes, 6u);
+}
+
+TEST(HeapOptions, ReadsTheEnvironmentAndReportsBadValues) {
+  const auto defaults = parse_options([](const char*) -> const char* { return nullptr; });
+  EXPECT_TRUE(defaults.errors.empty());
+  EXPECT_EQ(defaults.options.out_dir, ".");
+  EXPECT_EQ(defaults.options.depth, 32u);
+  EXPECT_EQ(defaults.options.unwinder, Unwinder::Libunwind);
+  EXPECT_TRUE(defaults.options.summary);
+
+  const auto set = parse_options([](const char* name) -> const char* {
+    const std::string_view n = name;
+    return n == "HOTSCOPE_OUT"            ? "/tmp/x"
+           : n == "HOTSCOPE_HEAP_DEPTH"   ? "8"
+           : n == "HOTSCOPE_HEAP_UNWIND"  ? "fp"
+           : n == "HOTSCOPE_HEAP_SUMMARY" ? "0"
+                                          : nullptr;
+  });
+  EXPECT_TRUE(set.errors.empty());
+  EXPECT_EQ(set.options.out_dir, "/tmp/x");
+  EXPECT_EQ(set.options.depth, 8u);
+  EXPECT_EQ(set.options.unwinder, Unwinder::FramePointers);
+  EXPECT_FALSE(set.options.summary);
+
+  const auto bad = parse_options([](const char* name) -> const char* {
+    const std::string_view n = name;
+    return n == "HOTSCOPE_HEAP_DEPTH" ? "0" : n == "HOTSCOPE_HEAP_UNWIND" ? "dwarf" : nullptr;
+  });
+  ASSERT_EQ(bad.errors.size(), 2u);
+  EXPECT_EQ(bad.errors[0], "hotscope: HOTSCOPE_HEAP_DEPTH=\"0\" is not a frame count between 1 "
+                           "and 256; using 32");
+  EXPECT_EQ(
+      bad.errors[1],
+      "hotscope: HOTSCOPE_HEAP_UNWIND=\"dwarf\" is not one of libunwind, fp; using libunwind");
+  EXPECT_EQ(bad.options.depth, 32u);
+}
+
+} // namespace
+} // namespace hotscope::heap

@@ -1,0 +1,143 @@
+// Stack capture and libdw symbolization on this test's own code, and the frame syntax.
+#include "heap/heap.hpp"
+#include "symbols/symbols.hpp"
+
+#include <dlfcn.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <array>
+#include <string>
+#include <vector>
+
+namespace {
+
+using hotscope::symbols::Frame;
+
+struct Captured {
+  std::vector<std::uintptr_t> stack;
+  unsigned line; // the line of the call in the outer function
+};
+
+__attribute__((noinline)) std::vector<std::uintptr_t> capture(hotscope::heap::Unwinder unwinder) {
+  std::array<std::uintptr_t, 32> frames{};
+  const std::size_t depth = hotscope::heap::capture_stack(unwinder, {}, frames);
+  asm volatile("" ::: "memory"); // keep this frame: no tail call
+  return {frames.begin(), frames.begin() + static_cast<std::ptrdiff_t>(depth)};
+}
+
+__attribute__((noinline)) Captured outer_function(hotscope::heap::Unwinder unwinder) {
+  Captured captured{capture(unwinder), __LINE__};
+  asm volatile("" ::: "memory");
+  return captured;
+}
+
+// The inlined body's call to capture() sits at a known line; its caller at another.
+__attribute__((always_inline)) inline std::vector<std::uintptr_t> inlined_helper() {
+  return capture(hotscope::heap::Unwinder::Libunwind); // line checked below
+}
+constexpr unsigned inlined_helper_line = __LINE__ - 2;
+
+__attribute__((noinline)) std::vector<std::uintptr_t> calls_inlined_helper() {
+  std::vector<std::uintptr_t> stack = inlined_helper();
+  asm volatile("" ::: "memory");
+  return stack;
+}
+constexpr unsigned calls_inlined_helper_line = __LINE__ - 4;
+
+// The symbolized frames of a captured stack, innermost first.
+std::vector<Frame> symbolize(const std::vector<std::uintptr_t>& stack) {
+  hotscope::symbols::Symbolizer symbolizer;
+  std::vector<Frame> frames;
+  for (std::uintptr_t address : stack) {
+    const auto& resolved = symbolizer.resolve(address - 1);
+    frames.insert(frames.end(), resolved.begin(), resolved.end());
+  }
+  return frames;
+}
+
+const Frame* find_function(const std::vector<Frame>& frames, const std::string& needle) {
+  const auto found = std::find_if(frames.begin(), frames.end(), [&](const Frame& frame) {
+    return frame.function.find(needle) != std::string::npos;
+  });
+  return found == frames.end() ? nullptr : &*found;
+}
+
+TEST(HeapSymbols, LibunwindStackResolvesToFunctionFileAndLine) {
+  const Captured captured = outer_function(hotscope::heap::Unwinder::Libunwind);
+  const std::vector<Frame> frames = symbolize(captured.stack);
+  const Frame* outer = find_function(frames, "outer_function");
+  ASSERT_NE(outer, nullptr);
+  EXPECT_EQ(outer->file, "symbols_test.cpp");
+  EXPECT_EQ(outer->line, captured.line);
+  EXPECT_NE(outer->function.find("hotscope::heap::Unwinder"), std::string::npos)
+      << "demangled with its parameters: " << outer->function;
+  EXPECT_NE(find_function(frames, "LibunwindStackResolvesToFunctionFileAndLine"), nullptr);
+}
+
+TEST(HeapSymbols, FramePointerStackFindsTheSameCaller) {
+  const Captured captured = outer_function(hotscope::heap::Unwinder::FramePointers);
+  const std::vector<Frame> frames = symbolize(captured.stack);
+  const Frame* outer = find_function(frames, "outer_function");
+  ASSERT_NE(outer, nullptr);
+  EXPECT_EQ(outer->line, captured.line);
+}
+
+TEST(HeapSymbols, InlinedFramesShareTheAddressAndNameTheirCallSites) {
+  const std::vector<std::uintptr_t> stack = calls_inlined_helper();
+  hotscope::symbols::Symbolizer symbolizer;
+  // The return address into calls_inlined_helper() lies inside the inlined helper's body.
+  const auto into_caller = std::find_if(stack.begin(), stack.end(), [&](std::uintptr_t address) {
+    const auto& frames = symbolizer.resolve(address - 1);
+    return frames.back().function.find("calls_inlined_helper") != std::string::npos;
+  });
+  ASSERT_NE(into_caller, stack.end());
+  const std::vector<Frame>& frames = symbolizer.resolve(*into_caller - 1);
+  ASSERT_EQ(frames.size(), 2u);
+  EXPECT_NE(frames[0].function.find("inlined_helper"), std::string::npos);
+  EXPECT_EQ(frames[0].line, inlined_helper_line);
+  EXPECT_NE(frames[1].function.find("calls_inlined_helper"), std::string::npos);
+  EXPECT_EQ(frames[1].line, calls_inlined_helper_line);
+  EXPECT_EQ(frames[1].file, "symbols_test.cpp");
+}
+
+TEST(HeapSymbols, UnknownAddressesStillGetAFrame) {
+  hotscope::symbols::Symbolizer symbolizer;
+  const auto& frames = symbolizer.resolve(0x10);
+  ASSERT_EQ(frames.size(), 1u);
+  EXPECT_EQ(hotscope::symbols::describe(0x10, frames[0]), "0x10: ?\?? (in ?\?\?)");
+}
+
+TEST(HeapSymbols, DescribeUsesValgrindsFrameSyntax) {
+  using hotscope::symbols::describe;
+  EXPECT_EQ(describe(0x4011A6, Frame{"make_node(int)", "tree.cpp", 12, "/bin/t"}),
+            "0x4011A6: make_node(int) (tree.cpp:12)");
+  EXPECT_EQ(describe(0x7F00, Frame{"memcpy", "", 0, "/lib/libc.so.6"}),
+            "0x7F00: memcpy (in /lib/libc.so.6)");
+  EXPECT_EQ(describe(0x7F00, Frame{"", "", 0, "/lib/x.so"}), "0x7F00: ?\?? (in /lib/x.so)");
+  EXPECT_EQ(hotscope::symbols::demangle("_Z9make_nodei"), "make_node(int)");
+  EXPECT_EQ(hotscope::symbols::demangle("f"), "f");
+}
+
+TEST(HeapCapture, DropsTheLeadingFramesOfTheProfilersOwnCode) {
+  const hotscope::heap::CodeRanges skip =
+      hotscope::heap::own_and_allocator_code(reinterpret_cast<const void*>(&capture));
+  EXPECT_TRUE(skip.contains(reinterpret_cast<std::uintptr_t>(&capture)));
+  EXPECT_TRUE(skip.contains(reinterpret_cast<std::uintptr_t>(dlsym(RTLD_DEFAULT, "_Znwm"))));
+  std::array<std::uintptr_t, 64> frames{};
+  const std::size_t depth =
+      hotscope::heap::capture_stack(hotscope::heap::Unwinder::Libunwind, skip, frames);
+  ASSERT_GT(depth, 0u);
+  // Everything above the C library's call of main is this test program's own code.
+  EXPECT_FALSE(skip.contains(frames[0]));
+  hotscope::symbols::Symbolizer symbolizer;
+  EXPECT_NE(symbolizer.resolve(frames[0] - 1).back().object.find("libc.so"), std::string::npos);
+}
+
+TEST(HeapCapture, KeepsAtMostTheRequestedDepth) {
+  std::array<std::uintptr_t, 2> frames{};
+  EXPECT_EQ(hotscope::heap::capture_stack(hotscope::heap::Unwinder::Libunwind, {}, frames), 2u);
+  EXPECT_EQ(hotscope::heap::capture_stack(hotscope::heap::Unwinder::FramePointers, {}, frames), 2u);
+}
+
+} // namespace
