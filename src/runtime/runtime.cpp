@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
+#include <pthread.h>
 
 namespace hotscope::runtime {
 namespace {
@@ -44,6 +45,8 @@ void start_once() {
   }
   clock::init(s.config.clock);
   trace::start({s.config.ring_records, s.config.trace_window_bytes, s.config.collect_period_ms});
+  // A forked child keeps recording but writes no reports: they would replace its parent's.
+  pthread_atfork(nullptr, nullptr, [] { state().reports_enabled = false; });
   std::atexit(finish);
 }
 

@@ -78,7 +78,7 @@ public:
                                            .count())),
         process_name_(read_process_name()) {
     pthread_key_create(&exit_key_, &Collector::on_thread_exit);
-    thread_ = std::thread([this] { run(); });
+    thread_ = new std::thread([this] { run(); });
   }
 
   Ring* register_current_thread() noexcept {
@@ -135,10 +135,26 @@ public:
       stopping_ = true;
     }
     wake_.notify_all();
-    if (thread_.joinable()) {
-      thread_.join();
+    if (thread_ != nullptr && thread_->joinable()) {
+      thread_->join();
     }
     collect();
+  }
+
+  // fork(): no lock may be held mid-operation at the fork, and the child, which has no
+  // collector thread, must never wait for one.
+  void before_fork() {
+    state_mutex_.lock();
+    registry_mutex_.lock();
+  }
+  void after_fork_in_parent() {
+    registry_mutex_.unlock();
+    state_mutex_.unlock();
+  }
+  void after_fork_in_child() {
+    registry_mutex_.unlock();
+    state_mutex_.unlock();
+    thread_ = nullptr;
   }
 
   void pause(bool paused) {
@@ -234,7 +250,8 @@ private:
   std::condition_variable wake_;
   bool stopping_ = false;
   bool paused_ = false;
-  std::thread thread_;
+  // The collector thread. A forked child has none: the object is abandoned, never joined.
+  std::thread* thread_ = nullptr;
 };
 
 thread_local Ring Collector::out_of_memory_ring_;
@@ -245,7 +262,11 @@ std::once_flag started;
 } // namespace
 
 void start(const Settings& settings) {
-  std::call_once(started, [&] { collector = new Collector(settings); });
+  std::call_once(started, [&] {
+    collector = new Collector(settings);
+    pthread_atfork([] { collector->before_fork(); }, [] { collector->after_fork_in_parent(); },
+                   [] { collector->after_fork_in_child(); });
+  });
 }
 
 Ring* register_current_thread() noexcept {

@@ -1,11 +1,14 @@
 // Records from a thread that ends before the collector ever runs, then leaves the process in
-// the way argv[1] says: "return" from main or "exit" from a worker thread.
+// the way argv[1] says: "return" from main, "exit" from a worker thread, or "fork" (a child
+// that records and calls exit() while the parent waits, then returns).
 #include <hotscope/hotscope.hpp>
 
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <sys/wait.h>
 #include <thread>
+#include <unistd.h>
 
 namespace {
 
@@ -14,6 +17,22 @@ void early_thread_work() {
 }
 void exiting_thread_work() {
   HOTSCOPE_FUNCTION();
+}
+void child_work() {
+  HOTSCOPE_FUNCTION();
+}
+
+int fork_a_recording_child() {
+  const pid_t child = fork();
+  if (child == 0) {
+    std::thread worker([] { child_work(); });
+    worker.join();
+    child_work();
+    std::exit(0);
+  }
+  int status = 0;
+  waitpid(child, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
 }
 
 } // namespace
@@ -38,5 +57,8 @@ int main(int argc, char** argv) {
     exiting.join(); // never returns: the worker ends the process
   }
   HOTSCOPE_SCOPE("main_tail");
+  if (argc > 1 && std::strcmp(argv[1], "fork") == 0) {
+    return fork_a_recording_child();
+  }
   return 0;
 }

@@ -72,6 +72,17 @@ TEST(ExitPaths, ExitFromAWorkerThreadFlushesEveryThread) {
   EXPECT_EQ(stats.at("records").at("dropped"), 0);
 }
 
+TEST(ExitPaths, AForkedChildRecordsExitsCleanlyAndLeavesTheParentsReports) {
+  const fs::path dir = scratch("fork");
+  const ProgramRun run = run_program("HOTSCOPE_OUT=" + (dir / "out").string(), "fork", dir);
+  ASSERT_EQ(run.status, 0) << run.err;
+  EXPECT_EQ(run.err, "");
+  const auto stats = nlohmann::json::parse(slurp(dir / "out" / "stats.json"));
+  EXPECT_EQ(calls_of(stats, "{anonymous}::early_thread_work"), 100u);
+  EXPECT_EQ(calls_of(stats, "main_tail"), 1u);
+  EXPECT_EQ(calls_of(stats, "{anonymous}::child_work"), 0u); // the child wrote no report
+}
+
 TEST(ExitPaths, ForcedClockIsReported) {
   const fs::path dir = scratch("clock");
   const ProgramRun run =
