@@ -2,7 +2,8 @@
 # The README's test command, and what CI runs: installs what is missing, then builds and tests
 # every configuration: the normal build (all tests), ASan+UBSan (all but packaging), TSan (the
 # concurrent parts), the disabled build (HOTSCOPE_ENABLE=OFF), and the formatting check.
-# TSan: die_after_fork=0 because a test deliberately starts a thread in a forked child.
+# TSan skips the forked-child test: TSan does not support threads in a child forked from a
+# multi-threaded process (it reports its own "dup thread" error there).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib.sh
@@ -35,8 +36,8 @@ step "TSan build: the concurrent parts"
 configure build/tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHOTSCOPE_SANITIZE=thread \
   -DHOTSCOPE_BUILD_BENCH=OFF
 ninja -C build/tsan
-TSAN_OPTIONS=halt_on_error=1:die_after_fork=0 ctest --test-dir build/tsan --output-on-failure -j2 -LE package \
-  -R 'Runtime|ExitPaths|Demo'
+TSAN_OPTIONS=halt_on_error=1 ctest --test-dir build/tsan --output-on-failure -j2 -LE package \
+  -R 'Runtime|ExitPaths|Demo' -E 'AForkedChild'
 
 step "release build: every test"
 configure build/release -DCMAKE_BUILD_TYPE=RelWithDebInfo
