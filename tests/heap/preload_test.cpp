@@ -1,0 +1,107 @@
+// The preload library's behaviour beyond the figures: unknown pointers, an unwritable output
+// directory, the summary switch and bad settings.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct ProgramRun {
+  int status;
+  std::string err;
+};
+
+std::string slurp(const fs::path& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+fs::path scratch(const std::string& name) {
+  const fs::path dir = fs::temp_directory_path() / ("hotscope-heap-preload-" + name);
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+ProgramRun run_preloaded(const fs::path& dir, const std::string& environment,
+                         const std::string& mode) {
+  const int status =
+      std::system(("env " + environment + " LD_PRELOAD=" + HOTSCOPE_PRELOAD + " " +
+                   BEHAVIOURS_PROGRAM + " " + mode + " >/dev/null 2>" + (dir / "err").string())
+                      .c_str());
+  return ProgramRun{WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(dir / "err")};
+}
+
+TEST(HeapPreload, UnknownPointersArePassedOnAndCounted) {
+  const fs::path dir = scratch("unknown");
+  const ProgramRun run = run_preloaded(dir, "HOTSCOPE_OUT=" + (dir / "out").string(), "unknown");
+  EXPECT_EQ(run.status, 0) << run.err;
+  EXPECT_NE(run.err.find("hotscope heap: Unknown pointers: 1 frees, 0 reallocs (passed on)"),
+            std::string::npos)
+      << run.err;
+  EXPECT_NO_THROW(nlohmann::json::parse(slurp(dir / "out" / "heap.json")));
+}
+
+TEST(HeapPreload, UnwritableOutputGetsOneLineAndTheProgramsResultStands) {
+  const fs::path dir = scratch("unwritable");
+  const ProgramRun run =
+      run_preloaded(dir, "HOTSCOPE_OUT=/proc/hotscope-cannot-write", "lifecycle");
+  EXPECT_EQ(run.status, 0);
+  EXPECT_EQ(run.err, "hotscope: cannot write the heap profile "
+                     "/proc/hotscope-cannot-write/heap.json: No such file or directory\n");
+}
+
+TEST(HeapPreload, SummaryCanBeTurnedOffAndBadSettingsAreNamed) {
+  const fs::path dir = scratch("settings");
+  const ProgramRun quiet = run_preloaded(
+      dir, "HOTSCOPE_OUT=" + (dir / "out").string() + " HOTSCOPE_HEAP_SUMMARY=0", "lifecycle");
+  EXPECT_EQ(quiet.status, 0);
+  EXPECT_EQ(quiet.err, "");
+  EXPECT_TRUE(fs::exists(dir / "out" / "heap.json"));
+
+  const ProgramRun bad = run_preloaded(dir,
+                                       "HOTSCOPE_OUT=" + (dir / "out").string() +
+                                           " HOTSCOPE_HEAP_SUMMARY=0 HOTSCOPE_HEAP_DEPTH=many",
+                                       "lifecycle");
+  EXPECT_EQ(bad.status, 0);
+  EXPECT_EQ(bad.err, "hotscope: HOTSCOPE_HEAP_DEPTH=\"many\" is not a frame count between 1 and "
+                     "256; using 32\n");
+}
+
+TEST(HeapPreload, DepthLimitsEveryStack) {
+  const fs::path dir = scratch("depth");
+  const ProgramRun run = run_preloaded(
+      dir, "HOTSCOPE_OUT=" + (dir / "out").string() + " HOTSCOPE_HEAP_DEPTH=1", "lifecycle");
+  EXPECT_EQ(run.status, 0) << run.err;
+  const auto profile = nlohmann::json::parse(slurp(dir / "out" / "heap.json"));
+  ASSERT_FALSE(profile.at("pps").empty());
+  const auto& frames = profile.at("ftbl");
+  for (const auto& pp : profile.at("pps")) {
+    // One captured address, expanded into its inlined frames, which share that address.
+    const auto fs_indices = pp.at("fs").get<std::vector<int>>();
+    ASSERT_FALSE(fs_indices.empty());
+    const std::string address = frames[fs_indices[0]].get<std::string>().substr(0, 10);
+    for (int index : fs_indices) {
+      EXPECT_EQ(frames[index].get<std::string>().rfind(address, 0), 0u);
+    }
+  }
+}
+
+TEST(HeapPreload, FramePointerUnwindingFindsTheCallSites) {
+  const fs::path dir = scratch("fp");
+  const ProgramRun run = run_preloaded(
+      dir, "HOTSCOPE_OUT=" + (dir / "out").string() + " HOTSCOPE_HEAP_UNWIND=fp", "lifecycle");
+  EXPECT_EQ(run.status, 0) << run.err;
+  const std::string profile = slurp(dir / "out" / "heap.json");
+  EXPECT_NE(profile.find("behaviours.cpp:"), std::string::npos) << profile;
+}
+
+} // namespace

@@ -1,0 +1,112 @@
+// Workloads for the preload library's edge cases, one per mode (argv[1]):
+//   threads    four threads allocate and free concurrently, each leaks a few blocks;
+//   fork       the parent allocates around a fork, the child allocates and exits normally;
+//              prints the parent's pid;
+//   lifecycle  allocations in a static constructor, an atexit handler and a static destructor
+//              (after main has returned);
+//   unknown    frees a block the profiler never saw (allocated through __libc_malloc).
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+extern "C" void* __libc_malloc(std::size_t size);
+
+namespace {
+
+void* volatile sink;
+
+struct AllocatesAroundMain {
+  AllocatesAroundMain() : early(static_cast<char*>(std::malloc(333))) {}
+  ~AllocatesAroundMain() {
+    std::free(early);
+    sink = std::malloc(444); // allocated after main returned, never freed
+    std::free(std::malloc(555));
+  }
+  char* early;
+};
+AllocatesAroundMain around_main;
+
+void at_exit_handler() {
+  std::free(std::calloc(3, 111));
+}
+
+int threads() {
+  std::vector<std::thread> workers;
+  for (int t = 0; t < 4; ++t) {
+    workers.emplace_back([t] {
+      std::vector<void*> blocks;
+      for (int i = 0; i < 2000; ++i) {
+        blocks.push_back(std::malloc(16 + static_cast<std::size_t>((i * 7 + t) % 300)));
+        if (i % 3 == 0) {
+          std::free(blocks.back());
+          blocks.pop_back();
+        }
+      }
+      for (std::size_t i = 3; i < blocks.size(); ++i) {
+        std::free(blocks[i]); // the first three leak
+      }
+    });
+  }
+  for (std::thread& worker : workers) {
+    worker.join();
+  }
+  return 0;
+}
+
+int fork_child() {
+  void* before = std::malloc(1000);
+  const pid_t child = fork();
+  if (child < 0) {
+    return 2;
+  }
+  if (child == 0) {
+    std::free(before);
+    std::string text(5000, 'c');
+    sink = std::malloc(text.size());
+    std::exit(0);
+  }
+  int status = 0;
+  waitpid(child, &status, 0);
+  std::free(before);
+  sink = std::malloc(2000);
+  std::printf("%d\n", static_cast<int>(getpid()));
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 3;
+}
+
+int lifecycle() {
+  std::atexit(at_exit_handler);
+  sink = std::malloc(77);
+  return 0;
+}
+
+int unknown() {
+  void* outside = __libc_malloc(64);
+  std::free(outside);
+  return 0;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  const std::string mode = argc > 1 ? argv[1] : "";
+  if (mode == "threads") {
+    return threads();
+  }
+  if (mode == "fork") {
+    return fork_child();
+  }
+  if (mode == "lifecycle") {
+    return lifecycle();
+  }
+  if (mode == "unknown") {
+    return unknown();
+  }
+  std::fprintf(stderr, "usage: %s threads|fork|lifecycle|unknown\n", argv[0]);
+  return 1;
+}
