@@ -4,7 +4,8 @@
 //              prints the parent's pid;
 //   lifecycle  allocations in a static constructor, an atexit handler and a static destructor
 //              (after main has returned);
-//   unknown    frees a block the profiler never saw (allocated through __libc_malloc).
+//   unknown    frees a block the profiler never saw (allocated through __libc_malloc);
+//   exec       runs itself in "lifecycle" mode as a child process (fork and exec) and waits.
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -91,6 +92,20 @@ int unknown() {
   return 0;
 }
 
+int exec_self() {
+  const pid_t child = fork();
+  if (child < 0) {
+    return 2;
+  }
+  if (child == 0) {
+    execl("/proc/self/exe", "behaviours", "lifecycle", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  int status = 0;
+  waitpid(child, &status, 0);
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 3;
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -107,6 +122,9 @@ int main(int argc, char** argv) {
   if (mode == "unknown") {
     return unknown();
   }
-  std::fprintf(stderr, "usage: %s threads|fork|lifecycle|unknown\n", argv[0]);
+  if (mode == "exec") {
+    return exec_self();
+  }
+  std::fprintf(stderr, "usage: %s threads|fork|lifecycle|unknown|exec\n", argv[0]);
   return 1;
 }

@@ -1,0 +1,86 @@
+// `hotscope run --heap [--out DIR] -- prog args...`.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string slurp(const fs::path& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+fs::path scratch(const std::string& name) {
+  const fs::path dir = fs::temp_directory_path() / ("hotscope-heap-run-" + name);
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+int shell(const std::string& command) {
+  const int status = std::system(command.c_str());
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+nlohmann::json totals(const fs::path& file) {
+  const auto profile = nlohmann::json::parse(slurp(file));
+  nlohmann::json sums = {{"tb", 0}, {"tbk", 0}, {"gb", 0}, {"gbk", 0}, {"eb", 0}, {"ebk", 0}};
+  for (const auto& pp : profile.at("pps")) {
+    for (auto& [key, value] : sums.items()) {
+      value = value.get<std::uint64_t>() + pp.at(key).get<std::uint64_t>();
+    }
+  }
+  return sums;
+}
+
+TEST(HeapRun, WritesTheProfileAProgramWritesUnderThePreloadLibrary) {
+  const fs::path dir = scratch("heap");
+  ASSERT_EQ(shell(std::string(HOTSCOPE_CLI) + " run --heap --out " + (dir / "run").string() +
+                  " -- " + BEHAVIOURS_PROGRAM + " lifecycle 2>" + (dir / "err").string()),
+            0)
+      << slurp(dir / "err");
+  ASSERT_EQ(shell("env HOTSCOPE_OUT=" + (dir / "direct").string() + " LD_PRELOAD=" +
+                  HOTSCOPE_PRELOAD + " " + BEHAVIOURS_PROGRAM + " lifecycle 2>/dev/null"),
+            0);
+  EXPECT_EQ(totals(dir / "run" / "heap.json"), totals(dir / "direct" / "heap.json"));
+  EXPECT_NE(slurp(dir / "err").find("hotscope heap: At t-end:"), std::string::npos);
+}
+
+TEST(HeapRun, ExecutedChildrenWriteTheirOwnFiles) {
+  const fs::path dir = scratch("exec");
+  ASSERT_EQ(shell(std::string(HOTSCOPE_CLI) + " run --heap --out " + dir.string() + " -- " +
+                  BEHAVIOURS_PROGRAM + " exec 2>/dev/null"),
+            0);
+  std::vector<std::string> files;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    files.push_back(entry.path().filename().string());
+  }
+  std::sort(files.begin(), files.end());
+  ASSERT_EQ(files.size(), 2u);
+  EXPECT_EQ(files[0].rfind("heap.", 0), 0u);
+  EXPECT_NE(files[0], "heap.json"); // heap.<child pid>.json
+  EXPECT_EQ(files[1], "heap.json");
+  // The child's profile is that of the same program run on its own.
+  ASSERT_EQ(shell("env HOTSCOPE_OUT=" + (dir / "direct").string() + " LD_PRELOAD=" +
+                  HOTSCOPE_PRELOAD + " " + BEHAVIOURS_PROGRAM + " lifecycle 2>/dev/null"),
+            0);
+  EXPECT_EQ(totals(dir / files[0]), totals(dir / "direct" / "heap.json"));
+}
+
+TEST(HeapRun, ReturnsTheProgramsExitStatus) {
+  EXPECT_EQ(shell(std::string(HOTSCOPE_CLI) + " run -- /bin/sh -c 'exit 7'"), 7);
+  EXPECT_EQ(shell(std::string(HOTSCOPE_CLI) + " run --heap -- /nonexistent/program 2>/dev/null"),
+            127);
+  EXPECT_NE(shell(std::string(HOTSCOPE_CLI) + " run 2>/dev/null"), 0); // no program given
+}
+
+} // namespace

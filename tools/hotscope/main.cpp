@@ -1,0 +1,85 @@
+// hotscope: the command-line front end.
+//   hotscope run --heap [--out DIR] -- prog args...
+// starts `prog` with the heap profiler preloaded (LD_PRELOAD) and HOTSCOPE_OUT set, waits for
+// it and exits with its status; the program writes DIR/heap.json when it ends.
+#include <CLI/CLI.hpp>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace {
+
+std::string preload_library() {
+  const char* chosen = std::getenv("HOTSCOPE_PRELOAD");
+  return chosen != nullptr && *chosen != '\0' ? chosen : HOTSCOPE_DEFAULT_PRELOAD;
+}
+
+// In the child: the environment the profiled program starts with, then the program itself.
+[[noreturn]] void exec_program(const std::vector<std::string>& command, bool heap,
+                               const std::string& out_dir) {
+  if (!out_dir.empty()) {
+    setenv("HOTSCOPE_OUT", out_dir.c_str(), 1);
+  }
+  if (heap) {
+    std::string preload = preload_library();
+    if (const char* existing = std::getenv("LD_PRELOAD"); existing != nullptr && *existing) {
+      preload += std::string(":") + existing;
+    }
+    setenv("LD_PRELOAD", preload.c_str(), 1);
+    // The program itself writes heap.json; processes it execs write heap.<pid>.json.
+    setenv("HOTSCOPE_HEAP_PID", std::to_string(getpid()).c_str(), 1);
+  }
+  std::vector<char*> argv;
+  for (const std::string& argument : command) {
+    argv.push_back(const_cast<char*>(argument.c_str()));
+  }
+  argv.push_back(nullptr);
+  execvp(argv[0], argv.data());
+  std::fprintf(stderr, "hotscope: cannot run %s: %s\n", argv[0], std::strerror(errno));
+  _exit(127);
+}
+
+int run(const std::vector<std::string>& command, bool heap, const std::string& out_dir) {
+  const pid_t child = fork();
+  if (child < 0) {
+    std::fprintf(stderr, "hotscope: fork failed: %s\n", std::strerror(errno));
+    return 127;
+  }
+  if (child == 0) {
+    exec_program(command, heap, out_dir);
+  }
+  int status = 0;
+  while (waitpid(child, &status, 0) < 0) {
+    if (errno != EINTR) {
+      std::fprintf(stderr, "hotscope: waitpid failed: %s\n", std::strerror(errno));
+      return 127;
+    }
+  }
+  // As a shell reports it: the exit status, or 128 + the signal that ended the program.
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"hotscope: profile a program"};
+  app.require_subcommand(1);
+  CLI::App* run_command = app.add_subcommand("run", "Run a program under the profiler");
+  bool heap = false;
+  std::string out_dir;
+  std::vector<std::string> command;
+  run_command->add_flag("--heap", heap,
+                        "Profile the heap: preload the allocation hooks, write DIR/heap.json");
+  run_command->add_option("--out", out_dir, "Directory for the reports (sets HOTSCOPE_OUT)");
+  run_command->add_option("command", command, "The program and its arguments, after --")
+      ->required();
+  CLI11_PARSE(app, argc, argv);
+  return run(command, heap, out_dir);
+}
