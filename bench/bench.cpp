@@ -1,0 +1,205 @@
+// Benchmarks of the hot path. Every case is measured the same way: one iteration times a batch
+// of operations with steady_clock (manual time) and the per-operation cost is reported as the
+// counter ns_per_op, so cases compare as ratios within one run. See docs/performance.md.
+#include "clock/clock.hpp"
+#include "trace/trace.hpp"
+#include "workload.hpp"
+
+#include <hotscope/hotscope.hpp>
+
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <atomic>
+#include <barrier>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <numeric>
+#include <string>
+#include <vector>
+#include <x86intrin.h>
+
+#if HOTSCOPE_BENCH_LTTNG
+#include "lttng_tp.h"
+#endif
+
+namespace {
+
+// Pairs (rdtsc, scope, tracepoint) per timed batch: long enough that the two clock reads around
+// a batch are noise, short enough that a batch of scopes (2 records each) fits an empty ring.
+constexpr std::int64_t kPairsPerBatch = 4096;
+constexpr std::int64_t kWorkloadCallsPerBatch = 64;
+
+// Drains every ring. A barrier runs it once per iteration, after every thread's timed batch and
+// before any next one, so draining never overlaps a timed batch and each batch finds room.
+struct Drain {
+  void operator()() noexcept { hotscope::trace::collect_now(); }
+};
+using DrainBarrier = std::barrier<Drain>;
+
+// One barrier per thread count for the whole process: every thread of a run arrives equally
+// often, so the phases stay in step from one run to the next.
+DrainBarrier& drain_barrier(int threads) {
+  static std::mutex mutex;
+  static std::map<int, std::unique_ptr<DrainBarrier>> barriers;
+  std::lock_guard lock(mutex);
+  auto& barrier = barriers[threads];
+  if (!barrier) {
+    barrier = std::make_unique<DrainBarrier>(threads);
+  }
+  return *barrier;
+}
+
+// Runs the benchmark loop: `batch` performs `ops` operations and is the only timed part.
+template <class Batch> void run_batches(benchmark::State& state, std::int64_t ops, Batch batch) {
+  DrainBarrier& barrier = drain_barrier(state.threads());
+  std::vector<double> batch_seconds;
+  batch_seconds.reserve(static_cast<std::size_t>(state.max_iterations));
+  for (auto _ : state) {
+    const auto start = std::chrono::steady_clock::now();
+    batch();
+    const auto stop = std::chrono::steady_clock::now();
+    batch_seconds.push_back(std::chrono::duration<double>(stop - start).count());
+    state.SetIterationTime(batch_seconds.back());
+    barrier.arrive_and_wait();
+  }
+  // ns_per_op is the median batch: on a shared machine a batch that was preempted or
+  // interrupted is an outlier, not a cost of the code. ns_per_op_mean keeps every batch.
+  const double mean = std::accumulate(batch_seconds.begin(), batch_seconds.end(), 0.0) /
+                      static_cast<double>(batch_seconds.size());
+  const auto middle = batch_seconds.begin() + static_cast<std::ptrdiff_t>(batch_seconds.size() / 2);
+  std::nth_element(batch_seconds.begin(), middle, batch_seconds.end());
+  // Google Benchmark sums counters over threads; kAvgThreads makes that the mean of the threads'
+  // own per-operation costs. (Its time column divides by all threads' iterations instead.)
+  const double to_ns_per_op = 1e9 / static_cast<double>(ops);
+  state.counters["ns_per_op"] =
+      benchmark::Counter(*middle * to_ns_per_op, benchmark::Counter::kAvgThreads);
+  state.counters["ns_per_op_mean"] =
+      benchmark::Counter(mean * to_ns_per_op, benchmark::Counter::kAvgThreads);
+}
+
+void rdtsc_pair(benchmark::State& state) {
+  run_batches(state, kPairsPerBatch, [] {
+    for (std::int64_t i = 0; i < kPairsPerBatch; ++i) {
+      std::uint64_t begin = __rdtsc();
+      benchmark::DoNotOptimize(begin);
+      std::uint64_t end = __rdtsc();
+      benchmark::DoNotOptimize(end);
+    }
+  });
+}
+// Two threads: the control for the scope's two-thread case (what the machine itself loses).
+BENCHMARK(rdtsc_pair)->UseManualTime()->Threads(1)->Threads(2);
+
+// Registers this thread's ring and writes it through once, so ring creation and first-touch
+// page faults stay out of the timed batches; the barrier then empties it.
+bool prepare_ring(benchmark::State& state) {
+  HOTSCOPE_MESSAGE("warm-up"); // the first record registers the ring
+  const std::uint64_t capacity = hotscope::detail::current_ring()->capacity;
+  for (std::uint64_t i = 0; i + 1 < capacity / 2; ++i) { // the message took one record
+    HOTSCOPE_SCOPE("warm-up");
+  }
+  drain_barrier(state.threads()).arrive_and_wait();
+  if (capacity < 2 * kPairsPerBatch) {
+    state.SkipWithError("HOTSCOPE_RING_RECORDS is smaller than a batch of scopes");
+    return false;
+  }
+  return true;
+}
+
+// Every timed scope must have been recorded: a dropped scope takes the cheaper path.
+void check_nothing_dropped(benchmark::State& state) {
+  if (state.thread_index() != 0) {
+    return;
+  }
+  const hotscope::Snapshot snapshot = hotscope::trace::snapshot();
+  if (snapshot.records.dropped != 0) {
+    state.SkipWithError(("records were dropped: " + std::to_string(snapshot.records.dropped) +
+                         "; the measured cost is not that of recorded scopes")
+                            .c_str());
+  }
+}
+
+void hotscope_scope(benchmark::State& state) {
+  if (!prepare_ring(state)) {
+    return; // every thread sees the same capacity, so all of them return here
+  }
+  run_batches(state, kPairsPerBatch, [] {
+    for (std::int64_t i = 0; i < kPairsPerBatch; ++i) {
+      HOTSCOPE_SCOPE("x");
+    }
+  });
+  check_nothing_dropped(state);
+}
+BENCHMARK(hotscope_scope)->UseManualTime()->Threads(1)->Threads(2);
+
+#if HOTSCOPE_BENCH_LTTNG
+std::atomic<std::uint64_t> lttng_events_emitted{0};
+
+void lttng_pair(benchmark::State& state) {
+  // A disabled tracepoint costs one branch; only a recording session makes this case mean anything.
+  if (!tracepoint_enabled(hotscope_bench, begin) || !tracepoint_enabled(hotscope_bench, end)) {
+    state.SkipWithError("no LTTng session records hotscope_bench:* (scripts/bench.sh sets one up)");
+    return;
+  }
+  static constexpr int kLocation = 0; // the payload: an address, like a scope's location
+  run_batches(state, kPairsPerBatch, [] {
+    for (std::int64_t i = 0; i < kPairsPerBatch; ++i) {
+      tracepoint(hotscope_bench, begin, &kLocation);
+      tracepoint(hotscope_bench, end, &kLocation);
+    }
+  });
+  lttng_events_emitted += static_cast<std::uint64_t>(2 * kPairsPerBatch * state.iterations());
+}
+BENCHMARK(lttng_pair)->UseManualTime();
+#endif
+
+// About 1 KiB of fields of 1 to 7 digits.
+const std::string& workload_input() {
+  static const std::string csv = [] {
+    std::string text;
+    std::uint64_t x = 12345;
+    while (text.size() < 1024) {
+      x = x * 6364136223846793005u + 1442695040888963407u;
+      text += std::to_string((x >> 33) % 10'000'000) + ",";
+    }
+    return text;
+  }();
+  return csv;
+}
+
+template <std::uint64_t (*Workload)(std::string_view)> void workload(benchmark::State& state) {
+  const std::string_view csv = workload_input();
+  run_batches(state, kWorkloadCallsPerBatch, [csv] {
+    for (std::int64_t i = 0; i < kWorkloadCallsPerBatch; ++i) {
+      benchmark::DoNotOptimize(Workload(csv));
+    }
+  });
+}
+BENCHMARK(workload<sum_fields_plain>)->Name("workload_plain")->UseManualTime();
+BENCHMARK(workload<sum_fields_hotscope_off>)->Name("workload_hotscope_off")->UseManualTime();
+
+} // namespace
+
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) {
+    return 1;
+  }
+  // The collector thread would drain rings while batches are timed; the barrier drains instead.
+  hotscope::trace::pause_collector_for_testing(true);
+  const hotscope::ClockInfo clock = hotscope::clock::info();
+  benchmark::AddCustomContext("hotscope_clock", clock.source + " (" + clock.frequency_origin + ")");
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+#if HOTSCOPE_BENCH_LTTNG
+  // scripts/bench.sh compares this with the events found in the trace.
+  std::printf("lttng events emitted: %llu\n",
+              static_cast<unsigned long long>(lttng_events_emitted.load()));
+#endif
+  return 0;
+}
