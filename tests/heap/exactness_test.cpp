@@ -3,6 +3,8 @@
 // the same binary. valgrind runs with --run-libc-freeres=no --run-cxx-freeres=no: by default it
 // makes the C and C++ runtimes release their own memory after the program ends, which no
 // in-process profiler can see (docs/heap.md).
+#include "scratch_dir.hpp"
+
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -45,17 +47,6 @@ Figures sum(const nlohmann::json& profile) {
   return figures;
 }
 
-fs::path scratch_path(const std::string& name) {
-  return fs::temp_directory_path() / ("hotscope-heap-exactness-" + name);
-}
-
-fs::path scratch(const std::string& name) {
-  const fs::path dir = scratch_path(name);
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
-
 int run(const std::string& command) {
   const int status = std::system(command.c_str());
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
@@ -69,8 +60,7 @@ struct Runs {
 
 // Runs `command` under valgrind DHAT and under the preload library. valgrind's file is named by
 // pid: the process whose pid the command prints first (a forking parent), else the only one.
-Runs run_both(const std::string& name, const std::string& command) {
-  const fs::path dir = scratch(name);
+Runs run_both(const fs::path& dir, const std::string& command) {
   Runs runs;
   const int valgrind_status =
       run(std::string(VALGRIND) + " --tool=dhat --run-libc-freeres=no --run-cxx-freeres=no" +
@@ -128,9 +118,9 @@ void expect_viewer_ready(const nlohmann::json& profile, const std::string& sourc
   EXPECT_TRUE(names_source) << "no frame in " << source_file;
 }
 
-void expect_same_figures_as_valgrind(const std::string& name, const std::string& command,
+void expect_same_figures_as_valgrind(const fs::path& dir, const std::string& command,
                                      const std::string& source_file) {
-  const Runs runs = run_both(name, command);
+  const Runs runs = run_both(dir, command);
   if (runs.valgrind.is_null() || runs.hotscope.is_null()) {
     return;
   }
@@ -148,37 +138,42 @@ void expect_same_figures_as_valgrind(const std::string& name, const std::string&
 }
 
 TEST(HeapExactness, TreeAndListWorkloadMatchesValgrindDhat) {
-  expect_same_figures_as_valgrind("list-tree", LIST_TREE_PROGRAM, "list_tree.cpp");
+  const hotscope::testing::ScratchDir scratch("exactness-list-tree");
+  expect_same_figures_as_valgrind(scratch.path(), LIST_TREE_PROGRAM, "list_tree.cpp");
 }
 
 TEST(HeapExactness, ContainersAndEdgeCasesMatchValgrindDhat) {
-  expect_same_figures_as_valgrind("containers", CONTAINERS_PROGRAM, "containers.cpp");
+  const hotscope::testing::ScratchDir scratch("exactness-containers");
+  expect_same_figures_as_valgrind(scratch.path(), CONTAINERS_PROGRAM, "containers.cpp");
 }
 
 TEST(HeapExactness, CProgramWithStdioMatchesValgrindDhat) {
-  expect_same_figures_as_valgrind("stdio", STDIO_PROGRAM, "stdio.c");
+  const hotscope::testing::ScratchDir scratch("exactness-stdio");
+  expect_same_figures_as_valgrind(scratch.path(), STDIO_PROGRAM, "stdio.c");
 }
 
 // Static constructors and destructors, atexit handlers: before and after main.
 TEST(HeapExactness, AllocationsBeforeAndAfterMainMatchValgrindDhat) {
-  expect_same_figures_as_valgrind("lifecycle", std::string(BEHAVIOURS_PROGRAM) + " lifecycle",
+  const hotscope::testing::ScratchDir scratch("exactness-lifecycle");
+  expect_same_figures_as_valgrind(scratch.path(), std::string(BEHAVIOURS_PROGRAM) + " lifecycle",
                                   "behaviours.cpp");
 }
 
 // The parent's profile; the forked child is not profiled (it writes nothing).
 TEST(HeapExactness, ForkingParentMatchesValgrindDhat) {
-  expect_same_figures_as_valgrind("fork", std::string(BEHAVIOURS_PROGRAM) + " fork",
+  const hotscope::testing::ScratchDir scratch("exactness-fork");
+  expect_same_figures_as_valgrind(scratch.path(), std::string(BEHAVIOURS_PROGRAM) + " fork",
                                   "behaviours.cpp");
-  EXPECT_EQ(
-      std::distance(fs::directory_iterator(scratch_path("fork") / "out"), fs::directory_iterator()),
-      1);
+  EXPECT_EQ(std::distance(fs::directory_iterator(scratch.path() / "out"), fs::directory_iterator()),
+            1);
 }
 
 // With threads the peak depends on scheduling, but every block is counted. Each thread's
 // dynamic thread vector (glibc callocs it at thread start) is 16 bytes longer per library with
 // thread-local storage that the preload brings in, so bytes differ by that, blocks do not.
 TEST(HeapExactness, ThreadedTotalsMatchValgrindDhatUpToThreadVectors) {
-  const Runs runs = run_both("threads", std::string(BEHAVIOURS_PROGRAM) + " threads");
+  const hotscope::testing::ScratchDir scratch("exactness-threads");
+  const Runs runs = run_both(scratch.path(), std::string(BEHAVIOURS_PROGRAM) + " threads");
   ASSERT_FALSE(runs.valgrind.is_null());
   ASSERT_FALSE(runs.hotscope.is_null());
   const Figures want = sum(runs.valgrind);

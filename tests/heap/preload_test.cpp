@@ -1,5 +1,7 @@
 // The preload library's behaviour beyond the figures: unknown pointers, an unwritable output
 // directory, the summary switch and bad settings.
+#include "scratch_dir.hpp"
+
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -24,13 +26,6 @@ std::string slurp(const fs::path& path) {
   return text.str();
 }
 
-fs::path scratch(const std::string& name) {
-  const fs::path dir = fs::temp_directory_path() / ("hotscope-heap-preload-" + name);
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
-
 ProgramRun run_preloaded(const fs::path& dir, const std::string& environment,
                          const std::string& mode) {
   const int status =
@@ -41,7 +36,8 @@ ProgramRun run_preloaded(const fs::path& dir, const std::string& environment,
 }
 
 TEST(HeapPreload, UnknownPointersArePassedOnAndCounted) {
-  const fs::path dir = scratch("unknown");
+  const hotscope::testing::ScratchDir scratch("preload-unknown");
+  const fs::path& dir = scratch.path();
   const ProgramRun run = run_preloaded(dir, "HOTSCOPE_OUT=" + (dir / "out").string(), "unknown");
   EXPECT_EQ(run.status, 0) << run.err;
   EXPECT_NE(run.err.find("hotscope heap: Unknown pointers: 1 frees, 0 reallocs (passed on)"),
@@ -51,7 +47,8 @@ TEST(HeapPreload, UnknownPointersArePassedOnAndCounted) {
 }
 
 TEST(HeapPreload, UnwritableOutputGetsOneLineAndTheProgramsResultStands) {
-  const fs::path dir = scratch("unwritable");
+  const hotscope::testing::ScratchDir scratch("preload-unwritable");
+  const fs::path& dir = scratch.path();
   const ProgramRun run =
       run_preloaded(dir, "HOTSCOPE_OUT=/proc/hotscope-cannot-write", "lifecycle");
   EXPECT_EQ(run.status, 0);
@@ -60,7 +57,8 @@ TEST(HeapPreload, UnwritableOutputGetsOneLineAndTheProgramsResultStands) {
 }
 
 TEST(HeapPreload, SummaryCanBeTurnedOffAndBadSettingsAreNamed) {
-  const fs::path dir = scratch("settings");
+  const hotscope::testing::ScratchDir scratch("preload-settings");
+  const fs::path& dir = scratch.path();
   const ProgramRun quiet = run_preloaded(
       dir, "HOTSCOPE_OUT=" + (dir / "out").string() + " HOTSCOPE_HEAP_SUMMARY=0", "lifecycle");
   EXPECT_EQ(quiet.status, 0);
@@ -77,7 +75,8 @@ TEST(HeapPreload, SummaryCanBeTurnedOffAndBadSettingsAreNamed) {
 }
 
 TEST(HeapPreload, DepthLimitsEveryStack) {
-  const fs::path dir = scratch("depth");
+  const hotscope::testing::ScratchDir scratch("preload-depth");
+  const fs::path& dir = scratch.path();
   const ProgramRun run = run_preloaded(
       dir, "HOTSCOPE_OUT=" + (dir / "out").string() + " HOTSCOPE_HEAP_DEPTH=1", "lifecycle");
   EXPECT_EQ(run.status, 0) << run.err;
@@ -96,7 +95,8 @@ TEST(HeapPreload, DepthLimitsEveryStack) {
 }
 
 TEST(HeapPreload, FramePointerUnwindingFindsTheCallSites) {
-  const fs::path dir = scratch("fp");
+  const hotscope::testing::ScratchDir scratch("preload-fp");
+  const fs::path& dir = scratch.path();
   const ProgramRun run = run_preloaded(
       dir, "HOTSCOPE_OUT=" + (dir / "out").string() + " HOTSCOPE_HEAP_UNWIND=fp", "lifecycle");
   EXPECT_EQ(run.status, 0) << run.err;

@@ -1,4 +1,6 @@
 // `hotscope run --heap [--out DIR] -- prog args...`.
+#include "scratch_dir.hpp"
+
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -19,13 +21,6 @@ std::string slurp(const fs::path& path) {
   return text.str();
 }
 
-fs::path scratch(const std::string& name) {
-  const fs::path dir = fs::temp_directory_path() / ("hotscope-heap-run-" + name);
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
-
 int shell(const std::string& command) {
   const int status = std::system(command.c_str());
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
@@ -43,7 +38,8 @@ nlohmann::json totals(const fs::path& file) {
 }
 
 TEST(HeapRun, WritesTheProfileAProgramWritesUnderThePreloadLibrary) {
-  const fs::path dir = scratch("heap");
+  const hotscope::testing::ScratchDir scratch("run-heap");
+  const fs::path& dir = scratch.path();
   ASSERT_EQ(shell(std::string(HOTSCOPE_CLI) + " run --heap --out " + (dir / "run").string() +
                   " -- " + BEHAVIOURS_PROGRAM + " lifecycle 2>" + (dir / "err").string()),
             0)
@@ -56,7 +52,8 @@ TEST(HeapRun, WritesTheProfileAProgramWritesUnderThePreloadLibrary) {
 }
 
 TEST(HeapRun, ExecutedChildrenWriteTheirOwnFiles) {
-  const fs::path dir = scratch("exec");
+  const hotscope::testing::ScratchDir scratch("run-exec");
+  const fs::path& dir = scratch.path();
   ASSERT_EQ(shell(std::string(HOTSCOPE_CLI) + " run --heap --out " + dir.string() + " -- " +
                   BEHAVIOURS_PROGRAM + " exec 2>/dev/null"),
             0);
