@@ -31,9 +31,15 @@ using detail::Ring;
 
 constexpr std::uint32_t kUnassigned = UINT32_MAX;
 
+// Ring storage starts on a cache line, so no 32-byte record straddles two.
+constexpr std::align_val_t kRingAlignment{64};
+struct RingStorageDelete {
+  void operator()(hotscope_record* records) const { ::operator delete[](records, kRingAlignment); }
+};
+
 struct ThreadSlot {
   Ring ring;
-  std::unique_ptr<hotscope_record[]> storage;
+  std::unique_ptr<hotscope_record[], RingStorageDelete> storage;
   std::int64_t os_tid = 0;
   std::atomic<bool> exited{false};
   std::uint32_t index = kUnassigned; // the Aggregator's thread index, set by the collector
@@ -83,10 +89,11 @@ public:
 
   Ring* register_current_thread() noexcept {
     auto* slot = new (std::nothrow) ThreadSlot;
-    hotscope_record* storage = new (std::nothrow) hotscope_record[settings_.ring_records];
+    auto* storage = static_cast<hotscope_record*>(::operator new[](
+        settings_.ring_records * sizeof(hotscope_record), kRingAlignment, std::nothrow));
     if (slot == nullptr || storage == nullptr) {
       delete slot;
-      delete[] storage;
+      RingStorageDelete()(storage);
       return &out_of_memory_ring_;
     }
     slot->storage.reset(storage);

@@ -1,5 +1,7 @@
 #include "trace/trace.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <unistd.h>
@@ -93,7 +95,7 @@ Snapshot Aggregator::snapshot(const TimeBase& time) const {
   if (!folded_thread_stats_.empty()) {
     ThreadInfo folded;
     folded.index = next_thread_;
-    folded.name = "(" + std::to_string(threads_folded_) + " older exited threads)";
+    folded.name = fmt::format("({} older exited threads)", threads_folded_);
     folded.exited = true;
     folded.records = folded_records_;
     folded.records.written = folded_records_.kept + folded_records_.dropped;
