@@ -4,7 +4,7 @@
 //              prints the parent's pid;
 //   lifecycle  allocations in a static constructor, an atexit handler and a static destructor
 //              (after main has returned);
-//   unknown    frees a block the profiler never saw (allocated through __libc_malloc);
+//   unknown    frees and reallocs blocks the profiler never saw (from __libc_malloc);
 //   exec       runs itself in "lifecycle" mode as a child process (fork and exec) and waits.
 #include <sys/wait.h>
 #include <unistd.h>
@@ -89,6 +89,8 @@ int lifecycle() {
 int unknown() {
   void* outside = __libc_malloc(64);
   std::free(outside);
+  void* moved = std::realloc(__libc_malloc(32), 4000); // counted from here on, as a new block
+  std::free(moved);
   return 0;
 }
 
