@@ -3,6 +3,7 @@
 #include "heap/heap.hpp"
 
 #include <algorithm>
+#include <bit>
 
 namespace hotscope::heap {
 namespace {
@@ -22,6 +23,72 @@ std::uint64_t dhat_size(std::size_t size) {
 }
 
 } // namespace
+
+// Fibonacci hashing: block addresses share their low bits, the product's high bits do not.
+std::size_t Engine::LiveTable::home(std::uintptr_t address) const {
+  return static_cast<std::size_t>((address * 0x9E3779B97F4A7C15ull) >> shift_);
+}
+
+std::size_t Engine::LiveTable::slot_of(std::uintptr_t address) const {
+  const std::size_t mask = slots_.size() - 1;
+  std::size_t i = home(address);
+  while (slots_[i].address != 0 && slots_[i].address != address) {
+    i = (i + 1) & mask;
+  }
+  return i;
+}
+
+const Engine::Block* Engine::LiveTable::find(std::uintptr_t address) const {
+  if (slots_.empty()) {
+    return nullptr;
+  }
+  const Slot& slot = slots_[slot_of(address)];
+  return slot.address == address ? &slot.block : nullptr;
+}
+
+Engine::Block* Engine::LiveTable::find(std::uintptr_t address) {
+  return const_cast<Block*>(static_cast<const LiveTable*>(this)->find(address));
+}
+
+void Engine::LiveTable::grow() {
+  std::vector<Slot> old = std::move(slots_);
+  const std::size_t size = old.empty() ? 1024 : old.size() * 2;
+  slots_.assign(size, Slot{0, {}});
+  shift_ = 64 - static_cast<unsigned>(std::countr_zero(size));
+  for (const Slot& slot : old) {
+    if (slot.address != 0) {
+      slots_[slot_of(slot.address)] = slot;
+    }
+  }
+}
+
+void Engine::LiveTable::insert(std::uintptr_t address, const Block& block) {
+  if ((count_ + 1) * 2 > slots_.size()) { // at most half full keeps probes short
+    grow();
+  }
+  Slot& slot = slots_[slot_of(address)];
+  if (slot.address == 0) {
+    ++count_;
+  }
+  slot = Slot{address, block};
+}
+
+void Engine::LiveTable::erase(std::uintptr_t address) {
+  const std::size_t mask = slots_.size() - 1;
+  std::size_t hole = slot_of(address);
+  // Move back every later entry of the probe run that may not sit beyond the hole.
+  for (std::size_t next = (hole + 1) & mask; slots_[next].address != 0; next = (next + 1) & mask) {
+    const std::size_t wanted = home(slots_[next].address);
+    const bool stays =
+        hole < next ? (hole < wanted && wanted <= next) : (hole < wanted || wanted <= next);
+    if (!stays) {
+      slots_[hole] = slots_[next];
+      hole = next;
+    }
+  }
+  slots_[hole].address = 0;
+  --count_;
+}
 
 std::span<const std::uintptr_t> Engine::stack(StackId id) const {
   const auto [offset, length] = stack_ranges_[id];
@@ -81,17 +148,17 @@ void Engine::alloc(std::uintptr_t address, std::size_t size, StackId stack, std:
   ++site.curr_blocks;
   site.curr_bytes += bytes;
   grow(site, bytes, now_us);
-  live_[address] = Block{stack, bytes, now_us};
+  live_.insert(address, Block{stack, bytes, now_us});
 }
 
 bool Engine::free(std::uintptr_t address, std::uint64_t now_us) {
-  const auto found = live_.find(address);
-  if (found == live_.end()) {
+  const Block* found = live_.find(address);
+  if (found == nullptr) {
     ++unknown_frees_;
     return false;
   }
-  const Block block = found->second;
-  live_.erase(found);
+  const Block block = *found;
+  live_.erase(address);
   check_for_peak();
   SiteCounts& site = sites_[block.site];
   --curr_blocks_;
@@ -104,12 +171,12 @@ bool Engine::free(std::uintptr_t address, std::uint64_t now_us) {
 
 bool Engine::realloc(std::uintptr_t old_address, std::uintptr_t new_address, std::size_t size,
                      std::uint64_t now_us) {
-  const auto found = live_.find(old_address);
-  if (found == live_.end()) {
+  Block* found = live_.find(old_address);
+  if (found == nullptr) {
     ++unknown_reallocs_;
     return false;
   }
-  Block block = found->second;
+  Block block = *found;
   const std::uint64_t bytes = dhat_size(size);
   if (bytes < block.size) {
     check_for_peak();
@@ -121,10 +188,10 @@ bool Engine::realloc(std::uintptr_t old_address, std::uintptr_t new_address, std
   grow(site, bytes, now_us);
   block.size = bytes;
   if (new_address == old_address) {
-    found->second = block;
+    *found = block;
   } else {
-    live_.erase(found);
-    live_[new_address] = block;
+    live_.erase(old_address);
+    live_.insert(new_address, block);
   }
   return true;
 }
@@ -145,9 +212,9 @@ RawProfile Engine::snapshot(std::uint64_t now_us) const {
       site.counts.gmax_blocks = site.counts.curr_blocks;
     }
   }
-  for (const auto& [address, block] : live_) {
+  live_.for_each([&](const Block& block) {
     raw.sites[block.site].counts.lifetimes += now_us - block.alloc_us;
-  }
+  });
   return raw;
 }
 

@@ -64,7 +64,7 @@ public:
   bool realloc(std::uintptr_t old_address, std::uintptr_t new_address, std::size_t size,
                std::uint64_t now_us);
 
-  bool is_live(std::uintptr_t address) const { return live_.contains(address); }
+  bool is_live(std::uintptr_t address) const { return live_.find(address) != nullptr; }
   std::uint64_t live_bytes() const { return curr_bytes_; }
 
   // The figures as if the program ended at `now_us`; the engine itself is unchanged, so this
@@ -77,6 +77,36 @@ private:
     std::uint64_t size;
     std::uint64_t alloc_us;
   };
+
+  // Live blocks by address: open addressing with linear probing and backward-shift deletion,
+  // one flat array, no allocation per block (this is on every malloc and free).
+  class LiveTable {
+  public:
+    Block* find(std::uintptr_t address);
+    const Block* find(std::uintptr_t address) const;
+    void insert(std::uintptr_t address, const Block& block); // replaces a block at `address`
+    void erase(std::uintptr_t address);                      // `address` must be live
+    template <class F> void for_each(F&& visit) const {
+      for (const Slot& slot : slots_) {
+        if (slot.address != 0) {
+          visit(slot.block);
+        }
+      }
+    }
+
+  private:
+    struct Slot {
+      std::uintptr_t address; // 0: empty (no block lives at address 0)
+      Block block;
+    };
+    std::size_t home(std::uintptr_t address) const;
+    std::size_t slot_of(std::uintptr_t address) const; // the slot holding it, or an empty one
+    void grow();
+
+    std::vector<Slot> slots_;
+    std::size_t count_ = 0;
+    unsigned shift_ = 64;
+  };
   void grow(SiteCounts& site, std::uint64_t size, std::uint64_t now_us);
   void check_for_peak();
 
@@ -87,7 +117,7 @@ private:
   std::vector<std::pair<std::size_t, std::size_t>> stack_ranges_; // offset, length
   std::unordered_multimap<std::size_t, StackId> stack_index_;
   std::vector<SiteCounts> sites_; // indexed by StackId
-  std::unordered_map<std::uintptr_t, Block> live_;
+  LiveTable live_;
 
   std::uint64_t total_bytes_ = 0;
   std::uint64_t total_blocks_ = 0;

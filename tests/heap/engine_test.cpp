@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <array>
+#include <unordered_map>
 
 namespace hotscope::heap {
 namespace {
@@ -152,6 +153,53 @@ TEST(HeapEngine, SnapshotLeavesTheEngineUnchanged) {
   EXPECT_EQ(counts(second, a).lifetimes, 5u);
   engine.free(0x10, 6);
   EXPECT_EQ(counts(engine.snapshot(9), a).lifetimes, 6u);
+}
+
+// The live-block table against a reference map, through growth and many deletions.
+TEST(HeapEngine, TracksManyBlocksThroughGrowthAndDeletion) {
+  Engine engine;
+  const StackId a = engine.intern(stack_a);
+  std::unordered_map<std::uintptr_t, std::uint64_t> reference;
+  std::uint32_t random = 7;
+  const auto next = [&random] {
+    random = random * 1664525u + 1013904223u;
+    return random >> 8;
+  };
+  std::uint64_t now = 0;
+  for (int step = 0; step < 200000; ++step) {
+    // Addresses 16 bytes apart, as an allocator hands them out, in a small range so that
+    // frees, reallocs and reuse of addresses all happen often.
+    const std::uintptr_t address = 0x10000 + 16 * (next() % 20000);
+    const auto live = reference.find(address);
+    if (live == reference.end()) {
+      const std::size_t size = 1 + next() % 100;
+      engine.alloc(address, size, a, ++now);
+      reference[address] = size;
+    } else if (next() % 4 == 0) {
+      const std::uintptr_t moved = 0x10000 + 16 * (next() % 20000);
+      if (reference.contains(moved) && moved != address) {
+        continue;
+      }
+      const std::size_t size = 1 + next() % 100;
+      ASSERT_TRUE(engine.realloc(address, moved, size, ++now));
+      reference.erase(live);
+      reference[moved] = size;
+    } else {
+      ASSERT_TRUE(engine.free(address, ++now));
+      reference.erase(live);
+    }
+  }
+  std::uint64_t bytes = 0;
+  for (const auto& [address, size] : reference) {
+    ASSERT_TRUE(engine.is_live(address));
+    bytes += size;
+  }
+  EXPECT_EQ(engine.live_bytes(), bytes);
+  const RawProfile raw = engine.snapshot(now);
+  EXPECT_EQ(counts(raw, a).curr_blocks, reference.size());
+  for (std::uintptr_t address = 0x10000; address < 0x10000 + 16 * 20000; address += 16) {
+    ASSERT_EQ(engine.is_live(address), reference.contains(address)) << address;
+  }
 }
 
 TEST(HeapOptions, ReadsTheEnvironmentAndReportsBadValues) {
