@@ -84,7 +84,7 @@ public:
                                            .count())),
         process_name_(read_process_name()) {
     pthread_key_create(&exit_key_, &Collector::on_thread_exit);
-    thread_ = new std::thread([this] { run(); });
+    thread_ = std::thread([this] { run(); });
   }
 
   Ring* register_current_thread() noexcept {
@@ -142,8 +142,8 @@ public:
       stopping_ = true;
     }
     wake_.notify_all();
-    if (thread_ != nullptr && thread_->joinable()) {
-      thread_->join();
+    if (thread_runs_here_ && thread_.joinable()) {
+      thread_.join();
     }
     collect();
   }
@@ -161,7 +161,7 @@ public:
   void after_fork_in_child() {
     registry_mutex_.unlock();
     state_mutex_.unlock();
-    thread_ = nullptr;
+    thread_runs_here_ = false;
   }
 
   void pause(bool paused) {
@@ -257,8 +257,8 @@ private:
   std::condition_variable wake_;
   bool stopping_ = false;
   bool paused_ = false;
-  // The collector thread. A forked child has none: the object is abandoned, never joined.
-  std::thread* thread_ = nullptr;
+  std::thread thread_;
+  bool thread_runs_here_ = true; // false in a forked child: the thread stayed in the parent
 };
 
 thread_local Ring Collector::out_of_memory_ring_;
