@@ -1,5 +1,6 @@
 // Workloads for the preload library's edge cases, one per mode (argv[1]):
-//   threads    four threads allocate and free concurrently, each leaks a few blocks;
+//   threads    three waves of four threads allocate and free concurrently, each thread leaks
+//              a few blocks;
 //   fork       the parent allocates around a fork, the child allocates and exits normally;
 //              prints the parent's pid;
 //   lifecycle  allocations in a static constructor, an atexit handler and a static destructor
@@ -37,25 +38,28 @@ void at_exit_handler() {
   std::free(std::calloc(3, 111));
 }
 
+// Three waves of four threads: threads start and end while others allocate.
 int threads() {
-  std::vector<std::thread> workers;
-  for (int t = 0; t < 4; ++t) {
-    workers.emplace_back([t] {
-      std::vector<void*> blocks;
-      for (int i = 0; i < 2000; ++i) {
-        blocks.push_back(std::malloc(16 + static_cast<std::size_t>((i * 7 + t) % 300)));
-        if (i % 3 == 0) {
-          std::free(blocks.back());
-          blocks.pop_back();
+  for (int wave = 0; wave < 3; ++wave) {
+    std::vector<std::thread> workers;
+    for (int t = 0; t < 4; ++t) {
+      workers.emplace_back([t, wave] {
+        std::vector<void*> blocks;
+        for (int i = 0; i < 2000; ++i) {
+          blocks.push_back(std::malloc(16 + static_cast<std::size_t>((i * 7 + t + wave) % 300)));
+          if (i % 3 == 0) {
+            std::free(blocks.back());
+            blocks.pop_back();
+          }
         }
-      }
-      for (std::size_t i = 3; i < blocks.size(); ++i) {
-        std::free(blocks[i]); // the first three leak
-      }
-    });
-  }
-  for (std::thread& worker : workers) {
-    worker.join();
+        for (std::size_t i = 3; i < blocks.size(); ++i) {
+          std::free(blocks[i]); // the first three leak
+        }
+      });
+    }
+    for (std::thread& worker : workers) {
+      worker.join();
+    }
   }
   return 0;
 }
