@@ -4,6 +4,7 @@
 #include "symbols/symbols.hpp"
 
 #include <map>
+#include <unordered_map>
 
 namespace hotscope::heap {
 namespace {
@@ -53,18 +54,29 @@ HeapProfile build_profile(const RawProfile& raw, std::string command, std::int64
 
   symbols::Symbolizer symbolizer;
   FrameTable table(profile.frames);
+  // Each distinct address is symbolized and described once; sites share far more addresses
+  // than they have.
+  struct AddressFrames {
+    std::vector<std::uint32_t> indices; // into the frame table, innermost first
+    bool in_main;
+  };
+  std::unordered_map<std::uintptr_t, AddressFrames> by_address;
   std::map<std::vector<std::uint32_t>, std::size_t> site_of_frames;
   for (const RawSite& raw_site : raw.sites) {
     std::vector<std::uint32_t> frames;
-    bool reached_main = false;
     for (const std::uintptr_t return_address : raw_site.stack) {
-      // The call instruction ends just before the return address.
-      const std::uintptr_t call = return_address - 1;
-      for (const symbols::Frame& frame : symbolizer.resolve(call)) {
-        frames.push_back(table.index(symbols::describe(call, frame)));
-        reached_main = reached_main || frame.function == "main";
+      auto [known, inserted] = by_address.try_emplace(return_address);
+      if (inserted) {
+        // The call instruction ends just before the return address.
+        const std::uintptr_t call = return_address - 1;
+        known->second.in_main = false;
+        for (const symbols::Frame& frame : symbolizer.resolve(call)) {
+          known->second.indices.push_back(table.index(symbols::describe(call, frame)));
+          known->second.in_main = known->second.in_main || frame.function == "main";
+        }
       }
-      if (reached_main) {
+      frames.insert(frames.end(), known->second.indices.begin(), known->second.indices.end());
+      if (known->second.in_main) {
         break; // the C runtime's start-up frames say nothing
       }
     }
