@@ -84,6 +84,26 @@ TEST(HeapPreload, SummaryCanBeTurnedOffAndBadSettingsAreNamed) {
                      "256; using 32\n");
 }
 
+// exit() from one thread while others keep allocating: the profile is written and the
+// program's status stands (allocations after the report pass straight through).
+TEST(HeapPreload, ExitFromAThreadWhileOthersAllocate) {
+  const hotscope::testing::ScratchDir scratch("preload-exit");
+  const fs::path& dir = scratch.path();
+  for (int attempt = 0; attempt < 5; ++attempt) {
+    const ProgramRun run = run_preloaded(
+        dir, "HOTSCOPE_OUT=" + (dir / "out").string() + " HOTSCOPE_HEAP_SUMMARY=0", "exit");
+    ASSERT_EQ(run.status, 0) << run.err;
+    EXPECT_EQ(run.err, "");
+    const auto profile = nlohmann::json::parse(slurp(dir / "out" / "heap.json"));
+    std::uint64_t blocks = 0;
+    for (const auto& pp : profile.at("pps")) {
+      blocks += pp.at("tbk").get<std::uint64_t>();
+      EXPECT_LE(pp.at("ebk").get<std::uint64_t>(), pp.at("tbk").get<std::uint64_t>());
+    }
+    EXPECT_GT(blocks, 2u);
+  }
+}
+
 TEST(HeapPreload, DepthLimitsEveryStack) {
   const hotscope::testing::ScratchDir scratch("preload-depth");
   const fs::path& dir = scratch.path();

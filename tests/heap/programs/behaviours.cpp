@@ -6,10 +6,12 @@
 //   lifecycle  allocations in a static constructor, an atexit handler and a static destructor
 //              (after main has returned);
 //   unknown    frees and reallocs blocks the profiler never saw (from __libc_malloc);
-//   exec       runs itself in "lifecycle" mode as a child process (fork and exec) and waits.
+//   exec       runs itself in "lifecycle" mode as a child process (fork and exec) and waits;
+//   exit       a thread calls exit() while two others keep allocating and freeing.
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -112,6 +114,21 @@ int exec_self() {
   return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 3;
 }
 
+int exit_from_thread() {
+  for (int t = 0; t < 2; ++t) {
+    std::thread([] {
+      for (;;) {
+        std::free(std::malloc(64));
+      }
+    }).detach();
+  }
+  std::thread([] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    std::exit(0);
+  }).join();
+  return 1; // not reached
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -131,6 +148,9 @@ int main(int argc, char** argv) {
   if (mode == "exec") {
     return exec_self();
   }
-  std::fprintf(stderr, "usage: %s threads|fork|lifecycle|unknown|exec\n", argv[0]);
+  if (mode == "exit") {
+    return exit_from_thread();
+  }
+  std::fprintf(stderr, "usage: %s threads|fork|lifecycle|unknown|exec|exit\n", argv[0]);
   return 1;
 }
