@@ -104,6 +104,17 @@ TEST(HeapPreload, ExitFromAThreadWhileOthersAllocate) {
   }
 }
 
+TEST(HeapPreload, RelativeOutputIsTheStartDirectorys) {
+  const hotscope::testing::ScratchDir scratch("preload-relative");
+  const fs::path& dir = scratch.path();
+  const int status = std::system(("cd " + dir.string() +
+                                  " && env HOTSCOPE_OUT=out LD_PRELOAD=" + HOTSCOPE_PRELOAD + " " +
+                                  BEHAVIOURS_PROGRAM + " chdir 2>/dev/null")
+                                     .c_str());
+  EXPECT_EQ(status, 0);
+  EXPECT_TRUE(fs::exists(dir / "out" / "heap.json"));
+}
+
 TEST(HeapPreload, DepthLimitsEveryStack) {
   const hotscope::testing::ScratchDir scratch("preload-depth");
   const fs::path& dir = scratch.path();

@@ -220,6 +220,12 @@ State* recording_state() {
       print_error(error);
     }
     state->options = std::move(parsed.options);
+    // Relative to the directory the program started in, whatever it changes to later.
+    std::error_code error;
+    const std::filesystem::path out_dir = std::filesystem::absolute(state->options.out_dir, error);
+    if (!error) {
+      state->options.out_dir = out_dir.string();
+    }
     state->skip = heap::own_and_allocator_code(reinterpret_cast<const void*>(&recording_state));
     pthread_atfork(before_fork, after_fork_in_parent, after_fork_in_child);
     state_pointer = state;

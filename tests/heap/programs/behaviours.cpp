@@ -7,7 +7,8 @@
 //              (after main has returned);
 //   unknown    frees and reallocs blocks the profiler never saw (from __libc_malloc);
 //   exec       runs itself in "lifecycle" mode as a child process (fork and exec) and waits;
-//   exit       a thread calls exit() while two others keep allocating and freeing.
+//   exit       a thread calls exit() while two others keep allocating and freeing;
+//   chdir      allocates, then changes to the root directory before exiting.
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -151,6 +152,10 @@ int main(int argc, char** argv) {
   if (mode == "exit") {
     return exit_from_thread();
   }
-  std::fprintf(stderr, "usage: %s threads|fork|lifecycle|unknown|exec|exit\n", argv[0]);
+  if (mode == "chdir") {
+    sink = std::malloc(10);
+    return chdir("/");
+  }
+  std::fprintf(stderr, "usage: %s threads|fork|lifecycle|unknown|exec|exit|chdir\n", argv[0]);
   return 1;
 }
