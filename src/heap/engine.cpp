@@ -1,5 +1,5 @@
 // DHAT's accounting, step for step as valgrind's dhat/dh_main.c does it (intro_Block,
-// retire_Block, resize_Block, check_for_peak), with time in µs instead of instructions.
+// retire_Block, resize_Block, check_for_peak), with clock time instead of instructions.
 #include "heap/heap.hpp"
 
 #include <algorithm>
@@ -114,7 +114,7 @@ StackId Engine::intern(std::span<const std::uintptr_t> frames) {
 
 // The common tail of an allocation and a growing realloc: a new global peak (">=": of equal
 // peaks the latest wins) also sets this site's mb/mbk, and only then, as valgrind does.
-void Engine::grow(SiteCounts& site, std::uint64_t size, std::uint64_t now_us) {
+void Engine::grow(SiteCounts& site, std::uint64_t size, std::uint64_t now) {
   ++total_blocks_;
   total_bytes_ += size;
   ++site.total_blocks;
@@ -122,7 +122,7 @@ void Engine::grow(SiteCounts& site, std::uint64_t size, std::uint64_t now_us) {
   if (curr_bytes_ >= max_bytes_) {
     max_bytes_ = curr_bytes_;
     max_blocks_ = curr_blocks_;
-    gmax_us_ = now_us;
+    gmax_time_ = now;
     site.max_bytes = site.curr_bytes;
     site.max_blocks = site.curr_blocks;
   }
@@ -140,18 +140,18 @@ void Engine::check_for_peak() {
   }
 }
 
-void Engine::alloc(std::uintptr_t address, std::size_t size, StackId stack, std::uint64_t now_us) {
+void Engine::alloc(std::uintptr_t address, std::size_t size, StackId stack, std::uint64_t now) {
   const std::uint64_t bytes = dhat_size(size);
   SiteCounts& site = sites_[stack];
   ++curr_blocks_;
   curr_bytes_ += bytes;
   ++site.curr_blocks;
   site.curr_bytes += bytes;
-  grow(site, bytes, now_us);
-  live_.insert(address, Block{stack, bytes, now_us});
+  grow(site, bytes, now);
+  live_.insert(address, Block{stack, bytes, now});
 }
 
-bool Engine::free(std::uintptr_t address, std::uint64_t now_us) {
+bool Engine::free(std::uintptr_t address, std::uint64_t now) {
   const Block* found = live_.find(address);
   if (found == nullptr) {
     ++unknown_frees_;
@@ -165,12 +165,12 @@ bool Engine::free(std::uintptr_t address, std::uint64_t now_us) {
   curr_bytes_ -= block.size;
   --site.curr_blocks;
   site.curr_bytes -= block.size;
-  site.lifetimes += now_us - block.alloc_us;
+  site.lifetimes += now - block.alloc_time;
   return true;
 }
 
 bool Engine::realloc(std::uintptr_t old_address, std::uintptr_t new_address, std::size_t size,
-                     std::uint64_t now_us) {
+                     std::uint64_t now) {
   Block* found = live_.find(old_address);
   if (found == nullptr) {
     ++unknown_reallocs_;
@@ -185,7 +185,7 @@ bool Engine::realloc(std::uintptr_t old_address, std::uintptr_t new_address, std
   // Block counts are unchanged: the block lives on under its original site.
   curr_bytes_ = curr_bytes_ - block.size + bytes;
   site.curr_bytes = site.curr_bytes - block.size + bytes;
-  grow(site, bytes, now_us);
+  grow(site, bytes, now);
   block.size = bytes;
   if (new_address == old_address) {
     *found = block;
@@ -196,10 +196,22 @@ bool Engine::realloc(std::uintptr_t old_address, std::uintptr_t new_address, std
   return true;
 }
 
-RawProfile Engine::snapshot(std::uint64_t now_us) const {
+RawProfile in_microseconds(RawProfile raw, double microseconds_per_unit) {
+  const auto convert = [microseconds_per_unit](std::uint64_t time) {
+    return static_cast<std::uint64_t>(static_cast<double>(time) * microseconds_per_unit + 0.5);
+  };
+  raw.end_time = convert(raw.end_time);
+  raw.gmax_time = convert(raw.gmax_time);
+  for (RawSite& site : raw.sites) {
+    site.counts.lifetimes = convert(site.counts.lifetimes);
+  }
+  return raw;
+}
+
+RawProfile Engine::snapshot(std::uint64_t now) const {
   RawProfile raw;
-  raw.end_us = now_us;
-  raw.gmax_us = gmax_us_;
+  raw.end_time = now;
+  raw.gmax_time = gmax_time_;
   raw.unknown_frees = unknown_frees_;
   raw.unknown_reallocs = unknown_reallocs_;
   raw.sites.reserve(sites_.size());
@@ -213,7 +225,7 @@ RawProfile Engine::snapshot(std::uint64_t now_us) const {
     }
   }
   live_.for_each([&](const Block& block) {
-    raw.sites[block.site].counts.lifetimes += now_us - block.alloc_us;
+    raw.sites[block.site].counts.lifetimes += now - block.alloc_time;
   });
   return raw;
 }

@@ -25,7 +25,7 @@ using StackId = std::uint32_t;
 struct SiteCounts {
   std::uint64_t total_bytes = 0;  // tb
   std::uint64_t total_blocks = 0; // tbk
-  std::uint64_t lifetimes = 0;    // tl, µs
+  std::uint64_t lifetimes = 0;    // tl
   std::uint64_t curr_bytes = 0;
   std::uint64_t curr_blocks = 0;
   std::uint64_t max_bytes = 0;  // mb
@@ -35,47 +35,52 @@ struct SiteCounts {
 };
 
 // What the engine knows at one moment, figures finalized as DHAT does at exit: the peak check
-// has run, and the lifetimes of live blocks count up to `end_us`.
+// has run, and the lifetimes of live blocks count up to `end_time`. Times are in the unit of the
+// engine's caller until in_microseconds() converts them.
 struct RawSite {
   std::vector<std::uintptr_t> stack; // code addresses, innermost first
   SiteCounts counts;                 // curr_* are the t-end figures (eb, ebk)
 };
 
 struct RawProfile {
-  std::uint64_t end_us = 0;  // te
-  std::uint64_t gmax_us = 0; // tg
+  std::uint64_t end_time = 0;  // te
+  std::uint64_t gmax_time = 0; // tg
   std::uint64_t unknown_frees = 0;
   std::uint64_t unknown_reallocs = 0;
   std::vector<RawSite> sites;
 };
 
+// Times in µs, from times in units of `microseconds_per_unit` µs each.
+RawProfile in_microseconds(RawProfile raw, double microseconds_per_unit);
+
+// Times (`now`) are in any unit of a clock that never goes back, as the caller chooses.
 class Engine {
 public:
   // Interns `stack` (innermost first); equal stacks get the same id, stored once.
   StackId intern(std::span<const std::uintptr_t> stack);
 
   // A new block. Size 0 counts as 1 byte, as valgrind does.
-  void alloc(std::uintptr_t address, std::size_t size, StackId stack, std::uint64_t now_us);
+  void alloc(std::uintptr_t address, std::size_t size, StackId stack, std::uint64_t now);
   // Returns false, and counts it, when `address` is not a live block.
-  bool free(std::uintptr_t address, std::uint64_t now_us);
+  bool free(std::uintptr_t address, std::uint64_t now);
   // A known block resized (and maybe moved): it keeps its site and allocation time and counts
   // as a new allocation of `size` bytes. Size 0 counts as 1 byte. Returns false, and counts
   // it, when `old_address` is not a live block; the caller then records `alloc` instead.
   bool realloc(std::uintptr_t old_address, std::uintptr_t new_address, std::size_t size,
-               std::uint64_t now_us);
+               std::uint64_t now);
 
   bool is_live(std::uintptr_t address) const { return live_.find(address) != nullptr; }
   std::uint64_t live_bytes() const { return curr_bytes_; }
 
-  // The figures as if the program ended at `now_us`; the engine itself is unchanged, so this
+  // The figures as if the program ended at `now`; the engine itself is unchanged, so this
   // can be called at any time.
-  RawProfile snapshot(std::uint64_t now_us) const;
+  RawProfile snapshot(std::uint64_t now) const;
 
 private:
   struct Block {
     StackId site;
     std::uint64_t size;
-    std::uint64_t alloc_us;
+    std::uint64_t alloc_time;
   };
 
   // Live blocks by address: open addressing with linear probing and backward-shift deletion,
@@ -107,7 +112,7 @@ private:
     std::size_t count_ = 0;
     unsigned shift_ = 64;
   };
-  void grow(SiteCounts& site, std::uint64_t size, std::uint64_t now_us);
+  void grow(SiteCounts& site, std::uint64_t size, std::uint64_t now);
   void check_for_peak();
 
   std::span<const std::uintptr_t> stack(StackId id) const;
@@ -125,7 +130,7 @@ private:
   std::uint64_t curr_blocks_ = 0;
   std::uint64_t max_bytes_ = 0;
   std::uint64_t max_blocks_ = 0;
-  std::uint64_t gmax_us_ = 0;
+  std::uint64_t gmax_time_ = 0;
   std::uint64_t unknown_frees_ = 0;
   std::uint64_t unknown_reallocs_ = 0;
 };
@@ -168,10 +173,10 @@ ParsedOptions parse_options(const std::function<const char*(const char*)>& geten
 
 // ---- From raw figures to the exporters' model ----
 
-// Symbolizes every stack (inlined frames expanded, frames below `main` dropped), builds the
-// deduplicated frame table and keys sites by their final frame-index vector. Sites that end up
-// with the same vector are merged: counts add up, mb/mbk are the largest single site's (the
-// exact value is unknowable after the fact).
+// Times in `raw` are in µs. Symbolizes every stack (inlined frames expanded, frames below `main`
+// dropped), builds the deduplicated frame table and keys sites by their final frame-index vector.
+// Sites that end up with the same vector are merged: counts add up, mb/mbk are the largest single
+// site's (the exact value is unknowable after the fact).
 HeapProfile build_profile(const RawProfile& raw, std::string command, std::int64_t pid);
 
 } // namespace hotscope::heap

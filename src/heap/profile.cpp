@@ -47,8 +47,8 @@ HeapProfile build_profile(const RawProfile& raw, std::string command, std::int64
   HeapProfile profile;
   profile.command = std::move(command);
   profile.pid = pid;
-  profile.end_us = raw.end_us;
-  profile.gmax_us = raw.gmax_us;
+  profile.end_us = raw.end_time;
+  profile.gmax_us = raw.gmax_time;
   profile.unknown_frees = raw.unknown_frees;
   profile.unknown_reallocs = raw.unknown_reallocs;
 

@@ -47,8 +47,8 @@ TEST(HeapEngine, CountsAllocationsReallocsAndFreesAsValgrind) {
   EXPECT_EQ(engine.live_bytes(), 201u);
 
   const RawProfile raw = engine.snapshot(10);
-  EXPECT_EQ(raw.end_us, 10u);
-  EXPECT_EQ(raw.gmax_us, 2u);
+  EXPECT_EQ(raw.end_time, 10u);
+  EXPECT_EQ(raw.gmax_time, 2u);
 
   const SiteCounts& site_a = counts(raw, a);
   EXPECT_EQ(site_a.total_bytes, 100u);
@@ -91,7 +91,7 @@ TEST(HeapEngine, TheLatestOfEqualPeaksWins) {
   engine.free(0x10, 1);
   engine.alloc(0x20, 100, b, 5);
   const RawProfile raw = engine.snapshot(7); // ends on the peak: the exit check takes it
-  EXPECT_EQ(raw.gmax_us, 5u);
+  EXPECT_EQ(raw.gmax_time, 5u);
   EXPECT_EQ(counts(raw, a).gmax_bytes, 0u);
   EXPECT_EQ(counts(raw, b).gmax_bytes, 100u);
   EXPECT_EQ(counts(raw, b).gmax_blocks, 1u);
@@ -104,7 +104,7 @@ TEST(HeapEngine, ShrinkingReallocLeavesThePeakFirst) {
   engine.alloc(0x10, 100, a, 0);
   ASSERT_TRUE(engine.realloc(0x10, 0x10, 10, 1));
   const RawProfile raw = engine.snapshot(2);
-  EXPECT_EQ(raw.gmax_us, 0u);
+  EXPECT_EQ(raw.gmax_time, 0u);
   EXPECT_EQ(counts(raw, a).gmax_bytes, 100u);
   EXPECT_EQ(counts(raw, a).total_bytes, 110u);
   EXPECT_EQ(counts(raw, a).total_blocks, 2u);
@@ -200,6 +200,19 @@ TEST(HeapEngine, TracksManyBlocksThroughGrowthAndDeletion) {
   for (std::uintptr_t address = 0x10000; address < 0x10000 + 16 * 20000; address += 16) {
     ASSERT_EQ(engine.is_live(address), reference.contains(address)) << address;
   }
+}
+
+TEST(HeapEngine, TimesConvertToMicrosecondsAtTheEnd) {
+  Engine engine;
+  const StackId a = engine.intern(stack_a);
+  engine.alloc(0x10, 8, a, 1000); // times in a clock of 2.5 units per µs
+  engine.alloc(0x20, 8, a, 3000);
+  engine.free(0x10, 2000);
+  const RawProfile raw = in_microseconds(engine.snapshot(5000), 0.4);
+  EXPECT_EQ(raw.end_time, 2000u);
+  EXPECT_EQ(raw.gmax_time, 1200u);
+  EXPECT_EQ(counts(raw, a).lifetimes, 1200u); // (1000 + 2000) units
+  EXPECT_EQ(counts(raw, a).total_bytes, 16u);
 }
 
 TEST(HeapOptions, ReadsTheEnvironmentAndReportsBadValues) {

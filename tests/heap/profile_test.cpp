@@ -29,8 +29,8 @@ std::vector<std::uintptr_t> stack_through_main() {
 
 TEST(HeapProfileBuild, SymbolizesTrimsBelowMainAndMergesEqualSites) {
   RawProfile raw;
-  raw.end_us = 100;
-  raw.gmax_us = 40;
+  raw.end_time = 100;
+  raw.gmax_time = 40;
   raw.unknown_frees = 2;
   // Two raw stacks that differ only below main end up with the same frames.
   std::vector<std::uintptr_t> one = stack_through_main();

@@ -19,8 +19,13 @@
 #include <malloc.h>
 #include <pthread.h>
 #include <sched.h>
+#if defined(__x86_64__)
+#include <cpuid.h>
+#include <x86intrin.h>
+#endif
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
@@ -167,7 +172,10 @@ struct State {
   heap::Engine engine;
   heap::Options options;
   heap::CodeRanges skip;
-  timespec start{};
+  bool tsc = false;              // timestamps from the TSC, else CLOCK_MONOTONIC in ns
+  std::uint64_t start_ticks = 0; // in the timestamp unit
+  std::uint64_t start_ns = 0;    // CLOCK_MONOTONIC at the same moment
+  std::uint64_t latest_time = 0; // guarded by `mutex`
 };
 
 enum : int { NotStarted, Starting, Recording, Off };
@@ -175,11 +183,48 @@ std::atomic<int> phase{NotStarted};
 alignas(State) unsigned char state_storage[sizeof(State)];
 State* state_pointer = nullptr;
 
-std::uint64_t now_us(const State& state) {
+std::uint64_t monotonic_ns() {
   timespec now{};
   clock_gettime(CLOCK_MONOTONIC, &now);
-  return static_cast<std::uint64_t>((now.tv_sec - state.start.tv_sec) * 1'000'000 +
-                                    (now.tv_nsec - state.start.tv_nsec) / 1000);
+  return static_cast<std::uint64_t>(now.tv_sec) * 1'000'000'000u +
+         static_cast<std::uint64_t>(now.tv_nsec);
+}
+
+// Timestamps on every allocation and free: one instruction where the TSC runs at a constant rate
+// in every power state (CPUID says "invariant"), else the system clock.
+bool invariant_tsc() {
+#if defined(__x86_64__)
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  return __get_cpuid(0x80000007, &eax, &ebx, &ecx, &edx) != 0 && (edx & (1u << 8)) != 0;
+#else
+  return false;
+#endif
+}
+
+std::uint64_t raw_ticks(const State& state) {
+#if defined(__x86_64__)
+  if (state.tsc) {
+    return __rdtsc();
+  }
+#endif
+  return monotonic_ns();
+}
+
+// Called with the mutex held. Another core's TSC may lag a little: time never goes back.
+std::uint64_t now(State& state) {
+  const std::uint64_t ticks = raw_ticks(state);
+  const std::uint64_t time = ticks > state.start_ticks ? ticks - state.start_ticks : 0;
+  state.latest_time = std::max(state.latest_time, time);
+  return state.latest_time;
+}
+
+// µs per timestamp unit, measured against CLOCK_MONOTONIC over the whole run so far.
+double microseconds_per_unit(const State& state, std::uint64_t end_time) {
+  if (!state.tsc) {
+    return 1e-3;
+  }
+  const double elapsed_us = static_cast<double>(monotonic_ns() - state.start_ns) / 1e3;
+  return end_time == 0 ? 0.0 : elapsed_us / static_cast<double>(end_time);
 }
 
 void before_fork() {
@@ -214,7 +259,9 @@ State* recording_state() {
   }
   if (current == NotStarted && phase.compare_exchange_strong(current, Starting)) {
     auto* state = new (state_storage) State;
-    clock_gettime(CLOCK_MONOTONIC, &state->start);
+    state->tsc = invariant_tsc();
+    state->start_ns = monotonic_ns();
+    state->start_ticks = raw_ticks(*state);
     heap::ParsedOptions parsed = heap::parse_options([](const char* name) { return getenv(name); });
     for (const std::string& error : parsed.errors) {
       print_error(error);
@@ -253,7 +300,7 @@ void record_alloc(void* pointer, std::size_t size) {
   // holding that lock may be waiting in malloc for this mutex.
   const std::lock_guard lock(state->mutex);
   state->engine.alloc(reinterpret_cast<std::uintptr_t>(pointer), size,
-                      state->engine.intern({frames, depth}), now_us(*state));
+                      state->engine.intern({frames, depth}), now(*state));
 }
 
 // Records the free before the real allocator may hand the address out again.
@@ -263,7 +310,7 @@ void record_free(void* pointer) {
     return;
   }
   const std::lock_guard lock(state->mutex);
-  state->engine.free(reinterpret_cast<std::uintptr_t>(pointer), now_us(*state));
+  state->engine.free(reinterpret_cast<std::uintptr_t>(pointer), now(*state));
 }
 
 // ---- The hooks' bodies ----
@@ -331,10 +378,10 @@ void* reallocate(void* old, std::size_t size, const void* caller) {
     const auto old_address = reinterpret_cast<std::uintptr_t>(old);
     if (pointer != nullptr) {
       known = state->engine.realloc(old_address, reinterpret_cast<std::uintptr_t>(pointer), size,
-                                    now_us(*state));
+                                    now(*state));
     } else if (size == 0) {
       // realloc(p, 0) freed the block (glibc's behaviour, and valgrind's count of it).
-      state->engine.free(old_address, now_us(*state));
+      state->engine.free(old_address, now(*state));
     }
   }
   if (!known) {
@@ -372,7 +419,9 @@ __attribute__((destructor)) void write_report() {
   heap::RawProfile raw;
   {
     const std::lock_guard lock(state.mutex);
-    raw = state.engine.snapshot(now_us(state));
+    const std::uint64_t end_time = now(state);
+    raw = heap::in_microseconds(state.engine.snapshot(end_time),
+                                microseconds_per_unit(state, end_time));
     phase.store(Off, std::memory_order_release); // from here on every call passes through
   }
   const hotscope::HeapProfile profile = heap::build_profile(raw, command_line(), getpid());
