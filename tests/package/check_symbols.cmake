@@ -2,6 +2,8 @@
 # hotscope. To show the check can fail, the instrumented binary INSTRUMENTED must have some when
 # EXPECT_ENABLED is 1, and none otherwise (its library is then headers only).
 
+cmake_policy(SET CMP0007 NEW) # keep empty list elements: one per nm line
+
 function(hotscope_symbols binary out)
   set(symbols "")
   foreach(table "" -D)
