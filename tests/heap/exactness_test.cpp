@@ -152,6 +152,11 @@ TEST(HeapExactness, CProgramWithStdioMatchesValgrindDhat) {
   expect_same_figures_as_valgrind(scratch.path(), STDIO_PROGRAM, "stdio.c");
 }
 
+TEST(HeapExactness, ExceptionsAndIostreamsMatchValgrindDhat) {
+  const hotscope::testing::ScratchDir scratch("exactness-exceptions");
+  expect_same_figures_as_valgrind(scratch.path(), EXCEPTIONS_PROGRAM, "exceptions.cpp");
+}
+
 // Static constructors and destructors, atexit handlers: before and after main.
 TEST(HeapExactness, AllocationsBeforeAndAfterMainMatchValgrindDhat) {
   const hotscope::testing::ScratchDir scratch("exactness-lifecycle");
