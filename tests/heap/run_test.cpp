@@ -73,6 +73,16 @@ TEST(HeapRun, ExecutedChildrenWriteTheirOwnFiles) {
   EXPECT_EQ(totals(dir / files[0]), totals(dir / "direct" / "heap.json"));
 }
 
+TEST(HeapRun, NoSummaryKeepsStderrQuiet) {
+  const hotscope::testing::ScratchDir scratch("run-quiet");
+  const fs::path& dir = scratch.path();
+  ASSERT_EQ(shell(std::string(HOTSCOPE_CLI) + " run --heap --no-summary --out " + dir.string() +
+                  " -- " + BEHAVIOURS_PROGRAM + " lifecycle 2>" + (dir / "err").string()),
+            0);
+  EXPECT_EQ(slurp(dir / "err"), "");
+  EXPECT_TRUE(fs::exists(dir / "heap.json"));
+}
+
 TEST(HeapRun, ReturnsTheProgramsExitStatus) {
   EXPECT_EQ(shell(std::string(HOTSCOPE_CLI) + " run -- /bin/sh -c 'exit 7'"), 7);
   EXPECT_EQ(shell(std::string(HOTSCOPE_CLI) + " run --heap -- /nonexistent/program 2>/dev/null"),

@@ -1,7 +1,12 @@
 // hotscope: the command-line front end.
-//   hotscope run --heap [--out DIR] -- prog args...
+//   hotscope run --heap [--out DIR] [--no-summary] -- prog args...
 // starts `prog` with the heap profiler preloaded (LD_PRELOAD) and HOTSCOPE_OUT set, waits for
 // it and exits with its status; the program writes DIR/heap.json when it ends.
+//   hotscope list | info | stats | heap | trace | metrics | reset
+// ask a running process's agent (agent_commands.hpp).
+#include "agent_client.hpp"
+#include "agent_commands.hpp"
+
 #include <CLI/CLI.hpp>
 
 #include <sys/wait.h>
@@ -22,12 +27,20 @@ std::string preload_library() {
 }
 
 // In the child: the environment the profiled program starts with, then the program itself.
-[[noreturn]] void exec_program(const std::vector<std::string>& command, bool heap,
-                               const std::string& out_dir) {
-  if (!out_dir.empty()) {
-    setenv("HOTSCOPE_OUT", out_dir.c_str(), 1);
+struct RunOptions {
+  bool heap = false;
+  bool summary = true;
+  std::string out_dir;
+};
+
+[[noreturn]] void exec_program(const std::vector<std::string>& command, const RunOptions& options) {
+  if (!options.out_dir.empty()) {
+    setenv("HOTSCOPE_OUT", options.out_dir.c_str(), 1);
   }
-  if (heap) {
+  if (!options.summary) {
+    setenv("HOTSCOPE_HEAP_SUMMARY", "0", 1);
+  }
+  if (options.heap) {
     std::string preload = preload_library();
     if (const char* existing = std::getenv("LD_PRELOAD"); existing != nullptr && *existing) {
       preload += std::string(":") + existing;
@@ -46,14 +59,14 @@ std::string preload_library() {
   _exit(127);
 }
 
-int run(const std::vector<std::string>& command, bool heap, const std::string& out_dir) {
+int run(const std::vector<std::string>& command, const RunOptions& options) {
   const pid_t child = fork();
   if (child < 0) {
     std::fprintf(stderr, "hotscope: fork failed: %s\n", std::strerror(errno));
     return 127;
   }
   if (child == 0) {
-    exec_program(command, heap, out_dir);
+    exec_program(command, options);
   }
   int status = 0;
   while (waitpid(child, &status, 0) < 0) {
@@ -69,17 +82,28 @@ int run(const std::vector<std::string>& command, bool heap, const std::string& o
 } // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"hotscope: profile a program"};
+  CLI::App app{"hotscope: profile a program, or look inside a running one"};
   app.require_subcommand(1);
+  const hotscope::cli::AgentCommands agent_commands(app);
   CLI::App* run_command = app.add_subcommand("run", "Run a program under the profiler");
-  bool heap = false;
-  std::string out_dir;
+  RunOptions options;
   std::vector<std::string> command;
-  run_command->add_flag("--heap", heap,
+  run_command->add_flag("--heap", options.heap,
                         "Profile the heap: preload the allocation hooks, write DIR/heap.json");
-  run_command->add_option("--out", out_dir, "Directory for the reports (sets HOTSCOPE_OUT)");
+  run_command->add_option("--out", options.out_dir,
+                          "Directory for the reports (sets HOTSCOPE_OUT)");
+  run_command->add_flag("!--no-summary", options.summary,
+                        "No heap summary on stderr (sets HOTSCOPE_HEAP_SUMMARY=0)");
   run_command->add_option("command", command, "The program and its arguments, after --")
       ->required();
-  CLI11_PARSE(app, argc, argv);
-  return run(command, heap, out_dir);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& error) {
+    // --help is not an error; every real usage error has one documented exit code.
+    return app.exit(error) == 0 ? 0 : hotscope::cli::kUsage;
+  }
+  if (const auto status = agent_commands.run()) {
+    return *status;
+  }
+  return run(command, options);
 }

@@ -1,0 +1,244 @@
+#include "agent_client.hpp"
+
+#include "agent/protocol.hpp"
+
+#include <curl/curl.h>
+#include <fmt/format.h>
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <charconv>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <set>
+
+namespace hotscope::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr long kRequestTimeoutSeconds = 60;
+
+bool process_exists(std::int64_t pid) {
+  return kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM;
+}
+
+// The pid a "<pid>.json" or "<pid>.sock" file belongs to, or 0.
+std::int64_t pid_of(const fs::path& file) {
+  const std::string stem = file.stem().string();
+  std::int64_t pid = 0;
+  const auto [end, error] = std::from_chars(stem.data(), stem.data() + stem.size(), pid);
+  return error == std::errc() && end == stem.data() + stem.size() ? pid : 0;
+}
+
+// The agent of the process with this pid still runs: the pid is alive and is the same process
+// (a reused pid has another start time).
+bool alive(std::int64_t pid, const nlohmann::json& info) {
+  return process_exists(pid) &&
+         agent::process_start_ticks(pid) == info.value("start_ticks", std::uint64_t{0});
+}
+
+void remove_files(const std::string& dir, std::int64_t pid) {
+  std::error_code error;
+  fs::remove(agent::info_path(dir, pid), error);
+  fs::remove(agent::socket_path(dir, pid), error);
+}
+
+std::string comm_of(std::int64_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/comm");
+  std::string name;
+  std::getline(in, name);
+  return name;
+}
+
+std::string no_agent(std::int64_t pid, const std::string& dir) {
+  return fmt::format("process {} ({}) runs no hotscope agent in {}: the agent starts with "
+                     "programs linked with hotscope unless HOTSCOPE_AGENT=0; if the program set "
+                     "HOTSCOPE_RUNTIME_DIR, run this command with the same value",
+                     pid, comm_of(pid), dir);
+}
+
+void check_api_version(const AgentProcess& process) {
+  const int version = process.info.value("api_version", 0);
+  if (version != agent::kApiVersion) {
+    throw Failure(kOtherApiVersion,
+                  fmt::format("process {} speaks agent API v{}, this hotscope speaks v{}: use the "
+                              "hotscope command of its version ({})",
+                              process.pid, version, agent::kApiVersion,
+                              process.info.value("hotscope_version", "unknown")));
+  }
+}
+
+std::size_t append(char* data, std::size_t size, std::size_t count, void* body) {
+  static_cast<std::string*>(body)->append(data, size * count);
+  return size * count;
+}
+
+// The "error" text of an agent's JSON error body, else the body itself.
+std::string error_text(const std::string& body) {
+  const nlohmann::json json = nlohmann::json::parse(body, nullptr, false);
+  if (json.is_object() && json.contains("error") && json["error"].is_string()) {
+    return json["error"];
+  }
+  return body.substr(0, body.find('\n'));
+}
+
+} // namespace
+
+std::string runtime_dir() {
+  return agent::runtime_dir(std::getenv("HOTSCOPE_RUNTIME_DIR"), std::getenv("XDG_RUNTIME_DIR"),
+                            getuid());
+}
+
+std::vector<AgentProcess> live_agents(const std::string& dir, std::vector<std::int64_t>* removed) {
+  std::set<std::int64_t> pids;
+  std::error_code error;
+  for (const fs::directory_entry& entry : fs::directory_iterator(dir, error)) {
+    const fs::path& file = entry.path();
+    if (file.extension() == ".json" || file.extension() == ".sock") {
+      if (const std::int64_t pid = pid_of(file); pid > 0) {
+        pids.insert(pid);
+      }
+    }
+  }
+  if (error && error != std::errc::no_such_file_or_directory) {
+    throw Failure(error == std::errc::permission_denied ? kPermissionDenied : kFailed,
+                  fmt::format("cannot read the runtime directory {}: {}", dir, error.message()));
+  }
+  std::vector<AgentProcess> list;
+  for (const std::int64_t pid : pids) {
+    std::ifstream in(agent::info_path(dir, pid));
+    const nlohmann::json info = nlohmann::json::parse(in, nullptr, false);
+    if (info.is_object() && alive(pid, info)) {
+      list.push_back(AgentProcess{pid, info, agent::socket_path(dir, pid)});
+    } else if (!process_exists(pid) || info.is_object()) {
+      // Gone, or its pid reused; a live process whose file is not written yet is left alone.
+      remove_files(dir, pid);
+      if (removed != nullptr) {
+        removed->push_back(pid);
+      }
+    }
+  }
+  return list;
+}
+
+AgentProcess find_by_pid(const std::string& dir, std::int64_t pid) {
+  if (pid <= 0 || !process_exists(pid)) {
+    throw Failure(kNoProcess, fmt::format("no process with pid {}", pid));
+  }
+  const std::string path = agent::info_path(dir, pid);
+  std::ifstream in(path);
+  if (!in && errno == EACCES) {
+    throw Failure(kPermissionDenied, fmt::format("cannot read {}: permission denied", path));
+  }
+  const nlohmann::json info = nlohmann::json::parse(in, nullptr, false);
+  if (!info.is_object() || !alive(pid, info)) {
+    if (info.is_object()) {
+      remove_files(dir, pid); // left by an earlier process with this pid
+    }
+    throw Failure(kNoAgent, no_agent(pid, dir));
+  }
+  AgentProcess process{pid, info, agent::socket_path(dir, pid)};
+  check_api_version(process);
+  return process;
+}
+
+AgentProcess find_by_name(const std::string& dir, const std::string& name) {
+  std::vector<AgentProcess> matches;
+  for (AgentProcess& process : live_agents(dir)) {
+    const std::string executable = process.info.value("executable", "");
+    if (process.name() == name || fs::path(executable).filename() == name) {
+      matches.push_back(std::move(process));
+    }
+  }
+  if (matches.size() > 1) {
+    std::string list;
+    for (const AgentProcess& process : matches) {
+      list += fmt::format(" {}", process.pid);
+    }
+    throw Failure(kUsage, fmt::format("{} processes named {} run an agent (pids{}); choose one "
+                                      "with -p PID",
+                                      matches.size(), name, list));
+  }
+  if (matches.empty()) {
+    // Is there such a process at all, without an agent?
+    std::error_code error;
+    for (const fs::directory_entry& entry : fs::directory_iterator("/proc", error)) {
+      const std::int64_t pid = pid_of(entry.path());
+      if (pid > 0 && comm_of(pid) == name) {
+        throw Failure(kNoAgent, no_agent(pid, dir));
+      }
+    }
+    throw Failure(kNoProcess, fmt::format("no process named {}", name));
+  }
+  check_api_version(matches.front());
+  return matches.front();
+}
+
+Reply request(const AgentProcess& process, const std::string& method, const std::string& path) {
+  static const bool initialized = curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK;
+  const std::unique_ptr<CURL, void (*)(CURL*)> curl(initialized ? curl_easy_init() : nullptr,
+                                                    curl_easy_cleanup);
+  if (!curl) {
+    throw Failure(kFailed, "cannot initialize libcurl");
+  }
+  const std::string& socket = process.socket;
+  const std::string url = "http://localhost" + path;
+  Reply reply;
+  curl_easy_setopt(curl.get(), CURLOPT_UNIX_SOCKET_PATH, socket.c_str());
+  curl_easy_setopt(curl.get(), CURLOPT_URL, url.c_str());
+  curl_easy_setopt(curl.get(), CURLOPT_CUSTOMREQUEST, method.c_str());
+  if (method == "POST") {
+    curl_easy_setopt(curl.get(), CURLOPT_POSTFIELDSIZE, 0L);
+  }
+  curl_easy_setopt(curl.get(), CURLOPT_TIMEOUT, kRequestTimeoutSeconds);
+  curl_easy_setopt(curl.get(), CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(curl.get(), CURLOPT_WRITEFUNCTION, append);
+  curl_easy_setopt(curl.get(), CURLOPT_WRITEDATA, &reply.body);
+  const CURLcode result = curl_easy_perform(curl.get());
+  if (result == CURLE_COULDNT_CONNECT) {
+    long os_errno = 0;
+    curl_easy_getinfo(curl.get(), CURLINFO_OS_ERRNO, &os_errno);
+    if (os_errno == EACCES || os_errno == EPERM) {
+      throw Failure(kPermissionDenied,
+                    fmt::format("permission denied on {}: process {} belongs to another user",
+                                socket, process.pid));
+    }
+    throw Failure(kNoAgent,
+                  fmt::format("process {} does not answer on {} ({}): its agent has "
+                              "stopped",
+                              process.pid, socket, std::strerror(static_cast<int>(os_errno))));
+  }
+  if (result != CURLE_OK) {
+    throw Failure(kFailed, fmt::format("no answer from the agent of process {}: {}", process.pid,
+                                       curl_easy_strerror(result)));
+  }
+  curl_easy_getinfo(curl.get(), CURLINFO_RESPONSE_CODE, &reply.status);
+  if (reply.status / 100 == 2) {
+    return reply;
+  }
+  const std::string message = error_text(reply.body);
+  switch (reply.status) {
+  case 403:
+    throw Failure(kPermissionDenied, fmt::format("process {}: {}", process.pid, message));
+  case 501:
+    throw Failure(kNotEnabled, fmt::format("process {}: {}", process.pid, message));
+  case 404: {
+    const nlohmann::json body = nlohmann::json::parse(reply.body, nullptr, false);
+    if (body.is_object() && body.value("api_version", agent::kApiVersion) != agent::kApiVersion) {
+      check_api_version(AgentProcess{process.pid, body, process.socket});
+    }
+    [[fallthrough]];
+  }
+  default:
+    throw Failure(kFailed,
+                  fmt::format("process {} answered {} {}: {}", process.pid, method, path, message));
+  }
+}
+
+} // namespace hotscope::cli

@@ -1,0 +1,203 @@
+#include "agent_commands.hpp"
+
+#include "agent_client.hpp"
+
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+namespace hotscope::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string uptime(std::uint64_t start_unix_ns) {
+  const auto now = std::chrono::system_clock::now().time_since_epoch();
+  const std::int64_t now_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(now).count();
+  const std::int64_t seconds = std::max<std::int64_t>(
+      0, (now_ns - static_cast<std::int64_t>(start_unix_ns)) / 1'000'000'000);
+  if (seconds < 60) {
+    return fmt::format("{}s", seconds);
+  }
+  if (seconds < 3600) {
+    return fmt::format("{}m{:02}s", seconds / 60, seconds % 60);
+  }
+  if (seconds < 86400) {
+    return fmt::format("{}h{:02}m", seconds / 3600, seconds / 60 % 60);
+  }
+  return fmt::format("{}d{:02}h", seconds / 86400, seconds / 3600 % 24);
+}
+
+std::string enabled(const nlohmann::json& info) {
+  const nlohmann::json on = info.value("enabled", nlohmann::json::object());
+  std::string list = "timing";
+  if (on.value("trace", false)) {
+    list += ",trace";
+  }
+  if (on.value("heap", false)) {
+    list += ",heap";
+  }
+  if (on.contains("metrics_tcp") && on["metrics_tcp"].is_string()) {
+    list += ",metrics-tcp=" + on["metrics_tcp"].get<std::string>();
+  }
+  return list;
+}
+
+int list_agents() {
+  const std::string dir = runtime_dir();
+  std::vector<std::int64_t> removed;
+  const std::vector<AgentProcess> agents = live_agents(dir, &removed);
+  for (const std::int64_t pid : removed) {
+    std::fprintf(stderr, "hotscope: removed the files of process %lld, which has ended\n",
+                 static_cast<long long>(pid));
+  }
+  if (agents.empty()) {
+    std::fprintf(stderr, "hotscope: no process runs a hotscope agent in %s\n", dir.c_str());
+    return kOk;
+  }
+  std::vector<std::array<std::string, 4>> rows{{"PID", "NAME", "UPTIME", "ENABLED"}};
+  for (const AgentProcess& agent : agents) {
+    rows.push_back({std::to_string(agent.pid), agent.name(),
+                    uptime(agent.info.value("start_unix_ns", std::uint64_t{0})),
+                    enabled(agent.info)});
+  }
+  std::array<std::size_t, 4> widths{};
+  for (const auto& row : rows) {
+    for (std::size_t i = 0; i < row.size(); ++i) {
+      widths[i] = std::max(widths[i], row[i].size());
+    }
+  }
+  for (const auto& row : rows) {
+    std::fputs(fmt::format("{:>{}}  {:<{}}  {:>{}}  {}\n", row[0], widths[0], row[1], widths[1],
+                           row[2], widths[2], row[3])
+                   .c_str(),
+               stdout);
+  }
+  return kOk;
+}
+
+// Writes `text` to `file` ("" is standard output).
+void write_output(const std::string& file, const std::string& text) {
+  if (file.empty()) {
+    if (std::fwrite(text.data(), 1, text.size(), stdout) != text.size() ||
+        std::fflush(stdout) != 0) {
+      throw Failure(kCannotWriteOutput,
+                    fmt::format("cannot write to standard output: {}", std::strerror(errno)));
+    }
+    return;
+  }
+  errno = 0;
+  std::ofstream out(file, std::ios::binary | std::ios::trunc);
+  out << text;
+  out.close();
+  if (!out) {
+    throw Failure(kCannotWriteOutput, fmt::format("cannot write {}: {}", file,
+                                                  errno != 0 ? std::strerror(errno) : "failed"));
+  }
+}
+
+} // namespace
+
+AgentCommands::AgentCommands(CLI::App& app) {
+  list_ = app.add_subcommand("list", "List the running processes that have a hotscope agent");
+  add_targeted(app, "info", "Print what the agent says about its process (JSON)");
+  CLI::App* stats = add_targeted(app, "stats", "Print the per-function statistics as a table");
+  stats->add_flag("--json", stats_json_, "Print them as JSON (the schema of stats.json)");
+  CLI::App* heap = add_targeted(app, "heap", "Print the heap profile");
+  heap->add_option("--format", heap_format_, "dhat or pprof")
+      ->check(CLI::IsMember({"dhat", "pprof"}))
+      ->capture_default_str();
+  CLI::App* trace = add_targeted(app, "trace", "Print the recent trace window");
+  trace->add_option("--format", trace_format_, "chrome (Perfetto, speedscope), folded or text")
+      ->check(CLI::IsMember({"chrome", "folded", "text"}))
+      ->capture_default_str();
+  trace->add_option("--seconds", trace_seconds_, "Only the last N seconds of the window")
+      ->check(CLI::PositiveNumber);
+  add_targeted(app, "metrics", "Print the Prometheus metrics");
+  add_targeted(app, "reset", "Start a new measuring window for the statistics and the trace");
+}
+
+CLI::App* AgentCommands::add_targeted(CLI::App& app, const std::string& name,
+                                      const std::string& description) {
+  CLI::App* command = app.add_subcommand(name, description);
+  command->add_option("-p,--pid", target_.pid, "The process, by pid");
+  command->add_option("-n,--name", target_.name, "The process, by name (see hotscope list)");
+  command->add_option("-o,--output", target_.output, "Write to FILE instead of standard output");
+  command->footer("Exactly one of -p and -n. Exit codes: see docs/agent.md.");
+  targeted_.push_back(command);
+  return command;
+}
+
+std::optional<int> AgentCommands::run() const {
+  try {
+    if (list_->parsed()) {
+      return list_agents();
+    }
+    for (const CLI::App* command : targeted_) {
+      if (command->parsed()) {
+        return run_targeted(*command);
+      }
+    }
+    return std::nullopt;
+  } catch (const Failure& failure) {
+    std::fprintf(stderr, "hotscope: %s\n", failure.what());
+    return failure.code;
+  }
+}
+
+int AgentCommands::run_targeted(const CLI::App& command) const {
+  const std::string& name = command.get_name();
+  const bool by_pid = command.count("--pid") > 0;
+  if (by_pid == (command.count("--name") > 0)) {
+    throw Failure(kUsage, fmt::format("{}: {}", name,
+                                      by_pid ? "give -p PID or -n NAME, not both"
+                                             : "say which process with -p PID or -n NAME"));
+  }
+  // Checked before asking: a reset must not happen when its answer cannot be written.
+  const std::string& file = target_.output;
+  const bool existed = !file.empty() && fs::exists(file);
+  if (!file.empty() && !std::ofstream(file, std::ios::app)) {
+    throw Failure(kCannotWriteOutput,
+                  fmt::format("cannot write {}: {}", file, std::strerror(errno)));
+  }
+  std::string method = "GET";
+  std::string path = "/v1/" + name;
+  if (name == "stats" && !stats_json_) {
+    path += "?format=table";
+  } else if (name == "trace") {
+    path += "?format=" + trace_format_;
+    if (trace_seconds_ > 0) {
+      path += fmt::format("&seconds={}", trace_seconds_);
+    }
+  } else if (name == "heap") {
+    path += "?format=" + heap_format_;
+  } else if (name == "reset") {
+    method = "POST";
+  }
+  std::string text;
+  try {
+    const std::string dir = runtime_dir();
+    const AgentProcess process =
+        by_pid ? find_by_pid(dir, target_.pid) : find_by_name(dir, target_.name);
+    text = request(process, method, path).body;
+    if (name == "reset") {
+      text = fmt::format("process {} ({}): a new measuring window starts now\n", process.pid,
+                         process.name());
+    }
+  } catch (const Failure&) {
+    if (!existed && !file.empty()) {
+      std::error_code error;
+      fs::remove(file, error);
+    }
+    throw;
+  }
+  write_output(file, text);
+  return kOk;
+}
+
+} // namespace hotscope::cli

@@ -1,0 +1,42 @@
+// The commands that talk to a running process's agent (docs/agent.md):
+//   hotscope list
+//   hotscope info|stats|heap|trace|metrics|reset (-p PID | -n NAME) [-o FILE]
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace hotscope::cli {
+
+class AgentCommands {
+public:
+  // Adds the subcommands to `app`.
+  explicit AgentCommands(CLI::App& app);
+
+  // After parsing: runs the chosen command and returns its exit status, or nothing when the
+  // chosen subcommand is not one of these.
+  std::optional<int> run() const;
+
+private:
+  struct Target {
+    std::int64_t pid = 0;
+    std::string name;
+    std::string output; // -o FILE; "" is standard output
+  };
+  CLI::App* add_targeted(CLI::App& app, const std::string& name, const std::string& description);
+  int run_targeted(const CLI::App& command) const;
+
+  CLI::App* list_ = nullptr;
+  std::vector<CLI::App*> targeted_;
+  Target target_;
+  bool stats_json_ = false;
+  std::string trace_format_ = "chrome";
+  double trace_seconds_ = 0;
+  std::string heap_format_ = "dhat";
+};
+
+} // namespace hotscope::cli
