@@ -58,7 +58,8 @@ struct Runs {
   std::string hotscope_err;
 };
 
-// Runs `command` under valgrind DHAT and under the preload library. valgrind's file is named by
+// Runs `command` under valgrind DHAT and under the preload library, stdout to a file in both
+// runs (the C library sizes the stdout buffer by what stdout is). valgrind's file is named by
 // pid: the process whose pid the command prints first (a forking parent), else the only one.
 Runs run_both(const fs::path& dir, const std::string& command) {
   Runs runs;
@@ -67,9 +68,9 @@ Runs run_both(const fs::path& dir, const std::string& command) {
           " --dhat-out-file=" + (dir / "dhat.%p.json").string() + " " + command + " >" +
           (dir / "valgrind.out").string() + " 2>" + (dir / "valgrind.err").string());
   EXPECT_EQ(valgrind_status, 0) << slurp(dir / "valgrind.err");
-  const int hotscope_status =
-      run("env HOTSCOPE_OUT=" + (dir / "out").string() + " LD_PRELOAD=" + HOTSCOPE_PRELOAD + " " +
-          command + " >/dev/null 2>" + (dir / "hotscope.err").string());
+  const int hotscope_status = run(
+      "env HOTSCOPE_OUT=" + (dir / "out").string() + " LD_PRELOAD=" + HOTSCOPE_PRELOAD + " " +
+      command + " >" + (dir / "hotscope.out").string() + " 2>" + (dir / "hotscope.err").string());
   runs.hotscope_err = slurp(dir / "hotscope.err");
   EXPECT_EQ(hotscope_status, 0) << runs.hotscope_err;
 
