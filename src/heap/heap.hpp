@@ -21,7 +21,7 @@ namespace hotscope::heap {
 
 using StackId = std::uint32_t;
 
-// One program point: an interned stack and DHAT's per-PP counters.
+// DHAT's counters of one program point (site): one per interned stack.
 struct SiteCounts {
   std::uint64_t total_bytes = 0;  // tb
   std::uint64_t total_blocks = 0; // tbk
