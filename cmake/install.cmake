@@ -63,11 +63,11 @@ if(HOTSCOPE_ENABLE)
     # Only a static archive is installed, so plain `pkg-config --libs` must already list what it
     # needs; the .private fields would only be read with --static.
     set(HOTSCOPE_PC_LIBS "-L\${libdir} -lhotscope -pthread")
-    set(HOTSCOPE_PC_REQUIRES "fmt")
+    set(HOTSCOPE_PC_REQUIRES "fmt libmicrohttpd")
   else()
     set(HOTSCOPE_PC_LIBS "-L\${libdir} -lhotscope")
     set(HOTSCOPE_PC_LIBS_PRIVATE "-pthread")
-    set(HOTSCOPE_PC_REQUIRES_PRIVATE "fmt")
+    set(HOTSCOPE_PC_REQUIRES_PRIVATE "fmt libmicrohttpd")
   endif()
 endif()
 configure_file(${PROJECT_SOURCE_DIR}/cmake/hotscope.pc.in ${PROJECT_BINARY_DIR}/hotscope.pc @ONLY)

@@ -1,7 +1,10 @@
 #include "config/config.hpp"
 
+#include "agent/protocol.hpp"
+
 #include <fmt/format.h>
 
+#include <arpa/inet.h>
 #include <charconv>
 #include <filesystem>
 #include <fstream>
@@ -43,6 +46,89 @@ void read_number(const Getenv& getenv, const char* name, unsigned long long low,
   value = static_cast<T>(*parsed);
 }
 
+// Reads a 0/1 switch; on a bad value records an error and keeps `value`.
+void read_switch(const Getenv& getenv, const char* name, bool& value,
+                 std::vector<std::string>& errors) {
+  const char* text = getenv(name);
+  if (text == nullptr) {
+    return;
+  }
+  const std::string_view switch_text = text;
+  if (switch_text == "0" || switch_text == "1") {
+    value = switch_text == "1";
+    return;
+  }
+  errors.push_back(
+      fmt::format("hotscope: {}=\"{}\" is not 0 or 1; using {}", name, text, value ? 1 : 0));
+}
+
+struct Endpoint {
+  std::string host;
+  std::uint16_t port = 0;
+  bool loopback = false;
+};
+
+// "127.0.0.1:9464" or "[::1]:9464": numeric addresses only, so no name lookup at start.
+std::optional<Endpoint> parse_endpoint(std::string_view text) {
+  const std::size_t colon = text.rfind(':');
+  if (colon == std::string_view::npos) {
+    return std::nullopt;
+  }
+  std::string host(text.substr(0, colon));
+  const auto port = parse_whole(text.substr(colon + 1));
+  if (!port || *port > 65535) {
+    return std::nullopt;
+  }
+  Endpoint endpoint;
+  endpoint.port = static_cast<std::uint16_t>(*port);
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+    in6_addr address{};
+    if (inet_pton(AF_INET6, host.c_str(), &address) != 1) {
+      return std::nullopt;
+    }
+    endpoint.loopback = IN6_IS_ADDR_LOOPBACK(&address);
+  } else {
+    in_addr address{};
+    if (inet_pton(AF_INET, host.c_str(), &address) != 1) {
+      return std::nullopt;
+    }
+    endpoint.loopback = (ntohl(address.s_addr) >> 24) == 127;
+  }
+  endpoint.host = std::move(host);
+  return endpoint;
+}
+
+void read_agent(const Getenv& getenv, Config& config, std::vector<std::string>& errors) {
+  read_switch(getenv, "HOTSCOPE_AGENT", config.agent, errors);
+  const char* runtime_dir = getenv("HOTSCOPE_RUNTIME_DIR");
+  if (runtime_dir != nullptr && *runtime_dir == '\0') {
+    errors.push_back("hotscope: HOTSCOPE_RUNTIME_DIR is set but empty; using the default");
+  }
+  config.runtime_dir = agent::runtime_dir(runtime_dir, getenv("XDG_RUNTIME_DIR"), getuid());
+  bool allow_remote = false;
+  read_switch(getenv, "HOTSCOPE_AGENT_TCP_ALLOW_REMOTE", allow_remote, errors);
+  const char* tcp = getenv("HOTSCOPE_AGENT_TCP");
+  if (tcp == nullptr) {
+    return;
+  }
+  const auto endpoint = parse_endpoint(tcp);
+  if (!endpoint) {
+    errors.push_back(fmt::format("hotscope: HOTSCOPE_AGENT_TCP=\"{}\" is not a numeric address "
+                                 "and port such as 127.0.0.1:9464 or [::1]:9464; no TCP listener",
+                                 tcp));
+  } else if (!endpoint->loopback && !allow_remote) {
+    errors.push_back(fmt::format(
+        "hotscope: HOTSCOPE_AGENT_TCP=\"{}\" is not a loopback address; no TCP listener (set "
+        "HOTSCOPE_AGENT_TCP_ALLOW_REMOTE=1 to serve metrics to other hosts, without any access "
+        "control)",
+        tcp));
+  } else {
+    config.agent_tcp_host = endpoint->host;
+    config.agent_tcp_port = endpoint->port;
+  }
+}
+
 } // namespace
 
 Parsed parse(const Getenv& getenv) {
@@ -77,6 +163,7 @@ Parsed parse(const Getenv& getenv) {
   config.trace_window_bytes = window_mib << 20;
   read_number(getenv, "HOTSCOPE_COLLECT_MS", 1, 1000, "a period in milliseconds", false,
               config.collect_period_ms, parsed.errors);
+  read_agent(getenv, config, parsed.errors);
   return parsed;
 }
 

@@ -5,6 +5,7 @@
 #include "clock/clock.hpp"
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
@@ -17,6 +18,13 @@ struct Config {
   std::size_t ring_records = 32768;            // HOTSCOPE_RING_RECORDS: per thread, power of 2
   std::size_t trace_window_bytes = 32u << 20;  // HOTSCOPE_TRACE_MIB: 0 keeps no trace
   unsigned collect_period_ms = 10;             // HOTSCOPE_COLLECT_MS
+  bool agent = true;                           // HOTSCOPE_AGENT=0 turns the live agent off
+  // HOTSCOPE_RUNTIME_DIR, else $XDG_RUNTIME_DIR/hotscope, else /tmp/hotscope-<uid>
+  std::string runtime_dir;
+  // HOTSCOPE_AGENT_TCP=HOST:PORT (a numeric address, IPv6 in brackets): a TCP listener serving
+  // /v1/metrics only. Empty: none. Loopback only unless HOTSCOPE_AGENT_TCP_ALLOW_REMOTE=1.
+  std::string agent_tcp_host;
+  std::uint16_t agent_tcp_port = 0; // 0: the kernel picks a free port
 };
 
 struct Parsed {

@@ -28,4 +28,8 @@ void write_dhat_json(const HeapProfile& profile, std::ostream& out);
 // DHAT's closing summary: "==PID== hotscope heap: Total: / At t-gmax: / At t-end:" lines.
 void write_heap_summary(const HeapProfile& profile, std::ostream& out);
 
+// Prometheus text exposition 0.0.4 (formats.md §5): calls, self time and a duration summary per
+// function, record and drop counters, counter series, the clock as an info gauge.
+void write_prometheus(const Snapshot& snapshot, std::ostream& out);
+
 } // namespace hotscope::exporters

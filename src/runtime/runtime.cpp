@@ -1,5 +1,6 @@
 #include "runtime/runtime.hpp"
 
+#include "agent/agent.hpp"
 #include "clock/clock.hpp"
 #include "export/export.hpp"
 #include "trace/trace.hpp"
@@ -45,6 +46,11 @@ void start_once() {
   }
   clock::init(s.config.clock);
   trace::start({s.config.ring_records, s.config.trace_window_bytes, s.config.collect_period_ms});
+  if (s.config.agent) {
+    for (const std::string& problem : agent::start(s.config)) {
+      print_line(problem);
+    }
+  }
   // A forked child keeps recording but writes no reports: they would replace its parent's.
   pthread_atfork(nullptr, nullptr, [] { state().reports_enabled = false; });
   std::atexit(finish);
@@ -63,6 +69,7 @@ const config::Config& ensure_started() {
 }
 
 void finish() {
+  agent::stop(); // first: no client may ask for a snapshot while the collector stops
   trace::stop();
   const State& s = state();
   if (!s.reports_enabled) {

@@ -1,0 +1,22 @@
+// The live agent (docs/agent.md): an HTTP/1.1 server on threads of its own that answers
+// questions about this process on a Unix socket in the runtime directory, and optionally
+// /v1/metrics on a TCP port. The measured threads never wait for it: it works from snapshots.
+#pragma once
+
+#include "config/config.hpp"
+
+#include <string>
+#include <vector>
+
+namespace hotscope::agent {
+
+// Starts the agent (the runtime calls it once, after the collector started). Returns one line
+// per problem; the part concerned (the Unix socket or the TCP listener) then stays off and the
+// program runs on.
+std::vector<std::string> start(const config::Config& config);
+
+// Stops serving and removes <pid>.sock and <pid>.json; clients still connected are dropped.
+// Does nothing when no agent runs, and in a forked child (the files are its parent's).
+void stop();
+
+} // namespace hotscope::agent

@@ -1,0 +1,299 @@
+#include "agent/routes.hpp"
+
+#include "agent/protocol.hpp"
+#include "export/export.hpp"
+#include "trace/trace.hpp"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <charconv>
+#include <cmath>
+#include <map>
+#include <optional>
+#include <sstream>
+#include <string_view>
+#include <unordered_map>
+
+namespace hotscope::agent {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+constexpr const char* kJson = "application/json";
+constexpr const char* kText = "text/plain; charset=utf-8";
+constexpr const char* kPrometheus = "text/plain; version=0.0.4; charset=utf-8";
+
+// What 404 lists, and what each endpoint accepts.
+struct Endpoint {
+  const char* path;
+  const char* method; // GET endpoints answer HEAD too
+  std::vector<const char*> parameters;
+  const char* usage;
+};
+const std::vector<Endpoint>& endpoints() {
+  static const std::vector<Endpoint> list = {
+      {"/v1/info", "GET", {}, "GET /v1/info"},
+      {"/v1/stats", "GET", {"format"}, "GET /v1/stats?format=json|table"},
+      {"/v1/trace",
+       "GET",
+       {"format", "seconds"},
+       "GET /v1/trace?format=chrome|folded|text&seconds=N"},
+      {"/v1/metrics", "GET", {}, "GET /v1/metrics"},
+      {"/v1/heap", "GET", {"format"}, "GET /v1/heap?format=dhat|pprof"},
+      {"/v1/reset", "POST", {}, "POST /v1/reset"},
+  };
+  return list;
+}
+
+std::string dump(const Json& json) {
+  return json.dump(2, ' ', false, Json::error_handler_t::replace) + '\n';
+}
+
+Response json_response(unsigned status, const Json& json) {
+  return Response{status, kJson, dump(json), ""};
+}
+
+Response error(unsigned status, const std::string& message) {
+  return json_response(status, {{"error", message}});
+}
+
+Response written(const char* content_type, const Snapshot& snapshot,
+                 void (*writer)(const Snapshot&, std::ostream&)) {
+  std::ostringstream out;
+  writer(snapshot, out);
+  return Response{200, content_type, std::move(out).str(), ""};
+}
+
+// The value of `name` (the last one if repeated), if given.
+std::optional<std::string> parameter(const Request& request, std::string_view name) {
+  std::optional<std::string> value;
+  for (const auto& [key, given] : request.query) {
+    if (key == name) {
+      value = given;
+    }
+  }
+  return value;
+}
+
+// "" if `value` is one of `choices` (or absent), else the problem.
+std::string check_choice(const std::optional<std::string>& value,
+                         const std::vector<std::string_view>& choices) {
+  if (!value) {
+    return "";
+  }
+  for (std::string_view choice : choices) {
+    if (*value == choice) {
+      return "";
+    }
+  }
+  std::string list;
+  for (std::string_view choice : choices) {
+    list += (list.empty() ? "" : ", ") + std::string(choice);
+  }
+  return fmt::format("format=\"{}\" is not one of {}", *value, list);
+}
+
+Json clock_json(const ClockInfo& clock) {
+  return {{"source", clock.source},
+          {"frequency_origin", clock.frequency_origin},
+          {"ticks_per_second", clock.ticks_per_second},
+          {"invariant_tsc", clock.invariant_tsc},
+          {"reason", clock.reason}};
+}
+
+Json enabled_json(const Process& process) {
+  return {{"timing", true},
+          {"trace", process.trace_window_bytes > 0},
+          {"trace_window_bytes", process.trace_window_bytes},
+          {"heap", false},
+          {"metrics_tcp", process.metrics_tcp.empty() ? Json(nullptr) : Json(process.metrics_tcp)}};
+}
+
+Json process_object(const Process& process) {
+  return {{"api_version", kApiVersion},
+          {"hotscope_version", HOTSCOPE_VERSION},
+          {"pid", process.pid},
+          {"name", process.name},
+          {"executable", process.executable},
+          {"start_unix_ns", process.start_unix_ns},
+          {"start_ticks", process.start_ticks},
+          {"socket", process.socket},
+          {"enabled", enabled_json(process)}};
+}
+
+Response info(const Process& process) {
+  const Snapshot snapshot = trace::snapshot();
+  Json json = process_object(process);
+  json["clock"] = clock_json(snapshot.clock);
+  json["window"] = {{"start_unix_ns", snapshot.start_unix_ns},
+                    {"duration_ns", snapshot.duration_ns}};
+  json["records"] = {{"written", snapshot.records.written},
+                     {"kept", snapshot.records.kept},
+                     {"dropped", snapshot.records.dropped}};
+  json["trace"] = {{"events", snapshot.trace.size()},
+                   {"evicted", snapshot.trace_evicted},
+                   {"open_scopes", snapshot.trace_open_scopes}};
+  json["threads_folded"] = snapshot.threads_folded;
+  return json_response(200, json);
+}
+
+Response stats(const Request& request) {
+  const auto format = parameter(request, "format");
+  if (std::string problem = check_choice(format, {"json", "table"}); !problem.empty()) {
+    return error(400, problem);
+  }
+  if (format == "table") {
+    return written(kText, trace::snapshot(), exporters::write_table);
+  }
+  return written(kJson, trace::snapshot(), exporters::write_stats_json);
+}
+
+Response trace_window(const Process& process, const Request& request) {
+  const auto format = parameter(request, "format");
+  if (std::string problem = check_choice(format, {"chrome", "folded", "text"}); !problem.empty()) {
+    return error(400, problem);
+  }
+  std::optional<std::uint64_t> recent_ns;
+  if (const auto seconds = parameter(request, "seconds")) {
+    double value = 0;
+    const auto [end, problem] =
+        std::from_chars(seconds->data(), seconds->data() + seconds->size(), value);
+    if (problem != std::errc() || end != seconds->data() + seconds->size() ||
+        !std::isfinite(value) || value <= 0 || value > 1e9) {
+      return error(400, fmt::format("seconds=\"{}\" is not a number of seconds above 0", *seconds));
+    }
+    recent_ns = static_cast<std::uint64_t>(value * 1e9);
+  }
+  if (process.trace_window_bytes == 0) {
+    return error(501, "the trace window is off in this process (HOTSCOPE_TRACE_MIB=0); start it "
+                      "with HOTSCOPE_TRACE_MIB set to a size in MiB (default 32) to keep a trace");
+  }
+  Snapshot snapshot = trace::snapshot();
+  if (recent_ns) {
+    keep_recent_trace(snapshot, *recent_ns);
+  }
+  if (format == "folded") {
+    return written(kText, snapshot, exporters::write_folded);
+  }
+  if (format == "text") {
+    return written(kText, snapshot, exporters::write_text_tree);
+  }
+  return written(kJson, snapshot, exporters::write_chrome_json);
+}
+
+Response heap(const Request& request) {
+  if (std::string problem = check_choice(parameter(request, "format"), {"dhat", "pprof"});
+      !problem.empty()) {
+    return error(400, problem);
+  }
+  return error(501, "no live heap profile in this process: this build of hotscope has no "
+                    "linked-in heap profiler; `hotscope run --heap -- PROGRAM` writes heap.json "
+                    "when the program exits");
+}
+
+Response not_found(Listener listener, const std::string& path) {
+  Json list = Json::array();
+  for (const Endpoint& endpoint : endpoints()) {
+    if (listener == Listener::Unix || std::string_view(endpoint.path) == "/v1/metrics") {
+      list.push_back(endpoint.usage);
+    }
+  }
+  return json_response(404, {{"error", fmt::format("no endpoint {}", path)},
+                             {"api_version", kApiVersion},
+                             {"endpoints", std::move(list)}});
+}
+
+} // namespace
+
+std::string process_json(const Process& process) {
+  return dump(process_object(process));
+}
+
+Response forbidden(uid_t peer_uid, uid_t own_uid) {
+  return error(403, fmt::format("uid {} may not use this agent: only uid {} and root may", peer_uid,
+                                own_uid));
+}
+
+Response route(const Process& process, Listener listener, const Request& request) {
+  const Endpoint* endpoint = nullptr;
+  for (const Endpoint& candidate : endpoints()) {
+    if (request.path == candidate.path &&
+        (listener == Listener::Unix || request.path == "/v1/metrics")) {
+      endpoint = &candidate;
+    }
+  }
+  if (endpoint == nullptr) {
+    return not_found(listener, request.path);
+  }
+  const std::string_view method = endpoint->method;
+  const bool get = method == "GET";
+  if (request.method != method && !(get && request.method == "HEAD")) {
+    Response response =
+        error(405, fmt::format("{} takes {}, not {}", endpoint->path, method, request.method));
+    response.allow = get ? "GET, HEAD" : "POST";
+    return response;
+  }
+  if (request.has_body) {
+    return error(413, "the agent accepts no request body");
+  }
+  for (const auto& [key, value] : request.query) {
+    bool known = false;
+    for (const char* accepted : endpoint->parameters) {
+      known = known || key == accepted;
+    }
+    if (!known) {
+      return error(400, fmt::format("{} takes no parameter \"{}\" (see {})", endpoint->path, key,
+                                    endpoint->usage));
+    }
+  }
+  const std::string_view path = request.path;
+  if (path == "/v1/info") {
+    return info(process);
+  }
+  if (path == "/v1/stats") {
+    return stats(request);
+  }
+  if (path == "/v1/trace") {
+    return trace_window(process, request);
+  }
+  if (path == "/v1/metrics") {
+    return written(kPrometheus, trace::snapshot(), exporters::write_prometheus);
+  }
+  if (path == "/v1/heap") {
+    return heap(request);
+  }
+  trace::reset();
+  return json_response(200, {{"reset", true}});
+}
+
+void keep_recent_trace(Snapshot& snapshot, std::uint64_t ns) {
+  if (snapshot.duration_ns <= ns || snapshot.duration_ns - ns <= snapshot.trace_start_ns) {
+    return;
+  }
+  const std::uint64_t cut = snapshot.duration_ns - ns;
+  // Replays the events before the cut to learn which scopes are open there, as walk_trace does.
+  std::unordered_map<std::uint32_t, std::vector<std::uint32_t>> open;
+  std::size_t first_kept = 0;
+  for (; first_kept < snapshot.trace.size() && snapshot.trace[first_kept].ns < cut; ++first_kept) {
+    const TraceEvent& event = snapshot.trace[first_kept];
+    std::vector<std::uint32_t>& stack = open[event.thread];
+    if (event.kind == EventKind::Begin) {
+      stack.push_back(event.name);
+    } else if (event.kind == EventKind::End && !stack.empty()) {
+      stack.pop_back();
+    }
+  }
+  std::vector<TraceEvent> kept;
+  for (const ThreadInfo& thread : snapshot.threads) {
+    for (const std::uint32_t name : open[thread.index]) {
+      kept.push_back(TraceEvent{cut, thread.index, EventKind::Begin, name, 0});
+    }
+  }
+  kept.insert(kept.end(), snapshot.trace.begin() + static_cast<std::ptrdiff_t>(first_kept),
+              snapshot.trace.end());
+  snapshot.trace = std::move(kept);
+  snapshot.trace_start_ns = cut;
+}
+
+} // namespace hotscope::agent

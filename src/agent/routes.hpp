@@ -1,0 +1,58 @@
+// The agent's endpoints as a plain function from request to response, apart from the HTTP
+// server, so they can be tested without a socket.
+#pragma once
+
+#include "snapshot/snapshot.hpp"
+
+#include <sys/types.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace hotscope::agent {
+
+// What <pid>.json and /v1/info say about the process.
+struct Process {
+  std::int64_t pid = 0;
+  std::string name;
+  std::string executable;
+  std::uint64_t start_unix_ns = 0;
+  std::uint64_t start_ticks = 0; // /proc/<pid>/stat field 22: tells a reused pid apart
+  std::string socket;
+  std::size_t trace_window_bytes = 0; // 0: HOTSCOPE_TRACE_MIB=0, no trace window
+  std::string metrics_tcp;            // "127.0.0.1:9464" when that listener runs, else ""
+};
+
+// The content of <pid>.json: one JSON object and a line feed.
+std::string process_json(const Process& process);
+
+// The Unix socket serves every endpoint; the TCP listener only /v1/metrics.
+enum class Listener { Unix, Tcp };
+
+struct Request {
+  std::string method;
+  std::string path;
+  std::vector<std::pair<std::string, std::string>> query; // decoded, in order
+  bool has_body = false;
+};
+
+struct Response {
+  unsigned status = 200;
+  std::string content_type;
+  std::string body;
+  std::string allow; // the Allow header of a 405
+};
+
+Response route(const Process& process, Listener listener, const Request& request);
+
+// The answer to a peer whose uid is neither the process's nor root's.
+Response forbidden(uid_t peer_uid, uid_t own_uid);
+
+// Keeps the trace events of the last `ns` nanoseconds of the snapshot. Scopes open at the cut
+// get a Begin at the cut, so every thread's events stay balanced; trace_start_ns becomes the cut.
+void keep_recent_trace(Snapshot& snapshot, std::uint64_t ns);
+
+} // namespace hotscope::agent

@@ -1,0 +1,341 @@
+// The agent's HTTP side: the runtime directory and its files, the listening sockets, and
+// libmicrohttpd daemons that run on threads of their own and hand each request to route().
+#include "agent/agent.hpp"
+
+#include "agent/protocol.hpp"
+#include "agent/routes.hpp"
+
+#include <fmt/format.h>
+#include <microhttpd.h>
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+namespace hotscope::agent {
+namespace {
+
+// A stuck or slow client is dropped after this long without progress.
+constexpr unsigned kConnectionTimeoutSeconds = 5;
+constexpr unsigned kConnectionLimit = 32;
+// Two threads: one slow snapshot does not hold up every other client.
+constexpr unsigned kUnixThreads = 2;
+constexpr int kListenBacklog = 16;
+
+struct Listening {
+  Listener listener;
+  const Process* process;
+};
+
+struct Agent {
+  pid_t owner = 0; // a forked child inherits this object but is not its owner
+  std::string dir;
+  Process process;
+  Listening unix_context{Listener::Unix, &process};
+  Listening tcp_context{Listener::Tcp, &process};
+  MHD_Daemon* unix_daemon = nullptr;
+  MHD_Daemon* tcp_daemon = nullptr;
+};
+
+Agent* running = nullptr; // set by start(), cleared by stop()
+
+std::string errno_text() {
+  return std::strerror(errno);
+}
+
+// Creates the runtime directory, or checks an existing one is ours and private.
+std::string prepare_dir(const std::string& dir) {
+  std::error_code error;
+  const std::filesystem::path parent = std::filesystem::path(dir).parent_path();
+  if (!parent.empty()) {
+    std::filesystem::create_directories(parent, error);
+  }
+  if (mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
+    return fmt::format("cannot create the runtime directory {}: {}", dir, errno_text());
+  }
+  struct stat status {};
+  if (lstat(dir.c_str(), &status) != 0) {
+    return fmt::format("cannot use the runtime directory {}: {}", dir, errno_text());
+  }
+  if (!S_ISDIR(status.st_mode)) {
+    return fmt::format("the runtime directory {} is not a directory", dir);
+  }
+  // Another user's directory could watch or replace our socket.
+  if (status.st_uid != geteuid()) {
+    return fmt::format("the runtime directory {} belongs to uid {}, not to uid {}", dir,
+                       status.st_uid, geteuid());
+  }
+  if ((status.st_mode & 077) != 0 && chmod(dir.c_str(), 0700) != 0) {
+    return fmt::format("cannot make the runtime directory {} private (mode 0700): {}", dir,
+                       errno_text());
+  }
+  return "";
+}
+
+// Writes `path` (mode 0600) through a temporary file, so a reader never sees half of it.
+std::string write_private_file(const std::string& path, const std::string& text) {
+  const std::string temporary = path + ".tmp";
+  const int fd = open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    return fmt::format("cannot write {}: {}", temporary, errno_text());
+  }
+  std::string problem;
+  const ssize_t wrote = write(fd, text.data(), text.size());
+  if (wrote != static_cast<ssize_t>(text.size())) {
+    problem = fmt::format("cannot write {}: {}", temporary, wrote < 0 ? errno_text() : "disk full");
+  }
+  close(fd);
+  if (problem.empty() && rename(temporary.c_str(), path.c_str()) != 0) {
+    problem = fmt::format("cannot write {}: {}", path, errno_text());
+  }
+  if (!problem.empty()) {
+    unlink(temporary.c_str());
+  }
+  return problem;
+}
+
+// A listening Unix socket at `path`, mode 0600. Returns the fd, or -1 and sets `problem`.
+int listen_unix(const std::string& path, std::string& problem) {
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  if (path.size() >= sizeof(address.sun_path)) {
+    problem = fmt::format("the socket path {} is longer than {} bytes; set HOTSCOPE_RUNTIME_DIR to "
+                          "a shorter directory",
+                          path, sizeof(address.sun_path) - 1);
+    return -1;
+  }
+  std::memcpy(address.sun_path, path.c_str(), path.size() + 1);
+  const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0) {
+    problem = fmt::format("cannot create a Unix socket: {}", errno_text());
+    return -1;
+  }
+  // A socket left by a process that had this pid before and died without cleaning up.
+  unlink(path.c_str());
+  if (bind(fd, reinterpret_cast<const sockaddr*>(&address), sizeof(address)) != 0 ||
+      chmod(path.c_str(), 0600) != 0 || listen(fd, kListenBacklog) != 0) {
+    problem = fmt::format("cannot listen on {}: {}", path, errno_text());
+    close(fd);
+    unlink(path.c_str());
+    return -1;
+  }
+  return fd;
+}
+
+// A listening TCP socket on host:port (numeric, checked by config). Sets `bound` to the
+// address actually bound ("127.0.0.1:41234" when port 0 let the kernel choose).
+int listen_tcp(const std::string& host, std::uint16_t port, std::string& bound,
+               std::string& problem) {
+  sockaddr_storage storage{};
+  socklen_t length = 0;
+  const bool v6 = host.find(':') != std::string::npos;
+  if (v6) {
+    auto* address = reinterpret_cast<sockaddr_in6*>(&storage);
+    address->sin6_family = AF_INET6;
+    address->sin6_port = htons(port);
+    inet_pton(AF_INET6, host.c_str(), &address->sin6_addr);
+    length = sizeof(sockaddr_in6);
+  } else {
+    auto* address = reinterpret_cast<sockaddr_in*>(&storage);
+    address->sin_family = AF_INET;
+    address->sin_port = htons(port);
+    inet_pton(AF_INET, host.c_str(), &address->sin_addr);
+    length = sizeof(sockaddr_in);
+  }
+  const int fd = socket(storage.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  const int on = 1;
+  if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on)) != 0 ||
+      bind(fd, reinterpret_cast<const sockaddr*>(&storage), length) != 0 ||
+      listen(fd, kListenBacklog) != 0 ||
+      getsockname(fd, reinterpret_cast<sockaddr*>(&storage), &length) != 0) {
+    problem = fmt::format("HOTSCOPE_AGENT_TCP: cannot listen on {}:{}: {}",
+                          v6 ? "[" + host + "]" : host, port, errno_text());
+    if (fd >= 0) {
+      close(fd);
+    }
+    return -1;
+  }
+  const std::uint16_t actual = ntohs(v6 ? reinterpret_cast<sockaddr_in6*>(&storage)->sin6_port
+                                        : reinterpret_cast<sockaddr_in*>(&storage)->sin_port);
+  bound = fmt::format("{}:{}", v6 ? "[" + host + "]" : host, actual);
+  return fd;
+}
+
+MHD_Result collect_argument(void* request, MHD_ValueKind, const char* key, const char* value) {
+  static_cast<Request*>(request)->query.emplace_back(key, value == nullptr ? "" : value);
+  return MHD_YES;
+}
+
+MHD_Result send(MHD_Connection* connection, Response response, bool close_after) {
+  auto* body = new std::string(std::move(response.body));
+  MHD_Response* reply = MHD_create_response_from_buffer_with_free_callback_cls(
+      body->size(), body->data(), [](void* text) { delete static_cast<std::string*>(text); }, body);
+  if (reply == nullptr) {
+    delete body;
+    return MHD_NO;
+  }
+  MHD_add_response_header(reply, MHD_HTTP_HEADER_CONTENT_TYPE, response.content_type.c_str());
+  if (!response.allow.empty()) {
+    MHD_add_response_header(reply, MHD_HTTP_HEADER_ALLOW, response.allow.c_str());
+  }
+  if (close_after) {
+    MHD_add_response_header(reply, MHD_HTTP_HEADER_CONNECTION, "close");
+  }
+  const MHD_Result queued = MHD_queue_response(connection, response.status, reply);
+  MHD_destroy_response(reply);
+  return queued;
+}
+
+// libmicrohttpd calls this first when the headers are in, then with each piece of the body,
+// then once more with none left: the answer goes out on that last call. No endpoint takes a
+// body; one is read and discarded (the connection timeout bounds a slow one), then refused.
+MHD_Result on_request(void* context, MHD_Connection* connection, const char* url,
+                      const char* method, const char*, const char*, std::size_t* upload_size,
+                      void** request_state) {
+  static int headers_seen;
+  static int body_seen;
+  if (*request_state == nullptr) {
+    *request_state = &headers_seen;
+    return MHD_YES;
+  }
+  if (*upload_size != 0) {
+    *upload_size = 0;
+    *request_state = &body_seen;
+    return MHD_YES;
+  }
+  const bool has_body = *request_state == &body_seen;
+  const Listening& listening = *static_cast<const Listening*>(context);
+  if (listening.listener == Listener::Unix) {
+    // Only the process's own user and root may look inside it.
+    const MHD_ConnectionInfo* info =
+        MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
+    ucred peer{};
+    socklen_t length = sizeof(peer);
+    if (info == nullptr ||
+        getsockopt(info->connect_fd, SOL_SOCKET, SO_PEERCRED, &peer, &length) != 0) {
+      return MHD_NO;
+    }
+    if (peer.uid != 0 && peer.uid != geteuid()) {
+      return send(connection, forbidden(peer.uid, geteuid()), true);
+    }
+  }
+  Request request{method, url, {}, has_body};
+  MHD_get_connection_values(connection, MHD_GET_ARGUMENT_KIND, collect_argument, &request);
+  try {
+    return send(connection, route(*listening.process, listening.listener, request), has_body);
+  } catch (...) {
+    return send(connection,
+                Response{500, "application/json", "{\"error\": \"internal error\"}\n", ""}, true);
+  }
+}
+
+MHD_Daemon* serve(int fd, unsigned threads, Listening* context) {
+  return MHD_start_daemon(MHD_USE_POLL_INTERNAL_THREAD, 0, nullptr, nullptr, &on_request, context,
+                          MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_THREAD_POOL_SIZE, threads,
+                          MHD_OPTION_CONNECTION_TIMEOUT, kConnectionTimeoutSeconds,
+                          MHD_OPTION_CONNECTION_LIMIT, kConnectionLimit, MHD_OPTION_END);
+}
+
+std::string read_link(const char* path) {
+  std::error_code error;
+  return std::filesystem::read_symlink(path, error).string();
+}
+
+std::string read_first_line(const char* path) {
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);
+  return line;
+}
+
+} // namespace
+
+std::vector<std::string> start(const config::Config& config) {
+  std::vector<std::string> problems;
+  auto* agent = new Agent;
+  agent->owner = getpid();
+  agent->dir = config.runtime_dir;
+  Process& process = agent->process;
+  process.pid = agent->owner;
+  process.name = read_first_line("/proc/self/comm");
+  process.executable = read_link("/proc/self/exe");
+  process.start_unix_ns =
+      static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                     std::chrono::system_clock::now().time_since_epoch())
+                                     .count());
+  process.start_ticks = process_start_ticks(process.pid);
+  process.socket = socket_path(agent->dir, process.pid);
+  process.trace_window_bytes = config.trace_window_bytes;
+
+  if (!config.agent_tcp_host.empty()) {
+    std::string problem;
+    const int fd =
+        listen_tcp(config.agent_tcp_host, config.agent_tcp_port, process.metrics_tcp, problem);
+    if (fd >= 0) {
+      agent->tcp_daemon = serve(fd, 1, &agent->tcp_context);
+      if (agent->tcp_daemon == nullptr) {
+        close(fd);
+        process.metrics_tcp.clear();
+        problem = "HOTSCOPE_AGENT_TCP: cannot start the HTTP server";
+      }
+    }
+    if (!problem.empty()) {
+      problems.push_back("hotscope: agent: " + problem + "; no TCP listener");
+    }
+  }
+
+  std::string problem = prepare_dir(agent->dir);
+  int fd = -1;
+  if (problem.empty()) {
+    fd = listen_unix(process.socket, problem);
+  }
+  if (fd >= 0) {
+    agent->unix_daemon = serve(fd, kUnixThreads, &agent->unix_context);
+    if (agent->unix_daemon == nullptr) {
+      close(fd);
+      problem = "cannot start the HTTP server";
+    } else {
+      problem = write_private_file(info_path(agent->dir, process.pid), process_json(process));
+    }
+  }
+  if (!problem.empty()) {
+    problems.push_back("hotscope: agent: " + problem + "; no agent socket");
+    if (agent->unix_daemon != nullptr) {
+      MHD_stop_daemon(agent->unix_daemon);
+      agent->unix_daemon = nullptr;
+      unlink(process.socket.c_str());
+    }
+  }
+  running = agent;
+  return problems;
+}
+
+void stop() {
+  Agent* agent = running;
+  if (agent == nullptr || agent->owner != getpid()) {
+    return;
+  }
+  running = nullptr;
+  if (agent->unix_daemon != nullptr) {
+    // Files first: a client that looks now finds no agent rather than a closing one.
+    unlink(info_path(agent->dir, agent->process.pid).c_str());
+    unlink(agent->process.socket.c_str());
+    MHD_stop_daemon(agent->unix_daemon);
+  }
+  if (agent->tcp_daemon != nullptr) {
+    MHD_stop_daemon(agent->tcp_daemon);
+  }
+  delete agent;
+}
+
+} // namespace hotscope::agent

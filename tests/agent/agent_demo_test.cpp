@@ -1,0 +1,402 @@
+// The agent inside hotscope-demo, through curl --unix-socket and raw sockets: every endpoint,
+// the files, access control, malformed input, stuck clients, the TCP listener.
+#include "demo_process.hpp"
+#include "prometheus_check.hpp"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+
+#include <atomic>
+#include <random>
+#include <regex>
+
+namespace {
+
+using namespace hotscope::testing;
+using Json = nlohmann::json;
+
+// The HOTSCOPE_COUNTER the demo's writer updates after each request it served.
+std::int64_t served(const Demo& demo) {
+  const std::string metrics = demo.get("/v1/metrics");
+  std::smatch match;
+  static const std::regex line(R"(hotscope_series_last_value\{series="served_total"\} (\d+))");
+  return std::regex_search(metrics, match, line) ? std::stoll(match[1]) : -1;
+}
+
+bool advances(const Demo& demo) {
+  const std::int64_t before = served(demo);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  return served(demo) > before;
+}
+
+// "" if every thread's B and E events pair up in a Chrome trace, else which thread does not.
+std::string unbalanced(const Json& chrome) {
+  std::map<std::int64_t, int> depth;
+  for (const Json& event : chrome.at("traceEvents")) {
+    const std::string phase = event.at("ph");
+    if (phase == "B" || phase == "E") {
+      const std::int64_t tid = event.at("tid");
+      if ((depth[tid] += phase == "B" ? 1 : -1) < 0) {
+        return "an E without its B on thread " + std::to_string(tid);
+      }
+    }
+  }
+  for (const auto& [tid, open] : depth) {
+    if (open != 0) {
+      return std::to_string(open) + " B without E on thread " + std::to_string(tid);
+    }
+  }
+  return "";
+}
+
+TEST(AgentDemo, FilesArePrivateDescribeTheProcessAndGoAwayAtExit) {
+  Demo demo;
+  struct stat status {};
+  ASSERT_EQ(stat(demo.runtime_dir().c_str(), &status), 0);
+  EXPECT_EQ(status.st_mode & 0777, 0700u);
+  ASSERT_EQ(stat(demo.socket().c_str(), &status), 0);
+  EXPECT_TRUE(S_ISSOCK(status.st_mode));
+  EXPECT_EQ(status.st_mode & 0777, 0600u);
+  ASSERT_EQ(stat(demo.info_path().c_str(), &status), 0);
+  EXPECT_EQ(status.st_mode & 0777, 0600u);
+
+  const Json info = Json::parse(slurp(demo.info_path()));
+  EXPECT_EQ(info.at("api_version"), hotscope::agent::kApiVersion);
+  EXPECT_EQ(info.at("pid"), demo.pid());
+  EXPECT_EQ(info.at("name"), "hotscope-demo");
+  EXPECT_EQ(fs::path(info.at("executable").get<std::string>()), fs::path(HOTSCOPE_DEMO));
+  EXPECT_EQ(info.at("socket"), demo.socket().string());
+  EXPECT_EQ(info.at("start_ticks"), hotscope::agent::process_start_ticks(demo.pid()));
+  EXPECT_EQ(info.at("enabled").at("trace"), true);
+  EXPECT_EQ(info.at("enabled").at("heap"), false);
+
+  EXPECT_EQ(demo.stop(), 0);
+  EXPECT_FALSE(fs::exists(demo.socket()));
+  EXPECT_FALSE(fs::exists(demo.info_path()));
+  EXPECT_EQ(demo.stderr_text(), "");
+}
+
+TEST(AgentDemo, EveryEndpointThroughCurl) {
+  Demo demo;
+  const Json info = Json::parse(demo.get("/v1/info"));
+  EXPECT_EQ(info.at("pid"), demo.pid());
+  EXPECT_TRUE(info.at("clock").at("ticks_per_second").get<double>() > 0);
+  EXPECT_EQ(info.at("records").at("dropped"), 0);
+
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  const Json stats = Json::parse(demo.get("/v1/stats"));
+  EXPECT_EQ(stats.at("pid"), demo.pid());
+  EXPECT_GT(calls_of(stats, "demo::Service::handle"), 0u);
+  const std::string table = demo.get("/v1/stats?format=table");
+  EXPECT_NE(table.find("Function"), std::string::npos);
+  EXPECT_NE(table.find("demo::Service::handle"), std::string::npos);
+
+  const Json chrome = Json::parse(demo.get("/v1/trace"));
+  EXPECT_GT(chrome.at("traceEvents").size(), 10u);
+  EXPECT_EQ(unbalanced(chrome), "");
+  const Json recent = Json::parse(demo.get("/v1/trace?format=chrome&seconds=0.05"));
+  EXPECT_LT(recent.at("traceEvents").size(), chrome.at("traceEvents").size());
+  EXPECT_EQ(unbalanced(recent), "");
+  EXPECT_NE(demo.get("/v1/trace?format=folded&seconds=1").find("hotscope-demo;"),
+            std::string::npos);
+  EXPECT_NE(demo.get("/v1/trace?format=text").find("== main"), std::string::npos);
+
+  const std::string metrics = demo.get("/v1/metrics");
+  EXPECT_EQ(prometheus_problems(metrics), std::vector<std::string>{});
+  EXPECT_NE(metrics.find("hotscope_function_calls_total{function=\"demo::Service::handle\""),
+            std::string::npos);
+  if (std::string(PROMTOOL).empty()) {
+    std::cout
+        << "promtool not installed: the exposition was checked by prometheus_check.hpp only\n";
+  } else {
+    const fs::path file = demo.scratch() / "metrics.prom";
+    std::ofstream(file) << metrics;
+    const CommandResult check =
+        run({"sh", "-c", std::string(PROMTOOL) + " check metrics <" + quote(file.string())});
+    EXPECT_EQ(check.status, 0) << check.out << check.err;
+  }
+  const CommandResult headers = demo.curl(
+      {"--include", "--output", "/dev/null", "--dump-header", "-", "http://localhost/v1/metrics"});
+  EXPECT_NE(headers.out.find("Content-Type: text/plain; version=0.0.4; charset=utf-8"),
+            std::string::npos)
+      << headers.out;
+
+  const CommandResult heap = demo.curl({"--write-out", "%{http_code}", "http://localhost/v1/heap"});
+  EXPECT_NE(heap.out.find("hotscope run --heap"), std::string::npos);
+  EXPECT_EQ(heap.out.substr(heap.out.size() - 3), "501");
+
+  const CommandResult missing = demo.curl({"--write-out", "%{http_code}", "http://localhost/nope"});
+  EXPECT_EQ(missing.out.substr(missing.out.size() - 3), "404");
+  EXPECT_NE(missing.out.find("POST /v1/reset"), std::string::npos);
+  const CommandResult wrong = demo.curl(
+      {"--write-out", "%{http_code}", "--request", "DELETE", "http://localhost/v1/stats"});
+  EXPECT_EQ(wrong.out.substr(wrong.out.size() - 3), "405");
+
+  // Reset: a new window, so fewer calls than before.
+  const std::uint64_t before =
+      calls_of(Json::parse(demo.get("/v1/stats")), "demo::Service::handle");
+  const CommandResult reset =
+      demo.curl({"--fail", "--request", "POST", "http://localhost/v1/reset"});
+  EXPECT_EQ(reset.status, 0) << reset.err;
+  EXPECT_EQ(Json::parse(reset.out).at("reset"), true);
+  const Json after = Json::parse(demo.get("/v1/stats"));
+  EXPECT_LT(calls_of(after, "demo::Service::handle"), before);
+  EXPECT_TRUE(advances(demo));
+}
+
+TEST(AgentDemo, ConcurrentClientsAllGetAnswers) {
+  Demo demo;
+  std::atomic<int> good{0};
+  std::vector<std::thread> clients;
+  for (int i = 0; i < 8; ++i) {
+    clients.emplace_back([&, i] {
+      const char* paths[] = {"/v1/stats", "/v1/metrics", "/v1/trace?format=folded", "/v1/info"};
+      for (int k = 0; k < 5; ++k) {
+        const CommandResult result =
+            demo.curl({"--fail", "--output", "/dev/null",
+                       std::string("http://localhost") + paths[(i + k) % 4]});
+        good += result.status == 0;
+      }
+    });
+  }
+  for (std::thread& client : clients) {
+    client.join();
+  }
+  EXPECT_EQ(good, 40);
+}
+
+// One client connection on the agent's socket.
+class Connection {
+public:
+  explicit Connection(const fs::path& path) {
+    fd_ = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_un address{};
+    address.sun_family = AF_UNIX;
+    std::snprintf(address.sun_path, sizeof(address.sun_path), "%s", path.c_str());
+    connected_ = connect(fd_, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0;
+  }
+  ~Connection() { close(fd_); }
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+
+  bool connected() const { return connected_; }
+  void send_all(std::string_view bytes) {
+    while (!bytes.empty()) {
+      const ssize_t sent = ::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+      if (sent <= 0) {
+        return; // the agent closed it: that is an answer too
+      }
+      bytes.remove_prefix(static_cast<std::size_t>(sent));
+    }
+  }
+  // Reads until the agent closes the connection or `timeout_ms` pass without data.
+  std::string read_until_closed(int timeout_ms) {
+    std::string text;
+    char buffer[65536];
+    pollfd waiting{fd_, POLLIN, 0};
+    while (poll(&waiting, 1, timeout_ms) == 1) {
+      const ssize_t got = recv(fd_, buffer, sizeof(buffer), 0);
+      if (got <= 0) {
+        closed_ = true;
+        break;
+      }
+      text.append(buffer, static_cast<std::size_t>(got));
+    }
+    return text;
+  }
+  bool closed() const { return closed_; }
+
+private:
+  int fd_ = -1;
+  bool connected_ = false;
+  bool closed_ = false;
+};
+
+// One malformed request of kind `kind`; returns whether it was sent.
+bool malformed(const fs::path& socket, int kind, std::mt19937& random) {
+  Connection connection(socket);
+  if (!connection.connected()) {
+    return false;
+  }
+  auto random_bytes = [&](std::size_t size) {
+    std::string bytes(size, '\0');
+    for (char& c : bytes) {
+      c = static_cast<char>(random() & 0xFF);
+    }
+    return bytes;
+  };
+  const std::string close = "Connection: close\r\n\r\n";
+  switch (kind % 10) {
+  case 0: // random bytes
+    connection.send_all(random_bytes(1 + random() % 512));
+    break;
+  case 1: // a request cut anywhere inside its headers
+  {
+    const std::string request = "GET /v1/stats HTTP/1.1\r\nHost: localhost\r\nAccept: */*\r\n";
+    connection.send_all(request.substr(0, random() % request.size()));
+    break;
+  }
+  case 2: // an oversized header
+    connection.send_all("GET /v1/info HTTP/1.1\r\nX-Big: " + std::string(100'000, 'a') + "\r\n" +
+                        close);
+    connection.read_until_closed(2000);
+    break;
+  case 3: // bad methods
+  {
+    const char* methods[] = {"FOO", "GE T", "\x01\x02", "PUT", "DELETE", "CONNECT", "get"};
+    connection.send_all(std::string(methods[random() % 7]) + " /v1/info HTTP/1.1\r\n" + close);
+    connection.read_until_closed(2000);
+    break;
+  }
+  case 4: // bad paths
+  {
+    const char* paths[] = {"/../../etc/passwd",    "/v1/%00",    "*",
+                           "/v1/stats/",           "//v1//info", "/v1/trace?format=%ff%fe",
+                           "/v1/trace?seconds=-1", "/%zz",       "/v1/info#frag",
+                           "http://evil/v1/info"};
+    connection.send_all(std::string("GET ") + paths[random() % 10] + " HTTP/1.1\r\n" + close);
+    connection.read_until_closed(2000);
+    break;
+  }
+  case 5: // a huge query string
+    connection.send_all("GET /v1/stats?format=" + std::string(200'000, 'j') + " HTTP/1.1\r\n" +
+                        close);
+    connection.read_until_closed(2000);
+    break;
+  case 6: // bad protocol versions and request lines
+  {
+    const char* lines[] = {"GET /v1/info HTTP/9.9", "GET /v1/info", "GET",
+                           "GET /v1/info HTTP/1.1 x", "\r\n\r\nGET /v1/info HTTP/1.1"};
+    connection.send_all(std::string(lines[random() % 5]) + "\r\n" + close);
+    connection.read_until_closed(2000);
+    break;
+  }
+  case 7: // a body the endpoint does not take, or a lying Content-Length
+    connection.send_all("POST /v1/reset HTTP/1.1\r\nContent-Length: " +
+                        std::to_string(random() % 2 ? 5 : 100000) + "\r\n" + close + "hello");
+    break;
+  case 8: // a valid request, then gone before the answer
+    connection.send_all("GET /v1/metrics HTTP/1.1\r\n" + close);
+    break;
+  default: // headers that are not headers
+    connection.send_all("GET /v1/info HTTP/1.1\r\n" + random_bytes(1 + random() % 256) + "\r\n" +
+                        close);
+    break;
+  }
+  return true;
+}
+
+TEST(AgentDemo, TenThousandMalformedRequestsLeaveItAnsweringAndTheDemoWorking) {
+  Demo demo;
+  const auto started = std::chrono::steady_clock::now();
+  // Clients that connect and never send, held while the flood runs.
+  std::vector<std::unique_ptr<Connection>> silent;
+  for (int i = 0; i < 8; ++i) {
+    silent.push_back(std::make_unique<Connection>(demo.socket()));
+  }
+  std::atomic<int> sent{0};
+  std::vector<std::thread> clients;
+  for (int t = 0; t < 4; ++t) {
+    clients.emplace_back([&, t] {
+      std::mt19937 random(1234 + t);
+      for (int i = 0; i < 2600; ++i) {
+        sent += malformed(demo.socket(), i, random) ? 1 : 0;
+      }
+    });
+  }
+  for (std::thread& client : clients) {
+    client.join();
+  }
+  silent.clear();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  std::cout << sent << " malformed requests in " << seconds << " s\n";
+  EXPECT_GE(sent, 10'000);
+  EXPECT_LT(seconds, 60);
+
+  EXPECT_EQ(Json::parse(demo.get("/v1/info")).at("pid"), demo.pid());
+  EXPECT_GT(calls_of(Json::parse(demo.get("/v1/stats")), "demo::Service::handle"), 0u);
+  EXPECT_TRUE(advances(demo));
+  EXPECT_EQ(demo.stop(), 0);
+  EXPECT_FALSE(fs::exists(demo.socket()));
+}
+
+TEST(AgentDemo, AStuckClientIsDroppedAndOthersAreServedMeanwhile) {
+  Demo demo;
+  Connection stuck(demo.socket());
+  ASSERT_TRUE(stuck.connected());
+  Connection half(demo.socket());
+  half.send_all("GET /v1/info HTTP/1.1\r\nHost: x\r\n"); // and never the blank line
+  EXPECT_EQ(Json::parse(demo.get("/v1/info")).at("pid"), demo.pid());
+  // The agent's connection timeout is 5 s.
+  stuck.read_until_closed(15'000);
+  half.read_until_closed(15'000);
+  EXPECT_TRUE(stuck.closed());
+  EXPECT_TRUE(half.closed());
+}
+
+TEST(AgentDemo, AnotherUserIsRefused) {
+  if (geteuid() != 0 || std::string(SETPRIV).empty()) {
+    GTEST_SKIP() << "needs root and setpriv to act as another user";
+  }
+  Demo demo;
+  const std::vector<std::string> as_nobody{SETPRIV, "--reuid=65534", "--regid=65534",
+                                           "--clear-groups"};
+  auto nobody_curl = [&] {
+    std::vector<std::string> words = as_nobody;
+    for (const std::string& word :
+         {std::string(CURL), std::string("--silent"), std::string("--show-error"),
+          std::string("--write-out"), std::string("%{http_code}"), std::string("--unix-socket"),
+          demo.socket().string(), std::string("http://localhost/v1/stats")}) {
+      words.push_back(word);
+    }
+    return run(words);
+  };
+  // The private directory and socket stop another user at connect(): curl cannot connect.
+  const CommandResult blocked = nobody_curl();
+  EXPECT_EQ(blocked.status, 7) << blocked.out << blocked.err; // CURLE_COULDNT_CONNECT
+  EXPECT_EQ(blocked.out.find("functions"), std::string::npos);
+
+  // With the file permissions opened up, the peer check still refuses: 403, connection closed.
+  fs::permissions(demo.scratch(), fs::perms::others_exec, fs::perm_options::add);
+  fs::permissions(demo.runtime_dir(), fs::perms::others_exec, fs::perm_options::add);
+  fs::permissions(demo.socket(), fs::perms::all, fs::perm_options::add);
+  const CommandResult refused = nobody_curl();
+  EXPECT_EQ(refused.status, 0) << refused.err;
+  EXPECT_NE(refused.out.find("uid 65534 may not use this agent"), std::string::npos) << refused.out;
+  EXPECT_EQ(refused.out.substr(refused.out.size() - 3), "403");
+  EXPECT_EQ(refused.out.find("functions"), std::string::npos);
+}
+
+TEST(AgentDemo, TcpListenerServesMetricsOnly) {
+  Demo demo(Env{{"HOTSCOPE_AGENT_TCP", "127.0.0.1:0"}});
+  const Json info = Json::parse(slurp(demo.info_path()));
+  const std::string address = info.at("enabled").at("metrics_tcp");
+  ASSERT_EQ(address.rfind("127.0.0.1:", 0), 0u) << address;
+  const CommandResult metrics =
+      run({CURL, "--silent", "--fail", "http://" + address + "/v1/metrics"});
+  EXPECT_EQ(metrics.status, 0);
+  EXPECT_EQ(prometheus_problems(metrics.out), std::vector<std::string>{});
+  const CommandResult stats =
+      run({CURL, "--silent", "--write-out", "%{http_code}", "http://" + address + "/v1/stats"});
+  EXPECT_EQ(stats.out.substr(stats.out.size() - 3), "404");
+  EXPECT_EQ(stats.out.find("functions"), std::string::npos);
+}
+
+TEST(AgentDemo, RemoteTcpAddressIsRefusedAndTheAgentCanBeSwitchedOff) {
+  Demo refused(Env{{"HOTSCOPE_AGENT_TCP", "0.0.0.0:0"}});
+  EXPECT_NE(refused.stderr_text().find("not a loopback address"), std::string::npos);
+  EXPECT_TRUE(Json::parse(slurp(refused.info_path())).at("enabled").at("metrics_tcp").is_null());
+
+  Demo off(Env{{"HOTSCOPE_AGENT", "0"}}, false);
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  EXPECT_FALSE(fs::exists(off.runtime_dir()));
+  EXPECT_EQ(off.stop(), 0);
+}
+
+} // namespace

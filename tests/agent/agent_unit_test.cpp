@@ -1,0 +1,347 @@
+// The agent's parts without a server: its configuration, the Prometheus exporter, the recent
+// trace window, and the endpoints as a function from request to response.
+#include "agent/protocol.hpp"
+#include "agent/routes.hpp"
+#include "config/config.hpp"
+#include "export/export.hpp"
+#include "export/snapshot_fixture.hpp"
+#include "prometheus_check.hpp"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <map>
+#include <random>
+#include <sstream>
+#include <string>
+
+namespace {
+
+using namespace hotscope;
+namespace ht = hotscope::testing;
+
+config::Parsed parse(const std::map<std::string, std::string>& env) {
+  return config::parse([&](const char* name) -> const char* {
+    const auto it = env.find(name);
+    return it == env.end() ? nullptr : it->second.c_str();
+  });
+}
+
+TEST(AgentConfig, OnByDefaultInTheXdgRuntimeDirectory) {
+  const auto parsed = parse({{"XDG_RUNTIME_DIR", "/run/user/7"}});
+  EXPECT_TRUE(parsed.errors.empty());
+  EXPECT_TRUE(parsed.config.agent);
+  EXPECT_EQ(parsed.config.runtime_dir, "/run/user/7/hotscope");
+  EXPECT_EQ(parsed.config.agent_tcp_host, "");
+}
+
+TEST(AgentConfig, RuntimeDirectoryFallsBackToTmpPerUser) {
+  EXPECT_EQ(agent::runtime_dir(nullptr, nullptr, 1000), "/tmp/hotscope-1000");
+  EXPECT_EQ(agent::runtime_dir("", "", 1000), "/tmp/hotscope-1000");
+  EXPECT_EQ(agent::runtime_dir("/x/y", "/run/user/1000", 1000), "/x/y");
+  EXPECT_EQ(agent::socket_path("/x", 42), "/x/42.sock");
+  EXPECT_EQ(agent::info_path("/x", 42), "/x/42.json");
+}
+
+TEST(AgentConfig, ReadsEveryAgentVariable) {
+  const auto parsed = parse({{"HOTSCOPE_AGENT", "0"},
+                             {"HOTSCOPE_RUNTIME_DIR", "/tmp/rt"},
+                             {"HOTSCOPE_AGENT_TCP", "127.0.0.1:9464"}});
+  EXPECT_TRUE(parsed.errors.empty());
+  EXPECT_FALSE(parsed.config.agent);
+  EXPECT_EQ(parsed.config.runtime_dir, "/tmp/rt");
+  EXPECT_EQ(parsed.config.agent_tcp_host, "127.0.0.1");
+  EXPECT_EQ(parsed.config.agent_tcp_port, 9464);
+  const auto v6 = parse({{"HOTSCOPE_AGENT_TCP", "[::1]:0"}});
+  EXPECT_TRUE(v6.errors.empty());
+  EXPECT_EQ(v6.config.agent_tcp_host, "::1");
+  EXPECT_EQ(v6.config.agent_tcp_port, 0);
+}
+
+TEST(AgentConfig, RemoteAddressesOnlyWhenExplicitlyAllowed) {
+  const auto refused = parse({{"HOTSCOPE_AGENT_TCP", "0.0.0.0:9464"}});
+  ASSERT_EQ(refused.errors.size(), 1u);
+  EXPECT_NE(refused.errors[0].find("not a loopback address"), std::string::npos);
+  EXPECT_NE(refused.errors[0].find("HOTSCOPE_AGENT_TCP_ALLOW_REMOTE=1"), std::string::npos);
+  EXPECT_EQ(refused.config.agent_tcp_host, "");
+  const auto allowed =
+      parse({{"HOTSCOPE_AGENT_TCP", "0.0.0.0:9464"}, {"HOTSCOPE_AGENT_TCP_ALLOW_REMOTE", "1"}});
+  EXPECT_TRUE(allowed.errors.empty());
+  EXPECT_EQ(allowed.config.agent_tcp_host, "0.0.0.0");
+}
+
+TEST(AgentConfig, EachBadValueGetsOneLineNamingTheVariable) {
+  const auto parsed = parse({{"HOTSCOPE_AGENT", "yes"},
+                             {"HOTSCOPE_RUNTIME_DIR", ""},
+                             {"HOTSCOPE_AGENT_TCP_ALLOW_REMOTE", "2"},
+                             {"HOTSCOPE_AGENT_TCP", "localhost:9464"}});
+  ASSERT_EQ(parsed.errors.size(), 4u);
+  EXPECT_NE(parsed.errors[0].find("HOTSCOPE_AGENT=\"yes\" is not 0 or 1; using 1"),
+            std::string::npos);
+  EXPECT_NE(parsed.errors[1].find("HOTSCOPE_RUNTIME_DIR is set but empty"), std::string::npos);
+  EXPECT_NE(parsed.errors[2].find("HOTSCOPE_AGENT_TCP_ALLOW_REMOTE=\"2\""), std::string::npos);
+  EXPECT_NE(parsed.errors[3].find("HOTSCOPE_AGENT_TCP=\"localhost:9464\""), std::string::npos);
+  for (const auto& bad : {"127.0.0.1", "127.0.0.1:65536", "127.0.0.1:", "[::1:9464", ":9464"}) {
+    EXPECT_EQ(parse({{"HOTSCOPE_AGENT_TCP", bad}}).errors.size(), 1u) << bad;
+  }
+  for (const auto& line : parsed.errors) {
+    EXPECT_EQ(line.find('\n'), std::string::npos);
+    EXPECT_EQ(line.rfind("hotscope: ", 0), 0u);
+  }
+  EXPECT_TRUE(parsed.config.agent);
+}
+
+std::string prometheus(const Snapshot& snapshot) {
+  std::ostringstream out;
+  exporters::write_prometheus(snapshot, out);
+  return out.str();
+}
+
+TEST(Prometheus, KnownSnapshotFollowsTheFormatRules) {
+  const std::string text = prometheus(ht::known_snapshot());
+  EXPECT_EQ(ht::prometheus_problems(text), std::vector<std::string>{}) << text;
+  EXPECT_NE(text.find("# TYPE hotscope_function_calls_total counter\n"
+                      "hotscope_function_calls_total{function=\"Tree::insert\",file=\"demo.cpp\","
+                      "line=\"12\"} 1\n"),
+            std::string::npos)
+      << text;
+  // load: 2 calls, 3 ms in all, p50 = 1.5 ms.
+  const std::string load = "{function=\"load\",file=\"demo.cpp\",line=\"12\"";
+  EXPECT_NE(text.find("hotscope_function_duration_seconds" + load + ",quantile=\"0.5\"} 0.0015\n"),
+            std::string::npos);
+  EXPECT_NE(text.find("hotscope_function_duration_seconds_sum" + load + "} 0.003\n"),
+            std::string::npos);
+  EXPECT_NE(text.find("hotscope_function_duration_seconds_count" + load + "} 2\n"),
+            std::string::npos);
+  EXPECT_NE(text.find("hotscope_records_dropped_total 2\n"), std::string::npos);
+  EXPECT_NE(text.find("hotscope_thread_records_dropped_total{thread=\"main\",tid=\"4242\"} 1\n"),
+            std::string::npos);
+  EXPECT_NE(text.find("hotscope_info{version=\"0.1.0\",clock_source=\"tsc\","
+                      "frequency_origin=\"cpuid\"} 1\n"),
+            std::string::npos);
+  EXPECT_NE(text.find("hotscope_series_last_value{series=\"heap\"} 10592\n"), std::string::npos);
+}
+
+TEST(Prometheus, LabelValuesAreEscapedAndValidUtf8) {
+  Snapshot snapshot = ht::known_snapshot();
+  snapshot.functions[0].name = "say \"hi\"\\n\nnow \xff end";
+  const std::string text = prometheus(snapshot);
+  EXPECT_EQ(ht::prometheus_problems(text), std::vector<std::string>{}) << text;
+  EXPECT_NE(text.find("function=\"say \\\"hi\\\"\\\\n\\nnow \xEF\xBF\xBD end\""), std::string::npos)
+      << text;
+}
+
+TEST(Prometheus, EntriesWithTheSameLabelsBecomeOneSeries) {
+  Snapshot snapshot = ht::known_snapshot();
+  // Two instantiations of one template, shortened to the same name at the same line.
+  FunctionStats twin = snapshot.functions[2];
+  twin.stats.calls = 3;
+  twin.stats.total_ns = 9'000'000;
+  twin.stats.p50_ns = 1'000'000;
+  twin.stats.p99_ns = 9'000'000;
+  snapshot.functions.push_back(twin);
+  snapshot.threads.push_back(snapshot.threads[0]); // a tid reused under the same name
+  const std::string text = prometheus(snapshot);
+  EXPECT_EQ(ht::prometheus_problems(text), std::vector<std::string>{}) << text;
+  const std::string load = "{function=\"load\",file=\"demo.cpp\",line=\"12\"";
+  EXPECT_NE(text.find("hotscope_function_calls_total" + load + "} 5\n"), std::string::npos);
+  // The larger of the quantiles: an upper bound of the merged one.
+  EXPECT_NE(text.find("hotscope_function_duration_seconds" + load + ",quantile=\"0.5\"} 0.0015\n"),
+            std::string::npos);
+  EXPECT_NE(text.find("hotscope_function_duration_seconds" + load + ",quantile=\"0.99\"} 0.009\n"),
+            std::string::npos);
+  EXPECT_NE(text.find("hotscope_thread_records_dropped_total{thread=\"main\",tid=\"4242\"} 2\n"),
+            std::string::npos);
+}
+
+TEST(Prometheus, TheCheckerCatchesBrokenExpositions) {
+  EXPECT_FALSE(ht::prometheus_problems("# HELP a_total x\n# TYPE a_total counter\na_total 1")
+                   .empty());                                   // no final line feed
+  EXPECT_FALSE(ht::prometheus_problems("a_total 1\n").empty()); // no TYPE
+  EXPECT_FALSE(
+      ht::prometheus_problems("# HELP a_total x\n# TYPE a_total counter\na_total{l=\"\\d\"} 1\n")
+          .empty()); // bad escape
+  EXPECT_FALSE(ht::prometheus_problems("# HELP a x\n# TYPE a gauge\n# HELP b x\n"
+                                       "# TYPE b gauge\nb 1\na 2\n")
+                   .empty()); // not contiguous
+  EXPECT_FALSE(ht::prometheus_problems(
+                   "# HELP s x\n# TYPE s summary\ns{quantile=\"0.9\"} 1\ns{quantile=\"0.5\"} 1\n"
+                   "s_sum 1\ns_count 1\n")
+                   .empty()); // quantiles out of order
+}
+
+// Thread 0 runs "outer" from 1 ms to 9 ms with "inner" from 2 to 3 ms and from 6 to 7 ms;
+// thread 1 runs "load" from 1.5 to 4.5 ms. The snapshot ends at 10 ms.
+Snapshot nested_snapshot() {
+  ht::SnapshotBuilder b;
+  const std::uint32_t main_thread = b.thread(4242, "main");
+  const std::uint32_t loader = b.thread(4243, "loader");
+  b.begin(main_thread, 1'000'000, "outer")
+      .begin(main_thread, 2'000'000, "inner")
+      .end(main_thread, 3'000'000, "inner")
+      .begin(main_thread, 6'000'000, "inner")
+      .message(main_thread, 6'500'000, "hello")
+      .end(main_thread, 7'000'000, "inner")
+      .end(main_thread, 9'000'000, "outer")
+      .begin(loader, 1'500'000, "load")
+      .end(loader, 4'500'000, "load");
+  return b.build();
+}
+
+TEST(RecentTrace, ScopesOpenAtTheCutStartThere) {
+  Snapshot snapshot = nested_snapshot();
+  agent::keep_recent_trace(snapshot, 6'500'000); // the cut is at 3.5 ms
+  EXPECT_EQ(snapshot.trace_start_ns, 3'500'000u);
+  std::vector<std::string> seen;
+  for (const TraceEvent& event : snapshot.trace) {
+    EXPECT_GE(event.ns, 3'500'000u);
+    const char* kind = event.kind == EventKind::Begin ? ">"
+                       : event.kind == EventKind::End ? "<"
+                                                      : "-";
+    seen.push_back(std::to_string(event.thread) + kind + snapshot.names[event.name] + "@" +
+                   std::to_string(event.ns / 100'000));
+  }
+  EXPECT_EQ(seen, (std::vector<std::string>{"0>outer@35", "1>load@35", "1<load@45", "0>inner@60",
+                                            "0-hello@65", "0<inner@70", "0<outer@90"}));
+  std::ostringstream folded;
+  exporters::write_folded(snapshot, folded);
+  EXPECT_NE(folded.str().find("demo;main;outer 4500000\n"), std::string::npos) << folded.str();
+  EXPECT_NE(folded.str().find("demo;loader;load 1000000\n"), std::string::npos) << folded.str();
+}
+
+TEST(RecentTrace, AWindowLongerThanTheTraceKeepsEverything) {
+  const Snapshot original = nested_snapshot();
+  Snapshot snapshot = original;
+  agent::keep_recent_trace(snapshot, 10'000'000);
+  EXPECT_EQ(snapshot.trace.size(), original.trace.size());
+  EXPECT_EQ(snapshot.trace_start_ns, original.trace_start_ns);
+  agent::keep_recent_trace(snapshot, 50'000'000);
+  EXPECT_EQ(snapshot.trace.size(), original.trace.size());
+}
+
+TEST(RecentTrace, ACutAfterEveryEventLeavesOnlyOpenScopes) {
+  Snapshot snapshot = nested_snapshot();
+  snapshot.trace.pop_back(); // "outer" still open at the end
+  agent::keep_recent_trace(snapshot, 500'000);
+  ASSERT_EQ(snapshot.trace.size(), 1u);
+  EXPECT_EQ(snapshot.names[snapshot.trace[0].name], "outer");
+  EXPECT_EQ(snapshot.trace[0].ns, 9'500'000u);
+}
+
+// Per thread: B minus E in the Chrome JSON of `snapshot`, and whether it ever went below 0.
+std::map<std::int64_t, int> open_scopes(const Snapshot& snapshot, bool& negative) {
+  std::ostringstream out;
+  exporters::write_chrome_json(snapshot, out);
+  std::map<std::int64_t, int> depth;
+  for (const auto& event : nlohmann::json::parse(out.str()).at("traceEvents")) {
+    if (event.at("ph") == "B" || event.at("ph") == "E") {
+      int& open = depth[event.at("tid").get<std::int64_t>()];
+      open += event.at("ph") == "B" ? 1 : -1;
+      negative = negative || open < 0;
+    }
+  }
+  std::erase_if(depth, [](const auto& entry) { return entry.second == 0; });
+  return depth;
+}
+
+TEST(RecentTrace, RandomNestedTracesStayBalancedAtEveryCut) {
+  std::mt19937 random(7);
+  for (int round = 0; round < 50; ++round) {
+    ht::SnapshotBuilder b;
+    const std::string names[] = {"a", "b", "c", "d"};
+    std::uint64_t last = 0;
+    for (int t = 0; t < 3; ++t) {
+      const std::uint32_t thread = b.thread(100 + t, "t" + std::to_string(t));
+      std::vector<std::string> stack;
+      std::uint64_t now = random() % 1000;
+      for (int step = 0; step < 40; ++step) {
+        now += 1 + random() % 1000;
+        if (stack.empty() || (stack.size() < 4 && random() % 2 == 0)) {
+          stack.push_back(names[random() % 4]);
+          b.begin(thread, now, stack.back());
+        } else if (random() % 5 == 0) {
+          b.message(thread, now, "m");
+        } else {
+          b.end(thread, now, stack.back());
+          stack.pop_back();
+        }
+      }
+      while (!stack.empty()) {
+        now += 1 + random() % 1000;
+        b.end(thread, now, stack.back());
+        stack.pop_back();
+      }
+      last = std::max(last, now);
+    }
+    b.snapshot().duration_ns = last + 1;
+    const Snapshot full = b.build();
+    for (std::uint64_t cut = 0; cut <= last + 1; cut += 1 + random() % 2000) {
+      Snapshot recent = full;
+      agent::keep_recent_trace(recent, full.duration_ns - cut);
+      bool negative = false;
+      EXPECT_EQ(open_scopes(recent, negative), (std::map<std::int64_t, int>{})) << cut;
+      EXPECT_FALSE(negative) << cut;
+    }
+  }
+}
+
+agent::Response get(const std::string& path,
+                    std::vector<std::pair<std::string, std::string>> query = {},
+                    agent::Listener listener = agent::Listener::Unix) {
+  agent::Process process;
+  process.pid = 42;
+  process.trace_window_bytes = 1 << 20;
+  return agent::route(process, listener, {"GET", path, std::move(query), false});
+}
+
+TEST(Routes, EveryEndpointAnswers) {
+  EXPECT_EQ(get("/v1/info").status, 200u);
+  EXPECT_EQ(get("/v1/stats").content_type, "application/json");
+  EXPECT_EQ(get("/v1/stats", {{"format", "table"}}).content_type, "text/plain; charset=utf-8");
+  EXPECT_EQ(get("/v1/trace", {{"format", "folded"}, {"seconds", "0.5"}}).status, 200u);
+  EXPECT_EQ(get("/v1/metrics").content_type, "text/plain; version=0.0.4; charset=utf-8");
+  const auto stats = nlohmann::json::parse(get("/v1/stats").body);
+  EXPECT_TRUE(stats.contains("functions"));
+  EXPECT_EQ(nlohmann::json::parse(get("/v1/info").body).at("api_version"), agent::kApiVersion);
+}
+
+TEST(Routes, ErrorsNameTheProblem) {
+  const auto missing = get("/v2/info");
+  EXPECT_EQ(missing.status, 404u);
+  EXPECT_EQ(nlohmann::json::parse(missing.body).at("endpoints").size(), 6u);
+  EXPECT_EQ(get("/v1/stats", {{"format", "xml"}}).status, 400u);
+  EXPECT_EQ(get("/v1/stats", {{"colour", "red"}}).status, 400u);
+  for (const char* bad : {"0", "-1", "x", "1e400", "nan", "2s", ""}) {
+    EXPECT_EQ(get("/v1/trace", {{"seconds", bad}}).status, 400u) << bad;
+  }
+  const auto heap = get("/v1/heap");
+  EXPECT_EQ(heap.status, 501u);
+  EXPECT_NE(heap.body.find("hotscope run --heap"), std::string::npos);
+  const auto wrong_method = get("/v1/reset");
+  EXPECT_EQ(wrong_method.status, 405u);
+  EXPECT_EQ(wrong_method.allow, "POST");
+
+  agent::Process no_trace;
+  const auto off = agent::route(no_trace, agent::Listener::Unix, {"GET", "/v1/trace", {}, false});
+  EXPECT_EQ(off.status, 501u);
+  EXPECT_NE(off.body.find("HOTSCOPE_TRACE_MIB"), std::string::npos);
+  const auto body = agent::route(no_trace, agent::Listener::Unix, {"POST", "/v1/reset", {}, true});
+  EXPECT_EQ(body.status, 413u);
+}
+
+TEST(Routes, TheTcpListenerServesMetricsOnly) {
+  EXPECT_EQ(get("/v1/metrics", {}, agent::Listener::Tcp).status, 200u);
+  const auto stats = get("/v1/stats", {}, agent::Listener::Tcp);
+  EXPECT_EQ(stats.status, 404u);
+  EXPECT_EQ(nlohmann::json::parse(stats.body).at("endpoints"),
+            nlohmann::json::array({"GET /v1/metrics"}));
+}
+
+TEST(Routes, ForbiddenNamesBothUids) {
+  const auto response = agent::forbidden(65534, 1000);
+  EXPECT_EQ(response.status, 403u);
+  EXPECT_NE(response.body.find("uid 65534"), std::string::npos);
+  EXPECT_NE(response.body.find("uid 1000"), std::string::npos);
+}
+
+} // namespace

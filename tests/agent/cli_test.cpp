@@ -1,0 +1,227 @@
+// The hotscope CLI against hotscope-demo's agent: every command, compared with what curl gets
+// from the same endpoint, and every failure's line and exit code (docs/agent.md).
+#include "demo_process.hpp"
+#include "prometheus_check.hpp"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <set>
+
+namespace {
+
+using namespace hotscope::testing;
+using Json = nlohmann::json;
+
+// hotscope ARGS with the demo's runtime directory.
+CommandResult cli(const Demo& demo, std::vector<std::string> arguments) {
+  arguments.insert(arguments.begin(), HOTSCOPE_CLI);
+  return run(arguments, {{"HOTSCOPE_RUNTIME_DIR", demo.runtime_dir()}});
+}
+
+std::set<std::string> function_names(const Json& stats) {
+  std::set<std::string> names;
+  for (const Json& function : stats.at("functions")) {
+    names.insert(function.at("name"));
+  }
+  return names;
+}
+
+bool includes(const std::set<std::string>& all, const std::set<std::string>& part) {
+  return std::includes(all.begin(), all.end(), part.begin(), part.end());
+}
+
+// The metric names (no labels, no values) of an exposition.
+std::set<std::string> metric_names(const std::string& text) {
+  std::set<std::string> names;
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("# TYPE ", 0) == 0) {
+      names.insert(line.substr(7, line.find(' ', 7) - 7));
+    }
+  }
+  return names;
+}
+
+TEST(AgentCli, EveryCommandAgreesWithCurl) {
+  Demo demo;
+  const std::string pid = std::to_string(demo.pid());
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+
+  const CommandResult list = cli(demo, {"list"});
+  EXPECT_EQ(list.status, 0) << list.err;
+  EXPECT_NE(list.out.find("PID"), std::string::npos);
+  EXPECT_NE(list.out.find(pid + "  hotscope-demo"), std::string::npos) << list.out;
+  EXPECT_NE(list.out.find("timing,trace"), std::string::npos) << list.out;
+
+  const CommandResult info = cli(demo, {"info", "-p", pid});
+  EXPECT_EQ(info.status, 0) << info.err;
+  const Json curl_info = Json::parse(demo.get("/v1/info"));
+  const Json cli_info = Json::parse(info.out);
+  for (const char* key : {"api_version", "pid", "name", "executable", "start_unix_ns", "enabled"}) {
+    EXPECT_EQ(cli_info.at(key), curl_info.at(key)) << key;
+  }
+
+  // Functions only get added over time: the CLI's set lies between two curl answers.
+  const Json before = Json::parse(demo.get("/v1/stats"));
+  const CommandResult stats = cli(demo, {"stats", "--json", "-n", "hotscope-demo"});
+  const Json after = Json::parse(demo.get("/v1/stats"));
+  EXPECT_EQ(stats.status, 0) << stats.err;
+  const Json cli_stats = Json::parse(stats.out);
+  EXPECT_EQ(cli_stats.at("pid"), demo.pid());
+  EXPECT_TRUE(includes(function_names(cli_stats), function_names(before)));
+  EXPECT_TRUE(includes(function_names(after), function_names(cli_stats)));
+  EXPECT_GT(calls_of(cli_stats, "demo::Service::handle"),
+            calls_of(before, "demo::Service::handle"));
+
+  const CommandResult table = cli(demo, {"stats", "-p", pid});
+  EXPECT_EQ(table.status, 0) << table.err;
+  EXPECT_NE(table.out.find("  Function "), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("% Total"), std::string::npos);
+  EXPECT_NE(table.out.find("demo::Service::handle "), std::string::npos);
+  EXPECT_EQ(table.out.rfind("hotscope 0.1.0: hotscope-demo (pid " + pid + ")", 0), 0u);
+
+  const CommandResult chrome = cli(demo, {"trace", "-p", pid});
+  EXPECT_EQ(chrome.status, 0) << chrome.err;
+  EXPECT_GT(Json::parse(chrome.out).at("traceEvents").size(), 10u);
+  const CommandResult folded =
+      cli(demo, {"trace", "-p", pid, "--format", "folded", "--seconds", "0.5"});
+  EXPECT_EQ(folded.status, 0) << folded.err;
+  EXPECT_EQ(folded.out.rfind("hotscope-demo;", 0), 0u) << folded.out.substr(0, 200);
+  const CommandResult text = cli(demo, {"trace", "-p", pid, "--format", "text", "--seconds", "1"});
+  EXPECT_NE(text.out.find("trace window: from "), std::string::npos);
+
+  const CommandResult metrics = cli(demo, {"metrics", "-p", pid});
+  EXPECT_EQ(metrics.status, 0) << metrics.err;
+  EXPECT_EQ(prometheus_problems(metrics.out), std::vector<std::string>{});
+  EXPECT_EQ(metric_names(metrics.out), metric_names(demo.get("/v1/metrics")));
+
+  const fs::path file = demo.scratch() / "stats.json";
+  const CommandResult to_file = cli(demo, {"stats", "--json", "-p", pid, "-o", file});
+  EXPECT_EQ(to_file.status, 0) << to_file.err;
+  EXPECT_EQ(to_file.out, "");
+  EXPECT_EQ(Json::parse(slurp(file)).at("pid"), demo.pid());
+
+  const std::uint64_t calls = calls_of(Json::parse(demo.get("/v1/stats")), "demo::Service::handle");
+  const CommandResult reset = cli(demo, {"reset", "-p", pid});
+  EXPECT_EQ(reset.status, 0) << reset.err;
+  EXPECT_EQ(reset.out, "process " + pid + " (hotscope-demo): a new measuring window starts now\n");
+  EXPECT_LT(calls_of(Json::parse(demo.get("/v1/stats")), "demo::Service::handle"), calls);
+}
+
+TEST(AgentCli, EachFailureIsOneLineWithItsExitCode) {
+  Demo demo;
+  const std::string pid = std::to_string(demo.pid());
+  auto expect = [&](const std::vector<std::string>& arguments, int code, const std::string& text) {
+    const CommandResult result = cli(demo, arguments);
+    EXPECT_EQ(result.status, code) << result.err;
+    EXPECT_NE(result.err.find(text), std::string::npos) << result.err;
+    EXPECT_EQ(result.out, "");
+  };
+  expect({"stats"}, 2, "hotscope: stats: say which process with -p PID or -n NAME\n");
+  expect({"stats", "-p", pid, "-n", "hotscope-demo"}, 2, "give -p PID or -n NAME, not both");
+  expect({"trace", "-p", pid, "--format", "svg"}, 2, "svg");
+  expect({"frobnicate"}, 2, "A subcommand is required");
+  expect({"info", "-p", "999999999"}, 3, "hotscope: no process with pid 999999999\n");
+  expect({"info", "-n", "no-such-program"}, 3, "hotscope: no process named no-such-program\n");
+  // PID 1 exists but runs no agent in this directory.
+  expect({"info", "-p", "1"}, 4, "runs no hotscope agent");
+  expect({"heap", "-p", pid}, 7, "`hotscope run --heap -- PROGRAM`");
+
+  // An unwritable output file: nothing is asked, so no reset happens.
+  const std::uint64_t calls = calls_of(Json::parse(demo.get("/v1/stats")), "demo::Service::handle");
+  expect({"reset", "-p", pid, "-o", "/nonexistent/dir/out"}, 8,
+         "hotscope: cannot write /nonexistent/dir/out: No such file or directory\n");
+  EXPECT_GE(calls_of(Json::parse(demo.get("/v1/stats")), "demo::Service::handle"), calls);
+
+  // A process whose agent would speak another API version: the demo's file, rewritten.
+  Json info = Json::parse(slurp(demo.info_path()));
+  info["api_version"] = 2;
+  std::ofstream(demo.info_path()) << info.dump();
+  expect({"info", "-p", pid}, 6, "speaks agent API v2, this hotscope speaks v1");
+}
+
+TEST(AgentCli, ProgramsWithoutAnAgentAndAmbiguousNames) {
+  Demo off(Env{{"HOTSCOPE_AGENT", "0"}}, false);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  const CommandResult no_agent = cli(off, {"stats", "-p", std::to_string(off.pid())});
+  EXPECT_EQ(no_agent.status, 4);
+  EXPECT_NE(no_agent.err.find("unless HOTSCOPE_AGENT=0"), std::string::npos) << no_agent.err;
+  const CommandResult by_name = cli(off, {"stats", "-n", "hotscope-demo"});
+  EXPECT_EQ(by_name.status, 4) << by_name.err;
+
+  // Two demos sharing one runtime directory: the name matches both.
+  Demo first;
+  const pid_t second = fork();
+  if (second == 0) {
+    setenv("HOTSCOPE_RUNTIME_DIR", first.runtime_dir().c_str(), 1);
+    freopen("/dev/null", "w", stdout);
+    execl(HOTSCOPE_DEMO, HOTSCOPE_DEMO, "--seconds", "0", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  const fs::path second_info = hotscope::agent::info_path(first.runtime_dir(), second);
+  for (int i = 0; i < 1500 && !fs::exists(second_info); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  const CommandResult ambiguous = cli(first, {"info", "-n", "hotscope-demo"});
+  EXPECT_EQ(ambiguous.status, 2);
+  EXPECT_NE(ambiguous.err.find("2 processes named hotscope-demo"), std::string::npos)
+      << ambiguous.err;
+  EXPECT_NE(ambiguous.err.find(std::to_string(second)), std::string::npos);
+  EXPECT_NE(ambiguous.err.find("choose one with -p PID"), std::string::npos);
+  kill(second, SIGTERM);
+  waitpid(second, nullptr, 0);
+}
+
+TEST(AgentCli, AnotherUsersProcessIsPermissionDenied) {
+  if (geteuid() != 0 || std::string(SETPRIV).empty()) {
+    GTEST_SKIP() << "needs root and setpriv to act as another user";
+  }
+  Demo demo;
+  auto as_nobody = [&] {
+    return run({SETPRIV, "--reuid=65534", "--regid=65534", "--clear-groups", HOTSCOPE_CLI, "stats",
+                "-p", std::to_string(demo.pid())},
+               {{"HOTSCOPE_RUNTIME_DIR", demo.runtime_dir()}});
+  };
+  // The private directory: its files cannot even be read.
+  const CommandResult unreadable = as_nobody();
+  EXPECT_EQ(unreadable.status, 5) << unreadable.err;
+  EXPECT_NE(unreadable.err.find("permission denied"), std::string::npos) << unreadable.err;
+  // Readable files and a connectable socket: the agent's peer check answers 403.
+  fs::permissions(demo.scratch(), fs::perms::others_exec, fs::perm_options::add);
+  fs::permissions(demo.runtime_dir(), fs::perms::others_read | fs::perms::others_exec,
+                  fs::perm_options::add);
+  fs::permissions(demo.info_path(), fs::perms::others_read, fs::perm_options::add);
+  fs::permissions(demo.socket(), fs::perms::all, fs::perm_options::add);
+  const CommandResult refused = as_nobody();
+  EXPECT_EQ(refused.status, 5) << refused.err;
+  EXPECT_NE(refused.err.find("uid 65534 may not use this agent"), std::string::npos) << refused.err;
+  EXPECT_EQ(refused.out, "");
+}
+
+TEST(AgentCli, ListRemovesTheFilesOfEndedProcesses) {
+  Demo killed;
+  const fs::path socket = killed.socket();
+  const fs::path info = killed.info_path();
+  const std::string pid = std::to_string(killed.pid());
+  killed.kill_hard(); // no chance to clean up
+  ASSERT_TRUE(fs::exists(socket));
+  ASSERT_TRUE(fs::exists(info));
+  // A file from a process whose pid now belongs to another one (its start time differs).
+  const fs::path reused = hotscope::agent::info_path(killed.runtime_dir(), 1);
+  std::ofstream(reused)
+      << R"({"api_version": 1, "pid": 1, "name": "old", "start_ticks": 999999999999})";
+
+  const CommandResult list = cli(killed, {"list"});
+  EXPECT_EQ(list.status, 0);
+  EXPECT_NE(list.err.find("removed the files of process " + pid + ", which has ended"),
+            std::string::npos)
+      << list.err;
+  EXPECT_NE(list.err.find("no process runs a hotscope agent"), std::string::npos) << list.err;
+  EXPECT_FALSE(fs::exists(socket));
+  EXPECT_FALSE(fs::exists(info));
+  EXPECT_FALSE(fs::exists(reused));
+  EXPECT_EQ(cli(killed, {"info", "-p", pid}).status, 3);
+}
+
+} // namespace

@@ -1,0 +1,188 @@
+// Integration test helpers: hotscope-demo running with a private runtime directory, and
+// commands (curl, the CLI) run with their output captured.
+#pragma once
+
+#include "agent/protocol.hpp"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace hotscope::testing {
+
+namespace fs = std::filesystem;
+
+using Env = std::map<std::string, std::string>;
+
+struct CommandResult {
+  int status = -1; // the exit code, or 128 + the signal
+  std::string out; // standard output
+  std::string err; // standard error
+};
+
+inline std::string slurp(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+inline std::string quote(const std::string& word) {
+  std::string quoted = "'";
+  for (const char c : word) {
+    quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  }
+  return quoted + "'";
+}
+
+// A scratch directory under /tmp with a short path (a Unix socket path has at most 107 bytes),
+// removed unless the test failed.
+class ScratchDir {
+public:
+  ScratchDir() {
+    char pattern[] = "/tmp/hs-agent-XXXXXX";
+    path_ = mkdtemp(pattern);
+  }
+  ~ScratchDir() {
+    if (!::testing::Test::HasFailure()) {
+      std::error_code error;
+      fs::remove_all(path_, error);
+    }
+  }
+  ScratchDir(const ScratchDir&) = delete;
+  ScratchDir& operator=(const ScratchDir&) = delete;
+  const fs::path& path() const { return path_; }
+
+private:
+  fs::path path_;
+};
+
+// Runs `words` through the shell with `env` added, standard output and error captured.
+inline CommandResult run(const std::vector<std::string>& words, const Env& env = {}) {
+  static std::atomic<int> counter{0};
+  const fs::path base = fs::temp_directory_path() / ("hs-agent-run-" + std::to_string(getpid()) +
+                                                     "-" + std::to_string(counter++));
+  std::string command = "env";
+  for (const auto& [name, value] : env) {
+    command += " " + quote(name + "=" + value);
+  }
+  for (const std::string& word : words) {
+    command += " " + quote(word);
+  }
+  command += " >" + base.string() + ".out 2>" + base.string() + ".err </dev/null";
+  const int status = std::system(command.c_str());
+  CommandResult result;
+  result.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  result.out = slurp(base.string() + ".out");
+  result.err = slurp(base.string() + ".err");
+  fs::remove(base.string() + ".out");
+  fs::remove(base.string() + ".err");
+  return result;
+}
+
+// hotscope-demo --seconds 0, with HOTSCOPE_RUNTIME_DIR=<scratch>/rt, until the test ends.
+class Demo {
+public:
+  explicit Demo(const Env& env = {}, bool expect_agent = true)
+      : runtime_dir_(scratch_.path() / "rt") {
+    pid_ = fork();
+    if (pid_ == 0) {
+      setenv("HOTSCOPE_RUNTIME_DIR", runtime_dir_.c_str(), 1);
+      // A small trace window: a snapshot of the default 32 MiB takes seconds under TSan.
+      setenv("HOTSCOPE_TRACE_MIB", "2", 1);
+      for (const auto& [name, value] : env) {
+        setenv(name.c_str(), value.c_str(), 1);
+      }
+      const std::string out = (scratch_.path() / "demo.out").string();
+      freopen(out.c_str(), "w", stdout);
+      freopen((scratch_.path() / "demo.err").c_str(), "w", stderr);
+      execl(HOTSCOPE_DEMO, HOTSCOPE_DEMO, "--seconds", "0", "--threads", "2",
+            static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    if (!expect_agent) {
+      return;
+    }
+    // Sanitized builds start slowly.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (!fs::exists(info_path()) && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    EXPECT_TRUE(fs::exists(info_path())) << "no agent: " << slurp(scratch_.path() / "demo.err");
+  }
+  ~Demo() { stop(); }
+  Demo(const Demo&) = delete;
+  Demo& operator=(const Demo&) = delete;
+
+  // SIGTERM, then the demo returns from main; its exit status.
+  int stop() {
+    if (pid_ <= 0) {
+      return status_;
+    }
+    kill(pid_, SIGTERM);
+    int status = 0;
+    waitpid(pid_, &status, 0);
+    pid_ = 0;
+    status_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    return status_;
+  }
+  // SIGKILL: the agent cannot clean up.
+  void kill_hard() {
+    kill(pid_, SIGKILL);
+    waitpid(pid_, nullptr, 0);
+    pid_ = 0;
+  }
+
+  pid_t pid() const { return pid_; }
+  const fs::path& scratch() const { return scratch_.path(); }
+  const fs::path& runtime_dir() const { return runtime_dir_; }
+  fs::path socket() const { return agent::socket_path(runtime_dir_, pid_); }
+  fs::path info_path() const { return agent::info_path(runtime_dir_, pid_); }
+  std::string stderr_text() const { return slurp(scratch_.path() / "demo.err"); }
+
+  // curl --unix-socket, with `arguments` after the socket option.
+  CommandResult curl(const std::vector<std::string>& arguments) const {
+    std::vector<std::string> words{CURL, "--silent",      "--show-error", "--max-time",
+                                   "60", "--unix-socket", socket()};
+    words.insert(words.end(), arguments.begin(), arguments.end());
+    return run(words);
+  }
+  std::string get(const std::string& path) const {
+    const CommandResult result = curl({"--fail", "http://localhost" + path});
+    EXPECT_EQ(result.status, 0) << path << ": " << result.err;
+    return result.out;
+  }
+
+private:
+  ScratchDir scratch_;
+  fs::path runtime_dir_;
+  pid_t pid_ = 0;
+  int status_ = -1;
+};
+
+// Calls of `name` in a stats JSON document.
+inline std::uint64_t calls_of(const nlohmann::json& stats, const std::string& name) {
+  for (const auto& function : stats.at("functions")) {
+    if (function.at("name") == name) {
+      return function.at("calls").get<std::uint64_t>();
+    }
+  }
+  return 0;
+}
+
+} // namespace hotscope::testing
