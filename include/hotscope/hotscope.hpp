@@ -153,7 +153,7 @@ private:
 // `is_literal` comes from __builtin_constant_p at the call site: string literals are kept by
 // address, anything else is copied into the ring.
 inline void message(bool is_literal, const char* text) noexcept {
-  if (is_literal) {
+  if (is_literal && text != nullptr) {
     write_single(reinterpret_cast<std::uintptr_t>(text), 0, HOTSCOPE_RECORD_MESSAGE_STATIC);
   } else {
     message_copy(text != nullptr ? std::string_view(text) : std::string_view("(null)"));

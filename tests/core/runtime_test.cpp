@@ -187,6 +187,7 @@ TEST(Runtime, MessagesThreadNamesAndCountersReachTheTrace) {
     const std::string dynamic = "request " + std::to_string(12345);
     HOTSCOPE_MESSAGE(dynamic);
     HOTSCOPE_MESSAGE(std::string(300, 'y')); // cut at HOTSCOPE_INLINE_TEXT_MAX
+    HOTSCOPE_MESSAGE(static_cast<const char*>(nullptr)); // a constant, but not text
     HOTSCOPE_COUNTER("queue_depth", 17);
   });
   named.join();
@@ -202,10 +203,11 @@ TEST(Runtime, MessagesThreadNamesAndCountersReachTheTrace) {
       messages.push_back(s.names[e.name]);
     }
   }
-  ASSERT_EQ(messages.size(), 3u);
+  ASSERT_EQ(messages.size(), 4u);
   EXPECT_EQ(messages[0], "literal message");
   EXPECT_EQ(messages[1], "request 12345");
   EXPECT_EQ(messages[2], std::string(HOTSCOPE_INLINE_TEXT_MAX, 'y'));
+  EXPECT_EQ(messages[3], "(null)");
   ASSERT_EQ(s.counters.size(), 1u);
   EXPECT_EQ(s.counters[0].name, "queue_depth");
   EXPECT_EQ(s.counters[0].last, 17);
