@@ -20,10 +20,11 @@
 // Screenshots for humans: <work>/screenshots/*.png.
 
 const fs = require('fs');
-const http = require('http');
 const path = require('path');
 const { spawnSync } = require('child_process');
-const { createRequire } = require('module');
+const {
+  parseArgs, withTimeout, sleep, run, nodeRequireFrom, startServer, launchBrowser, reporter,
+} = require('./harness');
 
 const RUN_LIMIT_MS = 85000; // CTest's TIMEOUT is above this, so our own cleanup runs first
 const LOAD_LIMIT_MS = 30000; // one file: from navigation to speedscope having imported it
@@ -34,61 +35,6 @@ const DEMO_ARGS = ['--seconds', '2', '--threads', '2'];
 const REQUIRED_FRAMES = ['demo::Service::handle'];
 // Chromium's own messages about the software (SwiftShader) GL driver, not speedscope's.
 const BROWSER_NOISE = /GL Driver Message|GPU stall due to ReadPixels|Automatic fallback to software WebGL/;
-
-// ---------------------------------------------------------------------------------------------
-// Arguments, cleanup, time limit
-
-function parseArgs(argv) {
-  const out = {};
-  for (let i = 0; i < argv.length; i += 2) {
-    const key = argv[i].replace(/^--/, '');
-    if (argv[i + 1] === undefined) throw new Error(`missing value for ${argv[i]}`);
-    out[key] = argv[i + 1];
-  }
-  for (const k of ['demo', 'node-dir', 'chromium', 'work']) {
-    if (!out[k]) throw new Error(`missing --${k} (see the usage at the top of ${__filename})`);
-  }
-  return out;
-}
-
-const cleanups = []; // run last-in first-out, each bounded
-let cleaningUp = null;
-function cleanup() {
-  if (!cleaningUp) {
-    cleaningUp = (async () => {
-      while (cleanups.length) {
-        const [what, fn] = cleanups.pop();
-        try {
-          await withTimeout(Promise.resolve().then(fn), 10000, `cleanup: ${what}`);
-        } catch (e) {
-          console.error(`warning: ${e.message}`);
-        }
-      }
-    })();
-  }
-  return cleaningUp;
-}
-let dying = false;
-async function die(message) {
-  if (dying) return;
-  dying = true;
-  console.error(`FAIL: ${message}`);
-  await cleanup();
-  process.exit(1);
-}
-process.on('SIGINT', () => die('interrupted (SIGINT)'));
-process.on('SIGTERM', () => die('terminated (SIGTERM)'));
-const runTimer = setTimeout(
-  () => die(`the whole run took longer than ${RUN_LIMIT_MS / 1000} s`), RUN_LIMIT_MS);
-
-function withTimeout(promise, ms, what) {
-  let timer;
-  const limit = new Promise((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what}: no result within ${ms / 1000} s`)), ms);
-  });
-  return Promise.race([promise, limit]).finally(() => clearTimeout(timer));
-}
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 // ---------------------------------------------------------------------------------------------
 // The demo's output, what speedscope should make of it, and broken variants
@@ -177,43 +123,6 @@ function writeBrokenFiles(outDir, brokenDir) {
   return cases;
 }
 const escapeRegExp = (s) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-
-// ---------------------------------------------------------------------------------------------
-// The static server: /app/ is speedscope's built app, /data/ the work directory
-
-const TYPES = {
-  '.html': 'text/html; charset=utf-8', '.js': 'text/javascript; charset=utf-8', '.css': 'text/css',
-  '.json': 'application/json', '.png': 'image/png', '.ico': 'image/x-icon', '.wasm': 'application/wasm',
-  '.woff2': 'font/woff2', '.txt': 'text/plain; charset=utf-8',
-};
-function startServer(roots) {
-  const server = http.createServer((req, res) => {
-    const url = new URL(req.url, 'http://127.0.0.1');
-    const [, mount, ...rest] = url.pathname.split('/');
-    const root = roots[mount];
-    const file = root && path.resolve(root, decodeURIComponent(rest.join('/')) || 'index.html');
-    if (!file || !file.startsWith(root + path.sep) || req.method !== 'GET') {
-      res.writeHead(404).end();
-      return;
-    }
-    fs.stat(file, (err, st) => {
-      if (err || !st.isFile()) {
-        res.writeHead(404).end();
-        return;
-      }
-      res.writeHead(200, {
-        'Content-Type': TYPES[path.extname(file)] || 'application/octet-stream',
-        'Content-Length': st.size,
-        'Cache-Control': 'no-store',
-      });
-      fs.createReadStream(file).pipe(res);
-    });
-  });
-  return new Promise((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => resolve(server));
-  });
-}
 
 // ---------------------------------------------------------------------------------------------
 // Driving speedscope
@@ -407,7 +316,7 @@ function problemsWith(result, expected, fileName) {
 // ---------------------------------------------------------------------------------------------
 
 async function main() {
-  const args = parseArgs(process.argv.slice(2));
+  const args = parseArgs(process.argv.slice(2), ['demo', 'node-dir', 'chromium', 'work'], __filename);
   const t0 = Date.now();
   const work = path.resolve(args.work);
   const outDir = path.join(work, 'out');
@@ -416,8 +325,7 @@ async function main() {
   fs.rmSync(shotDir, { recursive: true, force: true });
   fs.mkdirSync(shotDir, { recursive: true });
 
-  const nodeRequire = createRequire(path.join(path.resolve(args['node-dir']), 'package.json'));
-  const { chromium } = nodeRequire('playwright-core');
+  const nodeRequire = nodeRequireFrom(args['node-dir']);
   const appDir = path.join(path.dirname(nodeRequire.resolve('speedscope/package.json')), 'dist', 'release');
   const speedscopeVersion = nodeRequire('speedscope/package.json').version;
   if (!fs.existsSync(path.join(appDir, 'index.html'))) throw new Error(`no speedscope app at ${appDir}`);
@@ -436,43 +344,11 @@ async function main() {
   const broken = writeBrokenFiles(outDir, path.join(work, 'broken'));
   for (const c of broken) c.expected = good.find((g) => g.file === c.file).expected;
 
-  const server = await startServer({ app: appDir, data: work });
-  cleanups.push(['stop the server', () => new Promise((r) => { server.closeAllConnections(); server.close(() => r()); })]);
-  const base = `http://127.0.0.1:${server.address().port}`;
+  const base = await startServer({ app: appDir, data: work });
+  const { context, offsite, version } = await launchBrowser({ nodeDir: args['node-dir'], chromium: args.chromium, work, base });
+  console.log(`speedscope ${speedscopeVersion} from ${appDir}\nchromium ${version} (${args.chromium}), served from ${base}`);
 
-  // A fresh profile each run, in the work directory, so a run killed outright (SIGKILL from a
-  // CTest timeout; the browser then exits as its pipe closes) leaves nothing outside it.
-  const userDataDir = path.join(work, 'chromium-profile');
-  fs.rmSync(userDataDir, { recursive: true, force: true });
-  fs.mkdirSync(userDataDir);
-  cleanups.push(['remove the browser profile', () => fs.rmSync(userDataDir, { recursive: true, force: true })]);
-  const context = await chromium.launchPersistentContext(userDataDir, {
-    executablePath: args.chromium,
-    headless: true,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-      '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-    viewport: { width: 1400, height: 900 },
-    timeout: 30000,
-  });
-  cleanups.push(['close the browser', () => context.close()]);
-  // Nothing but our own server: anything else is refused at once, and reported.
-  const offsite = [];
-  await context.route('**/*', (route) => {
-    const u = new URL(route.request().url());
-    if ((u.protocol === 'http:' && u.host === new URL(base).host) || u.protocol === 'data:' || u.protocol === 'blob:') return route.continue();
-    offsite.push(u.href);
-    return route.abort('blockedbyclient');
-  });
-  const browserVersion = context.browser() ? context.browser().version() : '?';
-  console.log(`speedscope ${speedscopeVersion} from ${appDir}\nchromium ${browserVersion} (${args.chromium}), served from ${base}`);
-
-  let failures = 0;
-  const report = (ok, name, ms, details) => {
-    console.log(`${ok ? 'PASS' : 'FAIL'} ${name} (${ms} ms)`);
-    for (const d of details) console.log(`     ${d}`);
-    if (!ok) failures++;
-  };
-
+  const { report, offsite: reportOffsite, finish } = reporter();
   for (const c of good) {
     const t = Date.now();
     const shot = path.join(shotDir, `speedscope-${c.file.replace('.', '-')}.png`);
@@ -494,20 +370,8 @@ async function main() {
       ? [`caught: ${problems.filter((p) => c.mustReport.test(p))[0].slice(0, 300)}`]
       : [`expected a problem matching ${c.mustReport}, got: ${problems.length ? problems.join('; ') : 'none (the broken file passed)'}`]);
   }
-  if (offsite.length) {
-    report(false, 'the page asked only the local server', 0, [`blocked: ${[...new Set(offsite)].join(', ')}`]);
-  }
-
-  const total = good.length + broken.length + (offsite.length ? 1 : 0);
-  console.log(`${total - failures} passed, ${failures} failed (${((Date.now() - t0) / 1000).toFixed(1)} s)`);
-  return failures === 0;
+  reportOffsite(offsite);
+  return finish(t0);
 }
 
-main().then(
-  async (ok) => {
-    clearTimeout(runTimer);
-    await cleanup();
-    process.exit(ok ? 0 : 1);
-  },
-  (e) => die(e && e.stack ? e.stack : String(e)),
-);
+run(main, RUN_LIMIT_MS);
