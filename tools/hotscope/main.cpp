@@ -16,14 +16,30 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <string>
+#include <system_error>
 #include <vector>
 
 namespace {
 
+// HOTSCOPE_PRELOAD, else the installed library next to an installed hotscope (bin/../lib/), else
+// the build tree's. The installed one comes first: an installed copy must not use a build tree.
 std::string preload_library() {
   const char* chosen = std::getenv("HOTSCOPE_PRELOAD");
-  return chosen != nullptr && *chosen != '\0' ? chosen : HOTSCOPE_DEFAULT_PRELOAD;
+  if (chosen != nullptr && *chosen != '\0') {
+    return chosen;
+  }
+  std::error_code error;
+  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", error);
+  if (!error) {
+    const std::filesystem::path installed =
+        (self.parent_path() / HOTSCOPE_INSTALLED_PRELOAD).lexically_normal();
+    if (std::filesystem::exists(installed, error)) {
+      return installed;
+    }
+  }
+  return HOTSCOPE_DEFAULT_PRELOAD;
 }
 
 // In the child: the environment the profiled program starts with, then the program itself.
