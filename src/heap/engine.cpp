@@ -25,11 +25,11 @@ std::uint64_t dhat_size(std::size_t size) {
 } // namespace
 
 // Fibonacci hashing: block addresses share their low bits, the product's high bits do not.
-std::size_t Engine::LiveTable::home(std::uintptr_t address) const {
+std::size_t LiveTable::home(std::uintptr_t address) const {
   return static_cast<std::size_t>((address * 0x9E3779B97F4A7C15ull) >> shift_);
 }
 
-std::size_t Engine::LiveTable::slot_of(std::uintptr_t address) const {
+std::size_t LiveTable::slot_of(std::uintptr_t address) const {
   const std::size_t mask = slots_.size() - 1;
   std::size_t i = home(address);
   while (slots_[i].address != 0 && slots_[i].address != address) {
@@ -38,7 +38,7 @@ std::size_t Engine::LiveTable::slot_of(std::uintptr_t address) const {
   return i;
 }
 
-const Engine::Block* Engine::LiveTable::find(std::uintptr_t address) const {
+const LiveBlock* LiveTable::find(std::uintptr_t address) const {
   if (slots_.empty()) {
     return nullptr;
   }
@@ -46,11 +46,11 @@ const Engine::Block* Engine::LiveTable::find(std::uintptr_t address) const {
   return slot.address == address ? &slot.block : nullptr;
 }
 
-Engine::Block* Engine::LiveTable::find(std::uintptr_t address) {
-  return const_cast<Block*>(static_cast<const LiveTable*>(this)->find(address));
+LiveBlock* LiveTable::find(std::uintptr_t address) {
+  return const_cast<LiveBlock*>(static_cast<const LiveTable*>(this)->find(address));
 }
 
-void Engine::LiveTable::grow() {
+void LiveTable::grow() {
   std::vector<Slot> old = std::move(slots_);
   const std::size_t size = old.empty() ? 1024 : old.size() * 2;
   slots_.assign(size, Slot{0, {}});
@@ -62,7 +62,7 @@ void Engine::LiveTable::grow() {
   }
 }
 
-void Engine::LiveTable::insert(std::uintptr_t address, const Block& block) {
+void LiveTable::insert(std::uintptr_t address, const LiveBlock& block) {
   if ((count_ + 1) * 2 > slots_.size()) { // at most half full keeps probes short
     grow();
   }
@@ -73,7 +73,7 @@ void Engine::LiveTable::insert(std::uintptr_t address, const Block& block) {
   slot = Slot{address, block};
 }
 
-void Engine::LiveTable::erase(std::uintptr_t address) {
+void LiveTable::erase(std::uintptr_t address) {
   const std::size_t mask = slots_.size() - 1;
   std::size_t hole = slot_of(address);
   // Move back every later entry of the probe run that may not sit beyond the hole.
@@ -90,25 +90,32 @@ void Engine::LiveTable::erase(std::uintptr_t address) {
   --count_;
 }
 
-std::span<const std::uintptr_t> Engine::stack(StackId id) const {
-  const auto [offset, length] = stack_ranges_[id];
+std::span<const std::uintptr_t> StackTable::stack(StackId id) const {
+  const auto [offset, length] = ranges_[id];
   return {frames_.data() + offset, length};
 }
 
-StackId Engine::intern(std::span<const std::uintptr_t> frames) {
+StackId StackTable::intern(std::span<const std::uintptr_t> frames) {
   const std::size_t hash = hash_stack(frames);
-  const auto [first, last] = stack_index_.equal_range(hash);
+  const auto [first, last] = index_.equal_range(hash);
   for (auto it = first; it != last; ++it) {
     const auto known = stack(it->second);
     if (std::equal(known.begin(), known.end(), frames.begin(), frames.end())) {
       return it->second;
     }
   }
-  const auto id = static_cast<StackId>(sites_.size());
-  stack_ranges_.emplace_back(frames_.size(), frames.size());
+  const auto id = static_cast<StackId>(ranges_.size());
+  ranges_.emplace_back(frames_.size(), frames.size());
   frames_.insert(frames_.end(), frames.begin(), frames.end());
-  sites_.emplace_back();
-  stack_index_.emplace(hash, id);
+  index_.emplace(hash, id);
+  return id;
+}
+
+StackId Engine::intern(std::span<const std::uintptr_t> frames) {
+  const StackId id = stacks_.intern(frames);
+  if (id == sites_.size()) {
+    sites_.emplace_back();
+  }
   return id;
 }
 
@@ -148,16 +155,16 @@ void Engine::alloc(std::uintptr_t address, std::size_t size, StackId stack, std:
   ++site.curr_blocks;
   site.curr_bytes += bytes;
   grow(site, bytes, now);
-  live_.insert(address, Block{stack, bytes, now});
+  live_.insert(address, LiveBlock{stack, bytes, now});
 }
 
 bool Engine::free(std::uintptr_t address, std::uint64_t now) {
-  const Block* found = live_.find(address);
+  const LiveBlock* found = live_.find(address);
   if (found == nullptr) {
     ++unknown_frees_;
     return false;
   }
-  const Block block = *found;
+  const LiveBlock block = *found;
   live_.erase(address);
   check_for_peak();
   SiteCounts& site = sites_[block.site];
@@ -171,12 +178,12 @@ bool Engine::free(std::uintptr_t address, std::uint64_t now) {
 
 bool Engine::realloc(std::uintptr_t old_address, std::uintptr_t new_address, std::size_t size,
                      std::uint64_t now) {
-  Block* found = live_.find(old_address);
+  LiveBlock* found = live_.find(old_address);
   if (found == nullptr) {
     ++unknown_reallocs_;
     return false;
   }
-  Block block = *found;
+  LiveBlock block = *found;
   const std::uint64_t bytes = dhat_size(size);
   if (bytes < block.size) {
     check_for_peak();
@@ -217,14 +224,14 @@ RawProfile Engine::snapshot(std::uint64_t now) const {
   raw.sites.reserve(sites_.size());
   const bool at_peak = curr_bytes_ == max_bytes_; // the exit-time check_for_peak
   for (StackId id = 0; id < sites_.size(); ++id) {
-    const auto frames = stack(id);
+    const auto frames = stacks_.stack(id);
     RawSite& site = raw.sites.emplace_back(RawSite{{frames.begin(), frames.end()}, sites_[id]});
     if (at_peak) {
       site.counts.gmax_bytes = site.counts.curr_bytes;
       site.counts.gmax_blocks = site.counts.curr_blocks;
     }
   }
-  live_.for_each([&](const Block& block) {
+  live_.for_each([&](const LiveBlock& block) {
     raw.sites[block.site].counts.lifetimes += now - block.alloc_time;
   });
   return raw;

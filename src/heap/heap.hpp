@@ -9,6 +9,7 @@
 
 #include "snapshot/snapshot.hpp"
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -53,6 +54,58 @@ struct RawProfile {
 // Times in µs, from times in units of `microseconds_per_unit` µs each.
 RawProfile in_microseconds(RawProfile raw, double microseconds_per_unit);
 
+// A live block: its site, its size as counted, and when it was allocated.
+struct LiveBlock {
+  StackId site;
+  std::uint64_t size;
+  std::uint64_t alloc_time;
+};
+
+// Live blocks by address: open addressing with linear probing and backward-shift deletion, one
+// flat array, no allocation per block (this is on every malloc and free).
+class LiveTable {
+public:
+  LiveBlock* find(std::uintptr_t address);
+  const LiveBlock* find(std::uintptr_t address) const;
+  void insert(std::uintptr_t address, const LiveBlock& block); // replaces a block at `address`
+  void erase(std::uintptr_t address);                          // `address` must be live
+  std::size_t size() const { return count_; }
+  template <class F> void for_each(F&& visit) const {
+    for (const Slot& slot : slots_) {
+      if (slot.address != 0) {
+        visit(slot.block);
+      }
+    }
+  }
+
+private:
+  struct Slot {
+    std::uintptr_t address; // 0: empty (no block lives at address 0)
+    LiveBlock block;
+  };
+  std::size_t home(std::uintptr_t address) const;
+  std::size_t slot_of(std::uintptr_t address) const; // the slot holding it, or an empty one
+  void grow();
+
+  std::vector<Slot> slots_;
+  std::size_t count_ = 0;
+  unsigned shift_ = 64;
+};
+
+// Interned stacks: each one's addresses stored once, found by hash. Ids are dense, from 0.
+class StackTable {
+public:
+  // Equal stacks (innermost first) get the same id.
+  StackId intern(std::span<const std::uintptr_t> stack);
+  std::span<const std::uintptr_t> stack(StackId id) const;
+  std::size_t size() const { return ranges_.size(); }
+
+private:
+  std::vector<std::uintptr_t> frames_;
+  std::vector<std::pair<std::size_t, std::size_t>> ranges_; // offset, length
+  std::unordered_multimap<std::size_t, StackId> index_;
+};
+
 // Times (`now`) are in any unit of a clock that never goes back, as the caller chooses.
 class Engine {
 public:
@@ -77,50 +130,10 @@ public:
   RawProfile snapshot(std::uint64_t now) const;
 
 private:
-  struct Block {
-    StackId site;
-    std::uint64_t size;
-    std::uint64_t alloc_time;
-  };
-
-  // Live blocks by address: open addressing with linear probing and backward-shift deletion,
-  // one flat array, no allocation per block (this is on every malloc and free).
-  class LiveTable {
-  public:
-    Block* find(std::uintptr_t address);
-    const Block* find(std::uintptr_t address) const;
-    void insert(std::uintptr_t address, const Block& block); // replaces a block at `address`
-    void erase(std::uintptr_t address);                      // `address` must be live
-    template <class F> void for_each(F&& visit) const {
-      for (const Slot& slot : slots_) {
-        if (slot.address != 0) {
-          visit(slot.block);
-        }
-      }
-    }
-
-  private:
-    struct Slot {
-      std::uintptr_t address; // 0: empty (no block lives at address 0)
-      Block block;
-    };
-    std::size_t home(std::uintptr_t address) const;
-    std::size_t slot_of(std::uintptr_t address) const; // the slot holding it, or an empty one
-    void grow();
-
-    std::vector<Slot> slots_;
-    std::size_t count_ = 0;
-    unsigned shift_ = 64;
-  };
   void grow(SiteCounts& site, std::uint64_t size, std::uint64_t now);
   void check_for_peak();
 
-  std::span<const std::uintptr_t> stack(StackId id) const;
-
-  // Interned stacks: each one's addresses stored once in `frames_`, found by hash.
-  std::vector<std::uintptr_t> frames_;
-  std::vector<std::pair<std::size_t, std::size_t>> stack_ranges_; // offset, length
-  std::unordered_multimap<std::size_t, StackId> stack_index_;
+  StackTable stacks_;
   std::vector<SiteCounts> sites_; // indexed by StackId
   LiveTable live_;
 
@@ -133,6 +146,97 @@ private:
   std::uint64_t gmax_time_ = 0;
   std::uint64_t unknown_frees_ = 0;
   std::uint64_t unknown_reallocs_ = 0;
+};
+
+// ---- Sampled mode: Poisson byte sampling (docs/heap.md) ----
+
+// Sample points fall on the stream of allocated bytes as a Poisson process of mean
+// `mean_bytes`: an allocation of s bytes holds one with probability 1 - exp(-s / mean_bytes).
+struct SamplingPlan {
+  double mean_bytes = 512.0 * 1024;
+  std::uint64_t seed = 0;
+  std::atomic<std::uint64_t> threads{0}; // hands each thread its own random stream
+};
+
+// How many allocations of `size` bytes a sampled one stands for, on average:
+// 1 / (1 - exp(-size / mean_bytes)). Size 0 counts as 1 byte.
+double sample_weight(std::uint64_t size, double mean_bytes);
+
+// One thread's sampler. Constant-initialized, so it can be a `__thread` variable: its stream is
+// seeded from the plan the first time it reaches the slow path.
+class Sampler {
+public:
+  // True when this allocation holds a sample point. The common case is one subtraction.
+  bool sample(std::size_t size, SamplingPlan& plan) {
+    const std::uint64_t bytes = size == 0 ? 1 : size;
+    if (bytes < remaining_) {
+      remaining_ -= bytes;
+      return false;
+    }
+    return at_sample_point(bytes, plan);
+  }
+
+private:
+  bool at_sample_point(std::uint64_t bytes, SamplingPlan& plan);
+  std::uint64_t next_interval(const SamplingPlan& plan);
+
+  std::uint64_t remaining_ = 0; // bytes to the next sample point; 0 until seeded
+  std::uint64_t random_ = 0;    // splitmix64 state
+  bool seeded_ = false;
+};
+
+// Lets a free skip the lock: a count per hash bucket of the sampled blocks that are live. A free
+// whose bucket is 0 was not sampled. Updated under the owner's lock, read without it.
+class SampledAddresses {
+public:
+  void add(std::uintptr_t address) { bucket(address).fetch_add(1, std::memory_order_relaxed); }
+  void remove(std::uintptr_t address) { bucket(address).fetch_sub(1, std::memory_order_relaxed); }
+  bool may_contain(std::uintptr_t address) const {
+    return buckets_[index(address)].load(std::memory_order_relaxed) != 0;
+  }
+
+private:
+  static constexpr unsigned bits = 16;
+  static std::size_t index(std::uintptr_t address) {
+    return static_cast<std::size_t>((address * 0x9E3779B97F4A7C15ull) >> (64 - bits));
+  }
+  std::atomic<std::uint32_t>& bucket(std::uintptr_t address) { return buckets_[index(address)]; }
+  std::atomic<std::uint32_t> buckets_[std::size_t{1} << bits] = {};
+};
+
+// DHAT's accounting over sampled blocks only, each weighted by sample_weight(size): the figures
+// are unbiased estimates of what Engine would report for every block. Serialized by its owner,
+// as Engine is. A realloc is recorded by the owner as a free and a new allocation.
+class SampledEngine {
+public:
+  SampledEngine() = default;
+  explicit SampledEngine(double mean_bytes) : mean_bytes_(mean_bytes) {}
+
+  StackId intern(std::span<const std::uintptr_t> stack);
+  void alloc(std::uintptr_t address, std::size_t size, StackId stack, std::uint64_t now);
+  // False when `address` is not a live sampled block.
+  bool free(std::uintptr_t address, std::uint64_t now);
+  std::size_t live_blocks() const { return live_.size(); }
+  std::uint64_t sampled_allocations() const { return sampled_; }
+
+  // Estimates rounded to whole bytes and blocks, as if the program ended at `now`.
+  RawProfile snapshot(std::uint64_t now) const;
+
+private:
+  struct Site {
+    double total_bytes = 0, total_blocks = 0, lifetimes = 0;
+    double curr_bytes = 0, curr_blocks = 0;
+    double max_bytes = 0, max_blocks = 0, gmax_bytes = 0, gmax_blocks = 0;
+  };
+  void check_for_peak();
+
+  double mean_bytes_ = 512.0 * 1024;
+  StackTable stacks_;
+  std::vector<Site> sites_;
+  LiveTable live_;
+  double curr_bytes_ = 0, curr_blocks_ = 0, max_bytes_ = 0, max_blocks_ = 0;
+  std::uint64_t gmax_time_ = 0;
+  std::uint64_t sampled_ = 0;
 };
 
 // ---- Stack capture ----
@@ -162,6 +266,10 @@ struct Options {
   std::size_t depth = 32;                  // HOTSCOPE_HEAP_DEPTH: frames kept, 1..256
   Unwinder unwinder = Unwinder::Libunwind; // HOTSCOPE_HEAP_UNWIND=libunwind|fp
   bool summary = true;                     // HOTSCOPE_HEAP_SUMMARY=0 turns the stderr lines off
+  bool sampled = false;                    // HOTSCOPE_HEAP_MODE=full|sampled
+  std::uint64_t sample_bytes = 512 * 1024; // HOTSCOPE_HEAP_SAMPLE_BYTES: mean interval, >= 1
+  std::uint64_t seed = 0;                  // HOTSCOPE_HEAP_SAMPLE_SEED
+  bool seed_set = false;                   // else a seed from the clock and the pid
 };
 
 struct ParsedOptions {

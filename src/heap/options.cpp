@@ -1,9 +1,22 @@
 #include "heap/heap.hpp"
 
 #include <charconv>
+#include <optional>
 #include <string_view>
 
 namespace hotscope::heap {
+namespace {
+
+std::optional<std::uint64_t> unsigned_value(std::string_view text) {
+  std::uint64_t value = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (error != std::errc() || end != text.data() + text.size()) {
+    return std::nullopt;
+  }
+  return value;
+}
+
+} // namespace
 
 ParsedOptions parse_options(const std::function<const char*(const char*)>& getenv) {
   ParsedOptions parsed;
@@ -41,6 +54,34 @@ ParsedOptions parse_options(const std::function<const char*(const char*)>& geten
     } else {
       parsed.errors.push_back("hotscope: HOTSCOPE_HEAP_SUMMARY=\"" + std::string(value) +
                               "\" is not 0 or 1; using 1");
+    }
+  }
+  if (const char* text = getenv("HOTSCOPE_HEAP_MODE")) {
+    const std::string_view value = text;
+    if (value == "full" || value == "sampled") {
+      options.sampled = value == "sampled";
+    } else {
+      parsed.errors.push_back("hotscope: HOTSCOPE_HEAP_MODE=\"" + std::string(value) +
+                              "\" is not one of full, sampled; using full");
+    }
+  }
+  if (const char* text = getenv("HOTSCOPE_HEAP_SAMPLE_BYTES")) {
+    const auto bytes = unsigned_value(text);
+    if (!bytes || *bytes == 0) {
+      parsed.errors.push_back("hotscope: HOTSCOPE_HEAP_SAMPLE_BYTES=\"" + std::string(text) +
+                              "\" is not a byte count of at least 1; using " +
+                              std::to_string(options.sample_bytes));
+    } else {
+      options.sample_bytes = *bytes;
+    }
+  }
+  if (const char* text = getenv("HOTSCOPE_HEAP_SAMPLE_SEED")) {
+    if (const auto seed = unsigned_value(text)) {
+      options.seed = *seed;
+      options.seed_set = true;
+    } else {
+      parsed.errors.push_back("hotscope: HOTSCOPE_HEAP_SAMPLE_SEED=\"" + std::string(text) +
+                              "\" is not an unsigned 64-bit integer; using a random seed");
     }
   }
   return parsed;

@@ -1,6 +1,7 @@
 // libhotscope-preload.so: the heap profiler for unmodified binaries (LD_PRELOAD). It interposes
-// the C allocation functions, counts every block as valgrind DHAT does, and writes
-// $HOTSCOPE_OUT/heap.json when the program ends.
+// the C allocation functions, counts every block as valgrind DHAT does (or, in the sampled mode,
+// a Poisson sample of them, scaled), and writes $HOTSCOPE_OUT/heap.json and heap.pb.gz when the
+// program ends.
 //
 // Rules that keep it safe from the first allocation to the last:
 // - Calls can arrive before this library's constructors ran (other libraries' constructors),
@@ -169,7 +170,10 @@ bool resolve_real() {
 
 struct State {
   std::mutex mutex;
-  heap::Engine engine;
+  heap::Engine engine;                      // full mode
+  heap::SampledEngine sampled;              // sampled mode
+  heap::SamplingPlan plan;                  // sampled mode
+  heap::SampledAddresses sampled_addresses; // sampled mode: frees that need the lock
   heap::Options options;
   heap::CodeRanges skip;
   bool tsc = false;              // timestamps from the TSC, else CLOCK_MONOTONIC in ns
@@ -180,6 +184,8 @@ struct State {
 
 enum : int { NotStarted, Starting, Recording, Off };
 std::atomic<int> phase{NotStarted};
+bool sampling = false; // set before phase becomes Recording, then constant
+__thread heap::Sampler thread_sampler __attribute__((tls_model("initial-exec")));
 alignas(State) unsigned char state_storage[sizeof(State)];
 State* state_pointer = nullptr;
 
@@ -273,6 +279,15 @@ State* recording_state() {
     if (!error) {
       state->options.out_dir = out_dir.string();
     }
+    if (state->options.sampled) {
+      const double mean = static_cast<double>(state->options.sample_bytes);
+      state->plan.mean_bytes = mean;
+      state->plan.seed = state->options.seed_set
+                             ? state->options.seed
+                             : state->start_ticks ^ (std::uint64_t(getpid()) << 32);
+      state->sampled = heap::SampledEngine(mean);
+      sampling = true;
+    }
     state->skip = heap::own_and_allocator_code(reinterpret_cast<const void*>(&recording_state));
     pthread_atfork(before_fork, after_fork_in_parent, after_fork_in_child);
     state_pointer = state;
@@ -284,6 +299,31 @@ State* recording_state() {
     sched_yield();
   }
   return current == Recording ? state_pointer : nullptr;
+}
+
+// ---- Which calls are recorded ----
+
+// True when an allocation of `size` is not to be recorded: profiling is off, or in the sampled
+// mode it falls between sample points. That case is the sampled mode's fast path: one
+// thread-local subtraction, no lock, no stack.
+bool skipped(std::size_t size) {
+  if (phase.load(std::memory_order_acquire) != Recording) {
+    const Inside inside;
+    if (recording_state() == nullptr) {
+      return true;
+    }
+  }
+  return sampling && !thread_sampler.sample(size, state_pointer->plan);
+}
+
+// True when a free of `pointer` must be looked at under the lock: always in the full mode; in
+// the sampled mode only when it may be a live sampled block.
+bool free_recorded(const void* pointer) {
+  const int current = phase.load(std::memory_order_acquire);
+  if (current == Off || !sampling) {
+    return current != Off;
+  }
+  return state_pointer->sampled_addresses.may_contain(reinterpret_cast<std::uintptr_t>(pointer));
 }
 
 // ---- Recording (always called inside the profiler) ----
@@ -299,8 +339,22 @@ void record_alloc(void* pointer, std::size_t size) {
   // Never unwind while holding the mutex: the unwinder takes the loader's lock, and a thread
   // holding that lock may be waiting in malloc for this mutex.
   const std::lock_guard lock(state->mutex);
-  state->engine.alloc(reinterpret_cast<std::uintptr_t>(pointer), size,
-                      state->engine.intern({frames, depth}), now(*state));
+  const auto address = reinterpret_cast<std::uintptr_t>(pointer);
+  if (sampling) {
+    state->sampled.alloc(address, size, state->sampled.intern({frames, depth}), now(*state));
+    state->sampled_addresses.add(address);
+  } else {
+    state->engine.alloc(address, size, state->engine.intern({frames, depth}), now(*state));
+  }
+}
+
+// Called with the mutex held.
+void record_free_locked(State& state, std::uintptr_t address) {
+  if (!sampling) {
+    state.engine.free(address, now(state));
+  } else if (state.sampled.free(address, now(state))) {
+    state.sampled_addresses.remove(address);
+  }
 }
 
 // Records the free before the real allocator may hand the address out again.
@@ -310,7 +364,30 @@ void record_free(void* pointer) {
     return;
   }
   const std::lock_guard lock(state->mutex);
-  state->engine.free(reinterpret_cast<std::uintptr_t>(pointer), now(*state));
+  record_free_locked(*state, reinterpret_cast<std::uintptr_t>(pointer));
+}
+
+// The sampled mode's realloc: the old block is freed (under the lock only if it may have been
+// sampled) and the new one is a new allocation, sampled or not on its own.
+void* reallocate_sampled(void* old, std::size_t size) {
+  void* pointer = nullptr;
+  if (free_recorded(old)) {
+    const Inside inside;
+    State& state = *state_pointer;
+    // Held across the real call: the old address may be handed out again as soon as it returns.
+    const std::lock_guard lock(state.mutex);
+    pointer = real.realloc(old, size);
+    if (pointer != nullptr || size == 0) {
+      record_free_locked(state, reinterpret_cast<std::uintptr_t>(old));
+    }
+  } else {
+    pointer = real.realloc(old, size);
+  }
+  if (pointer != nullptr && !skipped(size)) {
+    const Inside inside;
+    record_alloc(pointer, size);
+  }
+  return pointer;
 }
 
 // ---- The hooks' bodies ----
@@ -319,7 +396,7 @@ void* allocate(std::size_t size, const void* caller) {
   if (!resolve_real()) {
     return arena_allocate(size, 16);
   }
-  if (untracked(caller)) {
+  if (untracked(caller) || skipped(size)) {
     return real.malloc(size);
   }
   const Inside inside;
@@ -334,7 +411,7 @@ void* allocate_aligned(std::size_t alignment, std::size_t size, const void* call
   if (!resolve_real()) {
     return arena_allocate(size, alignment);
   }
-  if (untracked(caller)) {
+  if (untracked(caller) || skipped(size)) {
     return real.memalign(alignment, size);
   }
   const Inside inside;
@@ -363,6 +440,13 @@ void* reallocate(void* old, std::size_t size, const void* caller) {
   }
   if (untracked(caller)) {
     return real.realloc(old, size);
+  }
+  if (phase.load(std::memory_order_acquire) == NotStarted) {
+    const Inside inside;
+    recording_state(); // the mode is known from here on
+  }
+  if (phase.load(std::memory_order_acquire) == Recording && sampling) {
+    return reallocate_sampled(old, size);
   }
   const Inside inside;
   State* state = recording_state();
@@ -400,14 +484,61 @@ std::string command_line() {
   return command;
 }
 
-// heap.json for the profiled program; a process it starts (exec) under the same preload
-// writes heap.<pid>.json beside it. `hotscope run` names the program's pid in HOTSCOPE_HEAP_PID.
-std::filesystem::path report_path(const heap::Options& options) {
+// heap.json (or heap.pb.gz, by `extension`) for the profiled program; a process it starts
+// (exec) under the same preload writes heap.<pid>.json beside it. `hotscope run` names the
+// program's pid in HOTSCOPE_HEAP_PID.
+std::filesystem::path report_path(const heap::Options& options, const std::string& extension) {
   const char* profiled = getenv("HOTSCOPE_HEAP_PID");
   const std::string pid = std::to_string(getpid());
   const std::string name =
-      profiled == nullptr || pid == profiled ? "heap.json" : "heap." + pid + ".json";
+      profiled == nullptr || pid == profiled ? "heap" + extension : "heap." + pid + extension;
   return std::filesystem::path(options.out_dir) / name;
+}
+
+// Writes one file; false, after one line naming the path and the reason, if it could not.
+template <class Write> bool write_file(const std::filesystem::path& path, Write&& write) {
+  std::error_code error;
+  std::filesystem::create_directories(path.parent_path(), error);
+  std::ofstream out(path);
+  if (out) {
+    write(out);
+    out.close();
+  }
+  if (!out) {
+    print_error("hotscope: cannot write the heap profile " + path.string() + ": " +
+                std::strerror(errno));
+    return false;
+  }
+  return true;
+}
+
+// heap.pb.gz, through libhotscope-pprof.so from this library's directory (see pprof_module.cpp).
+bool write_pprof(const hotscope::HeapProfile& profile, std::int64_t period,
+                 const std::filesystem::path& path) {
+  Dl_info self{};
+  dladdr(reinterpret_cast<const void*>(&write_pprof), &self);
+  const std::filesystem::path module =
+      std::filesystem::path(self.dli_fname == nullptr ? "" : self.dli_fname).parent_path() /
+      "libhotscope-pprof.so";
+  void* handle = dlopen(module.c_str(), RTLD_NOW | RTLD_LOCAL);
+  using Writer = bool (*)(const hotscope::HeapProfile*, std::int64_t, const char*);
+  const auto writer = handle == nullptr
+                          ? nullptr
+                          : reinterpret_cast<Writer>(dlsym(handle, "hotscope_write_pprof_heap"));
+  if (writer == nullptr) {
+    const char* reason = dlerror();
+    print_error("hotscope: cannot write the heap profile " + path.string() + ": " +
+                (reason == nullptr ? "no pprof writer" : reason));
+    return false;
+  }
+  std::error_code error;
+  std::filesystem::create_directories(path.parent_path(), error);
+  if (!writer(&profile, period, path.c_str())) {
+    print_error("hotscope: cannot write the heap profile " + path.string() + ": " +
+                std::strerror(errno));
+    return false;
+  }
+  return true;
 }
 
 __attribute__((destructor)) void write_report() {
@@ -420,28 +551,35 @@ __attribute__((destructor)) void write_report() {
   {
     const std::lock_guard lock(state.mutex);
     const std::uint64_t end_time = now(state);
-    raw = heap::in_microseconds(state.engine.snapshot(end_time),
+    raw = heap::in_microseconds(sampling ? state.sampled.snapshot(end_time)
+                                         : state.engine.snapshot(end_time),
                                 microseconds_per_unit(state, end_time));
     phase.store(Off, std::memory_order_release); // from here on every call passes through
   }
   const hotscope::HeapProfile profile = heap::build_profile(raw, command_line(), getpid());
-  const std::filesystem::path path = report_path(state.options);
-  std::error_code error;
-  std::filesystem::create_directories(path.parent_path(), error);
-  std::ofstream out(path);
-  if (out) {
-    hotscope::exporters::write_dhat_json(profile, out);
-    out.close();
+  const std::filesystem::path path = report_path(state.options, ".json");
+  const std::filesystem::path pprof_path = report_path(state.options, ".pb.gz");
+  const bool written = write_file(
+      path, [&](std::ostream& out) { hotscope::exporters::write_dhat_json(profile, out); });
+  if (!written) {
+    return; // the directory is unusable: one line is enough
   }
-  if (!out) {
-    print_error("hotscope: cannot write the heap profile " + path.string() + ": " +
-                std::strerror(errno));
-    return;
-  }
+  const std::int64_t period =
+      sampling ? static_cast<std::int64_t>(state.options.sample_bytes) : std::int64_t{1};
+  const bool pprof_written = write_pprof(profile, period, pprof_path);
   if (state.options.summary) {
     std::ostringstream summary;
+    if (sampling) {
+      summary << "==" << profile.pid << "== hotscope heap: sampled, one sample point per "
+              << state.options.sample_bytes << " bytes on average ("
+              << state.sampled.sampled_allocations()
+              << " allocations sampled): the figures are estimates\n";
+    }
     hotscope::exporters::write_heap_summary(profile, summary);
     summary << "==" << profile.pid << "== hotscope heap: wrote " << path.string() << "\n";
+    if (pprof_written) {
+      summary << "==" << profile.pid << "== hotscope heap: wrote " << pprof_path.string() << "\n";
+    }
     std::fputs(summary.str().c_str(), stderr);
   }
 }
@@ -460,7 +598,7 @@ HOTSCOPE_EXPORT void free(void* pointer) noexcept {
   if (pointer == nullptr || in_arena(pointer) || !resolve_real()) {
     return;
   }
-  if (!untracked(__builtin_return_address(0))) {
+  if (!untracked(__builtin_return_address(0)) && free_recorded(pointer)) {
     const Inside inside;
     record_free(pointer);
   }
@@ -476,7 +614,7 @@ HOTSCOPE_EXPORT void* calloc(std::size_t count, std::size_t size) noexcept {
   if (!resolve_real()) {
     return arena_allocate(bytes, 16); // static storage: already zero
   }
-  if (untracked(__builtin_return_address(0))) {
+  if (untracked(__builtin_return_address(0)) || skipped(bytes)) {
     return real.calloc(count, size);
   }
   const Inside inside;

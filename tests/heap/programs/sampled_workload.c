@@ -1,0 +1,37 @@
+// The sampled mode's known workload: 200,000 allocations of ten known sizes, every tenth one
+// kept live to the end. Prints the exact totals it allocated and kept, for the test to compare
+// the sampled estimates with.
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { rounds = 20000, kinds = 10 };
+static const size_t sizes[kinds] = {8, 24, 56, 120, 250, 600, 1500, 4000, 9000, 30000};
+
+int main(void) {
+  static void* kept[rounds];
+  unsigned long long total = 0;
+  unsigned long long live = 0;
+  for (int round = 0; round < rounds; ++round) {
+    for (int kind = 0; kind < kinds; ++kind) {
+      char* block = malloc(sizes[kind]);
+      if (block == NULL) {
+        return 1;
+      }
+      memset(block, kind, sizes[kind]);
+      total += sizes[kind];
+      if (kind == round % kinds) {
+        kept[round] = block;
+        live += sizes[kind];
+      } else {
+        free(block);
+      }
+    }
+  }
+  unsigned checksum = 0; // reads the kept blocks, which stay allocated to the end
+  for (int round = 0; round < rounds; ++round) {
+    checksum += *(const unsigned char*)kept[round];
+  }
+  printf("%llu %llu %d %u\n", total, live, rounds * kinds, checksum);
+  return 0;
+}

@@ -1,0 +1,153 @@
+// The sampled mode end to end, under the preload library: the estimates on a workload whose
+// totals are known exactly, with two fixed seeds, and heap.pb.gz read by `go tool pprof`, whose
+// totals must be heap.json's.
+#include "scratch_dir.hpp"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <string>
+
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string slurp(const fs::path& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+struct Totals {
+  std::uint64_t bytes = 0, blocks = 0, end_bytes = 0, end_blocks = 0;
+};
+
+Totals dhat_totals(const fs::path& file) {
+  const auto profile = nlohmann::json::parse(slurp(file));
+  Totals totals;
+  for (const auto& pp : profile.at("pps")) {
+    totals.bytes += pp.at("tb").get<std::uint64_t>();
+    totals.blocks += pp.at("tbk").get<std::uint64_t>();
+    totals.end_bytes += pp.at("eb").get<std::uint64_t>();
+    totals.end_blocks += pp.at("ebk").get<std::uint64_t>();
+  }
+  return totals;
+}
+
+// Runs `program` sampled; returns its exit status. Its stdout goes to dir/out.txt.
+int run_sampled(const fs::path& dir, const std::string& program, const std::string& settings) {
+  fs::create_directories(dir);
+  const int status = std::system(
+      ("env HOTSCOPE_OUT=" + dir.string() + " HOTSCOPE_HEAP_MODE=sampled HOTSCOPE_HEAP_SUMMARY=0 " +
+       settings + " LD_PRELOAD=" + HOTSCOPE_PRELOAD + " " + program + " >" +
+       (dir / "out.txt").string() + " 2>" + (dir / "err.txt").string())
+          .c_str());
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+double relative_error(std::uint64_t estimate, std::uint64_t truth) {
+  return std::abs(static_cast<double>(estimate) - static_cast<double>(truth)) /
+         static_cast<double>(truth);
+}
+
+// 200,000 allocations of ten sizes from 8 bytes to 30,000 (911,160,000 bytes in all), every tenth
+// kept: the estimate of bytes allocated must be within 5% of the truth, that of bytes live at the
+// end (a tenth of the data) within 10%, for each seed; a seed gives the same profile every time.
+TEST(HeapSampled, EstimatesAreWithinAFewPercentOfTheTruth) {
+  const hotscope::testing::ScratchDir scratch("sampled-estimate");
+  std::uint64_t previous_estimate = 0;
+  for (const char* seed : {"1", "20261130"}) {
+    const fs::path dir = scratch.path() / seed;
+    const std::string settings =
+        std::string("HOTSCOPE_HEAP_SAMPLE_BYTES=65536 HOTSCOPE_HEAP_SAMPLE_SEED=") + seed;
+    ASSERT_EQ(run_sampled(dir, SAMPLED_PROGRAM, settings), 0) << slurp(dir / "err.txt");
+    EXPECT_EQ(slurp(dir / "err.txt"), "");
+    std::uint64_t total = 0, live = 0, count = 0;
+    std::istringstream(slurp(dir / "out.txt")) >> total >> live >> count;
+    ASSERT_EQ(total, 911160000u);
+    const Totals estimate = dhat_totals(dir / "heap.json");
+    EXPECT_LT(relative_error(estimate.bytes, total), 0.05) << seed << ": " << estimate.bytes;
+    // Block counts are noisier: a sampled 8-byte block stands for 8,192 of them. Here the
+    // estimate's standard deviation is about 8% of the count.
+    EXPECT_LT(relative_error(estimate.blocks, count), 0.25) << seed << ": " << estimate.blocks;
+    EXPECT_LT(relative_error(estimate.end_bytes, live), 0.10) << seed << ": " << estimate.end_bytes;
+    EXPECT_NE(estimate.bytes, previous_estimate) << "the seed must change the sample";
+    previous_estimate = estimate.bytes;
+
+    const fs::path again = dir / "again";
+    ASSERT_EQ(run_sampled(again, SAMPLED_PROGRAM, settings), 0);
+    EXPECT_EQ(dhat_totals(again / "heap.json").bytes, estimate.bytes);
+  }
+}
+
+// The command's stdout and stderr.
+std::string output_of(const std::string& command) {
+  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
+  std::string output;
+  char buffer[4096];
+  while (pipe != nullptr && std::fgets(buffer, sizeof buffer, pipe) != nullptr) {
+    output += buffer;
+  }
+  if (pipe != nullptr) {
+    pclose(pipe);
+  }
+  return output;
+}
+
+// "Showing nodes accounting for 94732250B, 100% of 94732250B total" -> 94732250.
+std::uint64_t pprof_total(const fs::path& file, const std::string& sample_index) {
+  const std::string command = std::string(GO) +
+                              " tool pprof -top -unit=B -sample_index=" + sample_index + " " +
+                              file.string();
+  const std::string output = output_of(command);
+  std::smatch match;
+  if (!std::regex_search(output, match, std::regex(R"(of (\d+)B? total)"))) {
+    ADD_FAILURE() << command << "\n" << output;
+    return 0;
+  }
+  return std::stoull(match[1]);
+}
+
+TEST(HeapSampled, GoToolPprofReadsTheProfileAndAgreesWithHeapJson) {
+  const hotscope::testing::ScratchDir scratch("sampled-pprof");
+  const fs::path& dir = scratch.path();
+  ASSERT_EQ(run_sampled(dir, CONTAINERS_PROGRAM,
+                        "HOTSCOPE_HEAP_SAMPLE_BYTES=2048 HOTSCOPE_HEAP_SAMPLE_SEED=3"),
+            0)
+      << slurp(dir / "err.txt");
+  const Totals totals = dhat_totals(dir / "heap.json");
+  ASSERT_GT(totals.bytes, 0u);
+  const fs::path pprof = dir / "heap.pb.gz";
+  EXPECT_EQ(pprof_total(pprof, "alloc_space"), totals.bytes);
+  EXPECT_EQ(pprof_total(pprof, "alloc_objects"), totals.blocks);
+  EXPECT_EQ(pprof_total(pprof, "inuse_space"), totals.end_bytes);
+  EXPECT_EQ(pprof_total(pprof, "inuse_objects"), totals.end_blocks);
+
+  // The default sample type is inuse_space; the workload's functions are named.
+  const std::string inuse = output_of(std::string(GO) + " tool pprof -top " + pprof.string());
+  EXPECT_NE(inuse.find("Type: inuse_space"), std::string::npos) << inuse;
+  const std::string allocated =
+      output_of(std::string(GO) + " tool pprof -top -sample_index=alloc_space " + pprof.string());
+  EXPECT_NE(allocated.find(" main\n"), std::string::npos) << allocated;
+}
+
+// In the full mode heap.pb.gz holds every block: period 1, the exact figures.
+TEST(HeapSampled, FullModeWritesTheExactFiguresAsPprofToo) {
+  const hotscope::testing::ScratchDir scratch("sampled-full");
+  const fs::path& dir = scratch.path();
+  ASSERT_EQ(run_sampled(dir, LIST_TREE_PROGRAM, "HOTSCOPE_HEAP_MODE=full"), 0)
+      << slurp(dir / "err.txt");
+  const Totals totals = dhat_totals(dir / "heap.json");
+  EXPECT_EQ(totals.bytes, 373742u);
+  EXPECT_EQ(pprof_total(dir / "heap.pb.gz", "alloc_space"), totals.bytes);
+  EXPECT_EQ(pprof_total(dir / "heap.pb.gz", "inuse_objects"), totals.end_blocks);
+}
+
+} // namespace

@@ -1,0 +1,129 @@
+// The sampled mode's parts: the weights, the sampler's probabilities, the scaled accounting, its
+// settings, and the pprof writer's output as a gzip stream.
+#include "export/export.hpp"
+#include "heap/heap.hpp"
+
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cmath>
+#include <sstream>
+#include <string_view>
+
+namespace hotscope::heap {
+namespace {
+
+TEST(HeapSampling, WeightIsOneOverTheSamplingProbability) {
+  EXPECT_DOUBLE_EQ(sample_weight(1024, 1024.0), 1.0 / (1.0 - std::exp(-1.0)));
+  EXPECT_NEAR(sample_weight(1, 524288.0), 524288.5, 0.01);     // tiny blocks: ~ mean / size
+  EXPECT_NEAR(sample_weight(100 << 20, 524288.0), 1.0, 1e-12); // huge blocks: always sampled
+  EXPECT_DOUBLE_EQ(sample_weight(0, 4096.0), sample_weight(1, 4096.0));
+}
+
+// Each allocation holds a sample point with probability 1 - exp(-size / mean), whatever came
+// before it; the same seed gives the same choices.
+TEST(HeapSampling, SamplerHitsEachSizeWithItsProbability) {
+  SamplingPlan plan;
+  plan.mean_bytes = 4096;
+  plan.seed = 7;
+  Sampler sampler;
+  constexpr std::array<std::size_t, 3> sizes = {64, 1000, 8192};
+  std::array<int, 3> hits = {};
+  constexpr int rounds = 200000;
+  for (int round = 0; round < rounds; ++round) {
+    for (std::size_t kind = 0; kind < sizes.size(); ++kind) {
+      hits[kind] += sampler.sample(sizes[kind], plan) ? 1 : 0;
+    }
+  }
+  for (std::size_t kind = 0; kind < sizes.size(); ++kind) {
+    const double expected = 1.0 - std::exp(-static_cast<double>(sizes[kind]) / plan.mean_bytes);
+    const double observed = static_cast<double>(hits[kind]) / rounds;
+    EXPECT_NEAR(observed, expected, 4 * std::sqrt(expected * (1 - expected) / rounds))
+        << sizes[kind];
+  }
+  SamplingPlan one;
+  SamplingPlan other;
+  one.mean_bytes = other.mean_bytes = 4096;
+  one.seed = other.seed = 7;
+  Sampler first;
+  Sampler second;
+  for (int i = 0; i < 10000; ++i) {
+    ASSERT_EQ(first.sample(500, one), second.sample(500, other));
+  }
+}
+
+TEST(HeapSampling, SampledEngineScalesBytesAndBlocks) {
+  constexpr double mean = 1000;
+  SampledEngine engine(mean);
+  constexpr std::array<std::uintptr_t, 1> stack = {0x1000};
+  const StackId site = engine.intern(stack);
+  engine.alloc(0x10, 500, site, 1);
+  engine.alloc(0x20, 3000, site, 2);
+  EXPECT_EQ(engine.live_blocks(), 2u);
+  EXPECT_TRUE(engine.free(0x10, 5));
+  EXPECT_FALSE(engine.free(0x30, 6)); // not sampled
+  const RawProfile raw = engine.snapshot(10);
+  ASSERT_EQ(raw.sites.size(), 1u);
+  const SiteCounts& c = raw.sites[0].counts;
+  const double w500 = 1 / (1 - std::exp(-0.5));
+  const double w3000 = 1 / (1 - std::exp(-3.0));
+  EXPECT_EQ(c.total_blocks, static_cast<std::uint64_t>(std::llround(w500 + w3000)));
+  EXPECT_EQ(c.total_bytes, static_cast<std::uint64_t>(std::llround(500 * w500 + 3000 * w3000)));
+  EXPECT_EQ(c.curr_bytes, static_cast<std::uint64_t>(std::llround(3000 * w3000)));
+  EXPECT_EQ(c.curr_blocks, 1u);
+  // The peak was reached with both blocks live.
+  EXPECT_EQ(c.gmax_bytes, static_cast<std::uint64_t>(std::llround(500 * w500 + 3000 * w3000)));
+  EXPECT_EQ(raw.gmax_time, 2u);
+  EXPECT_EQ(c.lifetimes, static_cast<std::uint64_t>(std::llround(4 * w500 + 8 * w3000)));
+}
+
+TEST(HeapSampling, SettingsAndTheirErrors) {
+  const auto set = parse_options([](const char* name) -> const char* {
+    const std::string_view n = name;
+    return n == "HOTSCOPE_HEAP_MODE"           ? "sampled"
+           : n == "HOTSCOPE_HEAP_SAMPLE_BYTES" ? "65536"
+           : n == "HOTSCOPE_HEAP_SAMPLE_SEED"  ? "42"
+                                               : nullptr;
+  });
+  EXPECT_TRUE(set.errors.empty());
+  EXPECT_TRUE(set.options.sampled);
+  EXPECT_EQ(set.options.sample_bytes, 65536u);
+  EXPECT_TRUE(set.options.seed_set);
+  EXPECT_EQ(set.options.seed, 42u);
+
+  const auto defaults = parse_options([](const char*) -> const char* { return nullptr; });
+  EXPECT_FALSE(defaults.options.sampled);
+  EXPECT_EQ(defaults.options.sample_bytes, 512u * 1024);
+  EXPECT_FALSE(defaults.options.seed_set);
+
+  const auto bad = parse_options([](const char* name) -> const char* {
+    const std::string_view n = name;
+    return n == "HOTSCOPE_HEAP_MODE"           ? "fast"
+           : n == "HOTSCOPE_HEAP_SAMPLE_BYTES" ? "0"
+           : n == "HOTSCOPE_HEAP_SAMPLE_SEED"  ? "-1"
+                                               : nullptr;
+  });
+  ASSERT_EQ(bad.errors.size(), 3u);
+  EXPECT_EQ(bad.errors[0],
+            "hotscope: HOTSCOPE_HEAP_MODE=\"fast\" is not one of full, sampled; using full");
+  EXPECT_EQ(bad.errors[1], "hotscope: HOTSCOPE_HEAP_SAMPLE_BYTES=\"0\" is not a byte count of at "
+                           "least 1; using 524288");
+  EXPECT_EQ(bad.errors[2], "hotscope: HOTSCOPE_HEAP_SAMPLE_SEED=\"-1\" is not an unsigned 64-bit "
+                           "integer; using a random seed");
+  EXPECT_FALSE(bad.options.sampled);
+}
+
+TEST(HeapSampling, PprofIsGzip) {
+  HeapProfile profile;
+  profile.frames = {"[root]", "0x401000: make(int) (a.cpp:3)", "0x402000: main (a.cpp:9)"};
+  profile.sites.push_back(HeapSite{4096, 4, 0, 0, 0, 0, 0, 1024, 1, {1, 2}});
+  std::ostringstream out;
+  exporters::write_pprof_heap(profile, 524288, out);
+  const std::string bytes = out.str();
+  ASSERT_GT(bytes.size(), 10u);
+  EXPECT_EQ(static_cast<unsigned char>(bytes[0]), 0x1f);
+  EXPECT_EQ(static_cast<unsigned char>(bytes[1]), 0x8b);
+}
+
+} // namespace
+} // namespace hotscope::heap
