@@ -7,9 +7,9 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <array>
 #include <charconv>
 #include <cmath>
-#include <map>
 #include <optional>
 #include <sstream>
 #include <string_view>
@@ -24,27 +24,25 @@ constexpr const char* kJson = "application/json";
 constexpr const char* kText = "text/plain; charset=utf-8";
 constexpr const char* kPrometheus = "text/plain; version=0.0.4; charset=utf-8";
 
-// What 404 lists, and what each endpoint accepts.
+// What 404 lists, and what each endpoint accepts. Constant data: the agent's threads may still
+// read it while static destructors run at exit, before the agent is stopped.
 struct Endpoint {
   const char* path;
   const char* method; // GET endpoints answer HEAD too
-  std::vector<const char*> parameters;
+  std::array<const char*, 2> parameters;
   const char* usage;
 };
-const std::vector<Endpoint>& endpoints() {
-  static const std::vector<Endpoint> list = {
-      {"/v1/info", "GET", {}, "GET /v1/info"},
-      {"/v1/stats", "GET", {"format"}, "GET /v1/stats?format=json|table"},
-      {"/v1/trace",
-       "GET",
-       {"format", "seconds"},
-       "GET /v1/trace?format=chrome|folded|text&seconds=N"},
-      {"/v1/metrics", "GET", {}, "GET /v1/metrics"},
-      {"/v1/heap", "GET", {"format"}, "GET /v1/heap?format=dhat|pprof"},
-      {"/v1/reset", "POST", {}, "POST /v1/reset"},
-  };
-  return list;
-}
+constexpr Endpoint kEndpoints[] = {
+    {"/v1/info", "GET", {}, "GET /v1/info"},
+    {"/v1/stats", "GET", {"format"}, "GET /v1/stats?format=json|table"},
+    {"/v1/trace",
+     "GET",
+     {"format", "seconds"},
+     "GET /v1/trace?format=chrome|folded|text&seconds=N"},
+    {"/v1/metrics", "GET", {}, "GET /v1/metrics"},
+    {"/v1/heap", "GET", {"format"}, "GET /v1/heap?format=dhat|pprof"},
+    {"/v1/reset", "POST", {}, "POST /v1/reset"},
+};
 
 std::string dump(const Json& json) {
   return json.dump(2, ' ', false, Json::error_handler_t::replace) + '\n';
@@ -194,7 +192,7 @@ Response heap(const Request& request) {
 
 Response not_found(Listener listener, const std::string& path) {
   Json list = Json::array();
-  for (const Endpoint& endpoint : endpoints()) {
+  for (const Endpoint& endpoint : kEndpoints) {
     if (listener == Listener::Unix || std::string_view(endpoint.path) == "/v1/metrics") {
       list.push_back(endpoint.usage);
     }
@@ -217,7 +215,7 @@ Response forbidden(uid_t peer_uid, uid_t own_uid) {
 
 Response route(const Process& process, Listener listener, const Request& request) {
   const Endpoint* endpoint = nullptr;
-  for (const Endpoint& candidate : endpoints()) {
+  for (const Endpoint& candidate : kEndpoints) {
     if (request.path == candidate.path &&
         (listener == Listener::Unix || request.path == "/v1/metrics")) {
       endpoint = &candidate;
@@ -240,7 +238,7 @@ Response route(const Process& process, Listener listener, const Request& request
   for (const auto& [key, value] : request.query) {
     bool known = false;
     for (const char* accepted : endpoint->parameters) {
-      known = known || key == accepted;
+      known = known || (accepted != nullptr && key == accepted);
     }
     if (!known) {
       return error(400, fmt::format("{} takes no parameter \"{}\" (see {})", endpoint->path, key,

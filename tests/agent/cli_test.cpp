@@ -154,6 +154,7 @@ TEST(AgentCli, ProgramsWithoutAnAgentAndAmbiguousNames) {
   Demo first;
   const pid_t second = fork();
   if (second == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
     setenv("HOTSCOPE_RUNTIME_DIR", first.runtime_dir().c_str(), 1);
     freopen("/dev/null", "w", stdout);
     execl(HOTSCOPE_DEMO, HOTSCOPE_DEMO, "--seconds", "0", static_cast<char*>(nullptr));

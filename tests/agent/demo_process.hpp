@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -98,10 +99,12 @@ inline CommandResult run(const std::vector<std::string>& words, const Env& env =
 // hotscope-demo --seconds 0, with HOTSCOPE_RUNTIME_DIR=<scratch>/rt, until the test ends.
 class Demo {
 public:
-  explicit Demo(const Env& env = {}, bool expect_agent = true)
+  explicit Demo(const Env& env = {}, bool expect_agent = true,
+                const std::vector<std::string>& arguments = {})
       : runtime_dir_(scratch_.path() / "rt") {
     pid_ = fork();
     if (pid_ == 0) {
+      prctl(PR_SET_PDEATHSIG, SIGKILL); // a test killed at its timeout takes the demo along
       setenv("HOTSCOPE_RUNTIME_DIR", runtime_dir_.c_str(), 1);
       // A small trace window: a snapshot of the default 32 MiB takes seconds under TSan.
       setenv("HOTSCOPE_TRACE_MIB", "2", 1);
@@ -111,8 +114,12 @@ public:
       const std::string out = (scratch_.path() / "demo.out").string();
       freopen(out.c_str(), "w", stdout);
       freopen((scratch_.path() / "demo.err").c_str(), "w", stderr);
-      execl(HOTSCOPE_DEMO, HOTSCOPE_DEMO, "--seconds", "0", "--threads", "2",
-            static_cast<char*>(nullptr));
+      std::vector<const char*> argv{HOTSCOPE_DEMO, "--seconds", "0", "--threads", "2"};
+      for (const std::string& argument : arguments) {
+        argv.push_back(argument.c_str());
+      }
+      argv.push_back(nullptr);
+      execv(HOTSCOPE_DEMO, const_cast<char* const*>(argv.data()));
       _exit(127);
     }
     if (!expect_agent) {
