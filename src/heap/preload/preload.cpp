@@ -130,7 +130,7 @@ int find_own_code(dl_phdr_info* info, std::size_t, void*) {
 }
 
 // True when the hook was called from this library's own code (outside any Inside section).
-bool called_by_self(const void* return_address) {
+inline bool called_by_self(const void* return_address) {
   const auto address = reinterpret_cast<std::uintptr_t>(return_address);
   for (int i = 0; i < own_code.count; ++i) {
     if (address >= own_code.begin[i] && address < own_code.end[i]) {
@@ -141,16 +141,13 @@ bool called_by_self(const void* return_address) {
 }
 
 // Calls the profiler must not count: its own, made inside it or from its own code.
-bool untracked(const void* caller) {
+inline bool untracked(const void* caller) {
   return in_profiler != 0 || called_by_self(caller);
 }
 
 // True once the real functions are known. False while they are being looked up: the caller is
 // then dlsym itself (or a thread racing with it at start-up) and uses the arena.
-bool resolve_real() {
-  if (real_state.load(std::memory_order_acquire) == Resolved) {
-    return true;
-  }
+__attribute__((noinline)) bool resolve_real_slow() {
   int expected = Unresolved;
   if (!real_state.compare_exchange_strong(expected, Resolving)) {
     return false;
@@ -164,6 +161,11 @@ bool resolve_real() {
   dl_iterate_phdr(find_own_code, nullptr);
   real_state.store(Resolved, std::memory_order_release);
   return true;
+}
+
+inline bool resolve_real() {
+  return __builtin_expect(real_state.load(std::memory_order_acquire) == Resolved, 1) ||
+         resolve_real_slow();
 }
 
 // ---- The profiler's state ----
@@ -306,8 +308,9 @@ State* recording_state() {
 // True when an allocation of `size` is not to be recorded: profiling is off, or in the sampled
 // mode it falls between sample points. That case is the sampled mode's fast path: one
 // thread-local subtraction, no lock, no stack.
-bool skipped(std::size_t size) {
-  if (phase.load(std::memory_order_acquire) != Recording) {
+// The first calls (before the state exists) start profiling, so the mode is known.
+__attribute__((noinline)) bool skipped_before_recording(std::size_t size) {
+  {
     const Inside inside;
     if (recording_state() == nullptr) {
       return true;
@@ -316,9 +319,16 @@ bool skipped(std::size_t size) {
   return sampling && !thread_sampler.sample(size, state_pointer->plan);
 }
 
+inline bool skipped(std::size_t size) {
+  if (__builtin_expect(phase.load(std::memory_order_acquire) != Recording, 0)) {
+    return skipped_before_recording(size);
+  }
+  return sampling && !thread_sampler.sample(size, state_pointer->plan);
+}
+
 // True when a free of `pointer` must be looked at under the lock: always in the full mode; in
 // the sampled mode only when it may be a live sampled block.
-bool free_recorded(const void* pointer) {
+inline bool free_recorded(const void* pointer) {
   const int current = phase.load(std::memory_order_acquire);
   if (current == Off || !sampling) {
     return current != Off;
@@ -357,8 +367,10 @@ void record_free_locked(State& state, std::uintptr_t address) {
   }
 }
 
-// Records the free before the real allocator may hand the address out again.
-void record_free(void* pointer) {
+// Records the free before the real allocator may hand the address out again. Out of line: the
+// free hook's common path stays small.
+__attribute__((noinline)) void record_free(void* pointer) {
+  const Inside inside;
   State* state = recording_state();
   if (state == nullptr) {
     return;
@@ -392,19 +404,24 @@ void* reallocate_sampled(void* old, std::size_t size) {
 
 // ---- The hooks' bodies ----
 
-void* allocate(std::size_t size, const void* caller) {
-  if (!resolve_real()) {
-    return arena_allocate(size, 16);
-  }
-  if (untracked(caller) || skipped(size)) {
-    return real.malloc(size);
-  }
+// Out of line, so that what every call runs stays small enough to be inlined into the hook.
+__attribute__((noinline)) void* allocate_recorded(std::size_t size) {
   const Inside inside;
   void* pointer = real.malloc(size);
   if (pointer != nullptr) {
     record_alloc(pointer, size);
   }
   return pointer;
+}
+
+inline void* allocate(std::size_t size, const void* caller) {
+  if (!resolve_real()) {
+    return arena_allocate(size, 16);
+  }
+  if (untracked(caller) || skipped(size)) {
+    return real.malloc(size);
+  }
+  return allocate_recorded(size);
 }
 
 void* allocate_aligned(std::size_t alignment, std::size_t size, const void* caller) {
@@ -441,7 +458,7 @@ void* reallocate(void* old, std::size_t size, const void* caller) {
   if (untracked(caller)) {
     return real.realloc(old, size);
   }
-  if (phase.load(std::memory_order_acquire) == NotStarted) {
+  if (phase.load(std::memory_order_acquire) != Recording) {
     const Inside inside;
     recording_state(); // the mode is known from here on
   }
@@ -548,8 +565,10 @@ __attribute__((destructor)) void write_report() {
   const Inside inside;
   State& state = *state_pointer;
   heap::RawProfile raw;
+  std::uint64_t sampled_allocations = 0;
   {
     const std::lock_guard lock(state.mutex);
+    sampled_allocations = state.sampled.sampled_allocations();
     const std::uint64_t end_time = now(state);
     raw = heap::in_microseconds(sampling ? state.sampled.snapshot(end_time)
                                          : state.engine.snapshot(end_time),
@@ -571,8 +590,7 @@ __attribute__((destructor)) void write_report() {
     std::ostringstream summary;
     if (sampling) {
       summary << "==" << profile.pid << "== hotscope heap: sampled, one sample point per "
-              << state.options.sample_bytes << " bytes on average ("
-              << state.sampled.sampled_allocations()
+              << state.options.sample_bytes << " bytes on average (" << sampled_allocations
               << " allocations sampled): the figures are estimates\n";
     }
     hotscope::exporters::write_heap_summary(profile, summary);
@@ -599,7 +617,6 @@ HOTSCOPE_EXPORT void free(void* pointer) noexcept {
     return;
   }
   if (!untracked(__builtin_return_address(0)) && free_recorded(pointer)) {
-    const Inside inside;
     record_free(pointer);
   }
   real.free(pointer);
