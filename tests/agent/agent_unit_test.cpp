@@ -233,7 +233,8 @@ std::map<std::int64_t, int> open_scopes(const Snapshot& snapshot, bool& negative
   std::ostringstream out;
   exporters::write_chrome_json(snapshot, out);
   std::map<std::int64_t, int> depth;
-  for (const auto& event : nlohmann::json::parse(out.str()).at("traceEvents")) {
+  const auto chrome = nlohmann::json::parse(out.str());
+  for (const auto& event : chrome.at("traceEvents")) {
     if (event.at("ph") == "B" || event.at("ph") == "E") {
       int& open = depth[event.at("tid").get<std::int64_t>()];
       open += event.at("ph") == "B" ? 1 : -1;
