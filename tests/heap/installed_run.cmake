@@ -1,7 +1,7 @@
-# Installs BUILD's command-line tools (install component hotscope_tools: bin/hotscope and the
-# preload library) into SCRATCH/prefix, wiped first, and runs the installed
+# Installs BUILD's command-line tools (install component hotscope_tools: bin/hotscope, the
+# preload library and its pprof module) into SCRATCH/prefix, wiped first, and runs the installed
 # `hotscope run --heap` without HOTSCOPE_PRELOAD: the program must get the installed preload
-# library (not the build tree's) and write heap.json.
+# library (not the build tree's) and write heap.json, and heap.pb.gz through the installed module.
 # usage: cmake -DBUILD=<build dir> -DSCRATCH=<dir> -DLIBDIR=<lib dir, relative> -P installed_run.cmake
 set(prefix ${SCRATCH}/prefix)
 file(REMOVE_RECURSE ${SCRATCH})
@@ -9,7 +9,7 @@ execute_process(COMMAND ${CMAKE_COMMAND} --install ${BUILD} --prefix ${prefix}
   --component hotscope_tools COMMAND_ERROR_IS_FATAL ANY)
 
 set(preload ${prefix}/${LIBDIR}/libhotscope-preload.so)
-foreach(file ${prefix}/bin/hotscope ${preload})
+foreach(file ${prefix}/bin/hotscope ${preload} ${prefix}/${LIBDIR}/libhotscope-pprof.so)
   if(NOT EXISTS ${file})
     message(FATAL_ERROR "not installed: ${file}")
   endif()
@@ -25,7 +25,9 @@ if(at EQUAL -1)
   string(REGEX MATCH "LD_PRELOAD=[^\n]*" got "${environment}")
   message(FATAL_ERROR "the installed hotscope preloaded '${got}', expected LD_PRELOAD=${preload}")
 endif()
-if(NOT EXISTS ${SCRATCH}/out/heap.json)
-  message(FATAL_ERROR "the installed `hotscope run --heap` wrote no ${SCRATCH}/out/heap.json")
-endif()
-message(STATUS "${prefix}/bin/hotscope run --heap preloaded ${preload} and wrote ${SCRATCH}/out/heap.json")
+foreach(file heap.json heap.pb.gz)
+  if(NOT EXISTS ${SCRATCH}/out/${file})
+    message(FATAL_ERROR "the installed `hotscope run --heap` wrote no ${SCRATCH}/out/${file}")
+  endif()
+endforeach()
+message(STATUS "${prefix}/bin/hotscope run --heap preloaded ${preload} and wrote heap.json and heap.pb.gz in ${SCRATCH}/out")
