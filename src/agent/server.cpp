@@ -25,8 +25,9 @@
 namespace hotscope::agent {
 namespace {
 
-// A stuck or slow client is dropped after this long without progress.
-constexpr unsigned kConnectionTimeoutSeconds = 5;
+// A stuck or slow client is dropped after this long without progress. (A client whose request
+// waits behind other clients' snapshots counts as idle too: not much shorter than this.)
+constexpr unsigned kConnectionTimeoutSeconds = 10;
 constexpr unsigned kConnectionLimit = 32;
 // Two threads: one slow snapshot does not hold up every other client.
 constexpr unsigned kUnixThreads = 2;
