@@ -186,7 +186,7 @@ TEST(Runtime, MessagesThreadNamesAndCountersReachTheTrace) {
     HOTSCOPE_MESSAGE("literal message");
     const std::string dynamic = "request " + std::to_string(12345);
     HOTSCOPE_MESSAGE(dynamic);
-    HOTSCOPE_MESSAGE(std::string(300, 'y')); // cut at HOTSCOPE_INLINE_TEXT_MAX
+    HOTSCOPE_MESSAGE(std::string(300, 'y'));             // cut at HOTSCOPE_INLINE_TEXT_MAX
     HOTSCOPE_MESSAGE(static_cast<const char*>(nullptr)); // a constant, but not text
     HOTSCOPE_COUNTER("queue_depth", 17);
   });
