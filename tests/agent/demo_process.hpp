@@ -122,13 +122,15 @@ public:
       execv(HOTSCOPE_DEMO, const_cast<char* const*>(argv.data()));
       _exit(127);
     }
+    // The agent starts at load time, before main: a SIGTERM sent then would kill the demo
+    // instead of ending it through main. Sanitized builds start slowly.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while ((!catches_sigterm() || (expect_agent && !fs::exists(info_path()))) &&
+           std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
     if (!expect_agent) {
       return;
-    }
-    // Sanitized builds start slowly.
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-    while (!fs::exists(info_path()) && std::chrono::steady_clock::now() < deadline) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
     EXPECT_TRUE(fs::exists(info_path())) << "no agent: " << slurp(scratch_.path() / "demo.err");
   }
@@ -153,6 +155,17 @@ public:
     kill(pid_, SIGKILL);
     waitpid(pid_, nullptr, 0);
     pid_ = 0;
+  }
+
+  // The demo's main has installed its SIGTERM handler (SigCgt in /proc/<pid>/status).
+  bool catches_sigterm() const {
+    std::ifstream status("/proc/" + std::to_string(pid_) + "/status");
+    for (std::string line; std::getline(status, line);) {
+      if (line.rfind("SigCgt:", 0) == 0) {
+        return (std::stoull(line.substr(7), nullptr, 16) >> (SIGTERM - 1) & 1) != 0;
+      }
+    }
+    return false;
   }
 
   pid_t pid() const { return pid_; }
