@@ -25,8 +25,7 @@
 namespace hotscope::agent {
 namespace {
 
-// A stuck or slow client is dropped after this long without progress. (A client whose request
-// waits behind other clients' snapshots counts as idle too: not much shorter than this.)
+// A stuck or slow client is dropped after this long without progress.
 constexpr unsigned kConnectionTimeoutSeconds = 10;
 constexpr unsigned kConnectionLimit = 32;
 // Two threads: one slow snapshot does not hold up every other client.
@@ -233,7 +232,12 @@ MHD_Result on_request(void* context, MHD_Connection* connection, const char* url
   Request request{method, url, {}, has_body};
   MHD_get_connection_values(connection, MHD_GET_ARGUMENT_KIND, collect_argument, &request);
   try {
-    return send(connection, route(*listening.process, listening.listener, request), has_body);
+    Response response = route(*listening.process, listening.listener, request);
+    // A slow snapshot is not the client's idleness: the idle timer restarts for the sending
+    // (libmicrohttpd restarts it when the timeout is set anew after being 0).
+    MHD_set_connection_option(connection, MHD_CONNECTION_OPTION_TIMEOUT, 0u);
+    MHD_set_connection_option(connection, MHD_CONNECTION_OPTION_TIMEOUT, kConnectionTimeoutSeconds);
+    return send(connection, std::move(response), has_body);
   } catch (...) {
     return send(connection,
                 Response{500, "application/json", "{\"error\": \"internal error\"}\n", ""}, true);
