@@ -121,7 +121,7 @@ Json process_object(const Process& process) {
 }
 
 Response info(const Process& process) {
-  const Snapshot snapshot = trace::snapshot();
+  const Snapshot snapshot = trace::snapshot(trace::Contents::StatisticsOnly);
   Json json = process_object(process);
   json["clock"] = clock_json(snapshot.clock);
   json["window"] = {{"start_unix_ns", snapshot.start_unix_ns},
@@ -142,9 +142,10 @@ Response stats(const Request& request) {
     return error(400, problem);
   }
   if (format == "table") {
-    return written(kText, trace::snapshot(), exporters::write_table);
+    return written(kText, trace::snapshot(trace::Contents::StatisticsOnly), exporters::write_table);
   }
-  return written(kJson, trace::snapshot(), exporters::write_stats_json);
+  return written(kJson, trace::snapshot(trace::Contents::StatisticsOnly),
+                 exporters::write_stats_json);
 }
 
 Response trace_window(const Process& process, const Request& request) {
@@ -256,7 +257,8 @@ Response route(const Process& process, Listener listener, const Request& request
     return trace_window(process, request);
   }
   if (path == "/v1/metrics") {
-    return written(kPrometheus, trace::snapshot(), exporters::write_prometheus);
+    return written(kPrometheus, trace::snapshot(trace::Contents::StatisticsOnly),
+                   exporters::write_prometheus);
   }
   if (path == "/v1/heap") {
     return heap(request);

@@ -75,7 +75,7 @@ void write_stats_json(const Snapshot& snapshot, std::ostream& out) {
       {"threads", std::move(threads)},
       {"counters", std::move(counters)},
       {"trace",
-       {{"events", snapshot.trace.size()},
+       {{"events", snapshot.trace_window_events},
         {"start_ns", snapshot.trace_start_ns},
         {"evicted", snapshot.trace_evicted},
         {"open_scopes", snapshot.trace_open_scopes}}},

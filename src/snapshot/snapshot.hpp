@@ -92,8 +92,9 @@ struct Snapshot {
   std::vector<std::string> names;
   std::vector<TraceEvent> trace;
   std::uint64_t trace_start_ns = 0;
-  std::uint64_t trace_evicted = 0;     // events pushed out of the bounded window
-  std::uint64_t trace_open_scopes = 0; // scopes still open when the snapshot was taken
+  std::uint64_t trace_window_events = 0; // events in the window (also in statistics-only snapshots)
+  std::uint64_t trace_evicted = 0;       // events pushed out of the bounded window
+  std::uint64_t trace_open_scopes = 0;   // scopes still open when the snapshot was taken
 };
 
 } // namespace hotscope

@@ -114,11 +114,11 @@ public:
     drain_all();
   }
 
-  Snapshot snapshot() {
+  Snapshot snapshot(Contents contents) {
     std::lock_guard lock(state_mutex_);
     drain_all();
     const TimeBase time{clock::info(), start_ticks_, clock::now_ticks()};
-    Snapshot snapshot = aggregator_.snapshot(time);
+    Snapshot snapshot = aggregator_.snapshot(time, contents == Contents::StatisticsAndTrace);
     snapshot.hotscope_version = HOTSCOPE_VERSION;
     snapshot.process_name = process_name_;
     snapshot.start_unix_ns = start_unix_ns_;
@@ -283,8 +283,8 @@ Ring* register_current_thread() noexcept {
 void collect_now() {
   collector->collect();
 }
-Snapshot snapshot() {
-  return collector->snapshot();
+Snapshot snapshot(Contents contents) {
+  return collector->snapshot(contents);
 }
 void reset() {
   collector->reset();

@@ -33,7 +33,7 @@ void sort_by_total(std::vector<FunctionStats>& functions) {
 
 } // namespace
 
-Snapshot Aggregator::snapshot(const TimeBase& time) const {
+Snapshot Aggregator::snapshot(const TimeBase& time, bool with_trace) const {
   const Converter convert(time);
   Snapshot snapshot;
   snapshot.pid = getpid();
@@ -109,10 +109,24 @@ Snapshot Aggregator::snapshot(const TimeBase& time) const {
   std::sort(snapshot.counters.begin(), snapshot.counters.end(),
             [](const auto& a, const auto& b) { return a.name < b.name; });
 
-  // The trace window, with each thread's scopes balanced (see Snapshot::trace).
   snapshot.trace_evicted = window_evicted_;
-  snapshot.trace_start_ns =
-      window_evicted_ > 0 && !window_.empty() ? convert.since_start(window_.front().ticks) : 0;
+  snapshot.trace_window_events = window_.size();
+  if (!with_trace) {
+    for (const auto& [index, state] : threads_) {
+      snapshot.trace_open_scopes += state.stack.size();
+    }
+    return snapshot;
+  }
+
+  // The trace window, with each thread's scopes balanced (see Snapshot::trace). Threads are
+  // drained one after another, so the window is in time order per thread only: its start is
+  // its earliest event, not its first.
+  if (window_evicted_ > 0 && !window_.empty()) {
+    const auto earliest =
+        std::min_element(window_.begin(), window_.end(),
+                         [](const auto& a, const auto& b) { return a.ticks < b.ticks; });
+    snapshot.trace_start_ns = convert.since_start(earliest->ticks);
+  }
   struct ThreadTrace {
     std::vector<std::uint32_t> open;
     std::vector<std::uint32_t> orphan_ends; // innermost first

@@ -56,7 +56,7 @@ public:
   // Forgets statistics, counts and the trace; open scopes stay open and are timed in full.
   void reset();
 
-  Snapshot snapshot(const TimeBase& time) const;
+  Snapshot snapshot(const TimeBase& time, bool with_trace = true) const;
 
   // Exited threads whose own statistics are kept; older ones are merged into one entry.
   static constexpr std::size_t kExitedThreadsKept = 256;
@@ -142,8 +142,11 @@ void start(const Settings& settings);
 detail::Ring* register_current_thread() noexcept;
 // Drains every ring now, on the calling thread.
 void collect_now();
+// What a snapshot carries. Converting the trace window is the costly part, and the collector
+// cannot drain while a snapshot is built, so statistics-only requests skip it.
+enum class Contents { StatisticsOnly, StatisticsAndTrace };
 // Drains every ring and returns a snapshot of everything collected.
-Snapshot snapshot();
+Snapshot snapshot(Contents contents = Contents::StatisticsAndTrace);
 // Starts a new measuring window: statistics, counts and trace restart from now.
 void reset();
 // Stops the collector thread and drains what is left (process exit).

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -162,6 +163,45 @@ TEST(Aggregator, BoundedWindowKeepsEachThreadBalanced) {
   EXPECT_EQ(s.trace.back().ns, 300u); // the open scope ends at the snapshot
   // Statistics are not bounded by the window: all ten f3 calls are counted.
   EXPECT_EQ(find(s.functions, "f3").stats.calls, 10u);
+}
+
+TEST(Aggregator, WindowStartIsItsEarliestEventNotItsFirst) {
+  // Threads are drained one after another: here thread a's newer events enter the window
+  // before thread b's older ones, and eviction takes the begins of both outer scopes.
+  Aggregator aggregator(4 * 64, numbered_resolver());
+  const auto a = aggregator.add_thread(1, "a");
+  const auto b = aggregator.add_thread(2, "b");
+  aggregator.consume(a, std::vector{begin(100, 1)});
+  aggregator.consume(b, std::vector{begin(10, 2)});
+  aggregator.consume(a, std::vector{end(110, 1)});
+  aggregator.consume(b, std::vector{begin(20, 3), end(30, 3), end(40, 2)});
+  const Snapshot s = aggregator.snapshot(time_base(200));
+  ASSERT_GT(s.trace_evicted, 0u);
+  EXPECT_EQ(s.trace_start_ns, 20u);
+  std::map<std::uint32_t, std::vector<std::uint32_t>> open;
+  for (const TraceEvent& e : s.trace) {
+    if (e.kind == EventKind::Begin) {
+      open[e.thread].push_back(e.name);
+    } else if (e.kind == EventKind::End) {
+      ASSERT_FALSE(open[e.thread].empty()) << "an end before its begin on thread " << e.thread;
+      EXPECT_EQ(open[e.thread].back(), e.name);
+      open[e.thread].pop_back();
+    }
+  }
+  for (const auto& [thread, stack] : open) {
+    EXPECT_TRUE(stack.empty()) << thread;
+  }
+}
+
+TEST(Aggregator, StatisticsOnlySnapshotsSkipTheTrace) {
+  Aggregator aggregator(1 << 20, numbered_resolver());
+  const auto t = aggregator.add_thread(1, "t");
+  aggregator.consume(t, std::vector{begin(0, 1), begin(5, 2), end(10, 2)});
+  const Snapshot s = aggregator.snapshot(time_base(20), false);
+  EXPECT_TRUE(s.trace.empty());
+  EXPECT_EQ(s.trace_window_events, 3u);
+  EXPECT_EQ(s.trace_open_scopes, 1u);
+  EXPECT_EQ(find(s.functions, "f2").stats.calls, 1u);
 }
 
 TEST(Aggregator, ThreadChurnIsFoldedToBoundMemory) {

@@ -42,6 +42,7 @@ TEST(ExportStatsJson, TopLevelFiguresRoundTrip) {
   snapshot.trace_start_ns = 500;
   snapshot.trace_evicted = 9;
   snapshot.trace_open_scopes = 1;
+  snapshot.trace_window_events = 8;
   const json j = stats(snapshot);
   EXPECT_EQ(j["hotscope_version"], "0.1.0");
   EXPECT_EQ(j["pid"], 4242);
