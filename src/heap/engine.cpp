@@ -112,11 +112,7 @@ StackId StackTable::intern(std::span<const std::uintptr_t> frames) {
 }
 
 StackId Engine::intern(std::span<const std::uintptr_t> frames) {
-  const StackId id = stacks_.intern(frames);
-  if (id == sites_.size()) {
-    sites_.emplace_back();
-  }
-  return id;
+  return stacks_.intern_site(frames, sites_);
 }
 
 // The common tail of an allocation and a growing realloc: a new global peak (">=": of equal

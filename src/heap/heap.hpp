@@ -97,6 +97,15 @@ class StackTable {
 public:
   // Equal stacks (innermost first) get the same id.
   StackId intern(std::span<const std::uintptr_t> stack);
+  // As intern(), and a new stack gets a default-constructed entry in `sites` (indexed by id).
+  template <class Site>
+  StackId intern_site(std::span<const std::uintptr_t> stack, std::vector<Site>& sites) {
+    const StackId id = intern(stack);
+    if (id == sites.size()) {
+      sites.emplace_back();
+    }
+    return id;
+  }
   std::span<const std::uintptr_t> stack(StackId id) const;
   std::size_t size() const { return ranges_.size(); }
 

@@ -52,11 +52,7 @@ bool Sampler::at_sample_point(std::uint64_t bytes, SamplingPlan& plan) {
 }
 
 StackId SampledEngine::intern(std::span<const std::uintptr_t> stack) {
-  const StackId id = stacks_.intern(stack);
-  if (id == sites_.size()) {
-    sites_.emplace_back();
-  }
-  return id;
+  return stacks_.intern_site(stack, sites_);
 }
 
 // As Engine::check_for_peak: before the live estimate drops from the (latest) peak, every
