@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "support/files.hpp"
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -36,12 +37,7 @@ struct CommandResult {
   std::string err; // standard error
 };
 
-inline std::string slurp(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+using hotscope::test_support::slurp;
 
 inline std::string quote(const std::string& word) {
   std::string quoted = "'";

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "support/files.hpp"
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -17,12 +18,7 @@ struct ProgramRun {
   std::string err;
 };
 
-std::string slurp(const fs::path& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+using hotscope::test_support::slurp;
 
 ProgramRun run_program(const std::string& env, const std::string& mode, const fs::path& dir) {
   fs::create_directories(dir);

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "support/files.hpp"
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
@@ -29,12 +30,7 @@ struct Figures {
   std::uint64_t end_blocks = 0;
 };
 
-std::string slurp(const fs::path& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+using hotscope::test_support::slurp;
 
 Figures sum(const nlohmann::json& profile) {
   Figures figures;

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "support/files.hpp"
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -19,12 +20,7 @@ struct ProgramRun {
   std::string err;
 };
 
-std::string slurp(const fs::path& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+using hotscope::test_support::slurp;
 
 ProgramRun run_preloaded(const fs::path& dir, const std::string& environment,
                          const std::string& mode) {

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "support/files.hpp"
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
@@ -14,12 +15,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string slurp(const fs::path& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+using hotscope::test_support::slurp;
 
 int shell(const std::string& command) {
   const int status = std::system(command.c_str());

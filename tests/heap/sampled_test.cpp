@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "support/files.hpp"
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -18,12 +19,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string slurp(const fs::path& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+using hotscope::test_support::slurp;
 
 struct Totals {
   std::uint64_t bytes = 0, blocks = 0, end_bytes = 0, end_blocks = 0;
