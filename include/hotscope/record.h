@@ -16,7 +16,10 @@ enum hotscope_record_kind {
   HOTSCOPE_RECORD_MESSAGE_STATIC = 3, /* ref: address of a static NUL-terminated text */
   HOTSCOPE_RECORD_MESSAGE_INLINE = 4, /* value: text length; payload records follow */
   HOTSCOPE_RECORD_COUNTER = 5,        /* ref: source location naming the counter; value: int64 */
-  HOTSCOPE_RECORD_THREAD_NAME = 6     /* value: text length; payload records follow */
+  HOTSCOPE_RECORD_THREAD_NAME = 6,    /* value: text length; payload records follow */
+  HOTSCOPE_RECORD_ALLOCATION = 7,     /* value: bytes of one block allocated by this thread */
+  HOTSCOPE_RECORD_STACK = 8           /* value: frame count; payload records hold the return
+                                         addresses (uint64, innermost first, 4 per record) */
 };
 
 /* Longest inline text (runtime messages, thread names); longer text is cut. */
@@ -32,6 +35,9 @@ struct hotscope_record {
 };
 
 #define HOTSCOPE_RECORD_SIZE 32u
+
+/* Most return addresses one STACK record carries. */
+#define HOTSCOPE_STACK_FRAMES_MAX 32u
 #define HOTSCOPE_PAYLOAD_BYTES_PER_RECORD HOTSCOPE_RECORD_SIZE
 #define HOTSCOPE_INLINE_PAYLOAD_RECORDS_MAX                                                        \
   ((HOTSCOPE_INLINE_TEXT_MAX + HOTSCOPE_RECORD_SIZE - 1u) / HOTSCOPE_RECORD_SIZE)
