@@ -154,4 +154,18 @@ void stop();
 // Tests: the collector thread stops draining while paused (collect_now still drains).
 void pause_collector_for_testing(bool paused);
 
+// --- External tracks: code running outside this process's threads (guests, docs/guest.md) ---
+// Each shows in snapshots as a thread of its own whose os_tid is kExternalTidBase + n, a value
+// no real thread id reaches (pid_max is at most 2^22). start() must have run.
+constexpr std::int64_t kExternalTidBase = std::int64_t{1} << 32;
+std::uint32_t add_external_track(std::string name);
+// Records already in host form: host clock ticks, refs to static data the host owns for the life
+// of the process, scopes well nested, in time order within the track.
+void consume_external(std::uint32_t track, std::span<const hotscope_record> records);
+// How many records the track's producer refused so far (e.g. a guest's rejected batches): the
+// track's RecordCounts::dropped.
+void set_external_dropped(std::uint32_t track, std::uint64_t dropped);
+// The producer is gone: the track is kept (and later folded) like an exited thread.
+void close_external_track(std::uint32_t track);
+
 } // namespace hotscope::trace
