@@ -60,6 +60,11 @@ struct FunctionStats {
 struct Allocations {
   AllocationCounts all;
   AllocationCounts outside_scopes;
+  Allocations& operator+=(const Allocations& other) {
+    all += other.all;
+    outside_scopes += other.outside_scopes;
+    return *this;
+  }
 };
 
 struct CounterStats {

@@ -158,6 +158,13 @@ Aggregator::open_allocations(const std::vector<Frame>& stack) {
   return open;
 }
 
+void Aggregator::forget_open_allocations(std::vector<Frame>& stack) {
+  for (Frame& frame : stack) {
+    frame.allocated_self = {};
+    frame.allocated_inclusive = {};
+  }
+}
+
 void Aggregator::consume(std::uint32_t thread_index, std::span<const hotscope_record> records) {
   ThreadState& thread = threads_[thread_index];
   for (std::size_t i = 0; i < records.size();) {
@@ -247,15 +254,11 @@ void Aggregator::fold_old_threads() {
         stats->allocated_total += open.total;
       }
     }
-    for (Frame& frame : thread.stack) {
-      frame.allocated_self = {};
-      frame.allocated_inclusive = {};
-    }
+    forget_open_allocations(thread.stack);
     folded_records_.kept += thread.records.kept;
     folded_records_.dropped += thread.records.dropped;
     thread.records = {};
-    folded_allocations_.all += thread.allocations.all;
-    folded_allocations_.outside_scopes += thread.allocations.outside_scopes;
+    folded_allocations_ += thread.allocations;
     thread.allocations = {};
     thread.stats_folded = true;
     ++threads_folded_;
@@ -284,10 +287,7 @@ void Aggregator::reset() {
     thread.records = {};
     // Unlike their time, open scopes' allocations restart: the window counts what it saw.
     thread.allocations = {};
-    for (Frame& frame : thread.stack) {
-      frame.allocated_self = {};
-      frame.allocated_inclusive = {};
-    }
+    forget_open_allocations(thread.stack);
   }
 }
 

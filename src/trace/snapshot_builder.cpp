@@ -100,8 +100,7 @@ Snapshot Aggregator::snapshot(const TimeBase& time, bool with_trace) const {
     auto open = open_allocations(thread.stack);
     open_in_all.insert(open_in_all.end(), open.begin(), open.end());
     open_by_thread.emplace(index, std::move(open));
-    snapshot.allocations.all += thread.allocations.all;
-    snapshot.allocations.outside_scopes += thread.allocations.outside_scopes;
+    snapshot.allocations += thread.allocations;
   }
   snapshot.functions = all_functions(stats_, open_in_all);
   snapshot.records = folded_records_;

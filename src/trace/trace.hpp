@@ -125,6 +125,7 @@ private:
   void end(ThreadState& thread, std::uint32_t location, std::uint64_t ticks);
   static void allocate(ThreadState& thread, std::uint64_t bytes);
   static std::vector<OpenAllocation> open_allocations(const std::vector<Frame>& stack);
+  static void forget_open_allocations(std::vector<Frame>& stack);
   void fold_old_threads();
   static std::size_t event_bytes(const WindowEvent& event);
 
