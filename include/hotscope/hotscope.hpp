@@ -131,6 +131,25 @@ inline void write_single(std::uint64_t ref, std::uint64_t value, std::uint32_t k
   put(ring, head, now(), ref, value, kind);
 }
 
+// One block of `bytes` allocated by the calling thread, attributed by the collector to the
+// scopes open on this thread. Called from inside malloc/operator new hooks, so it never
+// registers a ring, allocates, locks, reads the clock or makes a syscall: a thread without a
+// ring (no record yet, or past its exit handler) has no open scope to attribute to, and its
+// allocation is not recorded. It respects the slots reserved for pending ENDs like any record,
+// and a full ring counts it as dropped. The record carries no timestamp (ticks = 0).
+inline void record_allocation(std::size_t bytes) noexcept {
+  Ring* ring = tls_ring;
+  if (ring == nullptr) {
+    return;
+  }
+  const std::uint64_t head = ring->head.load(std::memory_order_relaxed);
+  if (__builtin_expect(!has_room(ring, head, 1), 0)) {
+    count_dropped(ring, 1);
+    return;
+  }
+  put(ring, head, 0, 0, bytes, HOTSCOPE_RECORD_ALLOCATION);
+}
+
 class Scope {
 public:
   explicit Scope(const hotscope_source_location* location) noexcept

@@ -154,6 +154,38 @@ TEST(Prometheus, EntriesWithTheSameLabelsBecomeOneSeries) {
             std::string::npos);
 }
 
+TEST(Prometheus, AllocationCountersOnlyWhenAllocationsWereRecorded) {
+  EXPECT_EQ(prometheus(ht::known_snapshot()).find("allocated"), std::string::npos);
+  Snapshot snapshot = ht::known_snapshot_with_allocations();
+  FunctionStats open; // a scope still open that has allocated: no call has ended
+  open.name = "serve";
+  open.file = "demo.cpp";
+  open.line = 40;
+  open.allocated_self = open.allocated_total = {64, 1};
+  snapshot.functions.push_back(open);
+  const std::string text = prometheus(snapshot);
+  EXPECT_EQ(ht::prometheus_problems(text), std::vector<std::string>{}) << text;
+  EXPECT_NE(text.find("# TYPE hotscope_allocated_bytes_total counter\n"
+                      "hotscope_allocated_bytes_total 2098798\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("hotscope_allocated_blocks_total 10\n"), std::string::npos);
+  const std::string main = "{function=\"main\",file=\"demo.cpp\",line=\"12\"}";
+  EXPECT_NE(text.find("hotscope_function_self_allocated_bytes_total" + main + " 1536\n"),
+            std::string::npos);
+  EXPECT_NE(text.find("hotscope_function_allocated_bytes_total" + main + " 2098688\n"),
+            std::string::npos);
+  EXPECT_NE(text.find("hotscope_function_self_allocated_blocks_total" + main + " 3\n"),
+            std::string::npos);
+  EXPECT_NE(text.find("hotscope_function_allocated_blocks_total" + main + " 8\n"),
+            std::string::npos);
+  const std::string serve = "{function=\"serve\",file=\"demo.cpp\",line=\"40\"";
+  EXPECT_NE(text.find("hotscope_function_duration_seconds" + serve + ",quantile=\"0.5\"} NaN\n"),
+            std::string::npos);
+  EXPECT_NE(text.find("hotscope_function_duration_seconds_count" + serve + "} 0\n"),
+            std::string::npos);
+}
+
 TEST(Prometheus, TheCheckerCatchesBrokenExpositions) {
   EXPECT_FALSE(ht::prometheus_problems("# HELP a_total x\n# TYPE a_total counter\na_total 1")
                    .empty());                                   // no final line feed
