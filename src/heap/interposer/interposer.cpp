@@ -107,8 +107,9 @@ template <class F> void look_up(F& function, const char* name) {
   function = reinterpret_cast<F>(dlsym(RTLD_NEXT, name));
 }
 
-// This library's own code. It carries a private, static copy of the C++ runtime, whose start-up
-// allocations (the exception emergency pool) must not count: a C program would not make them.
+// This library's own code. The preload library carries a private, static copy of the C++
+// runtime, whose start-up allocations (the exception emergency pool) must not count: a C program
+// would not make them.
 struct OwnCode {
   std::uintptr_t begin[8];
   std::uintptr_t end[8];
