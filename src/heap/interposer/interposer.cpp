@@ -344,6 +344,12 @@ inline bool skipped(std::size_t size) {
   return sampling && !thread_sampler.sample(size, state_pointer->plan);
 }
 
+// True when an allocation is passed on unrecorded. Off (a linked program's default) is checked
+// first: then nothing else is.
+inline bool passed_on(const void* caller, std::size_t size) {
+  return phase.load(std::memory_order_acquire) == Off || untracked(caller) || skipped(size);
+}
+
 // True when a free of `pointer` must be looked at under the lock: always in the full mode; in
 // the sampled mode only when it may be a live sampled block.
 inline bool free_recorded(const void* pointer) {
@@ -436,7 +442,7 @@ inline void* allocate(std::size_t size, const void* caller) {
   if (!resolve_real()) {
     return arena_allocate(size, 16);
   }
-  if (untracked(caller) || skipped(size)) {
+  if (passed_on(caller, size)) {
     return real.malloc(size);
   }
   return allocate_recorded(size);
@@ -446,7 +452,7 @@ void* allocate_aligned(std::size_t alignment, std::size_t size, const void* call
   if (!resolve_real()) {
     return arena_allocate(size, alignment);
   }
-  if (untracked(caller) || skipped(size)) {
+  if (passed_on(caller, size)) {
     return real.memalign(alignment, size);
   }
   const Inside inside;
@@ -514,7 +520,10 @@ void release_block(void* pointer, const void* caller) {
   if (pointer == nullptr || in_arena(pointer) || !resolve_real()) {
     return;
   }
-  if (!untracked(caller) && free_recorded(pointer)) {
+  // Off first, as in passed_on; free_recorded only outside the profiler (which may be building
+  // the state this very moment).
+  if (phase.load(std::memory_order_acquire) != Off && !untracked(caller) &&
+      free_recorded(pointer)) {
     record_free(pointer);
   }
   real.free(pointer);
@@ -816,7 +825,7 @@ HOTSCOPE_EXPORT void* calloc(std::size_t count, std::size_t size) noexcept {
   if (!resolve_real()) {
     return arena_allocate(bytes, 16); // static storage: already zero
   }
-  if (untracked(__builtin_return_address(0)) || skipped(bytes)) {
+  if (passed_on(__builtin_return_address(0), bytes)) {
     return real.calloc(count, size);
   }
   const Inside inside;
