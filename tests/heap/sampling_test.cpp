@@ -77,6 +77,28 @@ TEST(HeapSampling, SampledEngineScalesBytesAndBlocks) {
   EXPECT_EQ(c.lifetimes, static_cast<std::uint64_t>(std::llround(4 * w500 + 8 * w3000)));
 }
 
+// A reset: the estimates restart from the sampled blocks still live.
+TEST(HeapSampling, RestartKeepsTheLiveSampledBlocks) {
+  constexpr double mean = 1000;
+  SampledEngine engine(mean);
+  constexpr std::array<std::uintptr_t, 1> kept_stack = {0x1000};
+  constexpr std::array<std::uintptr_t, 1> freed_stack = {0x2000};
+  const StackId kept = engine.intern(kept_stack);
+  const StackId freed = engine.intern(freed_stack);
+  engine.alloc(0x10, 3000, kept, 1);
+  engine.alloc(0x20, 500, freed, 2);
+  EXPECT_TRUE(engine.free(0x20, 3));
+  engine.restart(4);
+  const RawProfile raw = engine.snapshot(10);
+  const std::uint64_t live = static_cast<std::uint64_t>(std::llround(3000 / (1 - std::exp(-3.0))));
+  EXPECT_EQ(raw.sites[kept].counts.total_bytes, live);
+  EXPECT_EQ(raw.sites[kept].counts.curr_bytes, live);
+  EXPECT_EQ(raw.sites[kept].counts.gmax_bytes, live);
+  EXPECT_EQ(raw.sites[freed].counts.total_bytes, 0u);
+  EXPECT_EQ(raw.sites[freed].counts.total_blocks, 0u);
+  EXPECT_EQ(raw.gmax_time, 4u);
+}
+
 TEST(HeapSampling, SettingsAndTheirErrors) {
   const auto set = parse_options([](const char* name) -> const char* {
     const std::string_view n = name;
