@@ -148,6 +148,7 @@ std::string ask(const fs::path& socket, const std::string& method, const std::st
   return slurp(out);
 }
 
+// The program starts with HOTSCOPE_AGENT=0 and starts its agent itself (start_agent()).
 TEST(HeapLinked, AResetThroughTheAgentKeepsTheLiveBlocks) {
   const hotscope::testing::ScratchDir scratch("linked-reset");
   const fs::path& dir = scratch.path();
@@ -156,6 +157,8 @@ TEST(HeapLinked, AResetThroughTheAgentKeepsTheLiveBlocks) {
   if (child == 0) {
     setenv("HOTSCOPE_HEAP_MODE", "full", 1);
     setenv("HOTSCOPE_RUNTIME_DIR", runtime_dir.c_str(), 1);
+    setenv("HOTSCOPE_AGENT", "0", 1);
+    freopen((dir / "out").c_str(), "w", stdout);
     execl(LINKED_PROGRAM, LINKED_PROGRAM, "retain", dir.c_str(), nullptr);
     _exit(127);
   }
@@ -166,6 +169,8 @@ TEST(HeapLinked, AResetThroughTheAgentKeepsTheLiveBlocks) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   ASSERT_TRUE(fs::exists(socket));
+  EXPECT_EQ(slurp(dir / "out"), "start_agent: ok, again: ok\n");
+  EXPECT_EQ(Json::parse(ask(socket, "GET", "/v1/info")).at("enabled").at("heap"), "full");
 
   const Json before = Json::parse(ask(socket, "GET", "/v1/heap"));
   EXPECT_EQ(figures_of(before, "retained_blocks"), (Figures{10000, 10, 10000, 10}));

@@ -2,8 +2,9 @@
 // makes known allocations of one kind; the test finds their sites by function name.
 //   linked_forms forms DIR   every form, then DIR/heap.json and heap.pb.gz through the library
 //                            call, then prints the mode and the pprof call's outcome
-//   linked_forms retain DIR  keeps 10 blocks of 1000 bytes, frees 5 of 500, writes DIR/ready
-//                            and waits for DIR/stop (the test resets and asks the agent meanwhile)
+//   linked_forms retain DIR  starts the agent (the library call, twice), keeps 10 blocks of 1000
+//                            bytes, frees 5 of 500, writes DIR/ready and waits for DIR/stop (the
+//                            test resets and asks the agent meanwhile)
 #include <hotscope/hotscope.hpp>
 
 #include <malloc.h>
@@ -159,6 +160,11 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (what == "retain") {
+    const std::string started = hotscope::start_agent();
+    const std::string again = hotscope::start_agent(); // already running: nothing to do
+    std::printf("start_agent: %s, again: %s\n", started.empty() ? "ok" : started.c_str(),
+                again.empty() ? "ok" : again.c_str());
+    std::fflush(stdout);
     retained_blocks();
     dropped_blocks();
     std::ofstream(dir / "ready") << "ready\n";
