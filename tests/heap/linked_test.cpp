@@ -110,6 +110,26 @@ TEST(HeapLinked, EveryNewDeleteFormAndTheMallocFamilyCountExactly) {
   EXPECT_TRUE(fs::exists(dir / "exit" / "heap.pb.gz"));
 }
 
+// `hotscope run --heap` on a linked program: the preload library comes first and records
+// everything once, the new expressions included (the linked library hands them to it).
+TEST(HeapLinked, UnderThePreloadLibraryEachBlockCountsOnce) {
+  const hotscope::testing::ScratchDir scratch("linked-preloaded");
+  const fs::path& dir = scratch.path();
+  const std::string out =
+      run_forms(dir, std::string("LD_PRELOAD=") + HOTSCOPE_PRELOAD +
+                         " HOTSCOPE_HEAP_MODE=full HOTSCOPE_HEAP_SUMMARY=0 HOTSCOPE_OUT=" +
+                         (dir / "exit").string());
+  EXPECT_EQ(out, "mode=full\nwrite_heap_profile: ok\nheap_profile: gzip\n");
+  EXPECT_EQ(slurp(dir / "err"), "");
+  for (const fs::path& file : {dir / "now" / "heap.json", dir / "exit" / "heap.json"}) {
+    SCOPED_TRACE(file.string());
+    const Json profile = Json::parse(slurp(file));
+    for (const auto& [function, expected] : kExpected) {
+      EXPECT_EQ(figures_of(profile, function), expected) << function;
+    }
+  }
+}
+
 TEST(HeapLinked, OffByDefaultAndWithTheSwitchOff) {
   const hotscope::testing::ScratchDir scratch("linked-off");
   const fs::path& dir = scratch.path();

@@ -287,7 +287,7 @@ State* recording_state() {
       print_error(error);
     }
     state->options = std::move(parsed.options);
-    if (state->options.mode == heap::Mode::Off) {
+    if (state->options.mode == heap::Mode::Off || hotscope::heap::interposer::preceded()) {
       state_pointer = state;
       phase.store(Off, std::memory_order_release);
       return nullptr;
@@ -712,6 +712,19 @@ void build_outputs(int formats, Outputs& outputs) {
 } // namespace
 
 // ---- For operator new and delete (interposer.hpp) ----
+
+// This library's hotscope_heap_mode, whichever one the program's calls reach.
+extern "C" int hotscope_own_heap_mode()
+    __attribute__((alias("hotscope_heap_mode"), visibility("hidden")));
+
+bool hotscope::heap::interposer::preceded() {
+  static const bool preceded = [] {
+    const Inside inside;
+    return dlsym(RTLD_DEFAULT, "hotscope_heap_mode") !=
+           reinterpret_cast<void*>(&hotscope_own_heap_mode);
+  }();
+  return preceded;
+}
 
 void* hotscope::heap::interposer::allocate(std::size_t size, const void* caller) {
   return ::allocate(size, caller);

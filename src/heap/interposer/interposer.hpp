@@ -44,6 +44,12 @@ struct Flavour {
 };
 extern const Flavour flavour; // defined by each library
 
+// True when another heap library of hotscope comes before this one in the symbol search order
+// (the preload library before libhotscope-heap.so, under `hotscope run --heap`): the program's
+// malloc calls reach that one, so this one records nothing, and its operator new and delete use
+// the process's malloc family, which that one records.
+bool preceded();
+
 // The bodies of the allocation functions, for operator new and delete. `caller` is the
 // return address of the program's call (a call from the library's own code is not counted).
 void* allocate(size_t size, const void* caller);

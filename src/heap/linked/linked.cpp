@@ -5,7 +5,10 @@
 // HOTSCOPE_HEAP_MODE=full or sampled, and writes heap.json at exit only where HOTSCOPE_OUT says.
 #include "heap/interposer/interposer.hpp"
 
+#include <malloc.h>
+
 #include <cstddef>
+#include <cstdlib>
 #include <new>
 
 const hotscope::heap::interposer::Flavour hotscope::heap::interposer::flavour{
@@ -15,11 +18,28 @@ namespace {
 
 namespace interposer = hotscope::heap::interposer;
 
+// One try: this library's, or the process's malloc when another heap library comes first (then
+// that one records the block, as under `hotscope run --heap`).
+void* try_block(std::size_t size, std::size_t alignment, const void* caller) {
+  if (interposer::preceded()) {
+    return alignment == 0 ? std::malloc(size) : memalign(alignment, size);
+  }
+  return alignment == 0 ? interposer::allocate(size, caller)
+                        : interposer::allocate_aligned(alignment, size, caller);
+}
+
+void release_block(void* pointer, const void* caller) {
+  if (interposer::preceded()) {
+    std::free(pointer);
+  } else {
+    interposer::release(pointer, caller);
+  }
+}
+
 // operator new's contract: retry through the new handler, throw std::bad_alloc without one.
 void* new_block(std::size_t size, std::size_t alignment, const void* caller) {
   for (;;) {
-    void* pointer = alignment == 0 ? interposer::allocate(size, caller)
-                                   : interposer::allocate_aligned(alignment, size, caller);
+    void* pointer = try_block(size, alignment, caller);
     if (pointer != nullptr) {
       return pointer;
     }
@@ -77,40 +97,40 @@ HOTSCOPE_EXPORT void* operator new[](std::size_t size, std::align_val_t alignmen
 
 // Every delete form frees the block; the size and alignment it is given are not needed.
 HOTSCOPE_EXPORT void operator delete(void* pointer) noexcept {
-  interposer::release(pointer, HOTSCOPE_CALLER);
+  release_block(pointer, HOTSCOPE_CALLER);
 }
 HOTSCOPE_EXPORT void operator delete[](void* pointer) noexcept {
-  interposer::release(pointer, HOTSCOPE_CALLER);
+  release_block(pointer, HOTSCOPE_CALLER);
 }
 HOTSCOPE_EXPORT void operator delete(void* pointer, std::size_t) noexcept {
-  interposer::release(pointer, HOTSCOPE_CALLER);
+  release_block(pointer, HOTSCOPE_CALLER);
 }
 HOTSCOPE_EXPORT void operator delete[](void* pointer, std::size_t) noexcept {
-  interposer::release(pointer, HOTSCOPE_CALLER);
+  release_block(pointer, HOTSCOPE_CALLER);
 }
 HOTSCOPE_EXPORT void operator delete(void* pointer, const std::nothrow_t&) noexcept {
-  interposer::release(pointer, HOTSCOPE_CALLER);
+  release_block(pointer, HOTSCOPE_CALLER);
 }
 HOTSCOPE_EXPORT void operator delete[](void* pointer, const std::nothrow_t&) noexcept {
-  interposer::release(pointer, HOTSCOPE_CALLER);
+  release_block(pointer, HOTSCOPE_CALLER);
 }
 HOTSCOPE_EXPORT void operator delete(void* pointer, std::align_val_t) noexcept {
-  interposer::release(pointer, HOTSCOPE_CALLER);
+  release_block(pointer, HOTSCOPE_CALLER);
 }
 HOTSCOPE_EXPORT void operator delete[](void* pointer, std::align_val_t) noexcept {
-  interposer::release(pointer, HOTSCOPE_CALLER);
+  release_block(pointer, HOTSCOPE_CALLER);
 }
 HOTSCOPE_EXPORT void operator delete(void* pointer, std::size_t, std::align_val_t) noexcept {
-  interposer::release(pointer, HOTSCOPE_CALLER);
+  release_block(pointer, HOTSCOPE_CALLER);
 }
 HOTSCOPE_EXPORT void operator delete[](void* pointer, std::size_t, std::align_val_t) noexcept {
-  interposer::release(pointer, HOTSCOPE_CALLER);
+  release_block(pointer, HOTSCOPE_CALLER);
 }
 HOTSCOPE_EXPORT void operator delete(void* pointer, std::align_val_t,
                                      const std::nothrow_t&) noexcept {
-  interposer::release(pointer, HOTSCOPE_CALLER);
+  release_block(pointer, HOTSCOPE_CALLER);
 }
 HOTSCOPE_EXPORT void operator delete[](void* pointer, std::align_val_t,
                                        const std::nothrow_t&) noexcept {
-  interposer::release(pointer, HOTSCOPE_CALLER);
+  release_block(pointer, HOTSCOPE_CALLER);
 }
