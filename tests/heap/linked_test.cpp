@@ -51,11 +51,13 @@ Figures figures_of(const Json& profile, const std::string& function) {
   return sum;
 }
 
-// The program run to its end with `environment`; its standard output.
-std::string run_forms(const fs::path& dir, const std::string& environment) {
+// The program run to its end with `environment`; its standard output. It writes its profile
+// into `target` (default dir/now) with the library call.
+std::string run_forms(const fs::path& dir, const std::string& environment,
+                      const fs::path& target = {}) {
   const std::string command = "env " + environment + " HOTSCOPE_AGENT=0 " + LINKED_PROGRAM +
-                              " forms " + (dir / "now").string() + " >" + (dir / "out").string() +
-                              " 2>" + (dir / "err").string();
+                              " forms " + (target.empty() ? dir / "now" : target).string() + " >" +
+                              (dir / "out").string() + " 2>" + (dir / "err").string();
   const int status = std::system(command.c_str());
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << slurp(dir / "err");
   return slurp(dir / "out");
@@ -145,6 +147,16 @@ TEST(HeapLinked, OffByDefaultAndWithTheSwitchOff) {
     EXPECT_FALSE(fs::exists(dir / "exit" / "heap.json")); // nothing recorded, nothing written
     EXPECT_TRUE(fs::exists(dir / "exit" / "stats.json")); // the rest of hotscope runs on
   }
+}
+
+TEST(HeapLinked, AnUnwritableDirectoryIsOneLine) {
+  const hotscope::testing::ScratchDir scratch("linked-unwritable");
+  const fs::path& dir = scratch.path();
+  const std::string out =
+      run_forms(dir, "HOTSCOPE_HEAP_MODE=full", "/proc/hotscope-cannot-write/profile");
+  EXPECT_EQ(out, "mode=full\nwrite_heap_profile: cannot write "
+                 "/proc/hotscope-cannot-write/profile/heap.json: No such file or directory\n"
+                 "heap_profile: gzip\n");
 }
 
 TEST(HeapLinked, SampledModeAnswersTheLibraryCalls) {
