@@ -38,9 +38,8 @@ namespace hotscope::heap::interposer {
 
 // What differs between the two libraries.
 struct Flavour {
-  int default_mode;         // HOTSCOPE_HEAP_MODE when unset
-  bool report_needs_out;    // write heap.json at exit only when HOTSCOPE_OUT is set
-  const char* library_name; // for messages
+  int default_mode;      // HOTSCOPE_HEAP_MODE when unset
+  bool report_needs_out; // write heap.json at exit only when HOTSCOPE_OUT is set
 };
 extern const Flavour flavour; // defined by each library
 

@@ -11,8 +11,8 @@
 #include <cstdlib>
 #include <new>
 
-const hotscope::heap::interposer::Flavour hotscope::heap::interposer::flavour{
-    HOTSCOPE_HEAP_OFF, true, "libhotscope-heap.so"};
+const hotscope::heap::interposer::Flavour hotscope::heap::interposer::flavour{HOTSCOPE_HEAP_OFF,
+                                                                              true};
 
 namespace {
 

@@ -4,5 +4,5 @@
 // C++'s operator new and delete reach it through libstdc++, which calls malloc and free.
 #include "heap/interposer/interposer.hpp"
 
-const hotscope::heap::interposer::Flavour hotscope::heap::interposer::flavour{
-    HOTSCOPE_HEAP_FULL, false, "libhotscope-preload.so"};
+const hotscope::heap::interposer::Flavour hotscope::heap::interposer::flavour{HOTSCOPE_HEAP_FULL,
+                                                                              false};
