@@ -347,9 +347,14 @@ TEST(Routes, ErrorsNameTheProblem) {
   for (const char* bad : {"0", "-1", "x", "1e400", "nan", "2s", ""}) {
     EXPECT_EQ(get("/v1/trace", {{"seconds", bad}}).status, 400u) << bad;
   }
+  // This test program is not linked with hotscope::heap: the answer says how to get a profile.
   const auto heap = get("/v1/heap");
   EXPECT_EQ(heap.status, 501u);
+  EXPECT_NE(heap.body.find("link it with the CMake target hotscope::heap"), std::string::npos);
+  EXPECT_NE(heap.body.find("HOTSCOPE_HEAP_MODE=full"), std::string::npos);
   EXPECT_NE(heap.body.find("hotscope run --heap"), std::string::npos);
+  EXPECT_EQ(get("/v1/heap", {{"format", "svg"}}).status, 400u);
+  EXPECT_EQ(nlohmann::json::parse(get("/v1/info").body).at("enabled").at("heap"), "not linked");
   const auto wrong_method = get("/v1/reset");
   EXPECT_EQ(wrong_method.status, 405u);
   EXPECT_EQ(wrong_method.allow, "POST");
