@@ -26,6 +26,8 @@ __attribute__((weak)) void hotscope_heap_leave(void);
 __attribute__((weak)) int hotscope_heap_profile(int formats, hotscope_heap_sink sink,
                                                 void* context);
 __attribute__((weak)) void hotscope_heap_reset(void);
+__attribute__((weak)) void
+hotscope_heap_observe_allocations(hotscope_heap_allocation_observer observer);
 }
 
 namespace hotscope::runtime {
@@ -65,6 +67,9 @@ void start_once() {
   }
   clock::init(s.config.clock);
   trace::start({s.config.ring_records, s.config.trace_window_bytes, s.config.collect_period_ms});
+  if (hotscope_heap_observe_allocations != nullptr) { // memory per function
+    hotscope_heap_observe_allocations([](std::size_t bytes) { detail::record_allocation(bytes); });
+  }
   if (s.config.agent) {
     for (const std::string& problem : agent::start(s.config)) {
       print_line(problem);

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "support/files.hpp"
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <map>
@@ -105,6 +106,16 @@ TEST(HeapLinked, EveryNewDeleteFormAndTheMallocFamilyCountExactly) {
       hotscope_blocks += from_hotscope ? pp.at("tbk").get<std::uint64_t>() : 0;
     }
     EXPECT_EQ(hotscope_blocks, file == dir / "exit" / "heap.json" ? 1u : 0u);
+  }
+  // Memory per function: each form_* scope allocated what DHAT counts as its total (tb, tbk).
+  const Json stats = Json::parse(slurp(dir / "exit" / "stats.json"));
+  for (const auto& [function, expected] : kExpected) {
+    const auto entry = std::find_if(
+        stats.at("functions").begin(), stats.at("functions").end(),
+        [&](const Json& f) { return f.at("name").get<std::string>().ends_with(function); });
+    ASSERT_NE(entry, stats.at("functions").end()) << function;
+    EXPECT_EQ(entry->at("alloc_bytes_self").get<std::uint64_t>(), expected.tb) << function;
+    EXPECT_EQ(entry->at("alloc_blocks_self").get<std::uint64_t>(), expected.tbk) << function;
   }
   const std::string pprof = slurp(dir / "now" / "heap.pb.gz");
   ASSERT_GT(pprof.size(), 2u);

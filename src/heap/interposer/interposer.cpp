@@ -362,6 +362,16 @@ inline bool free_recorded(const void* pointer) {
 
 // ---- Recording (always called inside the profiler) ----
 
+std::atomic<hotscope_heap_allocation_observer> allocation_observer{nullptr};
+
+// The full mode's blocks, for memory per function (hotscope_heap_observe_allocations).
+void observe_allocation(std::size_t size) {
+  if (const hotscope_heap_allocation_observer observer =
+          allocation_observer.load(std::memory_order_acquire)) {
+    observer(size);
+  }
+}
+
 void record_alloc(void* pointer, std::size_t size) {
   State* state = recording_state();
   if (state == nullptr) {
@@ -379,6 +389,7 @@ void record_alloc(void* pointer, std::size_t size) {
     state->sampled_addresses.add(address);
   } else {
     state->engine.alloc(address, size, state->engine.intern({frames, depth}), now(*state));
+    observe_allocation(size);
   }
 }
 
@@ -511,6 +522,8 @@ void* reallocate(void* old, std::size_t size, const void* caller) {
   }
   if (!known) {
     record_alloc(pointer, size);
+  } else if (pointer != nullptr) {
+    observe_allocation(size);
   }
   return pointer;
 }
@@ -783,6 +796,10 @@ HOTSCOPE_EXPORT int hotscope_heap_profile(int formats, hotscope_heap_sink sink, 
   const bool failed = !outputs.error.empty();
   outputs = Outputs{};
   return failed ? -1 : 0;
+}
+
+HOTSCOPE_EXPORT void hotscope_heap_observe_allocations(hotscope_heap_allocation_observer observer) {
+  allocation_observer.store(observer, std::memory_order_release);
 }
 
 HOTSCOPE_EXPORT void hotscope_heap_reset(void) {

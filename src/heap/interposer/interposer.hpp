@@ -32,6 +32,11 @@ void hotscope_heap_leave(void);
 int hotscope_heap_profile(int formats, hotscope_heap_sink sink, void* context);
 // Restarts the totals; the blocks still live stay (Engine::restart).
 void hotscope_heap_reset(void);
+// Memory per function: in the full mode, `observer` receives the size of every block recorded
+// (allocations and reallocs, as DHAT counts them), on the allocating thread and inside the
+// profiler. libhotscope registers hotscope::detail::record_allocation. Null stops it.
+typedef void (*hotscope_heap_allocation_observer)(size_t bytes);
+void hotscope_heap_observe_allocations(hotscope_heap_allocation_observer observer);
 }
 
 namespace hotscope::heap::interposer {

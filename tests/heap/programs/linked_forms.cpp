@@ -1,5 +1,6 @@
 // A program linked with hotscope::heap (tests/heap/linked_test.cpp runs it). Each form_* function
-// makes known allocations of one kind; the test finds their sites by function name.
+// makes known allocations of one kind inside its own scope; the test finds their sites by
+// function name, and the same figures as memory per function in stats.json.
 //   linked_forms forms DIR   every form, then DIR/heap.json and heap.pb.gz through the library
 //                            call, then prints the mode and the pprof call's outcome
 //   linked_forms retain DIR  starts the agent (the library call, twice), keeps 10 blocks of 1000
@@ -42,30 +43,35 @@ void keep(void* pointer) {
 
 // tb 28, tbk 2, eb 4, ebk 1: plain new, sized delete.
 __attribute__((noinline)) void form_new() {
+  HOTSCOPE_FUNCTION(); // memory per function: its figures equal these
   delete opaque(new Sized);
   keep(new int);
 }
 
 // tb 47, tbk 2, eb 7, ebk 1
 __attribute__((noinline)) void form_new_array() {
+  HOTSCOPE_FUNCTION(); // memory per function: its figures equal these
   delete[] opaque(new int[10]);
   keep(new char[7]);
 }
 
 // tb 32, tbk 2, eb 24, ebk 1
 __attribute__((noinline)) void form_nothrow() {
+  HOTSCOPE_FUNCTION(); // memory per function: its figures equal these
   delete opaque(new (std::nothrow) double);
   keep(new (std::nothrow) double[3]);
 }
 
 // tb 192, tbk 2, eb 128, ebk 1: aligned new, sized aligned delete.
 __attribute__((noinline)) void form_aligned() {
+  HOTSCOPE_FUNCTION(); // memory per function: its figures equal these
   delete opaque(new Wide);
   keep(new Wide[2]);
 }
 
 // tb 256, tbk 2, eb 192, ebk 1
 __attribute__((noinline)) void form_aligned_nothrow() {
+  HOTSCOPE_FUNCTION(); // memory per function: its figures equal these
   ::operator delete (opaque(new (std::nothrow) Wide), std::align_val_t{alignof(Wide)},
                      std::nothrow);
   keep(new (std::nothrow) Wide[3]);
@@ -73,6 +79,7 @@ __attribute__((noinline)) void form_aligned_nothrow() {
 
 // tb 183, tbk 3, eb 33, ebk 1: the operator functions called by name.
 __attribute__((noinline)) void form_operators() {
+  HOTSCOPE_FUNCTION(); // memory per function: its figures equal these
   ::operator delete(opaque(::operator new(100)), 100);
   ::operator delete[](opaque(::operator new[](50, std::nothrow)), std::nothrow);
   keep(::operator new (33, std::align_val_t{32}));
@@ -80,6 +87,7 @@ __attribute__((noinline)) void form_operators() {
 
 // tb 85, tbk 4, eb 55, ebk 2: a realloc counts again, and keeps its block.
 __attribute__((noinline)) void form_malloc() {
+  HOTSCOPE_FUNCTION(); // memory per function: its figures equal these
   std::free(opaque(std::malloc(10)));
   keep(std::calloc(3, 5));
   void* grown = std::realloc(opaque(std::malloc(20)), 40);
@@ -88,6 +96,7 @@ __attribute__((noinline)) void form_malloc() {
 
 // tb 209, tbk 3, eb 81, ebk 2
 __attribute__((noinline)) void form_aligned_c() {
+  HOTSCOPE_FUNCTION(); // memory per function: its figures equal these
   std::free(opaque(std::aligned_alloc(64, 128)));
   void* pointer = nullptr;
   if (posix_memalign(&pointer, 32, 48) == 0) {
@@ -98,6 +107,7 @@ __attribute__((noinline)) void form_aligned_c() {
 
 // tb 6, tbk 1, eb 6, ebk 1
 __attribute__((noinline)) void form_strdup() {
+  HOTSCOPE_FUNCTION(); // memory per function: its figures equal these
   keep(strdup("hello"));
 }
 
