@@ -102,6 +102,42 @@ void append_text(std::vector<hotscope_record>& out, std::uint32_t kind, std::uin
   std::memcpy(static_cast<void*>(out.data() + at), text.data(), text.size());
 }
 
+// Guest ticks to host ticks with the rate ratio computed once (a division per record showed in
+// the benchmark). long double holds every uint64_t exactly, and the ratio to 64 bits: the
+// result is within a tick whatever the distance from the anchor.
+class TickConverter {
+public:
+  explicit TickConverter(const ClockAnchor& clock)
+      : clock_(clock), ratio_(static_cast<long double>(clock.host_ticks_per_second) /
+                              static_cast<long double>(clock.guest_ticks_per_second)) {}
+
+  std::optional<std::uint64_t> operator()(std::uint64_t guest_ticks) const {
+    constexpr std::uint64_t kMax = INT64_MAX;
+    const bool before = guest_ticks < clock_.guest_ticks;
+    const std::uint64_t distance =
+        before ? clock_.guest_ticks - guest_ticks : guest_ticks - clock_.guest_ticks;
+    const long double scaled = static_cast<long double>(distance) * ratio_;
+    if (!(scaled < static_cast<long double>(kMax))) {
+      return std::nullopt;
+    }
+    const auto host_distance = static_cast<std::uint64_t>(scaled + 0.5L); // rounded, >= 0
+    if (before) {
+      if (host_distance > clock_.host_ticks) {
+        return std::nullopt;
+      }
+      return clock_.host_ticks - host_distance;
+    }
+    if (clock_.host_ticks > kMax || host_distance > kMax - clock_.host_ticks) {
+      return std::nullopt;
+    }
+    return clock_.host_ticks + host_distance;
+  }
+
+private:
+  ClockAnchor clock_;
+  long double ratio_;
+};
+
 } // namespace
 
 std::string Diagnostic::to_string() const {
@@ -110,36 +146,13 @@ std::string Diagnostic::to_string() const {
 }
 
 std::optional<std::uint64_t> to_host_ticks(const ClockAnchor& clock, std::uint64_t guest_ticks) {
-  constexpr auto kLimit = static_cast<long double>(INT64_MAX);
-  const bool before = guest_ticks < clock.guest_ticks;
-  const std::uint64_t distance =
-      before ? clock.guest_ticks - guest_ticks : guest_ticks - clock.guest_ticks;
-  // long double holds every uint64_t exactly, and the rate ratio to 64 bits: the result is
-  // within a tick whatever the distance.
-  const long double ratio = static_cast<long double>(clock.host_ticks_per_second) /
-                            static_cast<long double>(clock.guest_ticks_per_second);
-  const long double scaled = std::round(static_cast<long double>(distance) * ratio);
-  if (!(scaled <= kLimit)) {
-    return std::nullopt;
-  }
-  const auto host_distance = static_cast<std::uint64_t>(scaled);
-  if (before) {
-    if (host_distance > clock.host_ticks) {
-      return std::nullopt;
-    }
-    return clock.host_ticks - host_distance;
-  }
-  if (clock.host_ticks > static_cast<std::uint64_t>(INT64_MAX) ||
-      host_distance > static_cast<std::uint64_t>(INT64_MAX) - clock.host_ticks) {
-    return std::nullopt;
-  }
-  return clock.host_ticks + host_distance;
+  return TickConverter(clock)(guest_ticks);
 }
 
 struct BatchValidator::State {
   State(std::string track_name, const GuestMemory& memory, ClockAnchor clock, Symbolizer symbolizer,
         NameStore& names)
-      : track_name(std::move(track_name)), memory(memory), clock(clock),
+      : track_name(std::move(track_name)), memory(memory), clock(clock), to_host(clock),
         symbolizer(std::move(symbolizer)), names(names) {}
 
   std::optional<Diagnostic> check(std::uint64_t address, std::uint64_t count,
@@ -155,6 +168,7 @@ struct BatchValidator::State {
   const std::string track_name;
   const GuestMemory& memory;
   const ClockAnchor clock;
+  const TickConverter to_host;
   const Symbolizer symbolizer;
   NameStore& names;
   GuestCounts counts;
@@ -271,7 +285,7 @@ std::optional<Diagnostic> BatchValidator::State::check(std::uint64_t address, st
     }
     ticks_seen = true;
     batch_last_guest_ticks = record.ticks;
-    const std::optional<std::uint64_t> host = to_host_ticks(clock, record.ticks);
+    const std::optional<std::uint64_t> host = to_host(record.ticks);
     if (!host) {
       return Diagnostic{i, fmt::format("timestamp {} is too far from the clock anchor (guest tick "
                                        "{}) to place on the host clock; guest timestamps must be "
