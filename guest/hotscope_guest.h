@@ -43,7 +43,7 @@ struct hotscope_guest_state {
   uint32_t capacity;
   uint32_t count; /* records written since the last flush */
 };
-/* The host reads this symbol (by name, from the ELF) to tell records left unflushed at a halt. */
+/* The host reads this symbol (by name, from the ELF) to find records left unflushed on return. */
 extern struct hotscope_guest_state hotscope_guest_state;
 
 void hotscope_guest_init(void);
@@ -297,8 +297,8 @@ void hotscope_guest_print(const char* text, uint64_t length) {
                    : "memory");
 }
 
-/* Every entry starts on a fresh stack with rbp = 0 (the end of the frame chain) and halts when
- * the operation is done; the host sets rip, rdi and rsi before each entry. */
+/* Every entry starts on a fresh stack with rbp = 0 (the end of the frame chain) and returns to
+ * the host when the operation is done; the host sets rip, rdi and rsi before each entry. */
 __asm__(".pushsection .text.hotscope_entry, \"ax\"\n"
         ".globl _start\n"
         ".type _start, @function\n"
@@ -306,8 +306,8 @@ __asm__(".pushsection .text.hotscope_entry, \"ax\"\n"
         "  lea hotscope_guest_stack_area+65536(%rip), %rsp\n"
         "  xor %ebp, %ebp\n"
         "  call hotscope_guest_entry\n"
-        "1: hlt\n"
-        "  jmp 1b\n"
+        "  outb %al, $0xE2\n" /* HOTSCOPE_GUEST_PORT_RETURN, rax = the result */
+        "  ud2\n"
         ".size _start, . - _start\n"
         ".popsection\n");
 

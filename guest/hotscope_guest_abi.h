@@ -17,9 +17,10 @@
 #define HOTSCOPE_GUEST_OP_INIT 0u /* calls hotscope_guest_init() */
 #define HOTSCOPE_GUEST_OP_CALL 1u /* calls hotscope_guest_dispatch(argument) */
 
-/* VM transport: `outb` to these ports; a `hlt` returns to the host with the result in rax. */
-#define HOTSCOPE_GUEST_PORT_FLUSH 0xE0 /* rdi = buffer's guest address, rsi = record count */
-#define HOTSCOPE_GUEST_PORT_PRINT 0xE1 /* rdi = text's guest address, rsi = length in bytes */
+/* VM transport: the guest runs in ring 3 with IOPL 3 and exits with `outb` to these ports. */
+#define HOTSCOPE_GUEST_PORT_FLUSH 0xE0  /* rdi = buffer's guest address, rsi = record count */
+#define HOTSCOPE_GUEST_PORT_PRINT 0xE1  /* rdi = text's guest address, rsi = length in bytes */
+#define HOTSCOPE_GUEST_PORT_RETURN 0xE2 /* the entry is done; rax = its result */
 
 /* Process transport: the host starts the guest with a memfd on HOTSCOPE_GUEST_CHANNEL_FD (page 0:
  * struct hotscope_guest_channel; from HOTSCOPE_GUEST_RECORDS_OFFSET: the record buffer) and a

@@ -26,7 +26,7 @@ enum HostileMode : std::uint64_t {
   kAddressOutside = 2,
   kAddressStraddlesEnd = 3,
   kFloodFlushes = 4,
-  kHaltWithoutFlush = 5,
+  kReturnWithoutFlush = 5,
   kLoopForever = 6,
   kCrash = 7,
   kPrintTooLong = 8,
@@ -226,15 +226,15 @@ TEST_P(RunnerTest, AGuestThatFloodsFlushesIsStopped) {
   EXPECT_FALSE(runner->call(kBehave).returned) << "a stopped guest is not entered again";
 }
 
-TEST_P(RunnerTest, AGuestThatNeverFlushesBeforeHaltingIsReported) {
+TEST_P(RunnerTest, AGuestThatNeverFlushesBeforeReturningIsReported) {
   auto runner = start("hostile-guest", unique_track("no-flush"));
   ASSERT_TRUE(runner);
-  const CallResult result = runner->call(kHaltWithoutFlush);
+  const CallResult result = runner->call(kReturnWithoutFlush);
   ASSERT_EQ(diagnostics_.size(), 1u) << all_diagnostics();
   if (GetParam() == Transport::Kvm) {
-    // The VM halts; its buffer still holds the dispatch and "never flushed" BEGINs.
+    // The VM returns; its buffer still holds the dispatch and "never flushed" BEGINs.
     EXPECT_TRUE(result.returned);
-    EXPECT_NE(diagnostics_[0].find("halted with 2 records it never flushed"), std::string::npos)
+    EXPECT_NE(diagnostics_[0].find("returned with 2 records it never flushed"), std::string::npos)
         << diagnostics_[0];
     EXPECT_EQ(runner->call(kBehave).value, 42u);
   } else {

@@ -1,6 +1,9 @@
 // The KVM transport: one VM, one vCPU in 64-bit mode on identity-mapped RAM. The host builds the
 // page tables and the GDT below 1 MiB, loads the guest image above it, and enters the guest's
-// entry point once per call with rdi = operation, rsi = argument, until it halts.
+// entry point once per call with rdi = operation, rsi = argument, until it returns (an `outb` to
+// HOTSCOPE_GUEST_PORT_RETURN). The guest runs in ring 3 with IOPL 3: port I/O is its only way
+// out, privileged instructions fault, and code runs natively even where KVM emulates ring 0
+// (nested KVM on PVM, for one).
 #include "clock/clock.hpp"
 #include "guest/runner/elf_image.hpp"
 #include "guest/runner/runner.hpp"
@@ -37,7 +40,8 @@ constexpr std::uint64_t kImageStart = 0x100000;
 constexpr std::uint64_t kLargePage = 2u << 20;
 constexpr std::uint64_t kMaxMemory = 1u << 30; // one page directory of 2 MiB pages
 
-constexpr std::uint64_t kPresent = 1, kWritable = 2, kLargePageFlag = 0x80;
+constexpr std::uint64_t kPresent = 1, kWritable = 2, kUser = 4, kLargePageFlag = 0x80;
+constexpr std::uint64_t kRflagsReserved = 0x2, kRflagsIopl3 = 0x3000;
 constexpr std::uint64_t kCr0Pe = 1, kCr0Mp = 2, kCr0Et = 0x10, kCr0Ne = 0x20, kCr0Wp = 1u << 16,
                         kCr0Pg = 1u << 31;
 constexpr std::uint64_t kCr4Pae = 1u << 5, kCr4Osfxsr = 1u << 9, kCr4Osxmmexcpt = 1u << 10;
@@ -299,16 +303,16 @@ private:
     auto* pml4 = reinterpret_cast<std::uint64_t*>(memory_ + kPml4);
     auto* pdpt = reinterpret_cast<std::uint64_t*>(memory_ + kPdpt);
     auto* directory = reinterpret_cast<std::uint64_t*>(memory_ + kPageDirectory);
-    pml4[0] = kPdpt | kPresent | kWritable;
-    pdpt[0] = kPageDirectory | kPresent | kWritable;
+    pml4[0] = kPdpt | kPresent | kWritable | kUser;
+    pdpt[0] = kPageDirectory | kPresent | kWritable | kUser;
     for (std::uint64_t i = 0; i < options_.memory_bytes / kLargePage; ++i) {
-      directory[i] = i * kLargePage | kPresent | kWritable | kLargePageFlag;
+      directory[i] = i * kLargePage | kPresent | kWritable | kUser | kLargePageFlag;
     }
-    // Null, 64-bit code (selector 8), data (selector 0x10).
+    // Null, then ring-3 64-bit code (selector 0x08 | 3) and ring-3 data (0x10 | 3).
     auto* gdt = reinterpret_cast<std::uint64_t*>(memory_ + kGdt);
     gdt[0] = 0;
-    gdt[1] = 0x00af9a000000ffffull;
-    gdt[2] = 0x00cf92000000ffffull;
+    gdt[1] = 0x00affa000000ffffull;
+    gdt[2] = 0x00cff2000000ffffull;
 
     kvm_sregs sregs{};
     if (ioctl(vcpu_.get(), KVM_GET_SREGS, &sregs) < 0) {
@@ -317,14 +321,15 @@ private:
     kvm_segment code{};
     code.base = 0;
     code.limit = 0xffffffff;
-    code.selector = 0x8;
+    code.selector = 0x8 | 3;
     code.type = 11; // execute/read, accessed
+    code.dpl = 3;
     code.present = 1;
     code.s = 1;
     code.l = 1;
     code.g = 1;
     kvm_segment data = code;
-    data.selector = 0x10;
+    data.selector = 0x10 | 3;
     data.type = 3; // read/write, accessed
     data.l = 0;
     data.db = 1;
@@ -379,7 +384,7 @@ private:
     regs.rip = entry_;
     regs.rdi = op;
     regs.rsi = argument;
-    regs.rflags = 0x2;
+    regs.rflags = kRflagsReserved | kRflagsIopl3; // IOPL 3: `outb` works in ring 3
     if (ioctl(vcpu_.get(), KVM_SET_REGS, &regs) < 0) {
       session_->stop("KVM_SET_REGS failed: " + errno_text());
       return {};
@@ -408,12 +413,10 @@ private:
       }
       switch (run_->exit_reason) {
       case KVM_EXIT_IO:
-        if (!handle_io()) {
-          return {};
+        if (std::optional<CallResult> done = handle_io()) {
+          return *done;
         }
         break;
-      case KVM_EXIT_HLT:
-        return halted();
       case KVM_EXIT_SHUTDOWN:
         session_->stop("crashed: the vCPU shut down (an exception with no handler, e.g. a page "
                        "fault outside guest memory) at rip " +
@@ -439,35 +442,36 @@ private:
     }
   }
 
-  bool handle_io() {
+  // Port I/O: the guest's exits. Nothing while the guest runs on; else how the call ends.
+  std::optional<CallResult> handle_io() {
     const auto& io = run_->io;
     kvm_regs regs{};
     if (ioctl(vcpu_.get(), KVM_GET_REGS, &regs) < 0) {
       session_->stop("KVM_GET_REGS failed: " + errno_text());
-      return false;
+      return CallResult{};
     }
-    if (io.direction == KVM_EXIT_IO_OUT && io.port == HOTSCOPE_GUEST_PORT_FLUSH) {
-      return session_->flush(regs.rdi, regs.rsi);
+    const bool out = io.direction == KVM_EXIT_IO_OUT;
+    if (out && io.port == HOTSCOPE_GUEST_PORT_FLUSH) {
+      return session_->flush(regs.rdi, regs.rsi) ? std::nullopt
+                                                 : std::optional<CallResult>(CallResult{});
     }
-    if (io.direction == KVM_EXIT_IO_OUT && io.port == HOTSCOPE_GUEST_PORT_PRINT) {
+    if (out && io.port == HOTSCOPE_GUEST_PORT_PRINT) {
       session_->print(regs.rdi, regs.rsi);
-      return true;
+      return std::nullopt;
     }
-    session_->stop(std::string(io.direction == KVM_EXIT_IO_OUT ? "wrote to" : "read from") +
-                   " I/O port " + hex(io.port) + ", which is not a hotscope port (flush " +
-                   hex(HOTSCOPE_GUEST_PORT_FLUSH) + ", print " + hex(HOTSCOPE_GUEST_PORT_PRINT) +
-                   "), at rip " + hex(regs.rip) + ": stopped");
-    return false;
+    if (out && io.port == HOTSCOPE_GUEST_PORT_RETURN) {
+      return returned(regs);
+    }
+    session_->stop(std::string(out ? "wrote to" : "read from") + " I/O port " + hex(io.port) +
+                   ", which is not a hotscope port (flush " + hex(HOTSCOPE_GUEST_PORT_FLUSH) +
+                   ", print " + hex(HOTSCOPE_GUEST_PORT_PRINT) + ", return " +
+                   hex(HOTSCOPE_GUEST_PORT_RETURN) + "), at rip " + hex(regs.rip) + ": stopped");
+    return CallResult{};
   }
 
-  // The guest halted: the call is done, rax is its result. Records still in its buffer were
+  // The entry is done, rax is its result. Records still in the guest's buffer were
   // never flushed: they are lost, and said so.
-  CallResult halted() {
-    kvm_regs regs{};
-    if (ioctl(vcpu_.get(), KVM_GET_REGS, &regs) < 0) {
-      session_->stop("KVM_GET_REGS failed: " + errno_text());
-      return {};
-    }
+  CallResult returned(const kvm_regs& regs) {
     if (state_address_) {
       struct {
         std::uint64_t records;
@@ -475,9 +479,9 @@ private:
         std::uint32_t count;
       } state{};
       if (flat_->read(*state_address_, &state, sizeof state) && state.count != 0) {
-        session_->report("halted with " + std::to_string(state.count) +
+        session_->report("returned with " + std::to_string(state.count) +
                          " records it never flushed: they are lost (a guest must flush before "
-                         "it halts; hotscope_guest_entry does)");
+                         "it returns; hotscope_guest_entry does)");
       }
     }
     return {true, regs.rax};
