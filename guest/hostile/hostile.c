@@ -16,7 +16,10 @@ enum mode {
   MODE_RETURN_WITHOUT_FLUSH = 5,
   MODE_LOOP_FOREVER = 6,
   MODE_CRASH = 7,
-  MODE_PRINT_TOO_LONG = 8
+  MODE_PRINT_TOO_LONG = 8,
+  MODE_PRIVILEGED_INSTRUCTION = 9,
+  MODE_WRITE_HOST_STRUCTURES = 10,
+  MODE_UNKNOWN_PORT = 11
 };
 
 void hotscope_guest_init(void) {}
@@ -65,6 +68,17 @@ uint64_t hotscope_guest_dispatch(uint64_t mode) {
   case MODE_PRINT_TOO_LONG:
     hotscope_guest_print("x", 1ull << 30);
     return 8;
+  case MODE_PRIVILEGED_INSTRUCTION:
+    __asm__ volatile("hlt");
+    return 9;
+  case MODE_WRITE_HOST_STRUCTURES:
+    /* The VM's GDT null descriptor: writing 0 changes nothing, so only the page protection can
+     * stop it (unmapped in a process). */
+    *(volatile uint64_t*)(uintptr_t)0x4000u = 0;
+    return 10;
+  case MODE_UNKNOWN_PORT:
+    __asm__ volatile("outb %%al, $0x80" : : "a"(0));
+    return 11;
   default:
     return 0;
   }

@@ -30,6 +30,9 @@ enum HostileMode : std::uint64_t {
   kLoopForever = 6,
   kCrash = 7,
   kPrintTooLong = 8,
+  kPrivilegedInstruction = 9,
+  kWriteHostStructures = 10,
+  kUnknownPort = 11,
 };
 
 class RunnerTest : public ::testing::TestWithParam<Transport> {
@@ -276,6 +279,19 @@ TEST_P(RunnerTest, AGuestThatCrashesIsStoppedAndTheHostCarriesOn) {
   EXPECT_TRUE(diagnostics_.empty()) << all_diagnostics();
 }
 
+TEST_P(RunnerTest, PrivilegedInstructionsAndTheHostsStructuresAreOutOfReach) {
+  for (const HostileMode mode : {kPrivilegedInstruction, kWriteHostStructures}) {
+    SCOPED_TRACE(mode);
+    diagnostics_.clear();
+    auto runner = start("hostile-guest", unique_track("privileged"));
+    ASSERT_TRUE(runner);
+    EXPECT_FALSE(runner->call(mode).returned);
+    EXPECT_TRUE(runner->stopped());
+    ASSERT_EQ(diagnostics_.size(), 1u) << all_diagnostics();
+    EXPECT_NE(diagnostics_[0].find("crashed"), std::string::npos) << diagnostics_[0];
+  }
+}
+
 TEST_P(RunnerTest, ImagesThatAreNotGuestsAreRefused) {
   std::string error;
   const std::string not_elf = std::string(HOTSCOPE_GUEST_DIR) + "/../CMakeCache.txt";
@@ -295,6 +311,26 @@ INSTANTIATE_TEST_SUITE_P(Transports, RunnerTest,
                          [](const auto& info) {
                            return info.param == Transport::Kvm ? "Kvm" : "Process";
                          });
+
+// KVM only: an exit through a port that is not hotscope's stops the guest.
+TEST(KvmRunner, AnUnknownPortStopsTheGuest) {
+  if (const std::string why = kvm_unavailable_reason(); !why.empty()) {
+    GTEST_SKIP() << "KVM guest tests need /dev/kvm: " << why;
+  }
+  std::vector<std::string> diagnostics;
+  RunnerOptions options;
+  options.diagnostic = [&](const std::string& line) { diagnostics.push_back(line); };
+  std::string error;
+  auto runner =
+      start_kvm_guest(std::string(HOTSCOPE_GUEST_DIR) + "/hostile-guest.elf", options, error);
+  ASSERT_TRUE(runner) << error;
+  EXPECT_FALSE(runner->call(kUnknownPort).returned);
+  EXPECT_TRUE(runner->stopped());
+  ASSERT_EQ(diagnostics.size(), 1u);
+  EXPECT_NE(diagnostics[0].find("wrote to I/O port 0x80, which is not a hotscope port"),
+            std::string::npos)
+      << diagnostics[0];
+}
 
 // KVM only: a process guest's image (linked at 4 MiB) does not fit in 4 MiB of guest memory.
 TEST(KvmRunner, ASegmentOutsideGuestMemoryIsRefused) {

@@ -36,6 +36,8 @@ constexpr std::uint64_t kPml4 = 0x1000;
 constexpr std::uint64_t kPdpt = 0x2000;
 constexpr std::uint64_t kPageDirectory = 0x3000;
 constexpr std::uint64_t kGdt = 0x4000;
+constexpr std::uint64_t kLowPageTable = 0x5000; // 4 KiB pages for the first 2 MiB
+constexpr std::uint64_t kPage = 4096;
 constexpr std::uint64_t kImageStart = 0x100000;
 constexpr std::uint64_t kLargePage = 2u << 20;
 constexpr std::uint64_t kMaxMemory = 1u << 30; // one page directory of 2 MiB pages
@@ -305,7 +307,14 @@ private:
     auto* directory = reinterpret_cast<std::uint64_t*>(memory_ + kPageDirectory);
     pml4[0] = kPdpt | kPresent | kWritable | kUser;
     pdpt[0] = kPageDirectory | kPresent | kWritable | kUser;
-    for (std::uint64_t i = 0; i < options_.memory_bytes / kLargePage; ++i) {
+    // The first 2 MiB in 4 KiB pages: the host's structures below 1 MiB are supervisor-only,
+    // out of the ring-3 guest's reach; the rest is the guest's, in 2 MiB pages.
+    auto* low = reinterpret_cast<std::uint64_t*>(memory_ + kLowPageTable);
+    for (std::uint64_t i = 0; i < kLargePage / kPage; ++i) {
+      low[i] = i * kPage | kPresent | kWritable | (i * kPage >= kImageStart ? kUser : 0);
+    }
+    directory[0] = kLowPageTable | kPresent | kWritable | kUser;
+    for (std::uint64_t i = 1; i < options_.memory_bytes / kLargePage; ++i) {
       directory[i] = i * kLargePage | kPresent | kWritable | kUser | kLargePageFlag;
     }
     // Null, then ring-3 64-bit code (selector 0x08 | 3) and ring-3 data (0x10 | 3).
