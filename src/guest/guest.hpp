@@ -63,7 +63,8 @@ struct Symbol {
   std::string name;
   std::uint64_t offset = 0;
 };
-// Guest code address to function (the guest ELF's symbol table), for guest stack traces.
+// Guest code address to function (the guest ELF's symbol table), for guest stack traces. Called
+// while a batch is committed: it must not throw. Names it returns are shown only if printable.
 using Symbolizer = std::function<std::optional<Symbol>(std::uint64_t address)>;
 
 // What went wrong with a rejected batch: the record's index in the batch (or the batch as a

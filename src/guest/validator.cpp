@@ -261,7 +261,7 @@ std::optional<Diagnostic> BatchValidator::State::check(std::uint64_t address, st
                              address, count));
   }
   batch.resize(count);
-  if (!memory.read(address, batch.data(), bytes)) {
+  if (count > 0 && !memory.read(address, batch.data(), bytes)) {
     return whole(fmt::format("buffer 0x{:x}..0x{:x} ({} records) is not inside guest memory; pass "
                              "the guest address of the trace buffer",
                              address, address + bytes, count));
