@@ -98,6 +98,7 @@ private:
 
 // Arms a deadline per call; when it passes, makes KVM_RUN return (immediate_exit + a signal to
 // the vCPU thread: the signal interrupts a running guest, the flag a guest about to be entered).
+// The signal is blocked in the vCPU thread except inside KVM_RUN.
 class Watchdog {
 public:
   Watchdog() : thread_([this] { watch(); }) {}
@@ -362,7 +363,7 @@ private:
     runtime::ensure_started();
     // struct kvm_msrs with one entry, spelled out: in C++ the header's flexible array makes
     // sizeof(kvm_msrs) 16 instead of the kernel's 8, and the ioctl number encodes that size
-    // (the same holds for kvm_cpuid2).
+    // (the same holds for kvm_cpuid2 and kvm_signal_mask).
     struct MsrsHeader {
       std::uint32_t nmsrs;
       std::uint32_t pad;
@@ -398,13 +399,48 @@ private:
       session_->stop("KVM_SET_REGS failed: " + errno_text());
       return {};
     }
-    watchdog_->arm(run_, options_.time_limit);
-    const CallResult result = run_until_halt();
-    watchdog_->disarm();
+    // The kick signal is blocked in this thread outside KVM_RUN (it must not interrupt the
+    // host's own system calls) and unblocked inside it (KVM_SET_SIGNAL_MASK).
+    sigset_t kick, outside;
+    sigemptyset(&kick);
+    sigaddset(&kick, kick_signal());
+    pthread_sigmask(SIG_BLOCK, &kick, &outside);
+    CallResult result;
+    if (set_run_signal_mask(outside)) {
+      watchdog_->arm(run_, options_.time_limit);
+      result = run_until_return();
+      watchdog_->disarm();
+    }
+    const timespec no_wait{};
+    while (sigtimedwait(&kick, nullptr, &no_wait) == kick_signal()) {
+      // a kick that came after the guest returned: consumed here
+    }
+    pthread_sigmask(SIG_SETMASK, &outside, nullptr);
     return result;
   }
 
-  CallResult run_until_halt() {
+  // The signal mask inside KVM_RUN: this thread's usual one, the kick signal not blocked.
+  bool set_run_signal_mask(sigset_t inside) {
+    sigdelset(&inside, kick_signal());
+    // struct kvm_signal_mask spelled out (see clock_anchor()); the kernel's sigset is 8 bytes.
+    struct SignalMaskHeader {
+      std::uint32_t len;
+    };
+    struct {
+      SignalMaskHeader header{8};
+      unsigned char sigset[8];
+    } mask{};
+    static_assert(sizeof(sigset_t) >= sizeof mask.sigset);
+    std::memcpy(mask.sigset, &inside, sizeof mask.sigset);
+    if (ioctl(vcpu_.get(), _IOW(KVMIO, 0x8b, SignalMaskHeader) /* KVM_SET_SIGNAL_MASK */, &mask) <
+        0) {
+      session_->stop("KVM_SET_SIGNAL_MASK failed: " + errno_text());
+      return false;
+    }
+    return true;
+  }
+
+  CallResult run_until_return() {
     for (;;) {
       if (ioctl(vcpu_.get(), KVM_RUN, 0) < 0) {
         if (errno == EINTR || errno == EAGAIN) {
