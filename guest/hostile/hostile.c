@@ -19,7 +19,8 @@ enum mode {
   MODE_PRINT_TOO_LONG = 8,
   MODE_PRIVILEGED_INSTRUCTION = 9,
   MODE_WRITE_HOST_STRUCTURES = 10,
-  MODE_UNKNOWN_PORT = 11
+  MODE_UNKNOWN_PORT = 11,
+  MODE_CLOSE_CHANNEL_AND_LOOP = 12 /* process only */
 };
 
 void hotscope_guest_init(void) {}
@@ -76,6 +77,17 @@ uint64_t hotscope_guest_dispatch(uint64_t mode) {
      * stop it (unmapped in a process). */
     *(volatile uint64_t*)(uintptr_t)0x4000u = 0;
     return 10;
+  case MODE_CLOSE_CHANNEL_AND_LOOP:
+#ifdef HOTSCOPE_GUEST_PROCESS
+    __asm__ volatile("syscall"
+                     :
+                     : "a"(3 /* close */), "D"(HOTSCOPE_GUEST_WAKE_FD)
+                     : "rcx", "r11", "memory");
+    for (;;) {
+      __asm__ volatile("pause");
+    }
+#endif
+    return 12;
   case MODE_UNKNOWN_PORT:
     __asm__ volatile("outb %%al, $0x80" : : "a"(0));
     return 11;

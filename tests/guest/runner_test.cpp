@@ -33,6 +33,7 @@ enum HostileMode : std::uint64_t {
   kPrivilegedInstruction = 9,
   kWriteHostStructures = 10,
   kUnknownPort = 11,
+  kCloseChannelAndLoop = 12,
 };
 
 class RunnerTest : public ::testing::TestWithParam<Transport> {
@@ -311,6 +312,23 @@ INSTANTIATE_TEST_SUITE_P(Transports, RunnerTest,
                          [](const auto& info) {
                            return info.param == Transport::Kvm ? "Kvm" : "Process";
                          });
+
+// Process only: a child that closes its channel but lives on is killed, not waited for.
+TEST(ProcessRunner, AChildThatClosesItsChannelAndLivesOnIsKilled) {
+  std::vector<std::string> diagnostics;
+  RunnerOptions options;
+  options.diagnostic = [&](const std::string& line) { diagnostics.push_back(line); };
+  std::string error;
+  auto runner = start_process_guest(std::string(HOTSCOPE_GUEST_DIR) + "/hostile-guest-process",
+                                    options, error);
+  ASSERT_TRUE(runner) << error;
+  EXPECT_FALSE(runner->call(kCloseChannelAndLoop).returned);
+  EXPECT_TRUE(runner->stopped());
+  ASSERT_EQ(diagnostics.size(), 1u);
+  EXPECT_NE(diagnostics[0].find("closed its channel without exiting (killed) during a call"),
+            std::string::npos)
+      << diagnostics[0];
+}
 
 // KVM only: an exit through a port that is not hotscope's stops the guest.
 TEST(KvmRunner, AnUnknownPortStopsTheGuest) {

@@ -252,13 +252,24 @@ private:
     }
   }
 
-  // The child closed the channel or died in the middle of a call.
+  // The child closed the channel or died in the middle of a call. A child that closed it but
+  // lives on gets 200 ms to exit, then is killed: the host never waits on it unboundedly.
   void child_gone() {
     int status = 0;
-    const bool reaped = pid_ > 0 && waitpid(pid_, &status, 0) == pid_;
-    pid_ = -1;
-    session_->stop((reaped ? describe_status(status) : std::string("closed its channel")) +
+    bool reaped = false;
+    for (int waited_ms = 0; waited_ms < 200 && !reaped; ++waited_ms) {
+      reaped = waitpid(pid_, &status, WNOHANG) == pid_;
+      if (!reaped) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
+    }
+    if (reaped) {
+      pid_ = -1;
+    }
+    session_->stop((reaped ? describe_status(status)
+                           : std::string("closed its channel without exiting (killed)")) +
                    " during a call; records it had not flushed are lost");
+    end_child();
   }
 
   void end_child() {
