@@ -108,6 +108,7 @@ public:
     anchor.host_ticks_per_second = clock::ticks_per_second();
     anchor.guest_ticks_per_second = tsc_ticks_per_second();
     memory_.emplace(pid_);
+    entry_ = image->entry();
     session_.emplace(options_,
                      options_.track_name.empty() ? default_track_name(path) : options_.track_name,
                      *memory_, anchor, image->symbolizer());
@@ -183,7 +184,7 @@ private:
       return {};
     }
     for (;;) {
-      if (!wait_for_guest(deadline)) {
+      if (!wait_for_guest(deadline) || !check_readable()) {
         return {};
       }
       // The child may rewrite the channel at any time: each field is read once.
@@ -212,6 +213,24 @@ private:
         return {};
       }
     }
+  }
+
+  // Once, at the child's first request (its image is surely mapped by then): without
+  // permission to read the child (Yama's ptrace_scope 2 or 3, for one) every flush would be
+  // rejected as outside its memory, so that is said once, plainly.
+  bool check_readable() {
+    if (readable_checked_) {
+      return true;
+    }
+    readable_checked_ = true;
+    unsigned char probe = 0;
+    if (memory_->read(entry_, &probe, 1)) {
+      return true;
+    }
+    session_->stop("its memory cannot be read (process_vm_readv: " + errno_text() +
+                   "); see /proc/sys/kernel/yama/ptrace_scope");
+    end_child();
+    return false;
   }
 
   bool wake_guest() {
@@ -293,6 +312,8 @@ private:
   pid_t pid_ = -1;
   int memfd_ = -1;
   int socket_ = -1;
+  std::uint64_t entry_ = 0;
+  bool readable_checked_ = false;
   hotscope_guest_channel* channel_ = nullptr;
   std::optional<ProcessMemory> memory_;
   std::optional<Session> session_;
