@@ -217,7 +217,9 @@ private:
   std::string create_vm() {
     kvm_ = Fd(open("/dev/kvm", O_RDWR | O_CLOEXEC));
     if (kvm_.get() < 0) {
-      return "cannot open /dev/kvm: " + errno_text();
+      return "cannot open /dev/kvm: " + errno_text() +
+             "; a KVM guest needs read-write access to it (or run the guest's process build "
+             "as a child process: hotscope vm run --process)";
     }
     if (ioctl(kvm_.get(), KVM_GET_API_VERSION, 0) != KVM_API_VERSION) {
       return "/dev/kvm speaks an unexpected API version";
