@@ -268,8 +268,9 @@ Response route(const Process& process, Listener listener, const Request& request
     return trace_window(process, request);
   }
   if (path == "/v1/metrics") {
-    return written(kPrometheus, trace::snapshot(trace::Contents::StatisticsOnly),
-                   exporters::write_prometheus);
+    Snapshot snapshot = trace::snapshot(trace::Contents::StatisticsOnly);
+    snapshot.heap = runtime::heap_figures();
+    return written(kPrometheus, snapshot, exporters::write_prometheus);
   }
   if (path == "/v1/heap") {
     return heap(request);

@@ -116,6 +116,33 @@ constexpr std::pair<const char*, std::uint64_t DurationStats::*> kQuantiles[] = 
     {"0.999", &DurationStats::p999_ns},
 };
 
+// The heap profiler's gauges and counters; in the sampled mode the values are estimates.
+void write_heap_figures(const HeapFigures& heap, std::ostream& out) {
+  const std::string mode = label_set({{"mode", heap.mode}});
+  const struct {
+    const char* name;
+    const char* type;
+    const char* help;
+    std::uint64_t value;
+  } series[] = {
+      {"hotscope_heap_allocated_bytes_total", "counter",
+       "Heap bytes allocated in this window, every thread (the heap profiler's count).",
+       heap.total_bytes},
+      {"hotscope_heap_allocated_blocks_total", "counter",
+       "Heap blocks allocated in this window, every thread.", heap.total_blocks},
+      {"hotscope_heap_live_bytes", "gauge", "Heap bytes live now.", heap.live_bytes},
+      {"hotscope_heap_live_blocks", "gauge", "Heap blocks live now.", heap.live_blocks},
+      {"hotscope_heap_peak_bytes", "gauge", "The most heap bytes live at once in this window.",
+       heap.peak_bytes},
+      {"hotscope_heap_peak_blocks", "gauge", "Heap blocks live at the peak of live bytes.",
+       heap.peak_blocks},
+  };
+  for (const auto& s : series) {
+    family(out, s.name, s.type, s.help);
+    out << s.name << mode << ' ' << s.value << '\n';
+  }
+}
+
 } // namespace
 
 void write_prometheus(const Snapshot& snapshot, std::ostream& out) {
@@ -228,6 +255,10 @@ void write_prometheus(const Snapshot& snapshot, std::ostream& out) {
         out << total << labels << ' ' << series.allocated_total.*field << '\n';
       }
     }
+  }
+
+  if (snapshot.heap) {
+    write_heap_figures(*snapshot.heap, out);
   }
 
   // Counter series that share a name: the one updated most often stands for the name.

@@ -43,6 +43,17 @@ struct RawSite {
   SiteCounts counts;                 // curr_* are the t-end figures (eb, ebk)
 };
 
+// The process-wide figures at one moment, for gauges (/v1/metrics): everything allocated in the
+// measuring window, what is live now, and the peak of live bytes (with its blocks).
+struct Totals {
+  std::uint64_t total_bytes = 0;
+  std::uint64_t total_blocks = 0;
+  std::uint64_t live_bytes = 0;
+  std::uint64_t live_blocks = 0;
+  std::uint64_t peak_bytes = 0;
+  std::uint64_t peak_blocks = 0;
+};
+
 struct RawProfile {
   std::uint64_t end_time = 0;  // te
   std::uint64_t gmax_time = 0; // tg
@@ -133,6 +144,9 @@ public:
 
   bool is_live(std::uintptr_t address) const { return live_.find(address) != nullptr; }
   std::uint64_t live_bytes() const { return curr_bytes_; }
+  Totals totals() const {
+    return {total_bytes_, total_blocks_, curr_bytes_, curr_blocks_, max_bytes_, max_blocks_};
+  }
 
   // The figures as if the program ended at `now`; the engine itself is unchanged, so this
   // can be called at any time.
@@ -235,6 +249,8 @@ public:
   RawProfile snapshot(std::uint64_t now) const;
   // As Engine::restart.
   void restart(std::uint64_t now);
+  // Estimates rounded to whole bytes and blocks.
+  Totals totals() const;
 
 private:
   struct Site {

@@ -109,6 +109,18 @@ bool SampledEngine::free(std::uintptr_t address, std::uint64_t now) {
   return true;
 }
 
+Totals SampledEngine::totals() const {
+  double total_bytes = 0;
+  double total_blocks = 0;
+  for (const Site& site : sites_) {
+    total_bytes += site.total_bytes;
+    total_blocks += site.total_blocks;
+  }
+  const auto whole = [](double value) { return static_cast<std::uint64_t>(std::llround(value)); };
+  return {whole(total_bytes),  whole(total_blocks), whole(curr_bytes_),
+          whole(curr_blocks_), whole(max_bytes_),   whole(max_blocks_)};
+}
+
 void SampledEngine::restart(std::uint64_t now) {
   max_bytes_ = curr_bytes_;
   max_blocks_ = curr_blocks_;

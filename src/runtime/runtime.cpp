@@ -26,6 +26,7 @@ __attribute__((weak)) void hotscope_heap_leave(void);
 __attribute__((weak)) int hotscope_heap_profile(int formats, hotscope_heap_sink sink,
                                                 void* context);
 __attribute__((weak)) void hotscope_heap_reset(void);
+__attribute__((weak)) int hotscope_heap_read_totals(struct hotscope_heap_totals* out);
 __attribute__((weak)) void
 hotscope_heap_observe_allocations(hotscope_heap_allocation_observer observer);
 }
@@ -174,6 +175,16 @@ const char* heap_mode_name() {
     break;
   }
   return "not linked";
+}
+
+std::optional<HeapFigures> heap_figures() {
+  hotscope_heap_totals totals{};
+  if (!heap_unavailable_reason().empty() || hotscope_heap_read_totals == nullptr ||
+      hotscope_heap_read_totals(&totals) != 0) {
+    return std::nullopt;
+  }
+  return HeapFigures{heap_mode_name(),   totals.total_bytes, totals.total_blocks, totals.live_bytes,
+                     totals.live_blocks, totals.peak_bytes,  totals.peak_blocks};
 }
 
 std::string heap_unavailable_reason() {

@@ -5,7 +5,9 @@
 #pragma once
 
 #include "config/config.hpp"
+#include "snapshot/snapshot.hpp"
 
+#include <optional>
 #include <string>
 
 namespace hotscope::runtime {
@@ -32,6 +34,9 @@ void reset_heap();
 
 // "full", "sampled", "off" or "not linked", as <pid>.json and /v1/info say.
 const char* heap_mode_name();
+
+// The heap profiler's figures now; empty when it does not run.
+std::optional<HeapFigures> heap_figures();
 
 // Why there is no heap profile in this process, naming what enables it; "" when there is one.
 std::string heap_unavailable_reason();

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -102,6 +103,17 @@ struct TraceEvent {
   std::int64_t value = 0; // counter value
 };
 
+// The heap profiler's process-wide figures, when it runs (estimates in the sampled mode).
+struct HeapFigures {
+  std::string mode;              // "full" or "sampled"
+  std::uint64_t total_bytes = 0; // allocated in the measuring window
+  std::uint64_t total_blocks = 0;
+  std::uint64_t live_bytes = 0; // live now
+  std::uint64_t live_blocks = 0;
+  std::uint64_t peak_bytes = 0;  // the most live bytes in the window
+  std::uint64_t peak_blocks = 0; // live blocks at that peak
+};
+
 struct Snapshot {
   std::string hotscope_version;
   std::int64_t pid = 0;
@@ -112,6 +124,7 @@ struct Snapshot {
   RecordCounts records;             // over all threads
   std::uint64_t threads_folded = 0; // exited threads merged into "(exited threads)" to bound memory
   Allocations allocations;          // over all threads
+  std::optional<HeapFigures> heap;  // filled by the agent for /v1/metrics, else empty
 
   std::vector<FunctionStats> functions; // over all threads, sorted by total_ns descending
   std::vector<ThreadInfo> threads;

@@ -215,6 +215,12 @@ TEST(AgentDemo, HeapProfileNow) {
     client.join();
   }
   EXPECT_EQ(good, 3);
+  // The heap gauges join the metrics while the heap profiler runs.
+  const std::string metrics = demo.get("/v1/metrics");
+  const std::string live = "hotscope_heap_live_bytes{mode=\"full\"} ";
+  const std::size_t at = metrics.find(live);
+  ASSERT_NE(at, std::string::npos) << metrics;
+  EXPECT_GT(std::stoull(metrics.substr(at + live.size())), 0u);
   EXPECT_TRUE(advances(demo));
   EXPECT_EQ(demo.stop(), 0);
   EXPECT_EQ(demo.stderr_text(), "");

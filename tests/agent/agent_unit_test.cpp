@@ -186,6 +186,23 @@ TEST(Prometheus, AllocationCountersOnlyWhenAllocationsWereRecorded) {
             std::string::npos);
 }
 
+TEST(Prometheus, HeapFiguresOnlyWhenTheHeapProfilerRuns) {
+  EXPECT_EQ(prometheus(ht::known_snapshot()).find("hotscope_heap_"), std::string::npos);
+  Snapshot snapshot = ht::known_snapshot();
+  snapshot.heap = HeapFigures{"sampled", 5000, 40, 1200, 7, 3000, 20};
+  const std::string text = prometheus(snapshot);
+  EXPECT_EQ(ht::prometheus_problems(text), std::vector<std::string>{}) << text;
+  for (const char* line : {"hotscope_heap_allocated_bytes_total{mode=\"sampled\"} 5000\n",
+                           "hotscope_heap_allocated_blocks_total{mode=\"sampled\"} 40\n",
+                           "# TYPE hotscope_heap_live_bytes gauge\n"
+                           "hotscope_heap_live_bytes{mode=\"sampled\"} 1200\n",
+                           "hotscope_heap_live_blocks{mode=\"sampled\"} 7\n",
+                           "hotscope_heap_peak_bytes{mode=\"sampled\"} 3000\n",
+                           "hotscope_heap_peak_blocks{mode=\"sampled\"} 20\n"}) {
+    EXPECT_NE(text.find(line), std::string::npos) << line << text;
+  }
+}
+
 TEST(Prometheus, TheCheckerCatchesBrokenExpositions) {
   EXPECT_FALSE(ht::prometheus_problems("# HELP a_total x\n# TYPE a_total counter\na_total 1")
                    .empty());                                   // no final line feed

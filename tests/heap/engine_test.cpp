@@ -45,6 +45,13 @@ TEST(HeapEngine, CountsAllocationsReallocsAndFreesAsValgrind) {
   EXPECT_TRUE(engine.is_live(0xB8));
   EXPECT_FALSE(engine.is_live(0xB0));
   EXPECT_EQ(engine.live_bytes(), 201u);
+  const Totals totals = engine.totals(); // the gauges of /v1/metrics
+  EXPECT_EQ(totals.total_bytes, 351u);
+  EXPECT_EQ(totals.total_blocks, 4u);
+  EXPECT_EQ(totals.live_bytes, 201u);
+  EXPECT_EQ(totals.live_blocks, 2u);
+  EXPECT_EQ(totals.peak_bytes, 300u);
+  EXPECT_EQ(totals.peak_blocks, 2u);
 
   const RawProfile raw = engine.snapshot(10);
   EXPECT_EQ(raw.end_time, 10u);

@@ -798,6 +798,22 @@ HOTSCOPE_EXPORT int hotscope_heap_profile(int formats, hotscope_heap_sink sink, 
   return failed ? -1 : 0;
 }
 
+HOTSCOPE_EXPORT int hotscope_heap_read_totals(struct hotscope_heap_totals* out) {
+  const Inside inside;
+  State* state = recording_state();
+  if (state == nullptr) {
+    return -1;
+  }
+  heap::Totals totals;
+  {
+    const std::lock_guard lock(state->mutex);
+    totals = sampling ? state->sampled.totals() : state->engine.totals();
+  }
+  *out = {totals.total_bytes, totals.total_blocks, totals.live_bytes,
+          totals.live_blocks, totals.peak_bytes,   totals.peak_blocks};
+  return 0;
+}
+
 HOTSCOPE_EXPORT void hotscope_heap_observe_allocations(hotscope_heap_allocation_observer observer) {
   allocation_observer.store(observer, std::memory_order_release);
 }

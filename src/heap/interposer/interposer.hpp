@@ -9,6 +9,7 @@
 #pragma once
 
 #include <stddef.h>
+#include <stdint.h>
 
 // ---- The C interface, exported by both libraries ----
 // libhotscope declares these weak: a program without a heap library finds them null.
@@ -30,6 +31,12 @@ void hotscope_heap_leave(void);
 // The profile now, in each format of the bit set `formats`, handed to `sink`. The lock is held
 // only while the raw figures are copied. Returns 0, or -1 after handing `sink` the reason.
 int hotscope_heap_profile(int formats, hotscope_heap_sink sink, void* context);
+// The process-wide figures now (heap::Totals; estimates in the sampled mode), copied under the
+// lock. Returns 0, or -1 when nothing is recorded.
+struct hotscope_heap_totals {
+  uint64_t total_bytes, total_blocks, live_bytes, live_blocks, peak_bytes, peak_blocks;
+};
+int hotscope_heap_read_totals(struct hotscope_heap_totals* out);
 // Restarts the totals; the blocks still live stay (Engine::restart).
 void hotscope_heap_reset(void);
 // Memory per function: in the full mode, `observer` receives the size of every block recorded
