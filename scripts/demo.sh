@@ -16,12 +16,13 @@ echo "== building hotscope-demo in $build"
 mkdir -p "$repo/build"
 cmake -S "$repo" -B "$build" -G Ninja -Wno-dev -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   >"$build.configure.log" 2>&1 || { cat "$build.configure.log"; exit 1; }
-cmake --build "$build" --target hotscope-demo
+cmake --build "$build" --target hotscope-demo hotscope_cli guest_sample-guest guest_sample-guest-process
 
 rm -rf "$out"
 mkdir -p "$out"
-echo "== running the demo service for ${SECONDS_TO_RUN:-10} s (4 worker threads)"
-HOTSCOPE_OUT="$out" "$build/examples/hotscope-demo" --seconds "${SECONDS_TO_RUN:-10}" --threads 4
+echo "== running the demo service for ${SECONDS_TO_RUN:-10} s (4 worker threads, heap profiler on)"
+HOTSCOPE_OUT="$out" HOTSCOPE_HEAP_MODE="${HOTSCOPE_HEAP_MODE:-full}" \
+  "$build/examples/hotscope-demo" --seconds "${SECONDS_TO_RUN:-10}" --threads 4
 
 if [[ ! -s "$out/report.txt" ]]; then
   echo "error: the demo wrote no $out/report.txt (is HOTSCOPE_ENABLE off in $build?)" >&2
@@ -37,5 +38,22 @@ cat <<EOT
                 or drop it on https://www.speedscope.app
   trace.folded  folded stacks: flamegraph.pl trace.folded > flame.svg, or speedscope
   trace.txt     the call tree as indented text: less $out/trace.txt
-  stats.json    per-function statistics (counts, self/inclusive time, percentiles)
+  stats.json    per-function statistics (counts, self/inclusive time, percentiles, memory)
+  heap.json     the heap profile: open /usr/libexec/valgrind/dh_view.html and load it
 EOT
+
+# A guest: the sample guest in a KVM micro-VM when /dev/kvm is usable, else as a child process.
+guest_out="$repo/out/guest"
+if [[ -r /dev/kvm && -w /dev/kvm ]]; then
+  guest=("$build/guest/sample-guest.elf")
+else
+  echo "== /dev/kvm is not usable here: the guest runs as a child process instead"
+  guest=("$build/guest/sample-guest-process" --process)
+fi
+echo
+echo "== hotscope vm run ${guest[*]} --calls 3 --out $guest_out"
+rm -rf "$guest_out"
+"$build/tools/hotscope/hotscope" vm run "${guest[@]}" --calls 3 --out "$guest_out"
+echo
+echo "== the guest's calls inside the host's, on one timeline ($guest_out/trace.txt, first lines)"
+head -n 40 "$guest_out/trace.txt"
