@@ -250,7 +250,10 @@ private:
 
 // ---- Stack capture ----
 
-enum class Unwinder { Libunwind, FramePointers };
+// Libunwind: libunwind with a per-thread cache of stacks, each reused only while every return
+// address is still in the slot it was read from (docs/heap.md); LibunwindUncached: libunwind's
+// unw_backtrace on every call; FramePointers: the frame-pointer chain.
+enum class Unwinder { Libunwind, LibunwindUncached, FramePointers };
 
 // Address ranges [begin, end) of code that is the profiler's or the allocator's own: leading
 // frames inside them are dropped, so a stack starts at the allocation's call site.
@@ -273,7 +276,7 @@ std::size_t capture_stack(Unwinder unwinder, const CodeRanges& skip, std::span<s
 struct Options {
   std::string out_dir = ".";               // HOTSCOPE_OUT: heap.json is written there
   std::size_t depth = 32;                  // HOTSCOPE_HEAP_DEPTH: frames kept, 1..256
-  Unwinder unwinder = Unwinder::Libunwind; // HOTSCOPE_HEAP_UNWIND=libunwind|fp
+  Unwinder unwinder = Unwinder::Libunwind; // HOTSCOPE_HEAP_UNWIND=libunwind|libunwind-uncached|fp
   bool summary = true;                     // HOTSCOPE_HEAP_SUMMARY=0 turns the stderr lines off
   bool sampled = false;                    // HOTSCOPE_HEAP_MODE=full|sampled
   std::uint64_t sample_bytes = 512 * 1024; // HOTSCOPE_HEAP_SAMPLE_BYTES: mean interval, >= 1

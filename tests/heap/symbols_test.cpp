@@ -45,6 +45,33 @@ __attribute__((noinline)) std::vector<std::uintptr_t> calls_inlined_helper() {
 }
 constexpr unsigned calls_inlined_helper_line = __LINE__ - 4;
 
+// The same stack through the cache and through unw_backtrace. Only the return addresses into
+// this function differ: the two calls sit at different places in it.
+struct TwoCaptures {
+  std::vector<std::uintptr_t> cached;
+  std::vector<std::uintptr_t> uncached;
+};
+
+__attribute__((noinline)) TwoCaptures capture_both() {
+  TwoCaptures both{capture(hotscope::heap::Unwinder::Libunwind),
+                   capture(hotscope::heap::Unwinder::LibunwindUncached)};
+  asm volatile("" ::: "memory");
+  return both;
+}
+
+// Two callers of the same shape: capture_stack runs at the same frame address from both.
+__attribute__((noinline)) TwoCaptures via_first_caller() {
+  TwoCaptures both = capture_both();
+  asm volatile("" ::: "memory");
+  return both;
+}
+
+__attribute__((noinline)) TwoCaptures via_second_caller() {
+  TwoCaptures both = capture_both();
+  asm volatile("" ::: "memory");
+  return both;
+}
+
 // The symbolized frames of a captured stack, innermost first.
 std::vector<Frame> symbolize(const std::vector<std::uintptr_t>& stack) {
   hotscope::symbols::Symbolizer symbolizer;
@@ -134,9 +161,31 @@ TEST(HeapCapture, DropsTheLeadingFramesOfTheProfilersOwnCode) {
   EXPECT_NE(symbolizer.resolve(frames[0] - 1).back().object.find("libc.so"), std::string::npos);
 }
 
+TEST(HeapCapture, CachedStacksEqualLibunwindsAndTellCallersApart) {
+  // unw_backtrace also reports capture_stack's own address, which a non-empty `skip` drops.
+  const auto expect_same = [](const TwoCaptures& both) {
+    ASSERT_GE(both.cached.size(), 4u);
+    ASSERT_EQ(both.uncached.size(), both.cached.size() + 1);
+    EXPECT_EQ(both.cached[0], both.uncached[1]); // the return into capture()
+    EXPECT_TRUE(std::equal(both.cached.begin() + 2, both.cached.end(), both.uncached.begin() + 3));
+  };
+  for (int round = 0; round < 4; ++round) { // later rounds find the stacks in the cache
+    const TwoCaptures first = via_first_caller();
+    const TwoCaptures second = via_second_caller();
+    expect_same(first);
+    expect_same(second);
+    // Same depth, same innermost frames: only the slot check tells the two callers apart.
+    EXPECT_EQ(first.cached[0], second.cached[0]);
+    EXPECT_EQ(first.cached[1], second.cached[1]);
+    EXPECT_NE(first.cached, second.cached);
+  }
+}
+
 TEST(HeapCapture, KeepsAtMostTheRequestedDepth) {
   std::array<std::uintptr_t, 2> frames{};
   EXPECT_EQ(hotscope::heap::capture_stack(hotscope::heap::Unwinder::Libunwind, {}, frames), 2u);
+  EXPECT_EQ(hotscope::heap::capture_stack(hotscope::heap::Unwinder::LibunwindUncached, {}, frames),
+            2u);
   EXPECT_EQ(hotscope::heap::capture_stack(hotscope::heap::Unwinder::FramePointers, {}, frames), 2u);
 }
 
