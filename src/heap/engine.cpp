@@ -8,13 +8,13 @@
 namespace hotscope::heap {
 namespace {
 
-std::size_t hash_stack(std::span<const std::uintptr_t> stack) {
-  // FNV-1a over the addresses: cheap, and stacks differ mostly in a few low bits.
+std::uint64_t hash_stack(std::span<const std::uintptr_t> stack) {
+  // FNV-1a over the addresses, then the high bits folded down: the table uses the low bits.
   std::uint64_t hash = 14695981039346656037ull;
   for (std::uintptr_t address : stack) {
     hash = (hash ^ address) * 1099511628211ull;
   }
-  return static_cast<std::size_t>(hash);
+  return hash ^ (hash >> 29);
 }
 
 // valgrind cannot keep zero-sized blocks in its interval tree, so it records them as 1 byte.
@@ -95,19 +95,40 @@ std::span<const std::uintptr_t> StackTable::stack(StackId id) const {
   return {frames_.data() + offset, length};
 }
 
+void StackTable::grow() {
+  std::vector<Slot> old = std::move(index_);
+  index_.assign(old.empty() ? 256 : old.size() * 2, Slot{0, none});
+  const std::size_t mask = index_.size() - 1;
+  for (const Slot& slot : old) {
+    if (slot.id != none) {
+      std::size_t i = slot.hash & mask;
+      while (index_[i].id != none) {
+        i = (i + 1) & mask;
+      }
+      index_[i] = slot;
+    }
+  }
+}
+
 StackId StackTable::intern(std::span<const std::uintptr_t> frames) {
-  const std::size_t hash = hash_stack(frames);
-  const auto [first, last] = index_.equal_range(hash);
-  for (auto it = first; it != last; ++it) {
-    const auto known = stack(it->second);
-    if (std::equal(known.begin(), known.end(), frames.begin(), frames.end())) {
-      return it->second;
+  if ((ranges_.size() + 1) * 2 > index_.size()) {
+    grow();
+  }
+  const std::uint64_t hash = hash_stack(frames);
+  const std::size_t mask = index_.size() - 1;
+  std::size_t i = hash & mask;
+  for (; index_[i].id != none; i = (i + 1) & mask) {
+    if (index_[i].hash == hash) {
+      const auto known = stack(index_[i].id);
+      if (std::equal(known.begin(), known.end(), frames.begin(), frames.end())) {
+        return index_[i].id;
+      }
     }
   }
   const auto id = static_cast<StackId>(ranges_.size());
   ranges_.emplace_back(frames_.size(), frames.size());
   frames_.insert(frames_.end(), frames.begin(), frames.end());
-  index_.emplace(hash, id);
+  index_[i] = Slot{hash, id};
   return id;
 }
 

@@ -15,7 +15,6 @@
 #include <functional>
 #include <span>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 namespace hotscope::heap {
@@ -110,9 +109,17 @@ public:
   std::size_t size() const { return ranges_.size(); }
 
 private:
+  // The index: open addressing with linear probing, at most half full, one flat array.
+  struct Slot {
+    std::uint64_t hash;
+    StackId id; // `none`: empty
+  };
+  static constexpr StackId none = ~StackId{0};
+  void grow();
+
   std::vector<std::uintptr_t> frames_;
   std::vector<std::pair<std::size_t, std::size_t>> ranges_; // offset, length
-  std::unordered_multimap<std::size_t, StackId> index_;
+  std::vector<Slot> index_;
 };
 
 // Times (`now`) are in any unit of a clock that never goes back, as the caller chooses.
