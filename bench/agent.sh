@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# The live agent's costs (docs/performance.md, "Live agent"):
+# 1. hotscope-demo's throughput with the agent running idle vs HOTSCOPE_AGENT=0, in one run,
+#    repetitions interleaved; the demo offers 1,000,000 requests/s, more than it can serve, so
+#    it runs flat out and "served .../s" is its throughput.
+# 2. The time to serve GET /v1/stats for 10,000 functions: bench/agent_stats_program.cpp has
+#    10,000 instrumented functions; curl asks its agent over the Unix socket (curl's time_total:
+#    connect, request, the whole answer).
+# 3. The work of GET /v1/heap for 100,000 sites, without HTTP (bench/heap_profile_bench.cpp).
+#   bench/agent.sh [--build DIR] [--repeats N] [--seconds S]
+# --build: a Release build dir with HOTSCOPE_BUILD_BENCH=ON (default build-bench, configured as
+# scripts/bench.sh does); --repeats: runs of the demo per setting (default 7) and requests
+# (x3); --seconds: length of each demo run (default 5).
+set -euo pipefail
+
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+build="$repo/build-bench"
+repeats=7
+seconds=5
+while (($#)); do
+  case "$1" in
+    --build) build="$2"; shift 2 ;;
+    --repeats) repeats="$2"; shift 2 ;;
+    --seconds) seconds="$2"; shift 2 ;;
+    *) echo "bench/agent.sh: unknown argument '$1' (see the comment at the top)" >&2; exit 2 ;;
+  esac
+done
+
+# shellcheck source=scripts/lib.sh
+source "$repo/scripts/lib.sh"
+install_packages "$repo/scripts/packages.txt"
+install_packages <(printf '%s\n' jq time curl)
+
+if [[ ! -f "$build/CMakeCache.txt" ]]; then
+  cmake -S "$repo" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DHOTSCOPE_ENABLE=ON \
+    -DHOTSCOPE_BUILD_BENCH=ON -DHOTSCOPE_BUILD_TESTS=OFF -DHOTSCOPE_BUILD_EXAMPLES=ON >/dev/null
+fi
+cmake --build "$build" --target hotscope-demo hotscope-agent-stats-program \
+  hotscope-heap-profile-bench >/dev/null
+
+work="$(mktemp -d)"
+program_pid=""
+cleanup() {
+  if [[ -n "$program_pid" ]]; then
+    kill "$program_pid" 2>/dev/null || true
+  fi
+  rm -rf "$work"
+}
+trap cleanup EXIT
+export HOTSCOPE_RUNTIME_DIR="$work/run"
+
+median() { sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+
+# ---- 1. Throughput, agent idle vs no agent ----
+demo_run() { # agent(0|1) -> "requests/s requests/CPU-s"
+  local out="$work/demo-$1"
+  rm -rf "$out"
+  HOTSCOPE_AGENT="$1" HOTSCOPE_OUT="$out" /usr/bin/time -f '%U %S' -o "$work/demo.time" \
+    "$build/examples/hotscope-demo" --seconds "$seconds" --rate 1000000 >"$work/demo.txt" \
+    2>"$work/demo.err" &
+  local time_pid=$!
+  sleep 1
+  local has_socket=0 # the agent must really be there, or really not
+  if compgen -G "$HOTSCOPE_RUNTIME_DIR/*.sock" >/dev/null; then
+    has_socket=1
+  fi
+  wait "$time_pid"
+  if ((has_socket != $1)); then
+    echo "bench/agent.sh: HOTSCOPE_AGENT=$1 but an agent socket was" \
+      "$( ((has_socket)) && echo there || echo missing)" >&2
+    exit 1
+  fi
+  local served
+  served="$(sed -n 's/^served \([0-9]*\) of .*/\1/p' "$work/demo.txt")"
+  awk -v served="$served" -v per_s="$(sed -n 's/.*requests in [0-9.]* s (\([0-9]*\)\/s).*/\1/p' \
+    "$work/demo.txt")" '{ printf "%s %.0f\n", per_s, served / ($1 + $2) }' "$work/demo.time"
+}
+for ((round = 0; round < repeats; ++round)); do
+  # Alternate which setting goes first, so a drift in the machine's load favours neither.
+  if ((round % 2 == 0)); then order=(0 1); else order=(1 0); fi
+  for agent in "${order[@]}"; do
+    demo_run "$agent" >>"$work/throughput-$agent"
+  done
+done
+echo "demo throughput, medians of $repeats interleaved runs of $seconds s:"
+for column in 1 2; do
+  off="$(cut -d' ' -f"$column" "$work/throughput-0" | median)"
+  on="$(cut -d' ' -f"$column" "$work/throughput-1" | median)"
+  unit="requests/s"
+  ((column == 2)) && unit="requests per CPU second (user + system)"
+  echo "  $unit: no agent (HOTSCOPE_AGENT=0) $off, agent idle $on," \
+    "$(awk -v on="$on" -v off="$off" 'BEGIN { printf "%+.2f %%", 100 * (on - off) / off }')"
+  echo "    runs without agent: $(cut -d' ' -f"$column" "$work/throughput-0" | tr '\n' ' ')"
+  echo "    runs with agent:    $(cut -d' ' -f"$column" "$work/throughput-1" | tr '\n' ' ')"
+done
+echo "  (goal: within 1 %)"
+
+# ---- 2. GET /v1/stats for 10,000 functions ----
+"$build/bench/hotscope-agent-stats-program" >"$work/stats-program.txt" &
+program_pid=$!
+for _ in $(seq 100); do
+  [[ -s "$work/stats-program.txt" && -S "$HOTSCOPE_RUNTIME_DIR/$program_pid.sock" ]] && break
+  sleep 0.1
+done
+socket="$HOTSCOPE_RUNTIME_DIR/$program_pid.sock"
+functions="$(curl -sf --unix-socket "$socket" http://localhost/v1/stats | jq '.functions | length')"
+for ((i = 0; i < repeats * 3; ++i)); do
+  curl -sf -o /dev/null -w '%{time_total} %{size_download}\n' --unix-socket "$socket" \
+    http://localhost/v1/stats >>"$work/stats-times"
+done
+kill "$program_pid"
+wait "$program_pid" 2>/dev/null || true
+program_pid=""
+echo
+echo "GET /v1/stats with $functions functions ($(awk 'NR == 1 { printf "%.1f MiB", $2 / 1048576 }' \
+  "$work/stats-times")): median $(cut -d' ' -f1 "$work/stats-times" | median) s of $((repeats * 3)) requests"
+
+# ---- 3. The work of GET /v1/heap for 100,000 sites ----
+echo
+"$build/bench/hotscope-heap-profile-bench" 100000 "$repeats"
+echo
+echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
