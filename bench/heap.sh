@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The heap profiler's overhead on an allocation-heavy program (bench/heap_workload.cpp), side by
 # side in one run: native, hotscope full, heaptrack, valgrind DHAT and hotscope sampled, rounds
-# interleaved so that a noisy machine affects each alike. Prints, per tool, the median wall time,
-# its ratio to native, the median CPU time (user + system of every process the tool starts), the
+# interleaved so that a noisy machine affects each alike. Prints, per tool, the median wall time
+# and CPU time (user + system of every process the tool starts), each with its ratio to native, the
 # profiled process's peak RSS at the end of main, and the peak RSS of the largest process the
 # tool ran (GNU time %M: with hotscope that includes writing the report; with heaptrack it is
 # the larger of the program and heaptrack_interpret).
@@ -89,16 +89,18 @@ median() { # file column
   sort -g -k"$2" "$1" | awk -v c="$2" '{ v[NR] = $c } END { print v[int((NR + 1) / 2)] }'
 }
 native_wall="$(median "$work/native.times" 1)"
+native_cpu="$(median "$work/native.times" 2)"
 echo
-printf '%-17s %9s %9s %9s %14s %14s\n' tool "wall" "× native" "CPU" "program peak" "largest peak"
+printf '%-17s %9s %9s %9s %9s %14s %14s\n' tool wall "× native" CPU "× native" "program peak" \
+  "largest peak"
 for tool in "${tools[@]}"; do
-  wall="$(median "$work/$tool.times" 1)"
-  awk -v name="${label[$tool]}" -v wall="$wall" -v native="$native_wall" \
-    -v cpu="$(median "$work/$tool.times" 2)" -v peak="$(median "$work/$tool.times" 3)" \
-    -v largest="$(median "$work/$tool.times" 4)" 'BEGIN {
-      printf "%-17s %8.3fs %9.2f %8.2fs %10.1f MiB %10.1f MiB\n", name, wall, wall / native, cpu,
-        peak / 1024, largest / 1024
+  awk -v name="${label[$tool]}" -v wall="$(median "$work/$tool.times" 1)" -v native="$native_wall" \
+    -v cpu="$(median "$work/$tool.times" 2)" -v native_cpu="$native_cpu" \
+    -v peak="$(median "$work/$tool.times" 3)" -v largest="$(median "$work/$tool.times" 4)" 'BEGIN {
+      printf "%-17s %8.3fs %9.2f %8.2fs %9.2f %10.1f MiB %10.1f MiB\n", name, wall, wall / native,
+        cpu, cpu / native_cpu, peak / 1024, largest / 1024
     }'
 done
-echo "(medians of $repeats interleaved runs of $rounds rounds; × native compares wall medians)"
+echo "(medians of $repeats interleaved runs of $rounds rounds; CPU is user + system of every" \
+  "process the tool ran)"
 echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
