@@ -2,7 +2,8 @@
 # The live agent's costs (docs/performance.md, "Live agent"):
 # 1. hotscope-demo's throughput with the agent running idle vs HOTSCOPE_AGENT=0, in one run,
 #    repetitions interleaved; the demo offers 1,000,000 requests/s, more than it can serve, so
-#    it runs flat out and "served .../s" is its throughput.
+#    it runs flat out and "served .../s" is its throughput. Also requests per CPU second, and
+#    the CPU ticks of the agent's own threads (libmicrohttpd's MHD-worker) in the agent runs.
 # 2. The time to serve GET /v1/stats for 10,000 functions: bench/agent_stats_program.cpp has
 #    10,000 instrumented functions; curl asks its agent over the Unix socket (curl's time_total:
 #    connect, request, the whole answer).
@@ -54,7 +55,18 @@ export HOTSCOPE_RUNTIME_DIR="$work/run"
 median() { sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 
 # ---- 1. Throughput, agent idle vs no agent ----
-demo_run() { # agent(0|1) -> "requests/s requests/CPU-s"
+# CPU ticks (user + system, from /proc/PID/task/*/stat) of the threads named COMM, or of all.
+thread_ticks() { # pid [comm]
+  local total=0 task
+  for task in /proc/"$1"/task/*; do
+    if [[ -z "${2:-}" || "$(cat "$task/comm" 2>/dev/null)" == "$2" ]]; then
+      total=$((total + $(awk '{ print $14 + $15 }' "$task/stat" 2>/dev/null || echo 0)))
+    fi
+  done
+  echo "$total"
+}
+
+demo_run() { # agent(0|1) -> "requests/s requests/CPU-s" (and the agent's ticks to $work/ticks)
   local out="$work/demo-$1"
   rm -rf "$out"
   HOTSCOPE_AGENT="$1" HOTSCOPE_OUT="$out" /usr/bin/time -f '%U %S' -o "$work/demo.time" \
@@ -62,16 +74,23 @@ demo_run() { # agent(0|1) -> "requests/s requests/CPU-s"
     2>"$work/demo.err" &
   local time_pid=$!
   sleep 1
-  local has_socket=0 # the agent must really be there, or really not
-  if compgen -G "$HOTSCOPE_RUNTIME_DIR/*.sock" >/dev/null; then
-    has_socket=1
+  # The agent must really be there, or really not: its <pid>.json names the demo's pid.
+  local info pid=""
+  info="$(compgen -G "$HOTSCOPE_RUNTIME_DIR/*.json" || true)"
+  if [[ -n "$info" ]]; then
+    pid="$(basename "$info" .json)"
   fi
-  wait "$time_pid"
-  if ((has_socket != $1)); then
-    echo "bench/agent.sh: HOTSCOPE_AGENT=$1 but an agent socket was" \
-      "$( ((has_socket)) && echo there || echo missing)" >&2
+  if [[ "$1" == 1 && -z "$pid" ]] || [[ "$1" == 0 && -n "$pid" ]]; then
+    echo "bench/agent.sh: HOTSCOPE_AGENT=$1, but an agent was" \
+      "$([[ -n "$pid" ]] && echo there || echo missing)" >&2
     exit 1
   fi
+  if [[ -n "$pid" ]]; then
+    # Just before the end: what the agent's own threads (libmicrohttpd's) have used so far.
+    sleep "$(awk -v s="$seconds" 'BEGIN { print s - 1.5 }')"
+    echo "$(thread_ticks "$pid" MHD-worker) $(thread_ticks "$pid")" >>"$work/ticks"
+  fi
+  wait "$time_pid"
   local served
   served="$(sed -n 's/^served \([0-9]*\) of .*/\1/p' "$work/demo.txt")"
   awk -v served="$served" -v per_s="$(sed -n 's/.*requests in [0-9.]* s (\([0-9]*\)\/s).*/\1/p' \
@@ -96,6 +115,9 @@ for column in 1 2; do
   echo "    runs with agent:    $(cut -d' ' -f"$column" "$work/throughput-1" | tr '\n' ' ')"
 done
 echo "  (goal: within 1 %)"
+awk '{ agent += $1; all += $2 } END {
+  printf "  the agent'"'"'s own threads (MHD-worker) used %d of the %d CPU ticks of the agent runs" \
+    " (%.3f %%)\n", agent, all, all ? 100 * agent / all : 0 }' "$work/ticks"
 
 # ---- 2. GET /v1/stats for 10,000 functions ----
 "$build/bench/hotscope-agent-stats-program" >"$work/stats-program.txt" &
