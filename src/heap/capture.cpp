@@ -198,8 +198,10 @@ __attribute__((noinline)) bool unwind_noting_slots(std::uintptr_t capture_frame,
         continue; // this function's own frame
       }
     }
-    cacheable = cacheable && unw_is_signal_frame(&cursor) <= 0 && slot > capture_frame &&
-                slot - capture_frame <= UINT32_MAX &&
+    // Only the thread's own stack: a coroutine's stack may be unmapped by the time the same
+    // address comes back.
+    cacheable = cacheable && unw_is_signal_frame(&cursor) <= 0 && capture_frame >= bounds.low &&
+                slot > capture_frame && slot - capture_frame <= UINT32_MAX &&
                 slot + sizeof(std::uintptr_t) <= bounds.high && stack_word(slot) == ip;
     frames[count] = ip;
     slots[count] = slot;
@@ -243,6 +245,9 @@ std::size_t cached_unwind(std::uintptr_t capture_frame, const CodeRanges& skip,
   std::array<std::uintptr_t, cached_frames> slots;
   std::size_t count = 0;
   const bool cacheable = unwind_noting_slots(capture_frame, out, slots, count);
+  if (count == 0) { // capture_stack's frame not found: unw_backtrace still finds the stack
+    count = backtrace(out);
+  }
   first = leading_frames_in(skip, out.first(count));
   if (cacheable && count > 0) {
     CachedStack& entry = cache->sets[set][cache->next_victim[set]];
