@@ -126,9 +126,10 @@ constexpr std::size_t cache_sets = 16;
 constexpr std::size_t cache_ways = 8; // the stacks of one call site at one depth share a set
 
 struct CachedStack {
-  std::uintptr_t frame = 0; // capture_stack's frame address; 0: empty
-  std::uint32_t count = 0;  // frames, from the return into capture_stack's caller
-  std::uint32_t first = 0;  // the leading frames inside `skip`
+  std::uintptr_t frame = 0;   // capture_stack's frame address; 0: empty
+  std::uint32_t count = 0;    // frames, from the return into capture_stack's caller
+  std::uint32_t first = 0;    // the leading frames inside `skip`
+  StackId id = unknown_stack; // the caller's interned id (capture_stack's `remembered`)
   std::array<std::uintptr_t, cached_frames> frames;
   std::array<std::uint32_t, cached_frames> slots; // where each was read, minus `frame`
 };
@@ -214,13 +215,14 @@ __attribute__((noinline)) bool unwind_noting_slots(std::uintptr_t capture_frame,
 // thread's cache when every slot still holds its return address. `first` gets the number of
 // leading frames inside `skip`.
 std::size_t cached_unwind(std::uintptr_t capture_frame, const CodeRanges& skip,
-                          std::span<std::uintptr_t> out, std::size_t& first) {
+                          std::span<std::uintptr_t> out, std::size_t& first, StackId*& remembered) {
+  remembered = nullptr;
   StackCache* cache = current_cache();
   const auto caller = stack_word(capture_frame + sizeof(void*));
   const std::size_t set =
       static_cast<std::size_t>(((capture_frame >> 4) ^ caller) * 0x9E3779B97F4A7C15ull >> 60);
   if (cache != nullptr) {
-    for (const CachedStack& entry : cache->sets[set]) {
+    for (CachedStack& entry : cache->sets[set]) {
       if (entry.frame != capture_frame || entry.frames[0] != caller || entry.count > out.size()) {
         continue;
       }
@@ -232,6 +234,7 @@ std::size_t cached_unwind(std::uintptr_t capture_frame, const CodeRanges& skip,
         ++cache->hits;
         std::copy_n(entry.frames.begin(), entry.count, out.begin());
         first = entry.first;
+        remembered = &entry.id;
         return entry.count;
       }
     }
@@ -255,6 +258,8 @@ std::size_t cached_unwind(std::uintptr_t capture_frame, const CodeRanges& skip,
     entry.frame = capture_frame;
     entry.count = static_cast<std::uint32_t>(count);
     entry.first = static_cast<std::uint32_t>(first);
+    entry.id = unknown_stack;
+    remembered = &entry.id;
     for (std::size_t i = 0; i < count; ++i) {
       entry.frames[i] = out[i];
       entry.slots[i] = static_cast<std::uint32_t>(slots[i] - capture_frame);
@@ -292,17 +297,18 @@ CodeRanges own_and_allocator_code(const void* address_in_own_object) {
   return code;
 }
 
-std::size_t capture_stack(Unwinder unwinder, const CodeRanges& skip,
-                          std::span<std::uintptr_t> out) {
+std::size_t capture_stack(Unwinder unwinder, const CodeRanges& skip, std::span<std::uintptr_t> out,
+                          StackId** remembered) {
   // Room for the frames that get dropped: the hook, the capture, the unwinder, operator new.
   constexpr std::size_t extra = 16;
   std::array<std::uintptr_t, 256 + extra> raw;
   const std::size_t wanted = std::min(out.size() + extra, raw.size());
   std::size_t count = 0;
   std::size_t first = std::numeric_limits<std::size_t>::max(); // not known yet
+  StackId* slot = nullptr;
   if (unwinder == Unwinder::Libunwind && wanted <= cached_frames) {
     const auto frame = reinterpret_cast<std::uintptr_t>(__builtin_frame_address(0));
-    count = cached_unwind(frame, skip, {raw.data(), wanted}, first);
+    count = cached_unwind(frame, skip, {raw.data(), wanted}, first, slot);
   } else if (unwinder == Unwinder::FramePointers) {
     count = walk_frame_pointers({raw.data(), wanted});
   } else {
@@ -313,6 +319,9 @@ std::size_t capture_stack(Unwinder unwinder, const CodeRanges& skip,
   }
   const std::size_t kept = std::min(count - first, out.size());
   std::copy_n(raw.begin() + static_cast<std::ptrdiff_t>(first), kept, out.begin());
+  if (remembered != nullptr) {
+    *remembered = slot;
+  }
   return kept;
 }
 

@@ -276,7 +276,13 @@ CodeRanges own_and_allocator_code(const void* address_in_own_object);
 // Fills `out` with return addresses, innermost first, dropping the leading frames inside `skip`.
 // Returns the number written (at most out.size()). Frame pointers are followed only within the
 // calling thread's stack; code without them yields a truncated or shifted stack.
-std::size_t capture_stack(Unwinder unwinder, const CodeRanges& skip, std::span<std::uintptr_t> out);
+// With `remembered`, a stack found in the Libunwind unwinder's cache also gets a slot, kept with
+// the cached stack, where the caller can store the id it interned it as (`unknown_stack` until
+// then), and skip interning next time; nullptr when the stack is not cached. The slot belongs to
+// the calling thread; the ids must all come from one StackTable.
+inline constexpr StackId unknown_stack = ~StackId{0};
+std::size_t capture_stack(Unwinder unwinder, const CodeRanges& skip, std::span<std::uintptr_t> out,
+                          StackId** remembered = nullptr);
 
 // ---- Options (environment) ----
 

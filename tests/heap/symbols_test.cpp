@@ -72,6 +72,21 @@ __attribute__((noinline)) TwoCaptures via_second_caller() {
   return both;
 }
 
+__attribute__((noinline)) hotscope::heap::StackId*
+remembered_slot(hotscope::heap::Unwinder unwinder) {
+  std::array<std::uintptr_t, 32> frames{};
+  hotscope::heap::StackId* remembered = nullptr;
+  hotscope::heap::capture_stack(unwinder, {}, frames, &remembered);
+  asm volatile("" ::: "memory");
+  return remembered;
+}
+
+__attribute__((noinline)) hotscope::heap::StackId* remembered_slot_elsewhere() {
+  hotscope::heap::StackId* remembered = remembered_slot(hotscope::heap::Unwinder::Libunwind);
+  asm volatile("" ::: "memory");
+  return remembered;
+}
+
 // The symbolized frames of a captured stack, innermost first.
 std::vector<Frame> symbolize(const std::vector<std::uintptr_t>& stack) {
   hotscope::symbols::Symbolizer symbolizer;
@@ -181,6 +196,27 @@ TEST(HeapCapture, CachedStacksEqualLibunwindsAndTellCallersApart) {
     EXPECT_EQ(first.cached[1], second.cached[1]);
     EXPECT_NE(first.cached, second.cached);
   }
+}
+
+TEST(HeapCapture, TheCachedStackKeepsTheIdItWasInternedAs) {
+  using hotscope::heap::Unwinder;
+  hotscope::heap::StackId* first = nullptr;
+  for (int round = 0; round < 3; ++round) { // the same stack each time
+    hotscope::heap::StackId* slot = remembered_slot(Unwinder::Libunwind);
+    ASSERT_NE(slot, nullptr);
+    if (round == 0) {
+      first = slot;
+      *slot = 7; // what the caller interned it as
+    }
+    EXPECT_EQ(slot, first);
+    EXPECT_EQ(*slot, 7u);
+  }
+  hotscope::heap::StackId* other = remembered_slot_elsewhere();
+  ASSERT_NE(other, nullptr);
+  EXPECT_NE(other, first);
+  EXPECT_EQ(*other, hotscope::heap::unknown_stack);
+  EXPECT_EQ(remembered_slot(Unwinder::LibunwindUncached), nullptr);
+  EXPECT_EQ(remembered_slot(Unwinder::FramePointers), nullptr);
 }
 
 TEST(HeapCapture, KeepsAtMostTheRequestedDepth) {
