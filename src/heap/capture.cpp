@@ -11,7 +11,6 @@
 
 #include <algorithm>
 #include <array>
-#include <limits>
 #include <new>
 
 namespace hotscope::heap {
@@ -211,11 +210,21 @@ __attribute__((noinline)) bool unwind_noting_slots(std::uintptr_t capture_frame,
   return cacheable && started;
 }
 
-// The stack above capture_stack (whose frame is at `capture_frame`) into `out`, from the
-// thread's cache when every slot still holds its return address. `first` gets the number of
-// leading frames inside `skip`.
+// Copies `frames` after their leading frames inside `skip` (the first `first` of them) into `out`,
+// as many as fit.
+std::size_t keep(std::span<const std::uintptr_t> frames, std::size_t first,
+                 std::span<std::uintptr_t> out) {
+  const std::size_t kept = std::min(frames.size() - first, out.size());
+  std::copy_n(frames.begin() + static_cast<std::ptrdiff_t>(first), kept, out.begin());
+  return kept;
+}
+
+// The stack above capture_stack (whose frame is at `capture_frame`) into `out`, without the
+// leading frames inside `skip`: from the thread's cache when every slot still holds its return
+// address, else unwound into `raw` (room for `out` and the frames that get dropped).
 std::size_t cached_unwind(std::uintptr_t capture_frame, const CodeRanges& skip,
-                          std::span<std::uintptr_t> out, std::size_t& first, StackId*& remembered) {
+                          std::span<std::uintptr_t> raw, std::span<std::uintptr_t> out,
+                          StackId*& remembered) {
   remembered = nullptr;
   StackCache* cache = current_cache();
   const auto caller = stack_word(capture_frame + sizeof(void*));
@@ -223,7 +232,7 @@ std::size_t cached_unwind(std::uintptr_t capture_frame, const CodeRanges& skip,
       static_cast<std::size_t>(((capture_frame >> 4) ^ caller) * 0x9E3779B97F4A7C15ull >> 60);
   if (cache != nullptr) {
     for (CachedStack& entry : cache->sets[set]) {
-      if (entry.frame != capture_frame || entry.frames[0] != caller || entry.count > out.size()) {
+      if (entry.frame != capture_frame || entry.frames[0] != caller || entry.count > raw.size()) {
         continue;
       }
       bool same = true;
@@ -232,26 +241,23 @@ std::size_t cached_unwind(std::uintptr_t capture_frame, const CodeRanges& skip,
       }
       if (same) {
         ++cache->hits;
-        std::copy_n(entry.frames.begin(), entry.count, out.begin());
-        first = entry.first;
         remembered = &entry.id;
-        return entry.count;
+        return keep({entry.frames.data(), entry.count}, entry.first, out);
       }
     }
   }
   if (cache == nullptr || !cache->may_learn()) {
-    const std::size_t count = backtrace(out);
-    first = leading_frames_in(skip, out.first(count));
-    return count;
+    const std::size_t count = backtrace(raw);
+    return keep(raw.first(count), leading_frames_in(skip, raw.first(count)), out);
   }
   ++cache->learned;
   std::array<std::uintptr_t, cached_frames> slots;
   std::size_t count = 0;
-  const bool cacheable = unwind_noting_slots(capture_frame, out, slots, count);
+  const bool cacheable = unwind_noting_slots(capture_frame, raw, slots, count);
   if (count == 0) { // capture_stack's frame not found: unw_backtrace still finds the stack
-    count = backtrace(out);
+    count = backtrace(raw);
   }
-  first = leading_frames_in(skip, out.first(count));
+  const std::size_t first = leading_frames_in(skip, raw.first(count));
   if (cacheable && count > 0) {
     CachedStack& entry = cache->sets[set][cache->next_victim[set]];
     cache->next_victim[set] = static_cast<std::uint8_t>((cache->next_victim[set] + 1) % cache_ways);
@@ -261,11 +267,11 @@ std::size_t cached_unwind(std::uintptr_t capture_frame, const CodeRanges& skip,
     entry.id = unknown_stack;
     remembered = &entry.id;
     for (std::size_t i = 0; i < count; ++i) {
-      entry.frames[i] = out[i];
+      entry.frames[i] = raw[i];
       entry.slots[i] = static_cast<std::uint32_t>(slots[i] - capture_frame);
     }
   }
-  return count;
+  return keep(raw.first(count), first, out);
 }
 
 } // namespace
@@ -303,22 +309,17 @@ std::size_t capture_stack(Unwinder unwinder, const CodeRanges& skip, std::span<s
   constexpr std::size_t extra = 16;
   std::array<std::uintptr_t, 256 + extra> raw;
   const std::size_t wanted = std::min(out.size() + extra, raw.size());
-  std::size_t count = 0;
-  std::size_t first = std::numeric_limits<std::size_t>::max(); // not known yet
   StackId* slot = nullptr;
+  std::size_t kept = 0;
   if (unwinder == Unwinder::Libunwind && wanted <= cached_frames) {
     const auto frame = reinterpret_cast<std::uintptr_t>(__builtin_frame_address(0));
-    count = cached_unwind(frame, skip, {raw.data(), wanted}, first, slot);
-  } else if (unwinder == Unwinder::FramePointers) {
-    count = walk_frame_pointers({raw.data(), wanted});
+    kept = cached_unwind(frame, skip, {raw.data(), wanted}, out, slot);
   } else {
-    count = backtrace({raw.data(), wanted});
+    const std::size_t count = unwinder == Unwinder::FramePointers
+                                  ? walk_frame_pointers({raw.data(), wanted})
+                                  : backtrace({raw.data(), wanted});
+    kept = keep({raw.data(), count}, leading_frames_in(skip, {raw.data(), count}), out);
   }
-  if (first == std::numeric_limits<std::size_t>::max()) {
-    first = leading_frames_in(skip, {raw.data(), count});
-  }
-  const std::size_t kept = std::min(count - first, out.size());
-  std::copy_n(raw.begin() + static_cast<std::ptrdiff_t>(first), kept, out.begin());
   if (remembered != nullptr) {
     *remembered = slot;
   }

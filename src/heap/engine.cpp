@@ -74,8 +74,24 @@ void LiveTable::insert(std::uintptr_t address, const LiveBlock& block) {
 }
 
 void LiveTable::erase(std::uintptr_t address) {
+  erase_slot(slot_of(address));
+}
+
+bool LiveTable::take(std::uintptr_t address, LiveBlock& block) {
+  if (slots_.empty()) {
+    return false;
+  }
+  const std::size_t slot = slot_of(address);
+  if (slots_[slot].address != address) {
+    return false;
+  }
+  block = slots_[slot].block;
+  erase_slot(slot);
+  return true;
+}
+
+void LiveTable::erase_slot(std::size_t hole) {
   const std::size_t mask = slots_.size() - 1;
-  std::size_t hole = slot_of(address);
   // Move back every later entry of the probe run that may not sit beyond the hole.
   for (std::size_t next = (hole + 1) & mask; slots_[next].address != 0; next = (next + 1) & mask) {
     const std::size_t wanted = home(slots_[next].address);
@@ -176,13 +192,11 @@ void Engine::alloc(std::uintptr_t address, std::size_t size, StackId stack, std:
 }
 
 bool Engine::free(std::uintptr_t address, std::uint64_t now) {
-  const LiveBlock* found = live_.find(address);
-  if (found == nullptr) {
+  LiveBlock block;
+  if (!live_.take(address, block)) {
     ++unknown_frees_;
     return false;
   }
-  const LiveBlock block = *found;
-  live_.erase(address);
   check_for_peak();
   SiteCounts& site = sites_[block.site];
   --curr_blocks_;

@@ -68,6 +68,8 @@ public:
   const LiveBlock* find(std::uintptr_t address) const;
   void insert(std::uintptr_t address, const LiveBlock& block); // replaces a block at `address`
   void erase(std::uintptr_t address);                          // `address` must be live
+  // Removes the block at `address` into `block` (one probe); false when none lives there.
+  bool take(std::uintptr_t address, LiveBlock& block);
   std::size_t size() const { return count_; }
   template <class F> void for_each(F&& visit) const {
     for (const Slot& slot : slots_) {
@@ -84,6 +86,7 @@ private:
   };
   std::size_t home(std::uintptr_t address) const;
   std::size_t slot_of(std::uintptr_t address) const; // the slot holding it, or an empty one
+  void erase_slot(std::size_t hole);
   void grow();
 
   std::vector<Slot> slots_;
