@@ -7,7 +7,9 @@
 # 2. The time to serve GET /v1/stats for 10,000 functions: bench/agent_stats_program.cpp has
 #    10,000 instrumented functions; curl asks its agent over the Unix socket (curl's time_total:
 #    connect, request, the whole answer).
-# 3. The work of GET /v1/heap for 100,000 sites, without HTTP (bench/heap_profile_bench.cpp).
+# 3. The time to serve GET /v1/heap (DHAT JSON and pprof) for 100,000 sites
+#    (bench/agent_heap_program.cpp, linked with hotscope::heap), and the same work step by step
+#    without HTTP (bench/heap_profile_bench.cpp).
 #   bench/agent.sh [--build DIR] [--repeats N] [--seconds S]
 # --build: a Release build dir with HOTSCOPE_BUILD_BENCH=ON (default build-bench, configured as
 # scripts/bench.sh does); --repeats: runs of the demo per setting (default 7) and requests
@@ -40,6 +42,8 @@ fi
 cmake -S "$repo" -B "$build" -DHOTSCOPE_BUILD_BENCH=ON -DHOTSCOPE_BUILD_EXAMPLES=ON >/dev/null
 cmake --build "$build" --target hotscope-demo hotscope-agent-stats-program \
   hotscope-heap-profile-bench >/dev/null
+# Not in sanitizer builds (no hotscope::heap there).
+cmake --build "$build" --target hotscope-agent-heap-program >/dev/null 2>&1 || true
 
 work="$(mktemp -d)"
 program_pid=""
@@ -119,27 +123,56 @@ awk '{ agent += $1; all += $2 } END {
   printf "  the agent'"'"'s own threads (MHD-worker) used %d of the %d CPU ticks of the agent runs" \
     " (%.3f %%)\n", agent, all, all ? 100 * agent / all : 0 }' "$work/ticks"
 
-# ---- 2. GET /v1/stats for 10,000 functions ----
-"$build/bench/hotscope-agent-stats-program" >"$work/stats-program.txt" &
-program_pid=$!
-for _ in $(seq 100); do
-  [[ -s "$work/stats-program.txt" && -S "$HOTSCOPE_RUNTIME_DIR/$program_pid.sock" ]] && break
-  sleep 0.1
-done
-socket="$HOTSCOPE_RUNTIME_DIR/$program_pid.sock"
-functions="$(curl -sf --unix-socket "$socket" http://localhost/v1/stats | jq '.functions | length')"
-for ((i = 0; i < repeats * 3; ++i)); do
-  curl -sf -o /dev/null -w '%{time_total} %{size_download}\n' --unix-socket "$socket" \
-    http://localhost/v1/stats >>"$work/stats-times"
-done
-kill "$program_pid"
-wait "$program_pid" 2>/dev/null || true
-program_pid=""
-echo
-echo "GET /v1/stats with $functions functions ($(awk 'NR == 1 { printf "%.1f MiB", $2 / 1048576 }' \
-  "$work/stats-times")): median $(cut -d' ' -f1 "$work/stats-times" | median) s of $((repeats * 3)) requests"
+# ---- 2 and 3. Requests to a program's agent ----
+start_program() { # command... : starts it, waits for "ready" and its socket; sets program_pid
+  "$@" >"$work/program.txt" &
+  program_pid=$!
+  for _ in $(seq 300); do
+    [[ -s "$work/program.txt" && -S "$HOTSCOPE_RUNTIME_DIR/$program_pid.sock" ]] && return 0
+    sleep 0.1
+  done
+  echo "bench/agent.sh: $1 did not start its agent" >&2
+  exit 1
+}
+stop_program() {
+  kill "$program_pid"
+  wait "$program_pid" 2>/dev/null || true
+  rm -f "$HOTSCOPE_RUNTIME_DIR/$program_pid".* # a program ended by a signal leaves them
+  program_pid=""
+}
+time_requests() { # path count -> "median_s size_MiB"
+  local i
+  : >"$work/times"
+  for ((i = 0; i < $2; ++i)); do
+    curl -sf -o /dev/null -w '%{time_total} %{size_download}\n' \
+      --unix-socket "$HOTSCOPE_RUNTIME_DIR/$program_pid.sock" "http://localhost$1" >>"$work/times"
+  done
+  echo "$(cut -d' ' -f1 "$work/times" | median) $(awk 'NR == 1 { printf "%.1f", $2 / 1048576 }' \
+    "$work/times")"
+}
+ask() { # path -> the answer
+  curl -sf --unix-socket "$HOTSCOPE_RUNTIME_DIR/$program_pid.sock" "http://localhost$1"
+}
 
-# ---- 3. The work of GET /v1/heap for 100,000 sites ----
+start_program "$build/bench/hotscope-agent-stats-program"
+functions="$(ask /v1/stats | jq '.functions | length')"
+read -r stats_s stats_mib < <(time_requests /v1/stats $((repeats * 3)))
+stop_program
+echo
+echo "GET /v1/stats with $functions functions ($stats_mib MiB): median $stats_s s of" \
+  "$((repeats * 3)) requests"
+
+if [[ -x "$build/bench/hotscope-agent-heap-program" ]]; then
+  start_program env HOTSCOPE_HEAP_MODE=full "$build/bench/hotscope-agent-heap-program" 100000
+  sites="$(ask /v1/heap | jq '.pps | length')"
+  read -r heap_s heap_mib < <(time_requests /v1/heap "$repeats")
+  read -r pprof_s pprof_mib < <(time_requests '/v1/heap?format=pprof' "$repeats")
+  stop_program
+  echo "GET /v1/heap with $sites sites ($heap_mib MiB): median $heap_s s of $repeats requests"
+  echo "GET /v1/heap?format=pprof, the same ($pprof_mib MiB): median $pprof_s s"
+fi
+
+# ---- The work of a /v1/heap answer, step by step, without HTTP ----
 echo
 "$build/bench/hotscope-heap-profile-bench" 100000 "$repeats"
 echo

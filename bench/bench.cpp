@@ -137,6 +137,22 @@ void hotscope_scope(benchmark::State& state) {
 }
 BENCHMARK(hotscope_scope)->UseManualTime()->Threads(1)->Threads(2);
 
+// What the heap hooks add per allocated block for memory per function: one ALLOCATION record
+// into the thread's existing ring (no clock read), from inside an open scope as in real use.
+void hotscope_allocation(benchmark::State& state) {
+  if (!prepare_ring(state)) {
+    return;
+  }
+  HOTSCOPE_SCOPE("allocating");
+  run_batches(state, kPairsPerBatch, [] {
+    for (std::int64_t i = 0; i < kPairsPerBatch; ++i) {
+      hotscope::detail::record_allocation(static_cast<std::size_t>(i));
+    }
+  });
+  check_nothing_dropped(state);
+}
+BENCHMARK(hotscope_allocation)->UseManualTime()->Threads(1);
+
 #if HOTSCOPE_BENCH_LTTNG
 std::atomic<std::uint64_t> lttng_events_emitted{0};
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The README's test command, and what CI runs: installs what is missing, then builds and tests
 # every configuration: the normal build (all tests), ASan+UBSan (all but packaging), TSan (the
-# concurrent parts), the disabled build (HOTSCOPE_ENABLE=OFF), and the formatting check.
+# concurrent parts), the disabled build (HOTSCOPE_ENABLE=OFF), the formatting check, and a
+# bounded libFuzzer run on the guest batch validator.
 # TSan skips the forked-child test: TSan does not support threads in a child forked from a
 # multi-threaded process (it reports its own "dup thread" error there).
 set -euo pipefail
@@ -37,7 +38,17 @@ configure build/tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHOTSCOPE_SANITIZE=threa
   -DHOTSCOPE_BUILD_BENCH=OFF
 ninja -C build/tsan
 TSAN_OPTIONS=halt_on_error=1 ctest --test-dir build/tsan --output-on-failure -j2 -LE package \
-  -R 'Runtime|ExitPaths|Demo' -E 'AForkedChild'
+  -R 'Runtime|ExitPaths|Demo|GuestTrace' -E 'AForkedChild'
+
+step "fuzzing: the guest batch validator (clang, libFuzzer, bounded)"
+# Only the fuzzer's target is built. New inputs go to build/fuzz/corpus; the committed seeds are
+# read only. docs/guest.md says how to run it longer.
+CC=clang-14 CXX=clang++-14 configure build/fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DHOTSCOPE_FUZZ=ON -DHOTSCOPE_HEAP=OFF -DHOTSCOPE_BUILD_BENCH=OFF
+ninja -C build/fuzz guest_batch_fuzzer
+mkdir -p build/fuzz/corpus
+build/fuzz/tests/guest/guest_batch_fuzzer -runs=200000 -max_total_time=60 -print_final_stats=1 \
+  build/fuzz/corpus tests/guest/corpus
 
 step "release build: every test"
 configure build/release -DCMAKE_BUILD_TYPE=RelWithDebInfo

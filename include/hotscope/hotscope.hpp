@@ -7,6 +7,8 @@
 //   HOTSCOPE_THREAD_NAME("worker-1");     name the calling thread (copied, same limit)
 //   HOTSCOPE_COUNTER("queue_depth", n);   sample an integer series (literal name)
 //
+// and a few calls for the whole process (below): the heap profile on demand, the live agent.
+//
 // Unless HOTSCOPE_ENABLED is defined to 1 (the hotscope::hotscope CMake target does that when
 // the HOTSCOPE_ENABLE option is ON), every macro expands to nothing and no library is needed.
 #ifndef HOTSCOPE_HOTSCOPE_HPP
@@ -20,6 +22,29 @@
 
 #define HOTSCOPE_CONCAT_INNER(a, b) a##b
 #define HOTSCOPE_CONCAT(a, b) HOTSCOPE_CONCAT_INNER(a, b)
+
+#include <string>
+
+namespace hotscope {
+
+// Heap profiling (docs/heap.md) runs in a program linked with the CMake target hotscope::heap
+// and started with HOTSCOPE_HEAP_MODE=full (every allocation) or sampled, or in any program
+// under `hotscope run --heap`.
+enum class HeapMode { NotLinked, Off, Full, Sampled };
+enum class HeapFormat { Dhat, Pprof }; // DHAT JSON (heap.json) or gzipped pprof (heap.pb.gz)
+
+HeapMode heap_mode() noexcept;
+// The heap profile as it is now. Returns "" with the profile in `out`, or one line saying why
+// there is none (and what enables it). Other threads wait only while the figures are copied.
+std::string heap_profile(HeapFormat format, std::string& out);
+// Writes DIR/heap.json and DIR/heap.pb.gz now, from one copy of the figures (DIR is created if
+// missing). Returns "" or one line naming what failed.
+std::string write_heap_profile(const std::string& dir);
+// Starts the live agent (docs/agent.md) if it does not run in this process yet, for programs
+// started with HOTSCOPE_AGENT=0. Returns "" or the problems, one line each.
+std::string start_agent();
+
+} // namespace hotscope
 
 #if HOTSCOPE_ENABLED
 
@@ -131,6 +156,25 @@ inline void write_single(std::uint64_t ref, std::uint64_t value, std::uint32_t k
   put(ring, head, now(), ref, value, kind);
 }
 
+// One block of `bytes` allocated by the calling thread, attributed by the collector to the
+// scopes open on this thread. Called from inside malloc/operator new hooks, so it never
+// registers a ring, allocates, locks, reads the clock or makes a syscall: a thread without a
+// ring (no record yet, or past its exit handler) has no open scope to attribute to, and its
+// allocation is not recorded. It respects the slots reserved for pending ENDs like any record,
+// and a full ring counts it as dropped. The record carries no timestamp (ticks = 0).
+inline void record_allocation(std::size_t bytes) noexcept {
+  Ring* ring = tls_ring;
+  if (ring == nullptr) {
+    return;
+  }
+  const std::uint64_t head = ring->head.load(std::memory_order_relaxed);
+  if (__builtin_expect(!has_room(ring, head, 1), 0)) {
+    count_dropped(ring, 1);
+    return;
+  }
+  put(ring, head, 0, 0, bytes, HOTSCOPE_RECORD_ALLOCATION);
+}
+
 class Scope {
 public:
   explicit Scope(const hotscope_source_location* location) noexcept
@@ -194,6 +238,24 @@ inline void counter(const hotscope_source_location* location, std::int64_t value
 #define HOTSCOPE_COUNTER(name, value) HOTSCOPE_COUNTER_WITH_ID(__COUNTER__, name, value)
 
 #else // !HOTSCOPE_ENABLED: nothing is evaluated; sizeof keeps arguments "used" for -Wunused.
+
+namespace hotscope {
+namespace detail {
+inline constexpr const char* compiled_out = "hotscope is compiled out (HOTSCOPE_ENABLE=OFF)";
+} // namespace detail
+inline HeapMode heap_mode() noexcept {
+  return HeapMode::NotLinked;
+}
+inline std::string heap_profile(HeapFormat, std::string&) {
+  return detail::compiled_out;
+}
+inline std::string write_heap_profile(const std::string&) {
+  return detail::compiled_out;
+}
+inline std::string start_agent() {
+  return detail::compiled_out;
+}
+} // namespace hotscope
 
 #define HOTSCOPE_FUNCTION() static_cast<void>(0)
 #define HOTSCOPE_SCOPE(name) static_cast<void>(sizeof(name))

@@ -15,6 +15,9 @@ namespace hotscope::agent {
 // program runs on.
 std::vector<std::string> start(const config::Config& config);
 
+// True when this process started an agent (even one whose socket could not be set up).
+bool running();
+
 // Stops serving and removes <pid>.sock and <pid>.json; clients still connected are dropped.
 // Does nothing when no agent runs, and in a forked child (the files are its parent's).
 void stop();

@@ -2,7 +2,10 @@
 
 #include "agent/protocol.hpp"
 #include "export/export.hpp"
+#include "runtime/runtime.hpp"
 #include "trace/trace.hpp"
+
+#include <hotscope/hotscope.hpp>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -104,7 +107,7 @@ Json enabled_json(const Process& process) {
   return {{"timing", true},
           {"trace", process.trace_window_bytes > 0},
           {"trace_window_bytes", process.trace_window_bytes},
-          {"heap", false},
+          {"heap", runtime::heap_mode_name()},
           {"metrics_tcp", process.metrics_tcp.empty() ? Json(nullptr) : Json(process.metrics_tcp)}};
 }
 
@@ -182,13 +185,21 @@ Response trace_window(const Process& process, const Request& request) {
 }
 
 Response heap(const Request& request) {
-  if (std::string problem = check_choice(parameter(request, "format"), {"dhat", "pprof"});
-      !problem.empty()) {
+  const auto format = parameter(request, "format");
+  if (std::string problem = check_choice(format, {"dhat", "pprof"}); !problem.empty()) {
     return error(400, problem);
   }
-  return error(501, "no live heap profile in this process: this build of hotscope has no "
-                    "linked-in heap profiler; `hotscope run --heap -- PROGRAM` writes heap.json "
-                    "when the program exits");
+  if (std::string reason = runtime::heap_unavailable_reason(); !reason.empty()) {
+    return error(501, reason);
+  }
+  const bool pprof = format == "pprof";
+  std::string profile;
+  if (std::string problem =
+          hotscope::heap_profile(pprof ? HeapFormat::Pprof : HeapFormat::Dhat, profile);
+      !problem.empty()) {
+    return error(500, problem);
+  }
+  return Response{200, pprof ? "application/octet-stream" : kJson, std::move(profile), ""};
 }
 
 Response not_found(Listener listener, const std::string& path) {
@@ -264,6 +275,7 @@ Response route(const Process& process, Listener listener, const Request& request
     return heap(request);
   }
   trace::reset();
+  runtime::reset_heap();
   return json_response(200, {{"reset", true}});
 }
 

@@ -47,7 +47,7 @@ struct Agent {
   MHD_Daemon* tcp_daemon = nullptr;
 };
 
-Agent* running = nullptr; // set by start(), cleared by stop()
+Agent* running_agent = nullptr; // set by start(), cleared by stop()
 
 std::string errno_text() {
   return std::strerror(errno);
@@ -323,16 +323,20 @@ std::vector<std::string> start(const config::Config& config) {
       unlink(process.socket.c_str());
     }
   }
-  running = agent;
+  running_agent = agent;
   return problems;
 }
 
+bool running() {
+  return running_agent != nullptr && running_agent->owner == getpid();
+}
+
 void stop() {
-  Agent* agent = running;
+  Agent* agent = running_agent;
   if (agent == nullptr || agent->owner != getpid()) {
     return;
   }
-  running = nullptr;
+  running_agent = nullptr;
   if (agent->unix_daemon != nullptr) {
     // Files first: a client that looks now finds no agent rather than a closing one.
     unlink(info_path(agent->dir, agent->process.pid).c_str());

@@ -24,6 +24,21 @@ std::string human_duration(double ns) {
   return fmt::format("{:.2f} s", ns / 1e9);
 }
 
+std::string human_bytes(std::uint64_t bytes) {
+  if (bytes < 1024) {
+    return fmt::format("{} B", bytes);
+  }
+  static constexpr const char* kUnits[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  double value = static_cast<double>(bytes) / 1024.0;
+  std::size_t unit = 0;
+  // Switch just below 1024 so that rounding never prints "1024.00 KiB".
+  while (value >= 1023.995 && unit + 1 < std::size(kUnits)) {
+    value /= 1024.0;
+    ++unit;
+  }
+  return fmt::format("{:.2f} {}", value, kUnits[unit]);
+}
+
 std::string process_label(const Snapshot& snapshot) {
   return snapshot.process_name.empty() ? fmt::format("process {}", snapshot.pid)
                                        : snapshot.process_name;

@@ -17,6 +17,8 @@ std::string fixed3(std::uint64_t value, std::uint64_t unit);
 
 // A duration with a unit picked for readability: "850 ns", "1.23 µs", "4.56 ms", "7.89 s".
 std::string human_duration(double ns);
+// A byte count in binary units: "512 B", "1.50 KiB", "3.20 MiB", "1.00 GiB".
+std::string human_bytes(std::uint64_t bytes);
 
 // The process name, or "process <pid>" when the snapshot has none.
 std::string process_label(const Snapshot& snapshot);

@@ -106,6 +106,8 @@ struct FunctionSeries {
   // The quantiles of merged entries cannot be combined exactly: the largest is kept, an upper
   // bound of the merged quantile.
   std::uint64_t quantiles_ns[5] = {};
+  AllocationCounts allocated_self;
+  AllocationCounts allocated_total;
 };
 
 constexpr std::pair<const char*, std::uint64_t DurationStats::*> kQuantiles[] = {
@@ -166,6 +168,8 @@ void write_prometheus(const Snapshot& snapshot, std::ostream& out) {
     series.calls += s.calls;
     series.total_ns += s.total_ns;
     series.self_ns += s.self_ns;
+    series.allocated_self += function.allocated_self;
+    series.allocated_total += function.allocated_total;
     for (std::size_t q = 0; q < std::size(kQuantiles); ++q) {
       series.quantiles_ns[q] = std::max(series.quantiles_ns[q], s.*kQuantiles[q].second);
     }
@@ -186,12 +190,44 @@ void write_prometheus(const Snapshot& snapshot, std::ostream& out) {
     // The quantile label goes last inside the braces.
     const std::string open = labels.substr(0, labels.size() - 1);
     for (std::size_t q = 0; q < std::size(kQuantiles); ++q) {
+      // No call has ended yet (an open scope that allocated): no quantile, as client libraries say.
       out << "hotscope_function_duration_seconds" << open << ",quantile=\"" << kQuantiles[q].first
-          << "\"} " << seconds(static_cast<double>(series.quantiles_ns[q])) << '\n';
+          << "\"} "
+          << (series.calls == 0 ? "NaN" : seconds(static_cast<double>(series.quantiles_ns[q])))
+          << '\n';
     }
     out << "hotscope_function_duration_seconds_sum" << labels << ' '
         << seconds(static_cast<double>(series.total_ns)) << '\n';
     out << "hotscope_function_duration_seconds_count" << labels << ' ' << series.calls << '\n';
+  }
+
+  // Allocation figures only for programs that record allocations, like the table's columns.
+  if (snapshot.allocations.all.blocks > 0) {
+    const std::pair<const char*, std::uint64_t AllocationCounts::*> units[] = {
+        {"bytes", &AllocationCounts::bytes},
+        {"blocks", &AllocationCounts::blocks},
+    };
+    for (const auto& [unit, field] : units) {
+      const std::string name = fmt::format("hotscope_allocated_{}_total", unit);
+      family(out, name, "counter",
+             fmt::format("Heap {} allocated by the measured threads in this window.", unit));
+      out << name << ' ' << snapshot.allocations.all.*field << '\n';
+    }
+    for (const auto& [unit, field] : units) {
+      const std::string self = fmt::format("hotscope_function_self_allocated_{}_total", unit);
+      family(out, self, "counter",
+             fmt::format("Heap {} allocated while a scope was the innermost one.", unit));
+      for (const auto& [labels, series] : functions) {
+        out << self << labels << ' ' << series.allocated_self.*field << '\n';
+      }
+      const std::string total = fmt::format("hotscope_function_allocated_{}_total", unit);
+      family(out, total, "counter",
+             fmt::format("Heap {} allocated while a scope was open, its child scopes included.",
+                         unit));
+      for (const auto& [labels, series] : functions) {
+        out << total << labels << ' ' << series.allocated_total.*field << '\n';
+      }
+    }
   }
 
   // Counter series that share a name: the one updated most often stands for the name.

@@ -15,6 +15,13 @@ Json records_json(const RecordCounts& records) {
   return {{"written", records.written}, {"kept", records.kept}, {"dropped", records.dropped}};
 }
 
+Json allocations_json(const Allocations& allocations) {
+  return {{"bytes", allocations.all.bytes},
+          {"blocks", allocations.all.blocks},
+          {"outside_scopes_bytes", allocations.outside_scopes.bytes},
+          {"outside_scopes_blocks", allocations.outside_scopes.blocks}};
+}
+
 Json functions_json(const std::vector<FunctionStats>& functions) {
   Json list = Json::array();
   for (const FunctionStats& function : functions) {
@@ -32,7 +39,11 @@ Json functions_json(const std::vector<FunctionStats>& functions) {
                     {"p90_ns", s.p90_ns},
                     {"p95_ns", s.p95_ns},
                     {"p99_ns", s.p99_ns},
-                    {"p999_ns", s.p999_ns}});
+                    {"p999_ns", s.p999_ns},
+                    {"alloc_bytes_self", function.allocated_self.bytes},
+                    {"alloc_blocks_self", function.allocated_self.blocks},
+                    {"alloc_bytes_total", function.allocated_total.bytes},
+                    {"alloc_blocks_total", function.allocated_total.blocks}});
   }
   return list;
 }
@@ -47,6 +58,7 @@ void write_stats_json(const Snapshot& snapshot, std::ostream& out) {
                        {"name", thread.name},
                        {"exited", thread.exited},
                        {"records", records_json(thread.records)},
+                       {"allocations", allocations_json(thread.allocations)},
                        {"functions", functions_json(thread.functions)}});
   }
   Json counters = Json::array();
@@ -71,6 +83,7 @@ void write_stats_json(const Snapshot& snapshot, std::ostream& out) {
         {"reason", snapshot.clock.reason}}},
       {"records", records_json(snapshot.records)},
       {"threads_folded", snapshot.threads_folded},
+      {"allocations", allocations_json(snapshot.allocations)},
       {"functions", functions_json(snapshot.functions)},
       {"threads", std::move(threads)},
       {"counters", std::move(counters)},

@@ -55,21 +55,39 @@ void write_rows(std::ostream& out, const Rows& rows) {
   }
 }
 
+// The allocation columns appear only when the program recorded allocations, so the table of a
+// timing-only program keeps its width.
 Rows function_rows(const std::vector<FunctionStats>& functions, std::size_t limit,
-                   std::uint64_t duration_ns) {
+                   std::uint64_t duration_ns, bool with_allocations) {
   Rows rows{{"Function", "Calls", "Avg", "P50", "P95", "P99", "Total", "% Total"}};
+  if (with_allocations) {
+    rows[0].insert(rows[0].end(), {"Alloc Self", "Blocks Self", "Alloc Total", "Blocks Total"});
+  }
   for (std::size_t i = 0; i < std::min(limit, functions.size()); ++i) {
     const FunctionStats& function = functions[i];
     const DurationStats& s = function.stats;
-    rows.push_back(
-        {shorten(function.name), fmt::format("{}", s.calls), detail::human_duration(s.mean_ns),
-         detail::human_duration(static_cast<double>(s.p50_ns)),
-         detail::human_duration(static_cast<double>(s.p95_ns)),
-         detail::human_duration(static_cast<double>(s.p99_ns)),
-         detail::human_duration(static_cast<double>(s.total_ns)),
-         duration_ns == 0 ? "-"
-                          : fmt::format("{:.2f}%", static_cast<double>(s.total_ns) /
-                                                       static_cast<double>(duration_ns) * 100.0)});
+    std::vector<std::string> row{shorten(function.name), fmt::format("{}", s.calls)};
+    if (s.calls == 0) { // a call still open that has allocated: no duration yet
+      row.insert(row.end(), 6, "-");
+    } else {
+      row.insert(row.end(),
+                 {detail::human_duration(s.mean_ns),
+                  detail::human_duration(static_cast<double>(s.p50_ns)),
+                  detail::human_duration(static_cast<double>(s.p95_ns)),
+                  detail::human_duration(static_cast<double>(s.p99_ns)),
+                  detail::human_duration(static_cast<double>(s.total_ns)),
+                  duration_ns == 0
+                      ? "-"
+                      : fmt::format("{:.2f}%", static_cast<double>(s.total_ns) /
+                                                   static_cast<double>(duration_ns) * 100.0)});
+    }
+    if (with_allocations) {
+      row.insert(row.end(), {detail::human_bytes(function.allocated_self.bytes),
+                             fmt::format("{}", function.allocated_self.blocks),
+                             detail::human_bytes(function.allocated_total.bytes),
+                             fmt::format("{}", function.allocated_total.blocks)});
+    }
+    rows.push_back(std::move(row));
   }
   return rows;
 }
@@ -88,6 +106,14 @@ void write_table(const Snapshot& snapshot, std::ostream& out) {
                        "miss those calls\n",
                        snapshot.records.dropped);
   }
+  const bool with_allocations = snapshot.allocations.all.blocks > 0;
+  if (with_allocations) {
+    out << fmt::format("allocations: {} in {} blocks, of which {} in {} blocks outside any scope\n",
+                       detail::human_bytes(snapshot.allocations.all.bytes),
+                       snapshot.allocations.all.blocks,
+                       detail::human_bytes(snapshot.allocations.outside_scopes.bytes),
+                       snapshot.allocations.outside_scopes.blocks);
+  }
   if (snapshot.threads_folded > 0) {
     out << fmt::format("{} exited threads merged into \"(exited threads)\"\n",
                        snapshot.threads_folded);
@@ -95,16 +121,20 @@ void write_table(const Snapshot& snapshot, std::ostream& out) {
 
   out << "\nFunctions (% Total = total time / duration; it exceeds 100% when several threads run "
          "a function at once)\n";
-  write_rows(out,
-             function_rows(snapshot.functions, snapshot.functions.size(), snapshot.duration_ns));
+  if (with_allocations) {
+    out << "Alloc = bytes allocated, Blocks = allocations; Self while the function was the "
+           "innermost scope, Total with its children (once per allocation, even in recursion)\n";
+  }
+  write_rows(out, function_rows(snapshot.functions, snapshot.functions.size(), snapshot.duration_ns,
+                                with_allocations));
 
   out << "\nThreads\n";
   for (const ThreadInfo& thread : snapshot.threads) {
     out << fmt::format("\n{} records: {}\n", detail::thread_heading(thread),
                        detail::records_summary(thread.records));
     if (!thread.functions.empty()) {
-      write_rows(out,
-                 function_rows(thread.functions, kTopFunctionsPerThread, snapshot.duration_ns));
+      write_rows(out, function_rows(thread.functions, kTopFunctionsPerThread, snapshot.duration_ns,
+                                    with_allocations));
     }
   }
 

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -44,6 +45,7 @@ private:
 
 // Guest ticks to host clock ticks (hotscope's clock, clock::now_ticks()): the guest's tick
 // `guest_ticks` happened at host tick `host_ticks`, and each clock runs at the given rate.
+// Both rates must be positive and finite (GuestTrace throws std::invalid_argument otherwise).
 struct ClockAnchor {
   std::uint64_t guest_ticks = 0;
   std::uint64_t host_ticks = 0;
@@ -51,8 +53,19 @@ struct ClockAnchor {
   double host_ticks_per_second = 1e9;
 };
 
-// Guest code address to function name (the guest ELF's symbol table), for guest stack traces.
-using Symbolizer = std::function<std::optional<std::string>(std::uint64_t address)>;
+// The host tick of a guest tick, also before the anchor; nothing when the result would fall
+// outside [0, INT64_MAX] host ticks (such a timestamp cannot come from the guest's clock).
+std::optional<std::uint64_t> to_host_ticks(const ClockAnchor& clock, std::uint64_t guest_ticks);
+
+// A guest code address resolved by the guest ELF's symbol table: the function and the offset
+// of the address into it.
+struct Symbol {
+  std::string name;
+  std::uint64_t offset = 0;
+};
+// Guest code address to function (the guest ELF's symbol table), for guest stack traces. Called
+// while a batch is committed: it must not throw. Names it returns are shown only if printable.
+using Symbolizer = std::function<std::optional<Symbol>(std::uint64_t address)>;
 
 // What went wrong with a rejected batch: the record's index in the batch (or the batch as a
 // whole when the count or address is wrong) and a sentence that says what and how to fix it.
@@ -67,8 +80,84 @@ struct GuestCounts {
   std::uint64_t batches_accepted = 0;
   std::uint64_t batches_rejected = 0;
   std::uint64_t records_accepted = 0;
-  std::uint64_t records_rejected = 0; // records of rejected batches
+  std::uint64_t records_rejected = 0; // records of rejected batches (0 for a count over capacity)
   std::uint64_t nesting_repairs = 0;  // ends without a matching begin, scopes closed by the host
+};
+
+// Host-owned copies of guest locations and texts, interned by content and kept for the life of
+// the process (the trace refers to them by address). Bounded: a hostile guest cannot grow host
+// memory without limit; a batch that would need more is rejected.
+class NameStore {
+public:
+  struct Limits {
+    std::size_t entries = 65536;
+    std::size_t bytes = 16u << 20;
+    std::size_t new_entries_per_guest = 4096;
+  };
+  // One location (name, file, line, flags) or one text (name only), as read from the guest.
+  struct Name {
+    bool is_location = false;
+    std::string name;
+    std::string file;
+    std::uint32_t line = 0;
+    std::uint32_t flags = 0;
+  };
+  explicit NameStore(Limits limits);
+  ~NameStore();
+  NameStore(const NameStore&) = delete;
+  NameStore& operator=(const NameStore&) = delete;
+  // The one store whose entries the process's trace refers to.
+  static NameStore& process();
+
+  // Host refs for `names` (addresses of a hotscope_source_location, or of a NUL-terminated
+  // text), all or none: an error sentence instead when the store, or the guest's quota
+  // (`guest_entries`: the entries this guest added so far, updated), would overflow.
+  // Thread-safe.
+  std::optional<std::string> intern(std::span<const Name> names, std::span<std::uint64_t> refs,
+                                    std::size_t& guest_entries);
+  std::size_t size() const;
+
+private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// The validating core of a guest's trace, without the trace itself (the fuzzer and the benchmark
+// drive it directly): checks a batch against the state left by earlier batches and converts it
+// to host form: host clock ticks, refs to NameStore entries, well nested, STACK records turned
+// into one inline message per frame. Used from one host thread at a time.
+class BatchValidator {
+public:
+  // `track_name` prefixes the guest's own thread name. `memory` and `names` must outlive this.
+  BatchValidator(std::string track_name, const GuestMemory& memory, ClockAnchor clock,
+                 Symbolizer symbolizer = {}, NameStore& names = NameStore::process());
+  ~BatchValidator();
+  BatchValidator(const BatchValidator&) = delete;
+  BatchValidator& operator=(const BatchValidator&) = delete;
+
+  // The host-form records of an accepted batch, or why the batch was rejected (and nothing of it
+  // kept). The records stay valid until the next call.
+  struct Result {
+    std::optional<Diagnostic> rejected;
+    std::span<const hotscope_record> records;
+  };
+  Result validate(std::uint64_t address, std::uint64_t count, std::uint64_t capacity);
+  // Ends, in host form, for the scopes still open, at host tick `now` or the guest's last
+  // record, whichever is later; each counted as a repair.
+  std::span<const hotscope_record> close_open_scopes(std::uint64_t now);
+
+  const GuestCounts& counts() const;
+
+  // Host limits on a batch and on nesting.
+  static constexpr std::uint64_t kMaxCapacity = 1u << 20; // records in a guest buffer
+  static constexpr std::size_t kMaxTextBytes = 256;       // static text, incl. its NUL
+  static constexpr std::size_t kMaxDepth = 256;           // open scopes; deeper ones are repaired
+  static constexpr std::uint64_t kMaxAllocation = 1ull << 40; // bytes in one ALLOCATION record
+
+  struct State;
+
+private:
+  std::unique_ptr<State> state_;
 };
 
 // One guest (one vCPU, or one child process): validation state that spans its batches and its
@@ -93,12 +182,11 @@ public:
   // repairs.
   void finish();
 
-  const GuestCounts& counts() const { return counts_; }
+  const GuestCounts& counts() const;
 
 private:
-  struct State;
-  State* state_;
-  GuestCounts counts_;
+  BatchValidator validator_;
+  std::uint32_t track_;
 };
 
 } // namespace hotscope::guest

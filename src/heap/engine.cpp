@@ -234,6 +234,18 @@ bool Engine::realloc(std::uintptr_t old_address, std::uintptr_t new_address, std
   return true;
 }
 
+void Engine::restart(std::uint64_t now) {
+  total_bytes_ = max_bytes_ = curr_bytes_;
+  total_blocks_ = max_blocks_ = curr_blocks_;
+  gmax_time_ = now;
+  unknown_frees_ = unknown_reallocs_ = 0;
+  for (SiteCounts& site : sites_) {
+    site.total_bytes = site.max_bytes = site.gmax_bytes = site.curr_bytes;
+    site.total_blocks = site.max_blocks = site.gmax_blocks = site.curr_blocks;
+    site.lifetimes = 0;
+  }
+}
+
 RawProfile in_microseconds(RawProfile raw, double microseconds_per_unit) {
   const auto convert = [microseconds_per_unit](std::uint64_t time) {
     return static_cast<std::uint64_t>(static_cast<double>(time) * microseconds_per_unit + 0.5);

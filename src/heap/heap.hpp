@@ -147,6 +147,9 @@ public:
   // The figures as if the program ended at `now`; the engine itself is unchanged, so this
   // can be called at any time.
   RawProfile snapshot(std::uint64_t now) const;
+  // A new measuring window from `now`: the totals restart, and the blocks still live stay, as
+  // if allocated when the window starts (their lifetimes still count from their allocation).
+  void restart(std::uint64_t now);
 
 private:
   void grow(SiteCounts& site, std::uint64_t size, std::uint64_t now);
@@ -240,6 +243,8 @@ public:
 
   // Estimates rounded to whole bytes and blocks, as if the program ended at `now`.
   RawProfile snapshot(std::uint64_t now) const;
+  // As Engine::restart.
+  void restart(std::uint64_t now);
 
 private:
   struct Site {
@@ -289,12 +294,16 @@ std::size_t capture_stack(Unwinder unwinder, const CodeRanges& skip, std::span<s
 
 // ---- Options (environment) ----
 
+// HOTSCOPE_HEAP_MODE: every block, a sample of them, or nothing at all.
+enum class Mode { Off, Full, Sampled };
+
 struct Options {
   std::string out_dir = ".";               // HOTSCOPE_OUT: heap.json is written there
+  bool out_set = false;                    // HOTSCOPE_OUT was given
   std::size_t depth = 32;                  // HOTSCOPE_HEAP_DEPTH: frames kept, 1..256
   Unwinder unwinder = Unwinder::Libunwind; // HOTSCOPE_HEAP_UNWIND=libunwind|libunwind-uncached|fp
   bool summary = true;                     // HOTSCOPE_HEAP_SUMMARY=0 turns the stderr lines off
-  bool sampled = false;                    // HOTSCOPE_HEAP_MODE=full|sampled
+  Mode mode = Mode::Full;                  // HOTSCOPE_HEAP_MODE=full|sampled|off
   std::uint64_t sample_bytes = 512 * 1024; // HOTSCOPE_HEAP_SAMPLE_BYTES: mean interval, >= 1
   std::uint64_t seed = 0;                  // HOTSCOPE_HEAP_SAMPLE_SEED
   bool seed_set = false;                   // else a seed from the clock and the pid
@@ -305,7 +314,10 @@ struct ParsedOptions {
   std::vector<std::string> errors; // one line each, naming the variable
 };
 
-ParsedOptions parse_options(const std::function<const char*(const char*)>& getenv);
+// `default_mode` applies when HOTSCOPE_HEAP_MODE is unset: the preload library records
+// everything, a program linked with hotscope::heap nothing until asked.
+ParsedOptions parse_options(const std::function<const char*(const char*)>& getenv,
+                            Mode default_mode = Mode::Full);
 
 // ---- From raw figures to the exporters' model ----
 

@@ -18,11 +18,14 @@ std::optional<std::uint64_t> unsigned_value(std::string_view text) {
 
 } // namespace
 
-ParsedOptions parse_options(const std::function<const char*(const char*)>& getenv) {
+ParsedOptions parse_options(const std::function<const char*(const char*)>& getenv,
+                            Mode default_mode) {
   ParsedOptions parsed;
   Options& options = parsed.options;
+  options.mode = default_mode;
   if (const char* out = getenv("HOTSCOPE_OUT"); out != nullptr && *out != '\0') {
     options.out_dir = out;
+    options.out_set = true;
   }
   if (const char* text = getenv("HOTSCOPE_HEAP_DEPTH")) {
     const std::string_view value = text;
@@ -61,11 +64,14 @@ ParsedOptions parse_options(const std::function<const char*(const char*)>& geten
   }
   if (const char* text = getenv("HOTSCOPE_HEAP_MODE")) {
     const std::string_view value = text;
-    if (value == "full" || value == "sampled") {
-      options.sampled = value == "sampled";
+    if (value == "full" || value == "sampled" || value == "off") {
+      options.mode = value == "full" ? Mode::Full : value == "sampled" ? Mode::Sampled : Mode::Off;
     } else {
       parsed.errors.push_back("hotscope: HOTSCOPE_HEAP_MODE=\"" + std::string(value) +
-                              "\" is not one of full, sampled; using full");
+                              "\" is not one of full, sampled, off; using " +
+                              (default_mode == Mode::Full      ? "full"
+                               : default_mode == Mode::Sampled ? "sampled"
+                                                               : "off"));
     }
   }
   if (const char* text = getenv("HOTSCOPE_HEAP_SAMPLE_BYTES")) {

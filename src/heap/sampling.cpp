@@ -107,6 +107,17 @@ bool SampledEngine::free(std::uintptr_t address, std::uint64_t now) {
   return true;
 }
 
+void SampledEngine::restart(std::uint64_t now) {
+  max_bytes_ = curr_bytes_;
+  max_blocks_ = curr_blocks_;
+  gmax_time_ = now;
+  for (Site& site : sites_) {
+    site.total_bytes = site.max_bytes = site.gmax_bytes = site.curr_bytes;
+    site.total_blocks = site.max_blocks = site.gmax_blocks = site.curr_blocks;
+    site.lifetimes = 0;
+  }
+}
+
 RawProfile SampledEngine::snapshot(std::uint64_t now) const {
   std::vector<double> lifetimes(sites_.size());
   for (std::size_t id = 0; id < sites_.size(); ++id) {

@@ -31,11 +31,40 @@ struct DurationStats {
   std::uint64_t p999_ns = 0;
 };
 
+// Heap blocks allocated by measured threads (hotscope::detail::record_allocation).
+struct AllocationCounts {
+  std::uint64_t bytes = 0;
+  std::uint64_t blocks = 0;
+  AllocationCounts& operator+=(const AllocationCounts& other) {
+    bytes += other.bytes;
+    blocks += other.blocks;
+    return *this;
+  }
+  bool operator==(const AllocationCounts&) const = default;
+};
+
 struct FunctionStats {
   std::string name; // short display name, e.g. "Parser::parse"
   std::string file;
   std::uint32_t line = 0;
-  DurationStats stats;
+  DurationStats stats; // all zero for a function whose first call is still open
+  // Allocated while this function was the innermost open scope (exclusive).
+  AllocationCounts allocated_self;
+  // Allocated while it was open, its children included (inclusive). A recursive function
+  // counts each allocation once, however many of its calls were open.
+  AllocationCounts allocated_total;
+};
+
+// Every allocation a thread recorded, and those made while it had no scope open; the
+// functions' allocated_self figures plus outside_scopes add up to all.
+struct Allocations {
+  AllocationCounts all;
+  AllocationCounts outside_scopes;
+  Allocations& operator+=(const Allocations& other) {
+    all += other.all;
+    outside_scopes += other.outside_scopes;
+    return *this;
+  }
 };
 
 struct CounterStats {
@@ -59,6 +88,7 @@ struct ThreadInfo {
   std::string name; // empty when the program never named it
   bool exited = false;
   RecordCounts records;
+  Allocations allocations;
   std::vector<FunctionStats> functions; // this thread's share, sorted by total_ns descending
 };
 
@@ -81,6 +111,7 @@ struct Snapshot {
   std::uint64_t duration_ns = 0;    // from the start of the measuring window to this snapshot
   RecordCounts records;             // over all threads
   std::uint64_t threads_folded = 0; // exited threads merged into "(exited threads)" to bound memory
+  Allocations allocations;          // over all threads
 
   std::vector<FunctionStats> functions; // over all threads, sorted by total_ns descending
   std::vector<ThreadInfo> threads;

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <unordered_set>
 
 namespace hotscope::trace {
 namespace {
@@ -36,6 +37,8 @@ void Aggregator::Stats::merge(const Stats& other) {
   min = std::min(min, other.min);
   max = std::max(max, other.max);
   histogram.merge(other.histogram);
+  allocated_self += other.allocated_self;
+  allocated_total += other.allocated_total;
 }
 
 Aggregator::Aggregator(std::size_t window_bytes, Resolver resolver)
@@ -85,7 +88,7 @@ void Aggregator::push_event(WindowEvent event) {
 }
 
 void Aggregator::begin(ThreadState& thread, std::uint32_t location, std::uint64_t ticks) {
-  thread.stack.push_back(Frame{location, ticks});
+  thread.stack.push_back(Frame{location, ticks, 0, {}, {}});
 }
 
 void Aggregator::end(ThreadState& thread, std::uint32_t location, std::uint64_t ticks) {
@@ -97,10 +100,68 @@ void Aggregator::end(ThreadState& thread, std::uint32_t location, std::uint64_t 
   thread.stack.pop_back();
   const std::uint64_t duration = ticks > frame.start ? ticks - frame.start : 0;
   const std::uint64_t self = duration > frame.children ? duration - frame.children : 0;
-  stats_[frame.location].add(duration, self);
-  thread.stats[frame.location].add(duration, self);
+  Stats& global = stats_[frame.location];
+  Stats& local = thread.stats[frame.location];
+  global.add(duration, self);
+  local.add(duration, self);
   if (!thread.stack.empty()) {
     thread.stack.back().children += duration;
+  }
+  if (frame.allocated_inclusive.blocks == 0) {
+    return;
+  }
+  // An inner call of a recursive function hands its figure up without counting it, so the
+  // outermost call counts each allocation once.
+  const bool outermost = std::none_of(thread.stack.begin(), thread.stack.end(),
+                                      [&](const Frame& f) { return f.location == frame.location; });
+  for (Stats* stats : {&global, &local}) {
+    stats->allocated_self += frame.allocated_self;
+    if (outermost) {
+      stats->allocated_total += frame.allocated_inclusive;
+    }
+  }
+  if (!thread.stack.empty()) {
+    thread.stack.back().allocated_inclusive += frame.allocated_inclusive;
+  }
+}
+
+// O(1) per allocation: the figures reach the statistics when frames end (or in a snapshot).
+void Aggregator::allocate(ThreadState& thread, std::uint64_t bytes) {
+  const AllocationCounts block{bytes, 1};
+  thread.allocations.all += block;
+  if (thread.stack.empty()) {
+    thread.allocations.outside_scopes += block;
+    return;
+  }
+  thread.stack.back().allocated_self += block;
+  thread.stack.back().allocated_inclusive += block;
+}
+
+std::vector<Aggregator::OpenAllocation>
+Aggregator::open_allocations(const std::vector<Frame>& stack) {
+  std::vector<bool> outermost(stack.size());
+  std::unordered_set<std::uint32_t> below;
+  for (std::size_t i = 0; i < stack.size(); ++i) {
+    outermost[i] = below.insert(stack[i].location).second;
+  }
+  // A frame's inclusive figure so far also holds what its open children allocated.
+  std::vector<OpenAllocation> open;
+  AllocationCounts inclusive;
+  for (std::size_t i = stack.size(); i-- > 0;) {
+    const Frame& frame = stack[i];
+    inclusive += frame.allocated_inclusive;
+    if (inclusive.blocks != 0) {
+      open.push_back(
+          {frame.location, frame.allocated_self, outermost[i] ? inclusive : AllocationCounts{}});
+    }
+  }
+  return open;
+}
+
+void Aggregator::forget_open_allocations(std::vector<Frame>& stack) {
+  for (Frame& frame : stack) {
+    frame.allocated_self = {};
+    frame.allocated_inclusive = {};
   }
 }
 
@@ -112,7 +173,9 @@ void Aggregator::consume(std::uint32_t thread_index, std::span<const hotscope_re
         std::min<std::size_t>(record.payload_records, records.size() - i - 1);
     const auto payload_records = records.subspan(i + 1, payload);
     thread.records.kept += 1 + payload;
-    thread.last_ticks = record.ticks;
+    if (record.kind != HOTSCOPE_RECORD_ALLOCATION) { // which carries no timestamp
+      thread.last_ticks = record.ticks;
+    }
     switch (record.kind) {
     case HOTSCOPE_RECORD_BEGIN: {
       const std::uint32_t location = intern_location(record.ref);
@@ -147,6 +210,9 @@ void Aggregator::consume(std::uint32_t thread_index, std::span<const hotscope_re
     case HOTSCOPE_RECORD_THREAD_NAME:
       thread.name = payload_text(payload_records, record.value);
       break;
+    case HOTSCOPE_RECORD_ALLOCATION:
+      allocate(thread, record.value);
+      break;
     default:
       break; // unknown kinds are skipped; guests' batches are validated before they get here
     }
@@ -180,9 +246,20 @@ void Aggregator::fold_old_threads() {
       folded_thread_stats_[location].merge(stats);
     }
     thread.stats.clear();
+    // Scopes it left open keep their allocations: a snapshot reads them from unfolded threads
+    // only, so they move into the statistics now.
+    for (const OpenAllocation& open : open_allocations(thread.stack)) {
+      for (Stats* stats : {&stats_[open.location], &folded_thread_stats_[open.location]}) {
+        stats->allocated_self += open.self;
+        stats->allocated_total += open.total;
+      }
+    }
+    forget_open_allocations(thread.stack);
     folded_records_.kept += thread.records.kept;
     folded_records_.dropped += thread.records.dropped;
     thread.records = {};
+    folded_allocations_ += thread.allocations;
+    thread.allocations = {};
     thread.stats_folded = true;
     ++threads_folded_;
   }
@@ -198,6 +275,7 @@ void Aggregator::reset() {
   counters_.clear();
   folded_thread_stats_.clear();
   folded_records_ = {};
+  folded_allocations_ = {};
   threads_folded_ = 0;
   window_.clear();
   window_bytes_ = 0;
@@ -207,6 +285,9 @@ void Aggregator::reset() {
     thread.stats.clear();
     thread.dropped_before_reset += thread.records.dropped;
     thread.records = {};
+    // Unlike their time, open scopes' allocations restart: the window counts what it saw.
+    thread.allocations = {};
+    forget_open_allocations(thread.stack);
   }
 }
 

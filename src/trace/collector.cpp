@@ -164,6 +164,23 @@ public:
     thread_runs_here_ = false;
   }
 
+  std::uint32_t add_external_track(std::string name) {
+    std::lock_guard lock(state_mutex_);
+    return aggregator_.add_thread(kExternalTidBase + external_tracks_++, std::move(name));
+  }
+  void consume_external(std::uint32_t track, std::span<const hotscope_record> records) {
+    std::lock_guard lock(state_mutex_);
+    aggregator_.consume(track, records);
+  }
+  void set_external_dropped(std::uint32_t track, std::uint64_t dropped) {
+    std::lock_guard lock(state_mutex_);
+    aggregator_.set_dropped(track, dropped);
+  }
+  void close_external_track(std::uint32_t track) {
+    std::lock_guard lock(state_mutex_);
+    aggregator_.mark_exited(track);
+  }
+
   void pause(bool paused) {
     std::lock_guard lock(wake_mutex_);
     paused_ = paused;
@@ -246,6 +263,7 @@ private:
   std::uint64_t start_unix_ns_;
   std::string process_name_;
   std::vector<hotscope_record> scratch_;
+  std::int64_t external_tracks_ = 0;
 
   std::mutex registry_mutex_; // guards slots_; taken once per thread by the thread itself
   std::vector<ThreadSlot*> slots_;
@@ -294,6 +312,18 @@ void stop() {
 }
 void pause_collector_for_testing(bool paused) {
   collector->pause(paused);
+}
+std::uint32_t add_external_track(std::string name) {
+  return collector->add_external_track(std::move(name));
+}
+void consume_external(std::uint32_t track, std::span<const hotscope_record> records) {
+  collector->consume_external(track, records);
+}
+void set_external_dropped(std::uint32_t track, std::uint64_t dropped) {
+  collector->set_external_dropped(track, dropped);
+}
+void close_external_track(std::uint32_t track) {
+  collector->close_external_track(track);
 }
 
 } // namespace hotscope::trace

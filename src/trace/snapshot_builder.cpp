@@ -49,6 +49,11 @@ Snapshot Aggregator::snapshot(const TimeBase& time, bool with_trace) const {
     out.name = names_[location].name;
     out.file = names_[location].file;
     out.line = names_[location].line;
+    out.allocated_self = stats.allocated_self;
+    out.allocated_total = stats.allocated_total;
+    if (stats.calls == 0) {
+      return out; // only allocations so far, from calls still open
+    }
     DurationStats& d = out.stats;
     d.calls = stats.calls;
     d.total_ns = convert.duration(stats.total);
@@ -67,16 +72,37 @@ Snapshot Aggregator::snapshot(const TimeBase& time, bool with_trace) const {
     d.p999_ns = quantile(0.999);
     return out;
   };
-  const auto all_functions = [&](const std::unordered_map<std::uint32_t, Stats>& table) {
+  // The statistics of ended calls plus what the calls still open have allocated so far.
+  const auto all_functions = [&](const std::unordered_map<std::uint32_t, Stats>& table,
+                                 const std::vector<OpenAllocation>& open) {
     std::vector<FunctionStats> functions;
+    std::unordered_map<std::uint32_t, std::size_t> position;
     for (const auto& [location, stats] : table) {
+      position.emplace(location, functions.size());
       functions.push_back(function_stats(location, stats));
+    }
+    for (const OpenAllocation& allocation : open) {
+      const auto [it, added] = position.try_emplace(allocation.location, functions.size());
+      if (added) {
+        functions.push_back(function_stats(allocation.location, Stats{}));
+      }
+      functions[it->second].allocated_self += allocation.self;
+      functions[it->second].allocated_total += allocation.total;
     }
     sort_by_total(functions);
     return functions;
   };
 
-  snapshot.functions = all_functions(stats_);
+  std::unordered_map<std::uint32_t, std::vector<OpenAllocation>> open_by_thread;
+  std::vector<OpenAllocation> open_in_all;
+  snapshot.allocations = folded_allocations_;
+  for (const auto& [index, thread] : threads_) {
+    auto open = open_allocations(thread.stack);
+    open_in_all.insert(open_in_all.end(), open.begin(), open.end());
+    open_by_thread.emplace(index, std::move(open));
+    snapshot.allocations += thread.allocations;
+  }
+  snapshot.functions = all_functions(stats_, open_in_all);
   snapshot.records = folded_records_;
   for (const auto& [index, thread] : threads_) {
     ThreadInfo info;
@@ -86,20 +112,22 @@ Snapshot Aggregator::snapshot(const TimeBase& time, bool with_trace) const {
     info.exited = thread.exited;
     info.records = thread.records;
     info.records.written = thread.records.kept + thread.records.dropped;
-    info.functions = all_functions(thread.stats);
+    info.allocations = thread.allocations;
+    info.functions = all_functions(thread.stats, open_by_thread[index]);
     snapshot.records.kept += thread.records.kept;
     snapshot.records.dropped += thread.records.dropped;
     snapshot.threads.push_back(std::move(info));
   }
   snapshot.records.written = snapshot.records.kept + snapshot.records.dropped;
-  if (!folded_thread_stats_.empty()) {
+  if (!folded_thread_stats_.empty() || folded_allocations_.all.blocks != 0) {
     ThreadInfo folded;
     folded.index = next_thread_;
     folded.name = fmt::format("({} older exited threads)", threads_folded_);
     folded.exited = true;
     folded.records = folded_records_;
     folded.records.written = folded_records_.kept + folded_records_.dropped;
-    folded.functions = all_functions(folded_thread_stats_);
+    folded.allocations = folded_allocations_;
+    folded.functions = all_functions(folded_thread_stats_, {});
     snapshot.threads.push_back(std::move(folded));
   }
   for (const auto& [location, counter] : counters_) {

@@ -69,6 +69,8 @@ private:
     std::uint64_t min = UINT64_MAX;
     std::uint64_t max = 0;
     Histogram histogram;
+    AllocationCounts allocated_self;
+    AllocationCounts allocated_total;
     void add(std::uint64_t duration, std::uint64_t self_ticks);
     void merge(const Stats& other);
   };
@@ -76,6 +78,17 @@ private:
     std::uint32_t location;
     std::uint64_t start;
     std::uint64_t children = 0;
+    // Allocations not yet in the statistics: those made while this frame was innermost, and
+    // those plus its closed children's (a child hands its inclusive figure up at its END).
+    AllocationCounts allocated_self;
+    AllocationCounts allocated_inclusive;
+  };
+  // What an open frame has allocated so far; `total` is empty unless it is the outermost
+  // frame of its location (see FunctionStats::allocated_total).
+  struct OpenAllocation {
+    std::uint32_t location;
+    AllocationCounts self;
+    AllocationCounts total;
   };
   struct Counter {
     std::uint64_t updates = 0;
@@ -92,6 +105,7 @@ private:
     std::uint64_t dropped_before_reset = 0;
     std::vector<Frame> stack;
     std::unordered_map<std::uint32_t, Stats> stats;
+    Allocations allocations;
     std::uint64_t last_ticks = 0;
   };
   struct WindowEvent {
@@ -109,6 +123,9 @@ private:
   void push_event(WindowEvent event);
   void begin(ThreadState& thread, std::uint32_t location, std::uint64_t ticks);
   void end(ThreadState& thread, std::uint32_t location, std::uint64_t ticks);
+  static void allocate(ThreadState& thread, std::uint64_t bytes);
+  static std::vector<OpenAllocation> open_allocations(const std::vector<Frame>& stack);
+  static void forget_open_allocations(std::vector<Frame>& stack);
   void fold_old_threads();
   static std::size_t event_bytes(const WindowEvent& event);
 
@@ -123,6 +140,7 @@ private:
   std::unordered_map<std::uint32_t, Stats> folded_thread_stats_;
   std::uint64_t threads_folded_ = 0;
   RecordCounts folded_records_; // counts of threads whose entry was folded away
+  Allocations folded_allocations_;
   std::deque<WindowEvent> window_;
   std::size_t window_bytes_ = 0;
   std::uint64_t window_evicted_ = 0;
@@ -153,5 +171,19 @@ void reset();
 void stop();
 // Tests: the collector thread stops draining while paused (collect_now still drains).
 void pause_collector_for_testing(bool paused);
+
+// --- External tracks: code running outside this process's threads (guests, docs/guest.md) ---
+// Each shows in snapshots as a thread of its own whose os_tid is kExternalTidBase + n, a value
+// no real thread id reaches (pid_max is at most 2^22). start() must have run.
+constexpr std::int64_t kExternalTidBase = std::int64_t{1} << 32;
+std::uint32_t add_external_track(std::string name);
+// Records already in host form: host clock ticks, refs to static data the host owns for the life
+// of the process, scopes well nested, in time order within the track.
+void consume_external(std::uint32_t track, std::span<const hotscope_record> records);
+// How many records the track's producer refused so far (e.g. a guest's rejected batches): the
+// track's RecordCounts::dropped.
+void set_external_dropped(std::uint32_t track, std::uint64_t dropped);
+// The producer is gone: the track is kept (and later folded) like an exited thread.
+void close_external_track(std::uint32_t track);
 
 } // namespace hotscope::trace

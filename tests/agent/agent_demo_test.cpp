@@ -84,7 +84,7 @@ TEST(AgentDemo, FilesArePrivateDescribeTheProcessAndGoAwayAtExit) {
   EXPECT_EQ(info.at("socket"), demo.socket().string());
   EXPECT_EQ(info.at("start_ticks"), hotscope::agent::process_start_ticks(demo.pid()));
   EXPECT_EQ(info.at("enabled").at("trace"), true);
-  EXPECT_EQ(info.at("enabled").at("heap"), false);
+  EXPECT_EQ(info.at("enabled").at("heap"), DEMO_HEAP ? "off" : "not linked");
 
   EXPECT_EQ(demo.stop(), 0);
   EXPECT_FALSE(fs::exists(demo.socket()));
@@ -141,8 +141,13 @@ TEST(AgentDemo, EveryEndpointThroughCurl) {
             std::string::npos)
       << headers.out;
 
+  // The heap profiler is linked in but off (or, under sanitizers, not linked in): 501 says
+  // what enables it.
   const CommandResult heap = demo.curl({"--write-out", "%{http_code}", "http://localhost/v1/heap"});
-  EXPECT_NE(heap.out.find("hotscope run --heap"), std::string::npos);
+  EXPECT_NE(heap.out.find(DEMO_HEAP ? "start it with HOTSCOPE_HEAP_MODE=full"
+                                    : "link it with the CMake target hotscope::heap"),
+            std::string::npos)
+      << heap.out;
   EXPECT_EQ(heap.out.substr(heap.out.size() - 3), "501");
 
   const CommandResult missing = demo.curl({"--write-out", "%{http_code}", "http://localhost/nope"});
@@ -162,6 +167,57 @@ TEST(AgentDemo, EveryEndpointThroughCurl) {
   const Json after = Json::parse(demo.get("/v1/stats"));
   EXPECT_LT(calls_of(after, "demo::Service::handle"), before);
   EXPECT_TRUE(advances(demo));
+}
+
+// The live heap profile, through curl: DHAT JSON and pprof, while the service runs.
+TEST(AgentDemo, HeapProfileNow) {
+  if (!DEMO_HEAP) {
+    GTEST_SKIP() << "hotscope-demo has no heap profiler in sanitizer builds";
+  }
+  Demo demo(Env{{"HOTSCOPE_HEAP_MODE", "full"}});
+  EXPECT_EQ(Json::parse(demo.get("/v1/info")).at("enabled").at("heap"), "full");
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  const Json profile = Json::parse(demo.get("/v1/heap"));
+  EXPECT_EQ(profile.at("dhatFileVersion"), 2);
+  EXPECT_EQ(profile.at("pid"), demo.pid());
+  // The service's own allocation sites are there, with their frames symbolized.
+  bool handle_seen = false;
+  for (const Json& pp : profile.at("pps")) {
+    for (const Json& frame : pp.at("fs")) {
+      const std::string text = profile.at("ftbl").at(frame.get<std::size_t>());
+      handle_seen = handle_seen || text.find("demo::Service::") != std::string::npos;
+      // The agent's, the collector's and libmicrohttpd's allocations are the profiler's own.
+      EXPECT_EQ(text.find("hotscope::agent::"), std::string::npos) << text;
+      EXPECT_EQ(text.find("hotscope::trace::"), std::string::npos) << text;
+      EXPECT_EQ(text.find("MHD_"), std::string::npos) << text;
+    }
+  }
+  EXPECT_TRUE(handle_seen);
+  const CommandResult pprof =
+      demo.curl({"--fail", "--dump-header", demo.scratch() / "headers", "--output",
+                 demo.scratch() / "heap.pb.gz", "http://localhost/v1/heap?format=pprof"});
+  EXPECT_EQ(pprof.status, 0) << pprof.err;
+  const std::string bytes = slurp(demo.scratch() / "heap.pb.gz");
+  ASSERT_GT(bytes.size(), 2u);
+  EXPECT_EQ(static_cast<unsigned char>(bytes[0]), 0x1f); // gzip
+  EXPECT_EQ(static_cast<unsigned char>(bytes[1]), 0x8b);
+  EXPECT_NE(slurp(demo.scratch() / "headers").find("application/octet-stream"), std::string::npos);
+  // Several profiles built at once, while the service allocates.
+  std::vector<std::thread> clients;
+  std::atomic<int> good{0};
+  for (int i = 0; i < 3; ++i) {
+    clients.emplace_back([&] {
+      const CommandResult answer = demo.curl({"--fail", "http://localhost/v1/heap"});
+      good += answer.status == 0 && Json::parse(answer.out).at("pid") == demo.pid();
+    });
+  }
+  for (std::thread& client : clients) {
+    client.join();
+  }
+  EXPECT_EQ(good, 3);
+  EXPECT_TRUE(advances(demo));
+  EXPECT_EQ(demo.stop(), 0);
+  EXPECT_EQ(demo.stderr_text(), "");
 }
 
 TEST(AgentDemo, ConcurrentClientsAllGetAnswers) {

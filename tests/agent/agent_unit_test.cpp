@@ -154,6 +154,38 @@ TEST(Prometheus, EntriesWithTheSameLabelsBecomeOneSeries) {
             std::string::npos);
 }
 
+TEST(Prometheus, AllocationCountersOnlyWhenAllocationsWereRecorded) {
+  EXPECT_EQ(prometheus(ht::known_snapshot()).find("allocated"), std::string::npos);
+  Snapshot snapshot = ht::known_snapshot_with_allocations();
+  FunctionStats open; // a scope still open that has allocated: no call has ended
+  open.name = "serve";
+  open.file = "demo.cpp";
+  open.line = 40;
+  open.allocated_self = open.allocated_total = {64, 1};
+  snapshot.functions.push_back(open);
+  const std::string text = prometheus(snapshot);
+  EXPECT_EQ(ht::prometheus_problems(text), std::vector<std::string>{}) << text;
+  EXPECT_NE(text.find("# TYPE hotscope_allocated_bytes_total counter\n"
+                      "hotscope_allocated_bytes_total 2098798\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("hotscope_allocated_blocks_total 10\n"), std::string::npos);
+  const std::string main = "{function=\"main\",file=\"demo.cpp\",line=\"12\"}";
+  EXPECT_NE(text.find("hotscope_function_self_allocated_bytes_total" + main + " 1536\n"),
+            std::string::npos);
+  EXPECT_NE(text.find("hotscope_function_allocated_bytes_total" + main + " 2098688\n"),
+            std::string::npos);
+  EXPECT_NE(text.find("hotscope_function_self_allocated_blocks_total" + main + " 3\n"),
+            std::string::npos);
+  EXPECT_NE(text.find("hotscope_function_allocated_blocks_total" + main + " 8\n"),
+            std::string::npos);
+  const std::string serve = "{function=\"serve\",file=\"demo.cpp\",line=\"40\"";
+  EXPECT_NE(text.find("hotscope_function_duration_seconds" + serve + ",quantile=\"0.5\"} NaN\n"),
+            std::string::npos);
+  EXPECT_NE(text.find("hotscope_function_duration_seconds_count" + serve + "} 0\n"),
+            std::string::npos);
+}
+
 TEST(Prometheus, TheCheckerCatchesBrokenExpositions) {
   EXPECT_FALSE(ht::prometheus_problems("# HELP a_total x\n# TYPE a_total counter\na_total 1")
                    .empty());                                   // no final line feed
@@ -315,9 +347,14 @@ TEST(Routes, ErrorsNameTheProblem) {
   for (const char* bad : {"0", "-1", "x", "1e400", "nan", "2s", ""}) {
     EXPECT_EQ(get("/v1/trace", {{"seconds", bad}}).status, 400u) << bad;
   }
+  // This test program is not linked with hotscope::heap: the answer says how to get a profile.
   const auto heap = get("/v1/heap");
   EXPECT_EQ(heap.status, 501u);
+  EXPECT_NE(heap.body.find("link it with the CMake target hotscope::heap"), std::string::npos);
+  EXPECT_NE(heap.body.find("HOTSCOPE_HEAP_MODE=full"), std::string::npos);
   EXPECT_NE(heap.body.find("hotscope run --heap"), std::string::npos);
+  EXPECT_EQ(get("/v1/heap", {{"format", "svg"}}).status, 400u);
+  EXPECT_EQ(nlohmann::json::parse(get("/v1/info").body).at("enabled").at("heap"), "not linked");
   const auto wrong_method = get("/v1/reset");
   EXPECT_EQ(wrong_method.status, 405u);
   EXPECT_EQ(wrong_method.allow, "POST");

@@ -109,6 +109,47 @@ TEST(AgentCli, EveryCommandAgreesWithCurl) {
   EXPECT_LT(calls_of(Json::parse(demo.get("/v1/stats")), "demo::Service::handle"), calls);
 }
 
+// A gzip stream starts with 1f 8b.
+bool gzipped(const std::string& bytes) {
+  return bytes.size() > 2 && static_cast<unsigned char>(bytes[0]) == 0x1f &&
+         static_cast<unsigned char>(bytes[1]) == 0x8b;
+}
+
+TEST(AgentCli, HeapProfileInBothFormats) {
+  Demo demo(Env{{"HOTSCOPE_HEAP_MODE", "full"}});
+  const std::string pid = std::to_string(demo.pid());
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  const CommandResult list = cli(demo, {"list"});
+  EXPECT_NE(list.out.find("timing,trace,heap-full"), std::string::npos) << list.out;
+
+  const CommandResult dhat = cli(demo, {"heap", "-p", pid});
+  ASSERT_EQ(dhat.status, 0) << dhat.err;
+  const Json cli_profile = Json::parse(dhat.out);
+  const Json curl_profile = Json::parse(demo.get("/v1/heap?format=dhat"));
+  for (const Json* profile : {&cli_profile, &curl_profile}) {
+    EXPECT_EQ(profile->at("pid"), demo.pid());
+    EXPECT_EQ(profile->at("mode"), "cpp-heap");
+    EXPECT_GT(profile->at("pps").size(), 10u);
+  }
+  // The service keeps allocating: the later answer has at least the earlier one's total.
+  auto total = [](const Json& profile) {
+    std::uint64_t bytes = 0;
+    for (const Json& pp : profile.at("pps")) {
+      bytes += pp.at("tb").get<std::uint64_t>();
+    }
+    return bytes;
+  };
+  EXPECT_GE(total(curl_profile), total(cli_profile));
+
+  const fs::path file = demo.scratch() / "heap.pb.gz";
+  const CommandResult pprof =
+      cli(demo, {"heap", "-n", "hotscope-demo", "--format", "pprof", "-o", file});
+  EXPECT_EQ(pprof.status, 0) << pprof.err;
+  EXPECT_EQ(pprof.out, "");
+  EXPECT_TRUE(gzipped(slurp(file)));
+  EXPECT_TRUE(gzipped(demo.get("/v1/heap?format=pprof")));
+}
+
 TEST(AgentCli, EachFailureIsOneLineWithItsExitCode) {
   Demo demo;
   const std::string pid = std::to_string(demo.pid());
@@ -126,7 +167,10 @@ TEST(AgentCli, EachFailureIsOneLineWithItsExitCode) {
   expect({"info", "-n", "no-such-program"}, 3, "hotscope: no process named no-such-program\n");
   // PID 1 exists but runs no agent in this directory.
   expect({"info", "-p", "1"}, 4, "runs no hotscope agent");
-  expect({"heap", "-p", pid}, 7, "`hotscope run --heap -- PROGRAM`");
+  // The demo has the heap profiler linked in, off unless HOTSCOPE_HEAP_MODE says otherwise.
+  expect({"heap", "-p", pid}, 7,
+         "heap profiling is off in this process: start it with "
+         "HOTSCOPE_HEAP_MODE=full");
 
   // An unwritable output file: nothing is asked, so no reset happens.
   const std::uint64_t calls = calls_of(Json::parse(demo.get("/v1/stats")), "demo::Service::handle");

@@ -6,8 +6,16 @@
 
 #include <cstring>
 #include <map>
+#include <ostream>
 #include <string>
 #include <vector>
+
+namespace hotscope {
+// How gtest shows allocation figures in a failure (found by argument-dependent lookup).
+static void PrintTo(const AllocationCounts& counts, std::ostream* out) {
+  *out << counts.bytes << " bytes in " << counts.blocks << " blocks";
+}
+} // namespace hotscope
 
 namespace {
 
@@ -236,6 +244,157 @@ TEST(Aggregator, ResetStartsANewWindowButOpenScopesStayOpen) {
   EXPECT_EQ(s.records.dropped, 2u);
   ASSERT_EQ(s.trace.size(), 2u); // synthetic begin + the end
   EXPECT_EQ(s.trace[0].kind, EventKind::Begin);
+}
+
+hotscope_record alloc(std::uint64_t bytes) {
+  return rec(HOTSCOPE_RECORD_ALLOCATION, 0, 0, bytes);
+}
+
+AllocationCounts counts(std::uint64_t bytes, std::uint64_t blocks) {
+  return {bytes, blocks};
+}
+
+// Every allocation is either some function's exclusive share or outside any scope.
+void expect_allocations_add_up(const Allocations& allocations,
+                               const std::vector<FunctionStats>& functions) {
+  AllocationCounts sum = allocations.outside_scopes;
+  for (const FunctionStats& f : functions) {
+    sum += f.allocated_self;
+  }
+  EXPECT_EQ(sum, allocations.all);
+}
+
+TEST(Aggregator, AllocationsGoToTheInnermostScopeAndItsCallers) {
+  Aggregator aggregator(1 << 20, numbered_resolver());
+  const auto t = aggregator.add_thread(1, "t");
+  // 100 outside; f1 { 10; f2 { 20; 30 } f3 { 5 } 1 }
+  const std::vector<hotscope_record> records = {alloc(100), begin(0, 1), alloc(10),  begin(10, 2),
+                                                alloc(20),  alloc(30),   end(20, 2), begin(30, 3),
+                                                alloc(5),   end(40, 3),  alloc(1),   end(50, 1)};
+  aggregator.consume(t, records);
+  const Snapshot s = aggregator.snapshot(time_base(100));
+  EXPECT_EQ(find(s.functions, "f1").allocated_self, counts(11, 2));
+  EXPECT_EQ(find(s.functions, "f1").allocated_total, counts(66, 5));
+  EXPECT_EQ(find(s.functions, "f2").allocated_self, counts(50, 2));
+  EXPECT_EQ(find(s.functions, "f2").allocated_total, counts(50, 2));
+  EXPECT_EQ(find(s.functions, "f3").allocated_self, counts(5, 1));
+  EXPECT_EQ(find(s.functions, "f3").allocated_total, counts(5, 1));
+  EXPECT_EQ(s.allocations.all, counts(166, 6));
+  EXPECT_EQ(s.allocations.outside_scopes, counts(100, 1));
+  EXPECT_EQ(s.threads[0].allocations.all, counts(166, 6));
+  EXPECT_EQ(find(s.threads[0].functions, "f1").allocated_total, counts(66, 5));
+  expect_allocations_add_up(s.allocations, s.functions);
+  // Allocations are records, but not trace events, and they leave the timings alone.
+  EXPECT_EQ(s.records.kept, records.size());
+  EXPECT_EQ(s.trace.size(), 6u);
+  EXPECT_EQ(find(s.functions, "f1").stats.total_ns, 50u);
+  EXPECT_EQ(find(s.functions, "f1").stats.self_ns, 30u);
+}
+
+TEST(Aggregator, ARecursiveFunctionCountsEachAllocationOnceInclusively) {
+  Aggregator aggregator(1 << 20, numbered_resolver());
+  const auto t = aggregator.add_thread(1, "t");
+  // f1 { f2 { f1 { 8 } 4 } 2 }: the inner f1 is a recursive call through f2.
+  aggregator.consume(t, std::vector{begin(0, 1), begin(1, 2), begin(2, 1), alloc(8)});
+  const auto check = [](const Snapshot& s, const std::vector<FunctionStats>& functions) {
+    EXPECT_EQ(find(functions, "f1").allocated_self, counts(10, 2));
+    EXPECT_EQ(find(functions, "f1").allocated_total, counts(14, 3));
+    EXPECT_EQ(find(functions, "f2").allocated_self, counts(4, 1));
+    EXPECT_EQ(find(functions, "f2").allocated_total, counts(12, 2));
+    expect_allocations_add_up(s.allocations, functions);
+  };
+  // While every call is open, the snapshot counts what they allocated so far.
+  Snapshot s = aggregator.snapshot(time_base(10));
+  EXPECT_EQ(find(s.functions, "f1").allocated_total, counts(8, 1));
+  EXPECT_EQ(find(s.functions, "f2").allocated_total, counts(8, 1));
+  EXPECT_EQ(find(s.functions, "f1").stats.calls, 0u);
+  aggregator.consume(t, std::vector{end(3, 1), alloc(4)});
+  s = aggregator.snapshot(time_base(10));
+  EXPECT_EQ(find(s.functions, "f1").allocated_total, counts(12, 2)); // not 20: 8 counted once
+  EXPECT_EQ(find(s.functions, "f2").allocated_total, counts(12, 2));
+  aggregator.consume(t, std::vector{end(4, 2), alloc(2)});
+  s = aggregator.snapshot(time_base(10));
+  check(s, s.functions); // the outer f1 is still open
+  aggregator.consume(t, std::vector{end(5, 1)});
+  s = aggregator.snapshot(time_base(10));
+  check(s, s.functions);
+  check(s, s.threads[0].functions);
+  EXPECT_EQ(find(s.functions, "f1").stats.calls, 2u);
+}
+
+TEST(Aggregator, AScopeStillOpenShowsItsAllocationsWithoutTimings) {
+  Aggregator aggregator(1 << 20, numbered_resolver());
+  const auto t = aggregator.add_thread(1, "t");
+  aggregator.consume(t, std::vector{begin(0, 1), alloc(7), alloc(0)});
+  const Snapshot s = aggregator.snapshot(time_base(10), false);
+  ASSERT_EQ(s.functions.size(), 1u);
+  const FunctionStats& f1 = s.functions[0];
+  EXPECT_EQ(f1.allocated_self, counts(7, 2)); // malloc(0) is a block too
+  EXPECT_EQ(f1.allocated_total, counts(7, 2));
+  EXPECT_EQ(f1.stats.calls, 0u);
+  EXPECT_EQ(f1.stats.min_ns, 0u);
+  EXPECT_EQ(f1.stats.max_ns, 0u);
+  EXPECT_EQ(f1.stats.mean_ns, 0.0);
+  EXPECT_EQ(f1.stats.p99_ns, 0u);
+  ASSERT_EQ(s.threads[0].functions.size(), 1u);
+  EXPECT_EQ(s.threads[0].functions[0].allocated_self, counts(7, 2));
+}
+
+TEST(Aggregator, AllocationsAreKeptPerThreadAndSummed) {
+  Aggregator aggregator(1 << 20, numbered_resolver());
+  const auto a = aggregator.add_thread(1, "a");
+  const auto b = aggregator.add_thread(2, "b");
+  aggregator.consume(a, std::vector{begin(0, 7), alloc(3), end(1, 7)});
+  aggregator.consume(b, std::vector{alloc(1), begin(0, 7), alloc(5), alloc(5)});
+  const Snapshot s = aggregator.snapshot(time_base(10));
+  EXPECT_EQ(find(s.functions, "f7").allocated_self, counts(13, 3));
+  EXPECT_EQ(find(s.threads[0].functions, "f7").allocated_self, counts(3, 1));
+  EXPECT_EQ(find(s.threads[1].functions, "f7").allocated_total, counts(10, 2));
+  EXPECT_EQ(s.threads[1].allocations.outside_scopes, counts(1, 1));
+  EXPECT_EQ(s.allocations.all, counts(14, 4));
+  expect_allocations_add_up(s.allocations, s.functions);
+  for (const ThreadInfo& thread : s.threads) {
+    expect_allocations_add_up(thread.allocations, thread.functions);
+  }
+}
+
+TEST(Aggregator, ResetRestartsAllocationsEvenOfOpenScopes) {
+  Aggregator aggregator(1 << 20, numbered_resolver());
+  const auto t = aggregator.add_thread(1, "t");
+  aggregator.consume(t, std::vector{alloc(1), begin(0, 1), begin(1, 2), alloc(10)});
+  aggregator.reset();
+  aggregator.consume(t, std::vector{alloc(5), end(2, 2), alloc(6), end(3, 1), alloc(2)});
+  const Snapshot s = aggregator.snapshot(time_base(10));
+  EXPECT_EQ(find(s.functions, "f2").allocated_self, counts(5, 1));
+  EXPECT_EQ(find(s.functions, "f1").allocated_self, counts(6, 1));
+  EXPECT_EQ(find(s.functions, "f1").allocated_total, counts(11, 2));
+  EXPECT_EQ(s.allocations.all, counts(13, 3));
+  EXPECT_EQ(s.allocations.outside_scopes, counts(2, 1));
+  expect_allocations_add_up(s.allocations, s.functions);
+}
+
+TEST(Aggregator, FoldedThreadsKeepTheirAllocations) {
+  Aggregator aggregator(0, numbered_resolver());
+  const std::size_t threads = Aggregator::kExitedThreadsKept + 100;
+  for (std::size_t i = 0; i < threads; ++i) {
+    const auto t = aggregator.add_thread(static_cast<std::int64_t>(i), "");
+    // f2 is left open: the thread ended inside it, as far as the records tell.
+    aggregator.consume(
+        t, std::vector{alloc(2), begin(i, 1), alloc(3), end(i + 1, 1), begin(i + 2, 2), alloc(4)});
+    aggregator.mark_exited(t);
+  }
+  const Snapshot s = aggregator.snapshot(time_base(10'000));
+  ASSERT_EQ(s.threads_folded, 100u);
+  EXPECT_EQ(find(s.functions, "f1").allocated_self, counts(3 * threads, threads));
+  EXPECT_EQ(find(s.functions, "f2").allocated_self, counts(4 * threads, threads));
+  EXPECT_EQ(find(s.functions, "f2").allocated_total, counts(4 * threads, threads));
+  EXPECT_EQ(s.allocations.all, counts(9 * threads, 3 * threads));
+  EXPECT_EQ(s.allocations.outside_scopes, counts(2 * threads, threads));
+  expect_allocations_add_up(s.allocations, s.functions);
+  const ThreadInfo& folded = s.threads.back();
+  EXPECT_EQ(folded.allocations.all, counts(900, 300));
+  EXPECT_EQ(find(folded.functions, "f2").allocated_self, counts(400, 100));
+  expect_allocations_add_up(folded.allocations, folded.functions);
 }
 
 } // namespace

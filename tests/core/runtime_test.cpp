@@ -179,6 +179,85 @@ TEST(Runtime, RingOverflowAccountingIsExact) {
   EXPECT_EQ(s.records.written, s.records.kept + s.records.dropped);
 }
 
+void allocating_leaf(std::size_t bytes) {
+  HOTSCOPE_SCOPE("leaf");
+  detail::record_allocation(bytes);
+}
+
+void allocating_work(std::size_t bytes) {
+  HOTSCOPE_SCOPE("work");
+  detail::record_allocation(bytes);
+  allocating_leaf(2 * bytes);
+  allocating_leaf(3 * bytes);
+}
+
+TEST(Runtime, AllocationsAreAttributedToScopesOnEveryThread) {
+  std::int64_t tid_a = 0;
+  std::int64_t tid_b = 0;
+  bool ring_before_first_scope = true;
+  std::thread a([&] {
+    tid_a = this_tid();
+    allocating_work(10);
+  });
+  std::thread b([&] {
+    tid_b = this_tid();
+    detail::record_allocation(1000); // no ring yet, so no scope either: not recorded
+    ring_before_first_scope = detail::tls_ring != nullptr;
+    allocating_work(100);
+    detail::record_allocation(5); // outside any scope
+  });
+  a.join();
+  b.join();
+  EXPECT_FALSE(ring_before_first_scope) << "record_allocation must never register a ring";
+  const Snapshot s = trace::snapshot();
+  const ThreadInfo* ta = find_thread(s, tid_a);
+  const ThreadInfo* tb = find_thread(s, tid_b);
+  ASSERT_TRUE(ta && tb);
+  EXPECT_EQ(find(ta->functions, "work")->allocated_self, (AllocationCounts{10, 1}));
+  EXPECT_EQ(find(ta->functions, "work")->allocated_total, (AllocationCounts{60, 3}));
+  EXPECT_EQ(find(ta->functions, "leaf")->allocated_self, (AllocationCounts{50, 2}));
+  EXPECT_EQ(find(tb->functions, "work")->allocated_total, (AllocationCounts{600, 3}));
+  EXPECT_EQ(tb->allocations.all, (AllocationCounts{605, 4}));
+  EXPECT_EQ(tb->allocations.outside_scopes, (AllocationCounts{5, 1}));
+  EXPECT_EQ(find(s.functions, "work")->allocated_self, (AllocationCounts{110, 2}));
+  EXPECT_EQ(find(s.functions, "work")->allocated_total, (AllocationCounts{660, 6}));
+  EXPECT_EQ(find(s.functions, "leaf")->allocated_total, (AllocationCounts{550, 4}));
+  EXPECT_EQ(s.allocations.all, (AllocationCounts{665, 7}));
+  EXPECT_EQ(s.allocations.outside_scopes, (AllocationCounts{5, 1}));
+  EXPECT_EQ(find(s.functions, "leaf")->stats.calls, 4u);
+  EXPECT_EQ(s.records.dropped, 0u);
+}
+
+TEST(Runtime, AllocationsNeverTakeTheSlotOfAPendingEnd) {
+  trace::pause_collector_for_testing(true);
+  trace::collect_now();
+  constexpr std::uint64_t kAllocations = 40'000; // more than a default ring (32768 records)
+  std::int64_t tid = 0;
+  std::thread flood([&] {
+    tid = this_tid();
+    HOTSCOPE_SCOPE("allocating");
+    for (std::uint64_t i = 0; i < kAllocations; ++i) {
+      detail::record_allocation(8);
+    }
+  });
+  flood.join();
+  trace::pause_collector_for_testing(false);
+  const Snapshot s = trace::snapshot();
+  const ThreadInfo* t = find_thread(s, tid);
+  ASSERT_NE(t, nullptr);
+  const std::uint64_t written = kAllocations + 2;
+  EXPECT_EQ(t->records.written, written);
+  EXPECT_EQ(t->records.kept, 32768u);
+  EXPECT_EQ(t->records.kept + t->records.dropped, written);
+  // The scope kept its END, and every kept allocation is attributed to it.
+  const FunctionStats* f = find(t->functions, "allocating");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->stats.calls, 1u);
+  EXPECT_EQ(f->allocated_self, (AllocationCounts{8 * (32768u - 2), 32768u - 2}));
+  EXPECT_EQ(t->allocations.all, f->allocated_self);
+  EXPECT_EQ(s.trace_open_scopes, 0u);
+}
+
 TEST(Runtime, MessagesThreadNamesAndCountersReachTheTrace) {
   std::thread named([] {
     HOTSCOPE_THREAD_NAME(std::string("worker-") + std::to_string(7));

@@ -120,4 +120,21 @@ inline Snapshot known_snapshot() {
   return b.build();
 }
 
+// known_snapshot() in a program that records allocations: main allocates 1.50 KiB in 3 blocks
+// itself and calls Tree::insert, which allocates 2.00 MiB in 5 blocks; load allocates 100 B in one
+// block; main's thread allocates 10 B in one block outside any scope.
+inline Snapshot known_snapshot_with_allocations() {
+  Snapshot s = known_snapshot();
+  s.functions[0].allocated_self = {1536, 3};
+  s.functions[0].allocated_total = {1536 + 2'097'152, 8};
+  s.functions[1].allocated_self = s.functions[1].allocated_total = {2'097'152, 5};
+  s.functions[2].allocated_self = s.functions[2].allocated_total = {100, 1};
+  s.threads[0].functions = {s.functions[0], s.functions[1]};
+  s.threads[1].functions = {s.functions[2]};
+  s.threads[0].allocations = {{1536 + 2'097'152 + 10, 9}, {10, 1}};
+  s.threads[1].allocations = {{100, 1}, {}};
+  s.allocations = {{1536 + 2'097'152 + 10 + 100, 10}, {10, 1}};
+  return s;
+}
+
 } // namespace hotscope::testing

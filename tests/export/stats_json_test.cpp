@@ -33,7 +33,11 @@ void expect_function(const json& actual, const FunctionStats& expected) {
                           {"p90_ns", s.p90_ns},
                           {"p95_ns", s.p95_ns},
                           {"p99_ns", s.p99_ns},
-                          {"p999_ns", s.p999_ns}}));
+                          {"p999_ns", s.p999_ns},
+                          {"alloc_bytes_self", expected.allocated_self.bytes},
+                          {"alloc_blocks_self", expected.allocated_self.blocks},
+                          {"alloc_bytes_total", expected.allocated_total.bytes},
+                          {"alloc_blocks_total", expected.allocated_total.blocks}}));
 }
 
 TEST(ExportStatsJson, TopLevelFiguresRoundTrip) {
@@ -56,6 +60,11 @@ TEST(ExportStatsJson, TopLevelFiguresRoundTrip) {
                               {"reason", "invariant TSC"}}));
   EXPECT_EQ(j["records"], (json{{"written", 20}, {"kept", 18}, {"dropped", 2}}));
   EXPECT_EQ(j["threads_folded"], 2);
+  // A program that records no allocation has them all zero, in the same schema.
+  EXPECT_EQ(
+      j["allocations"],
+      (json{
+          {"bytes", 0}, {"blocks", 0}, {"outside_scopes_bytes", 0}, {"outside_scopes_blocks", 0}}));
   EXPECT_EQ(j["trace"],
             (json{{"events", 8}, {"start_ns", 500}, {"evicted", 9}, {"open_scopes", 1}}));
 }
@@ -83,6 +92,30 @@ TEST(ExportStatsJson, FunctionsThreadsAndCountersRoundTrip) {
       j["counters"],
       (json::array({json{
           {"name", "heap"}, {"updates", 1}, {"last", 10592}, {"min", 10592}, {"max", 10592}}})));
+}
+
+TEST(ExportStatsJson, AllocationsRoundTrip) {
+  const Snapshot snapshot = testing::known_snapshot_with_allocations();
+  const json j = stats(snapshot);
+  EXPECT_EQ(j["allocations"], (json{{"bytes", 2'098'798},
+                                    {"blocks", 10},
+                                    {"outside_scopes_bytes", 10},
+                                    {"outside_scopes_blocks", 1}}));
+  EXPECT_EQ(j["threads"][1]["allocations"], (json{{"bytes", 100},
+                                                  {"blocks", 1},
+                                                  {"outside_scopes_bytes", 0},
+                                                  {"outside_scopes_blocks", 0}}));
+  for (std::size_t i = 0; i < 3; ++i) {
+    expect_function(j["functions"][i], snapshot.functions[i]);
+  }
+  EXPECT_EQ(j["functions"][0]["alloc_bytes_total"], 2'098'688);
+  expect_function(j["threads"][0]["functions"][1], snapshot.threads[0].functions[1]);
+  // Keys keep their documented order: allocations follow the records.
+  std::ostringstream out;
+  exporters::write_stats_json(snapshot, out);
+  const std::string text = out.str();
+  EXPECT_LT(text.find("\"threads_folded\""), text.find("\"allocations\""));
+  EXPECT_LT(text.find("\"p999_ns\""), text.find("\"alloc_bytes_self\""));
 }
 
 TEST(ExportStatsJson, ExtremeValuesSurvive) {

@@ -48,6 +48,19 @@ TEST(ExportTable, DurationsCarryUnits) {
   EXPECT_EQ(human_duration(3600e9), "3600.00 s");
 }
 
+TEST(ExportTable, BytesCarryBinaryUnits) {
+  using exporters::detail::human_bytes;
+  EXPECT_EQ(human_bytes(0), "0 B");
+  EXPECT_EQ(human_bytes(1023), "1023 B");
+  EXPECT_EQ(human_bytes(1024), "1.00 KiB");
+  EXPECT_EQ(human_bytes(1536), "1.50 KiB");
+  EXPECT_EQ(human_bytes(1'048'570), "1023.99 KiB");
+  EXPECT_EQ(human_bytes(1'048'571), "1.00 MiB"); // not "1024.00 KiB"
+  EXPECT_EQ(human_bytes(3'355'443), "3.20 MiB");
+  EXPECT_EQ(human_bytes(1ull << 30), "1.00 GiB");
+  EXPECT_EQ(human_bytes(UINT64_MAX), "16.00 EiB");
+}
+
 TEST(ExportTable, HeaderReportsClockAndDrops) {
   const std::string text = table(testing::known_snapshot());
   EXPECT_TRUE(text.starts_with("hotscope 0.1.0: demo (pid 4242)\n"
@@ -106,6 +119,43 @@ TEST(ExportTable, ThreadsAndCounters) {
   ASSERT_EQ(counters.size(), 3u) << text;
   EXPECT_EQ(counters[1], "  Counter  Updates   Last    Min    Max");
   EXPECT_EQ(counters[2], "  heap           1  10592  10592  10592");
+}
+
+TEST(ExportTable, AllocationColumnsOnlyWhenAllocationsWereRecorded) {
+  const std::string timing_only = table(testing::known_snapshot());
+  EXPECT_EQ(timing_only.find("Alloc"), std::string::npos);
+  EXPECT_EQ(timing_only.find("allocations:"), std::string::npos);
+
+  const std::string text = table(testing::known_snapshot_with_allocations());
+  EXPECT_NE(text.find("\nallocations: 2.00 MiB in 10 blocks, of which 10 B in 1 blocks outside "
+                      "any scope\n"),
+            std::string::npos)
+      << text;
+  const auto rows = block(text, "  Function");
+  ASSERT_EQ(rows.size(), 4u) << text;
+  EXPECT_EQ(rows[0], "  Function      Calls      Avg      P50      P95      P99    Total  % Total"
+                     "  Alloc Self  Blocks Self  Alloc Total  Blocks Total");
+  EXPECT_EQ(rows[1], "  main              1  8.00 ms  8.00 ms  8.00 ms  8.00 ms  8.00 ms   80.01%"
+                     "    1.50 KiB            3     2.00 MiB             8");
+  EXPECT_EQ(rows[2], "  Tree::insert      1  3.00 ms  3.00 ms  3.00 ms  3.00 ms  3.00 ms   30.00%"
+                     "    2.00 MiB            5     2.00 MiB             5");
+  EXPECT_EQ(rows[3], "  load              2  1.50 ms  1.50 ms  1.50 ms  1.50 ms  3.00 ms   30.00%"
+                     "       100 B            1        100 B             1");
+  const auto loader = block(text, "== thread 4243 (tid 4243) ==");
+  ASSERT_EQ(loader.size(), 3u) << text;
+  EXPECT_TRUE(loader[1].ends_with("Blocks Total")) << loader[1];
+}
+
+TEST(ExportTable, AFunctionWithOnlyAnOpenCallHasNoDurations) {
+  Snapshot snapshot = testing::known_snapshot_with_allocations();
+  FunctionStats open;
+  open.name = "serve";
+  open.allocated_self = open.allocated_total = {64, 1};
+  snapshot.functions.push_back(open);
+  const auto rows = block(table(snapshot), "  Function");
+  ASSERT_EQ(rows.size(), 5u);
+  EXPECT_EQ(rows[4], "  serve             0        -        -        -        -        -        -"
+                     "        64 B            1         64 B             1");
 }
 
 } // namespace

@@ -215,6 +215,37 @@ TEST(HeapEngine, TimesConvertToMicrosecondsAtTheEnd) {
   EXPECT_EQ(counts(raw, a).total_bytes, 16u);
 }
 
+// A reset (POST /v1/reset): the totals restart from the blocks still live; freed ones are gone.
+TEST(HeapEngine, RestartKeepsTheLiveBlocksAsTheNewWindowsStart) {
+  Engine engine;
+  const StackId a = engine.intern(stack_a);
+  const StackId b = engine.intern(stack_b);
+  engine.alloc(0x10, 100, a, 10);
+  engine.alloc(0x20, 50, b, 20);
+  engine.free(0x20, 30);
+  EXPECT_FALSE(engine.free(0x999, 31));
+  engine.restart(40);
+  const RawProfile at_restart = engine.snapshot(40);
+  EXPECT_EQ(at_restart.unknown_frees, 0u);
+  EXPECT_EQ(at_restart.gmax_time, 40u);
+  EXPECT_EQ(counts(at_restart, a).total_bytes, 100u);
+  EXPECT_EQ(counts(at_restart, a).gmax_bytes, 100u);
+  EXPECT_EQ(counts(at_restart, b).total_blocks, 0u);
+
+  engine.alloc(0x30, 10, a, 50); // a new peak: 110 bytes
+  engine.free(0x10, 55);         // a block from before the reset, freed in the window
+  const RawProfile raw = engine.snapshot(60);
+  EXPECT_EQ(raw.gmax_time, 50u);
+  const SiteCounts& site = counts(raw, a);
+  EXPECT_EQ(site.total_bytes, 110u);
+  EXPECT_EQ(site.total_blocks, 2u);
+  EXPECT_EQ(site.gmax_bytes, 110u);
+  EXPECT_EQ(site.max_bytes, 110u); // its live bytes once its allocation made the new peak
+  EXPECT_EQ(site.curr_bytes, 10u);
+  EXPECT_EQ(site.lifetimes, 45u + 10u); // lifetimes count from the allocation itself
+  EXPECT_EQ(counts(raw, b).total_bytes, 0u);
+}
+
 TEST(HeapOptions, ReadsTheEnvironmentAndReportsBadValues) {
   const auto defaults = parse_options([](const char*) -> const char* { return nullptr; });
   EXPECT_TRUE(defaults.errors.empty());

@@ -77,6 +77,28 @@ TEST(HeapSampling, SampledEngineScalesBytesAndBlocks) {
   EXPECT_EQ(c.lifetimes, static_cast<std::uint64_t>(std::llround(4 * w500 + 8 * w3000)));
 }
 
+// A reset: the estimates restart from the sampled blocks still live.
+TEST(HeapSampling, RestartKeepsTheLiveSampledBlocks) {
+  constexpr double mean = 1000;
+  SampledEngine engine(mean);
+  constexpr std::array<std::uintptr_t, 1> kept_stack = {0x1000};
+  constexpr std::array<std::uintptr_t, 1> freed_stack = {0x2000};
+  const StackId kept = engine.intern(kept_stack);
+  const StackId freed = engine.intern(freed_stack);
+  engine.alloc(0x10, 3000, kept, 1);
+  engine.alloc(0x20, 500, freed, 2);
+  EXPECT_TRUE(engine.free(0x20, 3));
+  engine.restart(4);
+  const RawProfile raw = engine.snapshot(10);
+  const std::uint64_t live = static_cast<std::uint64_t>(std::llround(3000 / (1 - std::exp(-3.0))));
+  EXPECT_EQ(raw.sites[kept].counts.total_bytes, live);
+  EXPECT_EQ(raw.sites[kept].counts.curr_bytes, live);
+  EXPECT_EQ(raw.sites[kept].counts.gmax_bytes, live);
+  EXPECT_EQ(raw.sites[freed].counts.total_bytes, 0u);
+  EXPECT_EQ(raw.sites[freed].counts.total_blocks, 0u);
+  EXPECT_EQ(raw.gmax_time, 4u);
+}
+
 TEST(HeapSampling, SettingsAndTheirErrors) {
   const auto set = parse_options([](const char* name) -> const char* {
     const std::string_view n = name;
@@ -86,13 +108,13 @@ TEST(HeapSampling, SettingsAndTheirErrors) {
                                                : nullptr;
   });
   EXPECT_TRUE(set.errors.empty());
-  EXPECT_TRUE(set.options.sampled);
+  EXPECT_EQ(set.options.mode, Mode::Sampled);
   EXPECT_EQ(set.options.sample_bytes, 65536u);
   EXPECT_TRUE(set.options.seed_set);
   EXPECT_EQ(set.options.seed, 42u);
 
   const auto defaults = parse_options([](const char*) -> const char* { return nullptr; });
-  EXPECT_FALSE(defaults.options.sampled);
+  EXPECT_EQ(defaults.options.mode, Mode::Full);
   EXPECT_EQ(defaults.options.sample_bytes, 512u * 1024);
   EXPECT_FALSE(defaults.options.seed_set);
 
@@ -105,12 +127,31 @@ TEST(HeapSampling, SettingsAndTheirErrors) {
   });
   ASSERT_EQ(bad.errors.size(), 3u);
   EXPECT_EQ(bad.errors[0],
-            "hotscope: HOTSCOPE_HEAP_MODE=\"fast\" is not one of full, sampled; using full");
+            "hotscope: HOTSCOPE_HEAP_MODE=\"fast\" is not one of full, sampled, off; using full");
   EXPECT_EQ(bad.errors[1], "hotscope: HOTSCOPE_HEAP_SAMPLE_BYTES=\"0\" is not a byte count of at "
                            "least 1; using 524288");
   EXPECT_EQ(bad.errors[2], "hotscope: HOTSCOPE_HEAP_SAMPLE_SEED=\"-1\" is not an unsigned 64-bit "
                            "integer; using a random seed");
-  EXPECT_FALSE(bad.options.sampled);
+  EXPECT_EQ(bad.options.mode, Mode::Full);
+
+  // A program linked with hotscope::heap records nothing unless asked.
+  const auto linked = parse_options([](const char*) -> const char* { return nullptr; }, Mode::Off);
+  EXPECT_EQ(linked.options.mode, Mode::Off);
+  EXPECT_FALSE(linked.options.out_set);
+  const auto linked_bad = parse_options(
+      [](const char* name) -> const char* {
+        return std::string_view(name) == "HOTSCOPE_HEAP_MODE" ? "on" : nullptr;
+      },
+      Mode::Off);
+  ASSERT_EQ(linked_bad.errors.size(), 1u);
+  EXPECT_EQ(linked_bad.errors[0],
+            "hotscope: HOTSCOPE_HEAP_MODE=\"on\" is not one of full, sampled, off; using off");
+  const auto off = parse_options([](const char* name) -> const char* {
+    const std::string_view n = name;
+    return n == "HOTSCOPE_HEAP_MODE" ? "off" : n == "HOTSCOPE_OUT" ? "/tmp/x" : nullptr;
+  });
+  EXPECT_EQ(off.options.mode, Mode::Off);
+  EXPECT_TRUE(off.options.out_set);
 }
 
 TEST(HeapSampling, PprofIsGzip) {

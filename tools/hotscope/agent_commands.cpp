@@ -39,8 +39,9 @@ std::string enabled(const nlohmann::json& info) {
   if (on.value("trace", false)) {
     list += ",trace";
   }
-  if (on.value("heap", false)) {
-    list += ",heap";
+  if (const auto heap = on.find("heap");
+      heap != on.end() && heap->is_string() && (*heap == "full" || *heap == "sampled")) {
+    list += ",heap-" + heap->get<std::string>();
   }
   if (on.contains("metrics_tcp") && on["metrics_tcp"].is_string()) {
     list += ",metrics-tcp=" + on["metrics_tcp"].get<std::string>();
@@ -108,8 +109,8 @@ AgentCommands::AgentCommands(CLI::App& app) {
   add_targeted(app, "info", "Print what the agent says about its process (JSON)");
   CLI::App* stats = add_targeted(app, "stats", "Print the per-function statistics as a table");
   stats->add_flag("--json", stats_json_, "Print them as JSON (the schema of stats.json)");
-  CLI::App* heap = add_targeted(app, "heap", "Print the heap profile");
-  heap->add_option("--format", heap_format_, "dhat or pprof")
+  CLI::App* heap = add_targeted(app, "heap", "Print the heap profile now");
+  heap->add_option("--format", heap_format_, "dhat (JSON for dh_view.html) or pprof (gzip)")
       ->check(CLI::IsMember({"dhat", "pprof"}))
       ->capture_default_str();
   CLI::App* trace = add_targeted(app, "trace", "Print the recent trace window");
@@ -119,7 +120,9 @@ AgentCommands::AgentCommands(CLI::App& app) {
   trace->add_option("--seconds", trace_seconds_, "Only the last N seconds of the window")
       ->check(CLI::PositiveNumber);
   add_targeted(app, "metrics", "Print the Prometheus metrics");
-  add_targeted(app, "reset", "Start a new measuring window for the statistics and the trace");
+  add_targeted(app, "reset",
+               "Start a new measuring window for the statistics, the trace and the heap totals "
+               "(blocks still live are kept)");
 }
 
 CLI::App* AgentCommands::add_targeted(CLI::App& app, const std::string& name,

@@ -4,6 +4,9 @@
 // it and exits with its status; the program writes DIR/heap.json when it ends.
 //   hotscope list | info | stats | heap | trace | metrics | reset
 // ask a running process's agent (agent_commands.hpp).
+//   hotscope vm run GUEST [--calls N] [--out DIR] [--process] ...
+// runs a guest under guest tracing: hands its arguments to hotscope-vm (vm_main.cpp), installed
+// beside this executable.
 #include "agent_client.hpp"
 #include "agent_commands.hpp"
 
@@ -95,6 +98,25 @@ int run(const std::vector<std::string>& command, const RunOptions& options) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
+// `hotscope vm ...` is `hotscope-vm ...` from this executable's directory, with the live agent
+// off unless asked for (HOTSCOPE_AGENT) and no HOTSCOPE_OUT (hotscope-vm writes --out itself).
+int exec_vm(const std::vector<std::string>& arguments) {
+  std::error_code error;
+  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", error);
+  const std::string tool = (self.parent_path() / "hotscope-vm").string();
+  setenv("HOTSCOPE_AGENT", "0", 0);
+  unsetenv("HOTSCOPE_OUT");
+  std::vector<char*> argv{const_cast<char*>(tool.c_str())};
+  for (const std::string& argument : arguments) {
+    argv.push_back(const_cast<char*>(argument.c_str()));
+  }
+  argv.push_back(nullptr);
+  execv(argv[0], argv.data());
+  std::fprintf(stderr, "hotscope: cannot run %s: %s (is hotscope built with guest tracing?)\n",
+               tool.c_str(), std::strerror(errno));
+  return 127;
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -112,11 +134,18 @@ int main(int argc, char** argv) {
                         "No heap summary on stderr (sets HOTSCOPE_HEAP_SUMMARY=0)");
   run_command->add_option("command", command, "The program and its arguments, after --")
       ->required();
+  CLI::App* vm_command =
+      app.add_subcommand("vm", "Guest tracing: `hotscope vm run GUEST [--calls N] [--out DIR] "
+                               "[--process]` (see `hotscope vm run --help`)");
+  vm_command->prefix_command();
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {
     // --help is not an error; every real usage error has one documented exit code.
     return app.exit(error) == 0 ? 0 : hotscope::cli::kUsage;
+  }
+  if (vm_command->parsed()) {
+    return exec_vm(vm_command->remaining());
   }
   if (const auto status = agent_commands.run()) {
     return *status;

@@ -1,0 +1,71 @@
+// Guest runners (docs/guest.md, "KVM runner" and "Child-process guests"): start a freestanding
+// guest built with guest/hotscope_guest.h, call its entry point, and serve its exits: trace
+// flushes (to a GuestTrace, which validates them), prints, the return to the host. Two
+// transports, one behaviour: a KVM micro-VM (one vCPU, long mode) and a child process sharing a
+// memfd channel. Both treat the guest as hostile: every problem becomes one diagnostic line, is
+// counted, and the host carries on.
+#pragma once
+
+#include "guest/guest.hpp"
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+
+namespace hotscope::guest {
+
+struct RunnerOptions {
+  std::string track_name;                      // empty: "guest: <file name>"
+  std::chrono::milliseconds time_limit{5000};  // per entry into the guest
+  std::uint64_t max_flushes_per_call = 100000; // more is a flood: the guest is stopped
+  std::uint64_t memory_bytes = 16u << 20;      // KVM guest RAM, a multiple of 2 MiB
+  // The guest's print host call; default: the text on stdout, prefixed "guest: ".
+  std::function<void(std::string_view text)> print;
+  // Each problem, one line; default: stderr, prefixed "hotscope: ".
+  std::function<void(const std::string& line)> diagnostic;
+};
+
+// What one entry into the guest came to.
+struct CallResult {
+  bool returned = false;   // the guest returned (halted) normally; else it was stopped
+  std::uint64_t value = 0; // the guest's result (rax at the halt, or the process's reply)
+};
+
+// Counts of one guest's exits, beside GuestTrace's record counts.
+struct RunnerCounts {
+  std::uint64_t calls = 0;
+  std::uint64_t flushes = 0; // flush exits, accepted or not
+  std::uint64_t prints = 0;
+  std::uint64_t diagnostics = 0;
+};
+
+class Runner {
+public:
+  virtual ~Runner() = default;
+  // Enters the guest's dispatch entry with `argument`. After a stop (time limit, flood, crash)
+  // the guest is not entered again: later calls return {returned = false} at once.
+  virtual CallResult call(std::uint64_t argument) = 0;
+  // The guest is done: its track's open scopes are closed. Also done by the destructor.
+  virtual void finish() = 0;
+  virtual bool stopped() const = 0;
+  virtual const GuestCounts& trace_counts() const = 0;
+  virtual const RunnerCounts& counts() const = 0;
+};
+
+// Loads a VM guest image (validated as untrusted input), creates the VM and runs the guest's
+// init entry. nullptr and `error` (one line) when KVM is unusable or the image is rejected.
+std::unique_ptr<Runner> start_kvm_guest(const std::string& elf_path, const RunnerOptions& options,
+                                        std::string& error);
+
+// Starts a process guest (a static executable built with HOTSCOPE_GUEST_PROCESS) as a child and
+// runs its init entry. nullptr and `error` (one line) when it cannot be started.
+std::unique_ptr<Runner> start_process_guest(const std::string& elf_path,
+                                            const RunnerOptions& options, std::string& error);
+
+// "" when /dev/kvm can be opened and speaks the expected API, else why not (one line).
+std::string kvm_unavailable_reason();
+
+} // namespace hotscope::guest

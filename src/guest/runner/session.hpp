@@ -1,0 +1,50 @@
+// The host logic both transports share: a guest's trace, its exits (flush, print), the flood
+// limit, diagnostics and counts. A transport finds the exit's arguments and calls in here.
+#pragma once
+
+#include "guest/guest.hpp"
+#include "guest/runner/runner.hpp"
+
+#include <cstdint>
+#include <string>
+
+namespace hotscope::guest {
+
+class Session {
+public:
+  // `memory` must outlive the session.
+  Session(const RunnerOptions& options, std::string track_name, const GuestMemory& memory,
+          ClockAnchor clock, Symbolizer symbolizer);
+  ~Session();
+
+  void begin_call();
+  // A flush exit. False when the guest floods the host and must be stopped (already reported).
+  bool flush(std::uint64_t address, std::uint64_t count);
+  // A print host call: bounded, read from guest memory, control characters neutralised.
+  void print(std::uint64_t address, std::uint64_t length);
+  // One diagnostic line, counted.
+  void report(const std::string& problem);
+  // The guest is stopped for good: reported, and its open scopes closed.
+  void stop(const std::string& why);
+  void finish();
+
+  bool stopped() const { return stopped_; }
+  const GuestCounts& trace_counts() const { return trace_.counts(); }
+  const RunnerCounts& counts() const { return counts_; }
+  const std::string& name() const { return name_; }
+
+private:
+  RunnerOptions options_;
+  std::string name_;
+  const GuestMemory& memory_;
+  GuestTrace trace_;
+  RunnerCounts counts_;
+  std::uint64_t flushes_this_call_ = 0;
+  bool stopped_ = false;
+  bool finished_ = false;
+};
+
+// "guest: sample-guest" for "/path/sample-guest.elf".
+std::string default_track_name(const std::string& elf_path);
+
+} // namespace hotscope::guest

@@ -1,0 +1,569 @@
+// The host's trust boundary for guest records (docs/guest.md, "Validation"): a batch is copied
+// out of guest memory once, checked whole against the state earlier batches left, and only then
+// converted and committed. Nothing here trusts a byte the guest wrote.
+#include "guest/guest.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <stdexcept>
+#include <string_view>
+#include <unordered_map>
+
+namespace hotscope::guest {
+namespace {
+
+constexpr std::uint32_t kNoName = UINT32_MAX;
+constexpr std::uint64_t kFramesPerRecord = HOTSCOPE_RECORD_SIZE / sizeof(std::uint64_t);
+
+const char* kind_name(std::uint32_t kind) {
+  switch (kind) {
+  case HOTSCOPE_RECORD_BEGIN:
+    return "BEGIN";
+  case HOTSCOPE_RECORD_END:
+    return "END";
+  case HOTSCOPE_RECORD_MESSAGE_STATIC:
+    return "MESSAGE_STATIC";
+  case HOTSCOPE_RECORD_MESSAGE_INLINE:
+    return "MESSAGE_INLINE";
+  case HOTSCOPE_RECORD_COUNTER:
+    return "COUNTER";
+  case HOTSCOPE_RECORD_THREAD_NAME:
+    return "THREAD_NAME";
+  case HOTSCOPE_RECORD_ALLOCATION:
+    return "ALLOCATION";
+  case HOTSCOPE_RECORD_STACK:
+    return "STACK";
+  default:
+    return nullptr;
+  }
+}
+
+std::uint64_t records_for(std::uint64_t bytes, std::uint64_t per_record) {
+  return (bytes + per_record - 1) / per_record;
+}
+
+// Why `text` is not printable UTF-8 (a control character or a broken sequence), or nothing.
+// Exporters write guest text into JSON and terminals: it must be both valid and harmless.
+std::optional<std::string> unprintable(std::string_view text) {
+  for (std::size_t i = 0; i < text.size();) {
+    const auto lead = static_cast<unsigned char>(text[i]);
+    if (lead < 0x80) {
+      if (lead < 0x20 || lead == 0x7f) {
+        return fmt::format("control byte 0x{:02x} at offset {}", lead, i);
+      }
+      ++i;
+      continue;
+    }
+    std::size_t length = 0;
+    std::uint32_t code = 0;
+    std::uint32_t smallest = 0; // below it the sequence is overlong
+    if ((lead & 0xe0) == 0xc0) {
+      length = 2, code = lead & 0x1fu, smallest = 0x80;
+    } else if ((lead & 0xf0) == 0xe0) {
+      length = 3, code = lead & 0x0fu, smallest = 0x800;
+    } else if ((lead & 0xf8) == 0xf0) {
+      length = 4, code = lead & 0x07u, smallest = 0x10000;
+    }
+    bool valid = length > 0 && i + length <= text.size();
+    for (std::size_t k = 1; valid && k < length; ++k) {
+      const auto next = static_cast<unsigned char>(text[i + k]);
+      valid = (next & 0xc0) == 0x80;
+      code = code << 6 | (next & 0x3fu);
+    }
+    if (!valid || code < smallest || code > 0x10ffff || (code >= 0xd800 && code <= 0xdfff)) {
+      return fmt::format("invalid UTF-8 at offset {}", i);
+    }
+    i += length;
+  }
+  return std::nullopt;
+}
+
+// Cuts `text` to at most `bytes`, never inside a UTF-8 sequence.
+std::string_view cut_utf8(std::string_view text, std::size_t bytes) {
+  if (text.size() <= bytes) {
+    return text;
+  }
+  while (bytes > 0 && (static_cast<unsigned char>(text[bytes]) & 0xc0) == 0x80) {
+    --bytes;
+  }
+  return text.substr(0, bytes);
+}
+
+// One host-form text record (MESSAGE_INLINE or THREAD_NAME) with its payload.
+void append_text(std::vector<hotscope_record>& out, std::uint32_t kind, std::uint64_t ticks,
+                 std::string_view text) {
+  const std::uint64_t payload = records_for(text.size(), HOTSCOPE_PAYLOAD_BYTES_PER_RECORD);
+  out.push_back({ticks, 0, text.size(), kind, static_cast<std::uint32_t>(payload)});
+  const std::size_t at = out.size();
+  out.resize(at + payload); // zeroed: the text needs no terminator
+  std::memcpy(static_cast<void*>(out.data() + at), text.data(), text.size());
+}
+
+// Guest ticks to host ticks with the rate ratio computed once (a division per record showed in
+// the benchmark). long double holds every uint64_t exactly, and the ratio to 64 bits: the
+// result is within a tick whatever the distance from the anchor.
+class TickConverter {
+public:
+  explicit TickConverter(const ClockAnchor& clock)
+      : clock_(clock), ratio_(static_cast<long double>(clock.host_ticks_per_second) /
+                              static_cast<long double>(clock.guest_ticks_per_second)) {}
+
+  std::optional<std::uint64_t> operator()(std::uint64_t guest_ticks) const {
+    constexpr std::uint64_t kMax = INT64_MAX;
+    const bool before = guest_ticks < clock_.guest_ticks;
+    const std::uint64_t distance =
+        before ? clock_.guest_ticks - guest_ticks : guest_ticks - clock_.guest_ticks;
+    const long double scaled = static_cast<long double>(distance) * ratio_;
+    if (!(scaled < static_cast<long double>(kMax))) {
+      return std::nullopt;
+    }
+    const auto host_distance = static_cast<std::uint64_t>(scaled + 0.5L); // rounded, >= 0
+    if (before) {
+      if (host_distance > clock_.host_ticks) {
+        return std::nullopt;
+      }
+      return clock_.host_ticks - host_distance;
+    }
+    if (clock_.host_ticks > kMax || host_distance > kMax - clock_.host_ticks) {
+      return std::nullopt;
+    }
+    return clock_.host_ticks + host_distance;
+  }
+
+private:
+  ClockAnchor clock_;
+  long double ratio_;
+};
+
+} // namespace
+
+std::string Diagnostic::to_string() const {
+  return record ? fmt::format("guest batch rejected at record {}: {}", *record, message)
+                : fmt::format("guest batch rejected: {}", message);
+}
+
+std::optional<std::uint64_t> to_host_ticks(const ClockAnchor& clock, std::uint64_t guest_ticks) {
+  return TickConverter(clock)(guest_ticks);
+}
+
+struct BatchValidator::State {
+  State(std::string track_name, const GuestMemory& memory, ClockAnchor clock, Symbolizer symbolizer,
+        NameStore& names)
+      : track_name(std::move(track_name)), memory(memory), clock(clock), to_host(clock),
+        symbolizer(std::move(symbolizer)), names(names) {}
+
+  std::optional<Diagnostic> check(std::uint64_t address, std::uint64_t count,
+                                  std::uint64_t capacity);
+  std::optional<std::string> check_record(std::size_t index, std::uint64_t count);
+  std::optional<std::string> resolve(std::size_t index, bool location);
+  std::optional<std::string> read_text(std::uint64_t address, const char* what, std::string& out);
+  void commit();
+  void begin(std::uint64_t location, std::uint64_t ticks);
+  void end(std::uint64_t location, std::uint64_t ticks);
+  void append_stack(std::size_t index);
+
+  const std::string track_name;
+  const GuestMemory& memory;
+  const ClockAnchor clock;
+  const TickConverter to_host;
+  const Symbolizer symbolizer;
+  NameStore& names;
+  GuestCounts counts;
+
+  // Carried from batch to batch; changed only by accepted batches.
+  bool seen_ticks = false;
+  std::uint64_t last_guest_ticks = 0;
+  std::uint64_t last_host_ticks = 0;
+  std::vector<std::uint64_t> open;   // host refs of the open scopes' locations, innermost last
+  std::size_t begins_over_depth = 0; // begins past kMaxDepth not passed on; their ends are dropped
+  std::size_t guest_names = 0;       // entries this guest added to the name store
+
+  // One batch, reused: the copy, what checking learned per record, the host-form output.
+  std::vector<hotscope_record> batch;
+  std::vector<std::uint64_t> host_ticks;
+  std::vector<std::uint32_t> name_of; // index into batch_names, or kNoName
+  std::vector<NameStore::Name> batch_names;
+  std::vector<std::uint64_t> batch_refs; // host refs of batch_names
+  std::unordered_map<std::uint64_t, std::uint32_t> location_names, text_names; // by guest ref
+  std::uint64_t batch_last_guest_ticks = 0;
+  std::uint64_t batch_last_host_ticks = 0;
+  std::vector<hotscope_record> out;
+};
+
+BatchValidator::BatchValidator(std::string track_name, const GuestMemory& memory, ClockAnchor clock,
+                               Symbolizer symbolizer, NameStore& names) {
+  const auto usable = [](double rate) { return std::isfinite(rate) && rate > 0; };
+  if (!usable(clock.guest_ticks_per_second) || !usable(clock.host_ticks_per_second)) {
+    throw std::invalid_argument(fmt::format(
+        "guest clock anchor: tick rates must be positive and finite (guest {}, host {})",
+        clock.guest_ticks_per_second, clock.host_ticks_per_second));
+  }
+  state_ =
+      std::make_unique<State>(std::move(track_name), memory, clock, std::move(symbolizer), names);
+}
+
+BatchValidator::~BatchValidator() = default;
+
+const GuestCounts& BatchValidator::counts() const {
+  return state_->counts;
+}
+
+BatchValidator::Result BatchValidator::validate(std::uint64_t address, std::uint64_t count,
+                                                std::uint64_t capacity) {
+  State& s = *state_;
+  if (std::optional<Diagnostic> problem = s.check(address, count, capacity)) {
+    ++s.counts.batches_rejected;
+    s.counts.records_rejected += count <= capacity && capacity <= kMaxCapacity ? count : 0;
+    return {std::move(problem), {}};
+  }
+  s.commit();
+  ++s.counts.batches_accepted;
+  s.counts.records_accepted += count;
+  return {std::nullopt, s.out};
+}
+
+std::span<const hotscope_record> BatchValidator::close_open_scopes(std::uint64_t now) {
+  State& s = *state_;
+  s.out.clear();
+  const std::uint64_t ticks = std::max(now, s.last_host_ticks);
+  for (auto it = s.open.rbegin(); it != s.open.rend(); ++it) {
+    s.out.push_back({ticks, *it, 0, HOTSCOPE_RECORD_END, 0});
+  }
+  s.counts.nesting_repairs += s.open.size();
+  s.open.clear();
+  s.begins_over_depth = 0;
+  return s.out;
+}
+
+// Everything that can reject a batch, on a copy of it; changes nothing but scratch space.
+std::optional<Diagnostic> BatchValidator::State::check(std::uint64_t address, std::uint64_t count,
+                                                       std::uint64_t capacity) {
+  const auto whole = [](std::string message) {
+    return Diagnostic{std::nullopt, std::move(message)};
+  };
+  if (capacity == 0 || capacity > kMaxCapacity) {
+    return whole(fmt::format("buffer capacity of {} records is outside 1..{}; give the size of the "
+                             "guest's trace buffer",
+                             capacity, kMaxCapacity));
+  }
+  if (count > capacity) {
+    return whole(fmt::format("{} records flushed from a buffer of {}; a guest flushes at most a "
+                             "full buffer",
+                             count, capacity));
+  }
+  const std::uint64_t bytes = count * HOTSCOPE_RECORD_SIZE; // count <= 2^20: no overflow
+  if (address > UINT64_MAX - bytes) {
+    return whole(fmt::format("buffer at 0x{:x} of {} records wraps around the address space; pass "
+                             "the guest address of the trace buffer",
+                             address, count));
+  }
+  batch.resize(count);
+  if (count > 0 && !memory.read(address, batch.data(), bytes)) {
+    return whole(fmt::format("buffer 0x{:x}..0x{:x} ({} records) is not inside guest memory; pass "
+                             "the guest address of the trace buffer",
+                             address, address + bytes, count));
+  }
+  host_ticks.assign(count, 0);
+  name_of.assign(count, kNoName);
+  batch_names.clear();
+  location_names.clear();
+  text_names.clear();
+  batch_last_guest_ticks = last_guest_ticks;
+  batch_last_host_ticks = last_host_ticks;
+  bool ticks_seen = seen_ticks;
+  for (std::size_t i = 0; i < count;) {
+    const hotscope_record& record = batch[i];
+    if (ticks_seen && record.ticks < batch_last_guest_ticks) {
+      return Diagnostic{
+          i, fmt::format("timestamp {} is earlier than the previous record's {}{}; guest "
+                         "timestamps must come from one monotonic clock (the TSC of one vCPU)",
+                         record.ticks, batch_last_guest_ticks,
+                         i == 0 ? " (in the previous batch)" : "")};
+    }
+    ticks_seen = true;
+    batch_last_guest_ticks = record.ticks;
+    const std::optional<std::uint64_t> host = to_host(record.ticks);
+    if (!host) {
+      return Diagnostic{i, fmt::format("timestamp {} is too far from the clock anchor (guest tick "
+                                       "{}) to place on the host clock; guest timestamps must be "
+                                       "raw TSC reads taken while the guest runs",
+                                       record.ticks, clock.guest_ticks)};
+    }
+    host_ticks[i] = *host;
+    batch_last_host_ticks = *host;
+    if (std::optional<std::string> problem = check_record(i, count)) {
+      return Diagnostic{i, std::move(*problem)};
+    }
+    i += 1 + record.payload_records; // checked: within the batch
+  }
+  batch_refs.resize(batch_names.size());
+  if (std::optional<std::string> problem = names.intern(batch_names, batch_refs, guest_names)) {
+    return whole(std::move(*problem));
+  }
+  return std::nullopt;
+}
+
+// One record (and its payload) against the format; records the names it refers to.
+std::optional<std::string> BatchValidator::State::check_record(std::size_t index,
+                                                               std::uint64_t count) {
+  const hotscope_record& record = batch[index];
+  const char* kind = kind_name(record.kind);
+  if (kind == nullptr) {
+    return fmt::format("unknown record kind {}; the guest must write records as "
+                       "include/hotscope/record.h (version {}) defines them",
+                       record.kind, HOTSCOPE_RECORD_VERSION);
+  }
+  std::uint64_t payload = 0; // what the kind needs
+  switch (record.kind) {
+  case HOTSCOPE_RECORD_MESSAGE_INLINE:
+  case HOTSCOPE_RECORD_THREAD_NAME:
+    if (record.value > HOTSCOPE_INLINE_TEXT_MAX) {
+      return fmt::format("{} text of {} bytes is longer than HOTSCOPE_INLINE_TEXT_MAX ({}); cut "
+                         "inline text to that length",
+                         kind, record.value, HOTSCOPE_INLINE_TEXT_MAX);
+    }
+    payload = records_for(record.value, HOTSCOPE_PAYLOAD_BYTES_PER_RECORD);
+    break;
+  case HOTSCOPE_RECORD_STACK:
+    if (record.value == 0 || record.value > HOTSCOPE_STACK_FRAMES_MAX) {
+      return fmt::format("STACK of {} frames is outside 1..HOTSCOPE_STACK_FRAMES_MAX ({})",
+                         record.value, HOTSCOPE_STACK_FRAMES_MAX);
+    }
+    payload = records_for(record.value, kFramesPerRecord);
+    break;
+  case HOTSCOPE_RECORD_ALLOCATION:
+    if (record.value > kMaxAllocation) {
+      return fmt::format("ALLOCATION of {} bytes is more than a guest can have (at most {})",
+                         record.value, kMaxAllocation);
+    }
+    break;
+  default:
+    break;
+  }
+  if (record.payload_records != payload) {
+    return fmt::format("{} record says {} payload records where its value {} needs {}", kind,
+                       record.payload_records, record.value, payload);
+  }
+  if (payload > count - index - 1) {
+    return fmt::format("{} record's {} payload records run past the end of the batch ({} records); "
+                       "flush whole records only",
+                       kind, payload, count);
+  }
+  switch (record.kind) {
+  case HOTSCOPE_RECORD_BEGIN:
+  case HOTSCOPE_RECORD_END:
+  case HOTSCOPE_RECORD_COUNTER:
+    return resolve(index, true);
+  case HOTSCOPE_RECORD_MESSAGE_STATIC:
+    return resolve(index, false);
+  case HOTSCOPE_RECORD_MESSAGE_INLINE:
+  case HOTSCOPE_RECORD_THREAD_NAME: {
+    std::string_view text(reinterpret_cast<const char*>(batch.data() + index + 1), record.value);
+    text = text.substr(0, text.find('\0'));
+    if (std::optional<std::string> problem = unprintable(text)) {
+      return fmt::format("{} text has {}; guest text must be printable UTF-8", kind, *problem);
+    }
+    return std::nullopt;
+  }
+  default:
+    return std::nullopt;
+  }
+}
+
+// The location or static text a record refers to, read once per batch and guest address.
+std::optional<std::string> BatchValidator::State::resolve(std::size_t index, bool location) {
+  const std::uint64_t ref = batch[index].ref;
+  auto& known = location ? location_names : text_names;
+  if (const auto found = known.find(ref); found != known.end()) {
+    name_of[index] = found->second;
+    return std::nullopt;
+  }
+  NameStore::Name name;
+  name.is_location = location;
+  if (ref == 0) {
+    return location ? "no source location (ref 0); pass the address of a static "
+                      "hotscope_source_location"
+                    : "no message text (ref 0); pass the address of a static NUL-terminated text";
+  }
+  if (location) {
+    struct {
+      std::uint64_t name;
+      std::uint64_t file;
+      std::uint32_t line;
+      std::uint32_t flags;
+    } raw{};
+    static_assert(sizeof(raw) == sizeof(hotscope_source_location));
+    if (!memory.read(ref, &raw, sizeof(raw))) {
+      return fmt::format("source location at 0x{:x} is not inside guest memory; pass the address "
+                         "of a static hotscope_source_location",
+                         ref);
+    }
+    if ((raw.flags & ~std::uint32_t{HOTSCOPE_LOCATION_FUNCTION_SIGNATURE}) != 0) {
+      return fmt::format("source location at 0x{:x} has unknown flags 0x{:x}", ref, raw.flags);
+    }
+    if (raw.name == 0) {
+      return fmt::format("source location at 0x{:x} has no name", ref);
+    }
+    if (auto problem = read_text(raw.name, "location name", name.name)) {
+      return problem;
+    }
+    if (raw.file != 0) {
+      if (auto problem = read_text(raw.file, "location file", name.file)) {
+        return problem;
+      }
+    }
+    name.line = raw.line;
+    name.flags = raw.flags;
+  } else if (auto problem = read_text(ref, "message text", name.name)) {
+    return problem;
+  }
+  const auto id = static_cast<std::uint32_t>(batch_names.size());
+  batch_names.push_back(std::move(name));
+  known.emplace(ref, id);
+  name_of[index] = id;
+  return std::nullopt;
+}
+
+// A NUL-terminated text of at most kMaxTextBytes (NUL included) at a guest address. Read in
+// small aligned pieces, so that a short text near the end of guest memory is still found.
+std::optional<std::string> BatchValidator::State::read_text(std::uint64_t address, const char* what,
+                                                            std::string& out) {
+  constexpr std::size_t kPiece = 32;
+  char bytes[kMaxTextBytes];
+  for (std::size_t length = 0; length < kMaxTextBytes;) {
+    if (address > UINT64_MAX - length) {
+      return fmt::format("{} at 0x{:x} runs past the end of the address space", what, address);
+    }
+    const std::uint64_t at = address + length;
+    std::size_t piece = std::min<std::size_t>(kPiece - at % kPiece, kMaxTextBytes - length);
+    bool cut = false;
+    if (!memory.read(at, bytes + length, piece)) {
+      // The end of guest memory is inside this piece: the text must end before it.
+      std::size_t readable = 0;
+      while (readable < piece && memory.read(at + readable, bytes + length + readable, 1)) {
+        ++readable;
+      }
+      piece = readable;
+      cut = true;
+    }
+    if (const void* nul = std::memchr(bytes + length, '\0', piece)) {
+      out.assign(bytes, static_cast<std::size_t>(static_cast<const char*>(nul) - bytes));
+      if (std::optional<std::string> problem = unprintable(out)) {
+        return fmt::format("{} at 0x{:x} has {}; guest text must be printable UTF-8", what, address,
+                           *problem);
+      }
+      return std::nullopt;
+    }
+    if (cut) {
+      return fmt::format("{} at 0x{:x} runs out of guest memory before its NUL; pass the address "
+                         "of a static NUL-terminated text",
+                         what, address);
+    }
+    length += piece;
+  }
+  return fmt::format("{} at 0x{:x} is not NUL-terminated within {} bytes; guest texts must be "
+                     "shorter",
+                     what, address, kMaxTextBytes);
+}
+
+// The batch passed every check: convert it and update the state it carries to the next batch.
+// Nothing here can reject the batch any more.
+void BatchValidator::State::commit() {
+  out.clear();
+  for (std::size_t i = 0; i < batch.size();) {
+    const hotscope_record& record = batch[i];
+    const std::uint64_t ticks = host_ticks[i];
+    const std::uint64_t ref = name_of[i] == kNoName ? 0 : batch_refs[name_of[i]];
+    const std::string_view text(reinterpret_cast<const char*>(batch.data() + i + 1),
+                                record.payload_records == 0 ? 0 : record.value);
+    switch (record.kind) {
+    case HOTSCOPE_RECORD_BEGIN:
+      begin(ref, ticks);
+      break;
+    case HOTSCOPE_RECORD_END:
+      end(ref, ticks);
+      break;
+    case HOTSCOPE_RECORD_MESSAGE_STATIC:
+    case HOTSCOPE_RECORD_COUNTER:
+    case HOTSCOPE_RECORD_ALLOCATION:
+      out.push_back({ticks, ref, record.value, record.kind, 0});
+      break;
+    case HOTSCOPE_RECORD_MESSAGE_INLINE:
+      append_text(out, record.kind, ticks, text.substr(0, text.find('\0')));
+      break;
+    case HOTSCOPE_RECORD_THREAD_NAME:
+      append_text(out, record.kind, ticks,
+                  fmt::format("{} ({})", track_name, text.substr(0, text.find('\0'))));
+      break;
+    case HOTSCOPE_RECORD_STACK:
+      append_stack(i);
+      break;
+    default:
+      break; // check() let no other kind through
+    }
+    i += 1 + record.payload_records;
+  }
+  if (!batch.empty()) {
+    seen_ticks = true;
+    last_guest_ticks = batch_last_guest_ticks;
+    last_host_ticks = batch_last_host_ticks;
+  }
+}
+
+void BatchValidator::State::begin(std::uint64_t location, std::uint64_t ticks) {
+  if (open.size() >= kMaxDepth) {
+    ++begins_over_depth;
+    ++counts.nesting_repairs;
+    return;
+  }
+  open.push_back(location);
+  out.push_back({ticks, location, 0, HOTSCOPE_RECORD_BEGIN, 0});
+}
+
+// An end closes the innermost open scope of its location; scopes opened inside that one and
+// not closed are closed with it. An end that matches no open scope is dropped. Locations are
+// compared by their host refs, which are interned by content.
+void BatchValidator::State::end(std::uint64_t location, std::uint64_t ticks) {
+  if (begins_over_depth > 0) {
+    --begins_over_depth; // the end of a begin that was not passed on
+    return;
+  }
+  const auto match = std::find(open.rbegin(), open.rend(), location);
+  if (match == open.rend()) {
+    ++counts.nesting_repairs;
+    return;
+  }
+  const auto unclosed = static_cast<std::size_t>(match - open.rbegin());
+  counts.nesting_repairs += unclosed;
+  for (std::size_t i = 0; i <= unclosed; ++i) {
+    out.push_back({ticks, open.back(), 0, HOTSCOPE_RECORD_END, 0});
+    open.pop_back();
+  }
+}
+
+// A guest stack trace as one inline message per frame: "#0 parse+0x1a" or "#1 0x401a2c".
+void BatchValidator::State::append_stack(std::size_t index) {
+  const hotscope_record& record = batch[index];
+  for (std::uint64_t frame = 0; frame < record.value; ++frame) {
+    std::uint64_t address = 0;
+    std::memcpy(&address,
+                reinterpret_cast<const char*>(batch.data() + index + 1) + frame * sizeof(address),
+                sizeof(address));
+    std::optional<Symbol> symbol;
+    if (symbolizer) {
+      symbol = symbolizer(address);
+    }
+    // Symbol names come from the guest's ELF: shown only when printable, and cut to fit.
+    const std::string text =
+        symbol && !symbol->name.empty() && !unprintable(symbol->name)
+            ? fmt::format("#{} {}+0x{:x}", frame,
+                          cut_utf8(symbol->name, HOTSCOPE_INLINE_TEXT_MAX - 24), symbol->offset)
+            : fmt::format("#{} 0x{:x}", frame, address);
+    append_text(out, HOTSCOPE_RECORD_MESSAGE_INLINE, host_ticks[index], text);
+  }
+}
+
+} // namespace hotscope::guest

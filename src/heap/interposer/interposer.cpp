@@ -1,0 +1,926 @@
+// The allocation interposer of both heap libraries (interposer.hpp): it interposes the C
+// allocation functions, counts every block as valgrind DHAT does (or, in the sampled mode, a
+// Poisson sample of them, scaled), writes $HOTSCOPE_OUT/heap.json and heap.pb.gz when the
+// program ends, and builds the same profile on demand.
+//
+// Rules that keep it safe from the first allocation to the last:
+// - Calls can arrive before this library's constructors ran (other libraries' constructors),
+//   and dlsym(RTLD_NEXT) may itself allocate while the real functions are being looked up:
+//   those requests are served from a static bootstrap arena, recognised by address later.
+// - A thread inside the profiler (capturing a stack, updating tables, writing the report) has
+//   `in_profiler` set: its allocations go straight to the real allocator, uncounted.
+// - The state is built in static storage on first use and never destroyed, so it outlives every
+//   static destructor; the report is written from this library's destructor, which runs after
+//   the program's own destructors and atexit handlers.
+// - Threads started from inside the profiler (libhotscope's collector and agent) are the
+//   profiler's for their whole life: pthread_create is interposed to mark them.
+#include "heap/interposer/interposer.hpp"
+
+#include "export/export.hpp"
+#include "heap/heap.hpp"
+
+#include <dlfcn.h>
+#include <link.h>
+#include <malloc.h>
+#include <pthread.h>
+#include <sched.h>
+#if defined(__x86_64__)
+#include <cpuid.h>
+#include <x86intrin.h>
+#endif
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <new>
+#include <sstream>
+
+namespace {
+
+namespace heap = hotscope::heap;
+using hotscope::heap::interposer::flavour;
+
+// ---- The real allocator ----
+
+struct RealAllocator {
+  void* (*malloc)(std::size_t);
+  void (*free)(void*);
+  void* (*calloc)(std::size_t, std::size_t);
+  void* (*realloc)(void*, std::size_t);
+  void* (*memalign)(std::size_t, std::size_t);
+  int (*pthread_create)(pthread_t*, const pthread_attr_t*, void* (*)(void*), void*);
+};
+RealAllocator real;
+
+enum : int { Unresolved, Resolving, Resolved };
+std::atomic<int> real_state{Unresolved};
+
+__thread int in_profiler __attribute__((tls_model("initial-exec"))) = 0;
+
+struct Inside {
+  Inside() { ++in_profiler; }
+  ~Inside() { --in_profiler; }
+  Inside(const Inside&) = delete;
+  Inside& operator=(const Inside&) = delete;
+};
+
+// The bootstrap arena: bump allocation, never reused. Each block is preceded by its size.
+constexpr std::size_t arena_size = 1 << 16;
+alignas(4096) unsigned char arena[arena_size];
+std::atomic<std::size_t> arena_used{0};
+
+bool in_arena(const void* pointer) {
+  const auto* byte = static_cast<const unsigned char*>(pointer);
+  return byte >= arena && byte < arena + arena_size;
+}
+
+void* arena_allocate(std::size_t size, std::size_t alignment) {
+  alignment = std::max<std::size_t>(alignment, 16);
+  std::size_t used = arena_used.load(std::memory_order_relaxed);
+  for (;;) {
+    const std::size_t start = (used + sizeof(std::size_t) + alignment - 1) & ~(alignment - 1);
+    if (alignment > 4096 || start + size > arena_size || start + size < start) {
+      return nullptr;
+    }
+    if (arena_used.compare_exchange_weak(used, start + size)) {
+      std::memcpy(arena + start - sizeof(std::size_t), &size, sizeof(size));
+      return arena + start;
+    }
+  }
+}
+
+std::size_t arena_block_size(const void* pointer) {
+  std::size_t size = 0;
+  std::memcpy(&size, static_cast<const unsigned char*>(pointer) - sizeof(size), sizeof(size));
+  return size;
+}
+
+template <class F> void look_up(F& function, const char* name) {
+  function = reinterpret_cast<F>(dlsym(RTLD_NEXT, name));
+}
+
+// This library's own code. The preload library carries a private, static copy of the C++
+// runtime, whose start-up allocations (the exception emergency pool) must not count: a C program
+// would not make them.
+struct OwnCode {
+  std::uintptr_t begin[8];
+  std::uintptr_t end[8];
+  int count;
+};
+OwnCode own_code;
+
+int find_own_code(dl_phdr_info* info, std::size_t, void*) {
+  const auto self = reinterpret_cast<std::uintptr_t>(&find_own_code);
+  OwnCode found{};
+  bool contains = false;
+  for (ElfW(Half) i = 0; i < info->dlpi_phnum && found.count < 8; ++i) {
+    const ElfW(Phdr)& header = info->dlpi_phdr[i];
+    if (header.p_type == PT_LOAD && (header.p_flags & PF_X) != 0) {
+      found.begin[found.count] = info->dlpi_addr + header.p_vaddr;
+      found.end[found.count] = found.begin[found.count] + header.p_memsz;
+      contains = contains || (self >= found.begin[found.count] && self < found.end[found.count]);
+      ++found.count;
+    }
+  }
+  if (contains) {
+    own_code = found;
+  }
+  return contains ? 1 : 0;
+}
+
+// True when the hook was called from this library's own code (outside any Inside section).
+inline bool called_by_self(const void* return_address) {
+  const auto address = reinterpret_cast<std::uintptr_t>(return_address);
+  for (int i = 0; i < own_code.count; ++i) {
+    if (address >= own_code.begin[i] && address < own_code.end[i]) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// Calls the profiler must not count: its own, made inside it or from its own code.
+inline bool untracked(const void* caller) {
+  return in_profiler != 0 || called_by_self(caller);
+}
+
+// True once the real functions are known. False while they are being looked up: the caller is
+// then dlsym itself (or a thread racing with it at start-up) and uses the arena.
+__attribute__((noinline)) bool resolve_real_slow() {
+  int expected = Unresolved;
+  if (!real_state.compare_exchange_strong(expected, Resolving)) {
+    return false;
+  }
+  const Inside inside;
+  look_up(real.malloc, "malloc");
+  look_up(real.free, "free");
+  look_up(real.calloc, "calloc");
+  look_up(real.realloc, "realloc");
+  look_up(real.memalign, "memalign");
+  look_up(real.pthread_create, "pthread_create");
+  dl_iterate_phdr(find_own_code, nullptr);
+  real_state.store(Resolved, std::memory_order_release);
+  return true;
+}
+
+inline bool resolve_real() {
+  return __builtin_expect(real_state.load(std::memory_order_acquire) == Resolved, 1) ||
+         resolve_real_slow();
+}
+
+// ---- The profiler's state ----
+
+struct State {
+  std::mutex mutex;
+  heap::Engine engine;                      // full mode
+  heap::SampledEngine sampled;              // sampled mode
+  heap::SamplingPlan plan;                  // sampled mode
+  heap::SampledAddresses sampled_addresses; // sampled mode: frees that need the lock
+  heap::Options options;
+  heap::CodeRanges skip;
+  bool tsc = false;              // timestamps from the TSC, else CLOCK_MONOTONIC in ns
+  std::uint64_t start_ticks = 0; // in the timestamp unit
+  std::uint64_t start_ns = 0;    // CLOCK_MONOTONIC at the same moment
+  std::uint64_t latest_time = 0; // guarded by `mutex`
+};
+
+enum : int { NotStarted, Starting, Recording, Off };
+std::atomic<int> phase{NotStarted};
+bool sampling = false; // set before phase becomes Recording, then constant
+__thread heap::Sampler thread_sampler __attribute__((tls_model("initial-exec")));
+alignas(State) unsigned char state_storage[sizeof(State)];
+State* state_pointer = nullptr;
+
+std::uint64_t monotonic_ns() {
+  timespec now{};
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  return static_cast<std::uint64_t>(now.tv_sec) * 1'000'000'000u +
+         static_cast<std::uint64_t>(now.tv_nsec);
+}
+
+// Timestamps on every allocation and free: one instruction where the TSC runs at a constant rate
+// in every power state (CPUID says "invariant"), else the system clock.
+bool invariant_tsc() {
+#if defined(__x86_64__)
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  return __get_cpuid(0x80000007, &eax, &ebx, &ecx, &edx) != 0 && (edx & (1u << 8)) != 0;
+#else
+  return false;
+#endif
+}
+
+std::uint64_t raw_ticks(const State& state) {
+#if defined(__x86_64__)
+  if (state.tsc) {
+    return __rdtsc();
+  }
+#endif
+  return monotonic_ns();
+}
+
+// Called with the mutex held. Another core's TSC may lag a little: time never goes back.
+std::uint64_t now(State& state) {
+  const std::uint64_t ticks = raw_ticks(state);
+  const std::uint64_t time = ticks > state.start_ticks ? ticks - state.start_ticks : 0;
+  state.latest_time = std::max(state.latest_time, time);
+  return state.latest_time;
+}
+
+// µs per timestamp unit, measured against CLOCK_MONOTONIC over the whole run so far.
+double microseconds_per_unit(const State& state, std::uint64_t end_time) {
+  if (!state.tsc) {
+    return 1e-3;
+  }
+  const double elapsed_us = static_cast<double>(monotonic_ns() - state.start_ns) / 1e3;
+  return end_time == 0 ? 0.0 : elapsed_us / static_cast<double>(end_time);
+}
+
+void before_fork() {
+  if (phase.load(std::memory_order_acquire) == Recording) {
+    state_pointer->mutex.lock();
+  }
+}
+void after_fork_in_parent() {
+  if (phase.load(std::memory_order_acquire) == Recording) {
+    state_pointer->mutex.unlock();
+  }
+}
+// The child runs on unprofiled: its parent's report covers the blocks they share, and two
+// processes must not write the same file.
+void after_fork_in_child() {
+  if (phase.load(std::memory_order_acquire) == Recording) {
+    state_pointer->mutex.unlock();
+    phase.store(Off, std::memory_order_release);
+  }
+}
+
+void print_error(const std::string& line) {
+  std::fprintf(stderr, "%s\n", line.c_str());
+}
+
+// Builds the state on first use. Called inside the profiler. Returns nullptr when profiling is
+// off (after the report was written, or in a forked child).
+State* recording_state() {
+  int current = phase.load(std::memory_order_acquire);
+  if (current == Recording) {
+    return state_pointer;
+  }
+  if (current == NotStarted && phase.compare_exchange_strong(current, Starting)) {
+    auto* state = new (state_storage) State;
+    state->tsc = invariant_tsc();
+    state->start_ns = monotonic_ns();
+    state->start_ticks = raw_ticks(*state);
+    heap::ParsedOptions parsed =
+        heap::parse_options([](const char* name) { return getenv(name); },
+                            flavour.default_mode == HOTSCOPE_HEAP_SAMPLED ? heap::Mode::Sampled
+                            : flavour.default_mode == HOTSCOPE_HEAP_FULL  ? heap::Mode::Full
+                                                                          : heap::Mode::Off);
+    for (const std::string& error : parsed.errors) {
+      print_error(error);
+    }
+    state->options = std::move(parsed.options);
+    if (state->options.mode == heap::Mode::Off || hotscope::heap::interposer::preceded()) {
+      state_pointer = state;
+      phase.store(Off, std::memory_order_release);
+      return nullptr;
+    }
+    // Relative to the directory the program started in, whatever it changes to later.
+    std::error_code error;
+    const std::filesystem::path out_dir = std::filesystem::absolute(state->options.out_dir, error);
+    if (!error) {
+      state->options.out_dir = out_dir.string();
+    }
+    if (state->options.mode == heap::Mode::Sampled) {
+      const double mean = static_cast<double>(state->options.sample_bytes);
+      state->plan.mean_bytes = mean;
+      state->plan.seed = state->options.seed_set
+                             ? state->options.seed
+                             : state->start_ticks ^ (std::uint64_t(getpid()) << 32);
+      state->sampled = heap::SampledEngine(mean);
+      sampling = true;
+    }
+    state->skip = heap::own_and_allocator_code(reinterpret_cast<const void*>(&recording_state));
+    pthread_atfork(before_fork, after_fork_in_parent, after_fork_in_child);
+    state_pointer = state;
+    phase.store(Recording, std::memory_order_release);
+    return state;
+  }
+  // Another thread is building the state: it takes microseconds, once.
+  while ((current = phase.load(std::memory_order_acquire)) == Starting) {
+    sched_yield();
+  }
+  return current == Recording ? state_pointer : nullptr;
+}
+
+// ---- Which calls are recorded ----
+
+// True when an allocation of `size` is not to be recorded: profiling is off, or in the sampled
+// mode it falls between sample points. That case is the sampled mode's fast path: one
+// thread-local subtraction, no lock, no stack.
+// The first calls (before the state exists) start profiling, so the mode is known.
+__attribute__((noinline)) bool skipped_before_recording(std::size_t size) {
+  {
+    const Inside inside;
+    if (recording_state() == nullptr) {
+      return true;
+    }
+  }
+  return sampling && !thread_sampler.sample(size, state_pointer->plan);
+}
+
+inline bool skipped(std::size_t size) {
+  const int current = phase.load(std::memory_order_acquire);
+  if (__builtin_expect(current != Recording, 0)) {
+    return current == Off || skipped_before_recording(size);
+  }
+  return sampling && !thread_sampler.sample(size, state_pointer->plan);
+}
+
+// True when an allocation is passed on unrecorded. Off (a linked program's default) is checked
+// first: then nothing else is.
+inline bool passed_on(const void* caller, std::size_t size) {
+  return phase.load(std::memory_order_acquire) == Off || untracked(caller) || skipped(size);
+}
+
+// True when a free of `pointer` must be looked at under the lock: always in the full mode; in
+// the sampled mode only when it may be a live sampled block.
+inline bool free_recorded(const void* pointer) {
+  const int current = phase.load(std::memory_order_acquire);
+  if (current == Off || !sampling) {
+    return current != Off;
+  }
+  return state_pointer->sampled_addresses.may_contain(reinterpret_cast<std::uintptr_t>(pointer));
+}
+
+// ---- Recording (always called inside the profiler) ----
+
+std::atomic<hotscope_heap_allocation_observer> allocation_observer{nullptr};
+
+// The full mode's blocks, for memory per function (hotscope_heap_observe_allocations).
+void observe_allocation(std::size_t size) {
+  if (const hotscope_heap_allocation_observer observer =
+          allocation_observer.load(std::memory_order_acquire)) {
+    observer(size);
+  }
+}
+
+void record_alloc(void* pointer, std::size_t size) {
+  State* state = recording_state();
+  if (state == nullptr) {
+    return;
+  }
+  std::uintptr_t frames[256];
+  heap::StackId* remembered = nullptr; // the id, kept with the thread's cached copy of the stack
+  const std::size_t depth = heap::capture_stack(state->options.unwinder, state->skip,
+                                                {frames, state->options.depth}, &remembered);
+  // Never unwind while holding the mutex: the unwinder takes the loader's lock, and a thread
+  // holding that lock may be waiting in malloc for this mutex.
+  const std::lock_guard lock(state->mutex);
+  const auto address = reinterpret_cast<std::uintptr_t>(pointer);
+  const auto intern = [&](auto& engine) {
+    if (remembered == nullptr) {
+      return engine.intern({frames, depth});
+    }
+    if (*remembered == heap::unknown_stack) {
+      *remembered = engine.intern({frames, depth});
+    }
+    return *remembered;
+  };
+  if (sampling) {
+    state->sampled.alloc(address, size, intern(state->sampled), now(*state));
+    state->sampled_addresses.add(address);
+  } else {
+    state->engine.alloc(address, size, intern(state->engine), now(*state));
+    observe_allocation(size);
+  }
+}
+
+// Called with the mutex held.
+void record_free_locked(State& state, std::uintptr_t address) {
+  if (!sampling) {
+    state.engine.free(address, now(state));
+  } else if (state.sampled.free(address, now(state))) {
+    state.sampled_addresses.remove(address);
+  }
+}
+
+// Records the free before the real allocator may hand the address out again. Out of line: the
+// free hook's common path stays small.
+__attribute__((noinline)) void record_free(void* pointer) {
+  const Inside inside;
+  State* state = recording_state();
+  if (state == nullptr) {
+    return;
+  }
+  const std::lock_guard lock(state->mutex);
+  record_free_locked(*state, reinterpret_cast<std::uintptr_t>(pointer));
+}
+
+// The sampled mode's realloc: the old block is freed (under the lock only if it may have been
+// sampled) and the new one is a new allocation, sampled or not on its own.
+void* reallocate_sampled(void* old, std::size_t size) {
+  void* pointer = nullptr;
+  if (free_recorded(old)) {
+    const Inside inside;
+    State& state = *state_pointer;
+    // Held across the real call: the old address may be handed out again as soon as it returns.
+    const std::lock_guard lock(state.mutex);
+    pointer = real.realloc(old, size);
+    if (pointer != nullptr || size == 0) {
+      record_free_locked(state, reinterpret_cast<std::uintptr_t>(old));
+    }
+  } else {
+    pointer = real.realloc(old, size);
+  }
+  if (pointer != nullptr && !skipped(size)) {
+    const Inside inside;
+    record_alloc(pointer, size);
+  }
+  return pointer;
+}
+
+// ---- The hooks' bodies ----
+
+// Out of line, so that what every call runs stays small enough to be inlined into the hook.
+__attribute__((noinline)) void* allocate_recorded(std::size_t size) {
+  const Inside inside;
+  void* pointer = real.malloc(size);
+  if (pointer != nullptr) {
+    record_alloc(pointer, size);
+  }
+  return pointer;
+}
+
+inline void* allocate(std::size_t size, const void* caller) {
+  if (!resolve_real()) {
+    return arena_allocate(size, 16);
+  }
+  if (passed_on(caller, size)) {
+    return real.malloc(size);
+  }
+  return allocate_recorded(size);
+}
+
+void* allocate_aligned(std::size_t alignment, std::size_t size, const void* caller) {
+  if (!resolve_real()) {
+    return arena_allocate(size, alignment);
+  }
+  if (passed_on(caller, size)) {
+    return real.memalign(alignment, size);
+  }
+  const Inside inside;
+  void* pointer = real.memalign(alignment, size);
+  if (pointer != nullptr) {
+    record_alloc(pointer, size);
+  }
+  return pointer;
+}
+
+void* reallocate(void* old, std::size_t size, const void* caller) {
+  if (old == nullptr) {
+    return allocate(size, caller);
+  }
+  if (in_arena(old)) {
+    // Only the profiler's own start-up requests live there: move the block out, uncounted.
+    const Inside inside;
+    void* moved = resolve_real() ? real.malloc(size) : arena_allocate(size, 16);
+    if (moved != nullptr) {
+      std::memcpy(moved, old, std::min(size, arena_block_size(old)));
+    }
+    return moved;
+  }
+  if (!resolve_real()) {
+    return nullptr;
+  }
+  if (untracked(caller)) {
+    return real.realloc(old, size);
+  }
+  if (phase.load(std::memory_order_acquire) != Recording) {
+    const Inside inside;
+    recording_state(); // the mode is known from here on
+  }
+  if (phase.load(std::memory_order_acquire) == Recording && sampling) {
+    return reallocate_sampled(old, size);
+  }
+  const Inside inside;
+  State* state = recording_state();
+  if (state == nullptr) {
+    return real.realloc(old, size);
+  }
+  bool known = true;
+  void* pointer = nullptr;
+  {
+    // Held across the real call: the old address may be handed out again as soon as it returns.
+    const std::lock_guard lock(state->mutex);
+    pointer = real.realloc(old, size);
+    const auto old_address = reinterpret_cast<std::uintptr_t>(old);
+    if (pointer != nullptr) {
+      known = state->engine.realloc(old_address, reinterpret_cast<std::uintptr_t>(pointer), size,
+                                    now(*state));
+    } else if (size == 0) {
+      // realloc(p, 0) freed the block (glibc's behaviour, and valgrind's count of it).
+      state->engine.free(old_address, now(*state));
+    }
+  }
+  if (!known) {
+    record_alloc(pointer, size);
+  } else if (pointer != nullptr) {
+    observe_allocation(size);
+  }
+  return pointer;
+}
+
+// The free hook's body.
+void release_block(void* pointer, const void* caller) {
+  if (pointer == nullptr || in_arena(pointer) || !resolve_real()) {
+    return;
+  }
+  // Off first, as in passed_on; free_recorded only outside the profiler (which may be building
+  // the state this very moment).
+  if (phase.load(std::memory_order_acquire) != Off && !untracked(caller) &&
+      free_recorded(pointer)) {
+    record_free(pointer);
+  }
+  real.free(pointer);
+}
+
+// ---- Threads the profiler starts ----
+
+struct Launch {
+  void* (*start)(void*);
+  void* argument;
+};
+
+// A thread started from inside the profiler stays inside it: nothing it allocates or frees is
+// recorded, from its first allocation (libmicrohttpd's connections) to its last.
+void* run_profiler_thread(void* pointer) {
+  ++in_profiler;
+  const Launch launch = *static_cast<Launch*>(pointer);
+  real.free(pointer);
+  return launch.start(launch.argument);
+}
+
+// ---- Profiles: at exit, and on demand ----
+
+std::string command_line() {
+  std::ifstream in("/proc/self/cmdline", std::ios::binary);
+  std::string command;
+  std::string argument;
+  while (std::getline(in, argument, '\0')) {
+    command += (command.empty() ? "" : " ") + argument;
+  }
+  return command;
+}
+
+// heap.json (or heap.pb.gz, by `extension`) for the profiled program; a process it starts
+// (exec) under the same preload writes heap.<pid>.json beside it. `hotscope run` names the
+// program's pid in HOTSCOPE_HEAP_PID.
+std::filesystem::path report_path(const heap::Options& options, const std::string& extension) {
+  const char* profiled = getenv("HOTSCOPE_HEAP_PID");
+  const std::string pid = std::to_string(getpid());
+  const std::string name =
+      profiled == nullptr || pid == profiled ? "heap" + extension : "heap." + pid + extension;
+  return std::filesystem::path(options.out_dir) / name;
+}
+
+// Writes one file; "" or one line naming the path and the reason.
+std::string write_file(const std::filesystem::path& path, const std::string& bytes) {
+  std::error_code error;
+  std::filesystem::create_directories(path.parent_path(), error);
+  std::ofstream out(path, std::ios::binary);
+  if (out) {
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    out.close();
+  }
+  if (!out) {
+    return "hotscope: cannot write the heap profile " + path.string() + ": " + std::strerror(errno);
+  }
+  return "";
+}
+
+// The raw figures now, under the lock only while they are copied; times in µs. With `stop`,
+// recording ends with the copy (at exit).
+heap::RawProfile take_raw(State& state, bool stop, std::uint64_t* sampled_allocations) {
+  heap::RawProfile raw;
+  double microseconds = 0;
+  {
+    const std::lock_guard lock(state.mutex);
+    if (sampled_allocations != nullptr) {
+      *sampled_allocations = state.sampled.sampled_allocations();
+    }
+    const std::uint64_t end_time = now(state);
+    raw = sampling ? state.sampled.snapshot(end_time) : state.engine.snapshot(end_time);
+    if (stop) {
+      phase.store(Off, std::memory_order_release); // from here on every call passes through
+    }
+    microseconds = microseconds_per_unit(state, end_time);
+  }
+  raw = heap::in_microseconds(std::move(raw), microseconds);
+  // Sites whose blocks all ended before a reset have nothing left in this window.
+  std::erase_if(raw.sites, [](const heap::RawSite& site) { return site.counts.total_blocks == 0; });
+  return raw;
+}
+
+std::int64_t pprof_period(const State& state) {
+  return sampling ? static_cast<std::int64_t>(state.options.sample_bytes) : std::int64_t{1};
+}
+
+// heap.pb.gz's bytes, from libhotscope-pprof.so in this library's directory (pprof_module.cpp
+// says why it is separate). "" or the reason it could not.
+std::string pprof_bytes(const hotscope::HeapProfile& profile, std::int64_t period,
+                        std::string& out) {
+  Dl_info self{};
+  dladdr(reinterpret_cast<const void*>(&pprof_bytes), &self);
+  const std::filesystem::path module =
+      std::filesystem::path(self.dli_fname == nullptr ? "" : self.dli_fname).parent_path() /
+      "libhotscope-pprof.so";
+  void* handle = dlopen(module.c_str(), RTLD_NOW | RTLD_LOCAL);
+  using Sink = void (*)(void*, const char*, std::size_t);
+  using Writer = void (*)(const hotscope::HeapProfile*, std::int64_t, Sink, void*);
+  const auto writer =
+      handle == nullptr ? nullptr : reinterpret_cast<Writer>(dlsym(handle, "hotscope_pprof_heap"));
+  if (writer == nullptr) {
+    const char* reason = dlerror();
+    return reason == nullptr ? "no pprof writer in " + module.string() : reason;
+  }
+  writer(
+      &profile, period,
+      [](void* text, const char* data, std::size_t size) {
+        static_cast<std::string*>(text)->append(data, size);
+      },
+      &out);
+  return "";
+}
+
+__attribute__((destructor)) void write_report() {
+  if (phase.load(std::memory_order_acquire) != Recording) {
+    return;
+  }
+  const Inside inside;
+  State& state = *state_pointer;
+  if (flavour.report_needs_out && !state.options.out_set) {
+    return; // a linked program writes its reports only where HOTSCOPE_OUT says
+  }
+  std::uint64_t sampled_allocations = 0;
+  const heap::RawProfile raw = take_raw(state, true, &sampled_allocations);
+  const hotscope::HeapProfile profile = heap::build_profile(raw, command_line(), getpid());
+  const std::filesystem::path path = report_path(state.options, ".json");
+  const std::filesystem::path pprof_path = report_path(state.options, ".pb.gz");
+  std::ostringstream dhat;
+  hotscope::exporters::write_dhat_json(profile, dhat);
+  if (const std::string problem = write_file(path, std::move(dhat).str()); !problem.empty()) {
+    print_error(problem);
+    return; // the directory is unusable: one line is enough
+  }
+  std::string pprof;
+  std::string problem = pprof_bytes(profile, pprof_period(state), pprof);
+  if (problem.empty()) {
+    problem = write_file(pprof_path, pprof);
+  } else {
+    problem = "hotscope: cannot write the heap profile " + pprof_path.string() + ": " + problem;
+  }
+  if (!problem.empty()) {
+    print_error(problem);
+  }
+  if (state.options.summary) {
+    std::ostringstream summary;
+    if (sampling) {
+      summary << "==" << profile.pid << "== hotscope heap: sampled, one sample point per "
+              << state.options.sample_bytes << " bytes on average (" << sampled_allocations
+              << " allocations sampled): the figures are estimates\n";
+    }
+    hotscope::exporters::write_heap_summary(profile, summary);
+    summary << "==" << profile.pid << "== hotscope heap: wrote " << path.string() << "\n";
+    if (problem.empty()) {
+      summary << "==" << profile.pid << "== hotscope heap: wrote " << pprof_path.string() << "\n";
+    }
+    std::fputs(summary.str().c_str(), stderr);
+  }
+}
+
+// The outputs of one on-demand profile: built inside the profiler, handed out outside it.
+struct Outputs {
+  std::string dhat;
+  std::string pprof;
+  std::string error;
+};
+
+// Called inside the profiler.
+void build_outputs(int formats, Outputs& outputs) {
+  State* state = recording_state();
+  if (state == nullptr) {
+    outputs.error = "heap profiling is off in this process";
+    return;
+  }
+  const hotscope::HeapProfile profile =
+      heap::build_profile(take_raw(*state, false, nullptr), command_line(), getpid());
+  if ((formats & HOTSCOPE_HEAP_DHAT) != 0) {
+    std::ostringstream dhat;
+    hotscope::exporters::write_dhat_json(profile, dhat);
+    outputs.dhat = std::move(dhat).str();
+  }
+  if ((formats & HOTSCOPE_HEAP_PPROF) != 0) {
+    outputs.error = pprof_bytes(profile, pprof_period(*state), outputs.pprof);
+  }
+}
+
+} // namespace
+
+// ---- For operator new and delete (interposer.hpp) ----
+
+// This library's hotscope_heap_mode, whichever one the program's calls reach.
+extern "C" int hotscope_own_heap_mode()
+    __attribute__((alias("hotscope_heap_mode"), visibility("hidden")));
+
+bool hotscope::heap::interposer::preceded() {
+  static const bool preceded = [] {
+    const Inside inside;
+    return dlsym(RTLD_DEFAULT, "hotscope_heap_mode") !=
+           reinterpret_cast<void*>(&hotscope_own_heap_mode);
+  }();
+  return preceded;
+}
+
+void* hotscope::heap::interposer::allocate(std::size_t size, const void* caller) {
+  return ::allocate(size, caller);
+}
+
+void* hotscope::heap::interposer::allocate_aligned(std::size_t alignment, std::size_t size,
+                                                   const void* caller) {
+  return ::allocate_aligned(alignment, size, caller);
+}
+
+void hotscope::heap::interposer::release(void* pointer, const void* caller) {
+  release_block(pointer, caller);
+}
+
+#define HOTSCOPE_EXPORT extern "C" __attribute__((visibility("default")))
+
+// ---- The C interface (interposer.hpp) ----
+
+HOTSCOPE_EXPORT int hotscope_heap_mode(void) {
+  const Inside inside;
+  if (recording_state() == nullptr) {
+    return HOTSCOPE_HEAP_OFF;
+  }
+  return sampling ? HOTSCOPE_HEAP_SAMPLED : HOTSCOPE_HEAP_FULL;
+}
+
+HOTSCOPE_EXPORT void hotscope_heap_enter(void) {
+  ++in_profiler;
+}
+
+HOTSCOPE_EXPORT void hotscope_heap_leave(void) {
+  --in_profiler;
+}
+
+HOTSCOPE_EXPORT int hotscope_heap_profile(int formats, hotscope_heap_sink sink, void* context) {
+  Outputs outputs;
+  {
+    const Inside inside;
+    try {
+      build_outputs(formats, outputs);
+    } catch (const std::exception& error) {
+      outputs.error = std::string("cannot build the heap profile: ") + error.what();
+    }
+  }
+  if (outputs.error.empty()) {
+    if ((formats & HOTSCOPE_HEAP_DHAT) != 0) {
+      sink(context, HOTSCOPE_HEAP_DHAT, outputs.dhat.data(), outputs.dhat.size());
+    }
+    if ((formats & HOTSCOPE_HEAP_PPROF) != 0) {
+      sink(context, HOTSCOPE_HEAP_PPROF, outputs.pprof.data(), outputs.pprof.size());
+    }
+  } else {
+    sink(context, 0, outputs.error.data(), outputs.error.size());
+  }
+  const Inside inside; // the strings were allocated inside the profiler: freed there too
+  const bool failed = !outputs.error.empty();
+  outputs = Outputs{};
+  return failed ? -1 : 0;
+}
+
+HOTSCOPE_EXPORT void hotscope_heap_observe_allocations(hotscope_heap_allocation_observer observer) {
+  allocation_observer.store(observer, std::memory_order_release);
+}
+
+HOTSCOPE_EXPORT void hotscope_heap_reset(void) {
+  const Inside inside;
+  State* state = recording_state();
+  if (state == nullptr) {
+    return;
+  }
+  const std::lock_guard lock(state->mutex);
+  if (sampling) {
+    state->sampled.restart(now(*state));
+  } else {
+    state->engine.restart(now(*state));
+  }
+}
+
+// ---- The interposed functions ----
+
+HOTSCOPE_EXPORT int pthread_create(pthread_t* thread, const pthread_attr_t* attributes,
+                                   void* (*start)(void*), void* argument) noexcept {
+  if (!resolve_real()) {
+    return EAGAIN; // only dlsym itself runs before this, and it starts no thread
+  }
+  if (in_profiler == 0) {
+    return real.pthread_create(thread, attributes, start, argument);
+  }
+  auto* launch = static_cast<Launch*>(real.malloc(sizeof(Launch)));
+  if (launch == nullptr) {
+    return EAGAIN;
+  }
+  *launch = Launch{start, argument};
+  const int result = real.pthread_create(thread, attributes, run_profiler_thread, launch);
+  if (result != 0) {
+    real.free(launch);
+  }
+  return result;
+}
+
+HOTSCOPE_EXPORT void* malloc(std::size_t size) noexcept {
+  return allocate(size, __builtin_return_address(0));
+}
+
+HOTSCOPE_EXPORT void free(void* pointer) noexcept {
+  release_block(pointer, __builtin_return_address(0));
+}
+
+HOTSCOPE_EXPORT void* calloc(std::size_t count, std::size_t size) noexcept {
+  std::size_t bytes = 0;
+  if (__builtin_mul_overflow(count, size, &bytes)) {
+    errno = ENOMEM;
+    return nullptr;
+  }
+  if (!resolve_real()) {
+    return arena_allocate(bytes, 16); // static storage: already zero
+  }
+  if (passed_on(__builtin_return_address(0), bytes)) {
+    return real.calloc(count, size);
+  }
+  const Inside inside;
+  void* pointer = real.calloc(count, size);
+  if (pointer != nullptr) {
+    record_alloc(pointer, bytes);
+  }
+  return pointer;
+}
+
+HOTSCOPE_EXPORT void* realloc(void* pointer, std::size_t size) noexcept {
+  return reallocate(pointer, size, __builtin_return_address(0));
+}
+
+HOTSCOPE_EXPORT void* reallocarray(void* pointer, std::size_t count, std::size_t size) noexcept {
+  std::size_t bytes = 0;
+  if (__builtin_mul_overflow(count, size, &bytes)) {
+    errno = ENOMEM;
+    return nullptr;
+  }
+  return reallocate(pointer, bytes, __builtin_return_address(0));
+}
+
+HOTSCOPE_EXPORT void* memalign(std::size_t alignment, std::size_t size) noexcept {
+  return allocate_aligned(alignment, size, __builtin_return_address(0));
+}
+
+HOTSCOPE_EXPORT void* aligned_alloc(std::size_t alignment, std::size_t size) noexcept {
+  return allocate_aligned(alignment, size, __builtin_return_address(0));
+}
+
+HOTSCOPE_EXPORT int posix_memalign(void** out, std::size_t alignment, std::size_t size) noexcept {
+  if (alignment < sizeof(void*) || (alignment & (alignment - 1)) != 0) {
+    return EINVAL;
+  }
+  void* pointer = allocate_aligned(alignment, size, __builtin_return_address(0));
+  if (pointer == nullptr) {
+    return ENOMEM;
+  }
+  *out = pointer;
+  return 0;
+}
+
+HOTSCOPE_EXPORT void* valloc(std::size_t size) noexcept {
+  return allocate_aligned(static_cast<std::size_t>(sysconf(_SC_PAGESIZE)), size,
+                          __builtin_return_address(0));
+}
+
+// pvalloc rounds the size up to whole pages; the rounded size is what the program gets.
+HOTSCOPE_EXPORT void* pvalloc(std::size_t size) noexcept {
+  const auto page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+  std::size_t rounded = 0;
+  if (__builtin_add_overflow(size, page - 1, &rounded)) {
+    errno = ENOMEM;
+    return nullptr;
+  }
+  return allocate_aligned(page, rounded & ~(page - 1), __builtin_return_address(0));
+}

@@ -1,0 +1,114 @@
+// hotscope-vm: the worker behind `hotscope vm run` (docs/guest.md, "hotscope vm run").
+//   hotscope vm run GUEST [--calls N] [--out DIR] [--process] [--time-limit-ms MS]
+// starts a guest (a KVM micro-VM, or with --process a child process), calls its dispatch entry
+// N times, each call inside the host scopes dispatch_function > call_guest_function, and writes
+// the usual reports into DIR with the guest as its own track. A separate executable because it
+// links libhotscope, whose runtime the `hotscope` command itself must not start.
+#include "export/export.hpp"
+#include "guest/runner/runner.hpp"
+#include "trace/trace.hpp"
+
+#include <hotscope/hotscope.hpp>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <memory>
+#include <string>
+
+namespace {
+
+struct Options {
+  std::string guest;
+  std::uint64_t calls = 10;
+  std::string out_dir = "hotscope-vm-out";
+  bool process = false;
+  unsigned time_limit_ms = 5000;
+  std::uint64_t max_flushes = 100000;
+};
+
+// Exit codes.
+constexpr int kGuestMisbehaved = 1; // stopped, or batches rejected: see the diagnostics
+constexpr int kUsage = 2;
+constexpr int kCannotStart = 3;
+
+} // namespace
+
+// The host's side of each call, as an embedder's would be: at namespace scope so that the
+// reports name them plainly.
+std::uint64_t call_guest_function(hotscope::guest::Runner& runner, std::uint64_t argument) {
+  HOTSCOPE_FUNCTION();
+  return runner.call(argument).value;
+}
+
+std::uint64_t dispatch_function(hotscope::guest::Runner& runner, std::uint64_t argument) {
+  HOTSCOPE_FUNCTION();
+  return call_guest_function(runner, argument);
+}
+
+int main(int argc, char** argv) {
+  CLI::App app{"hotscope vm: run a guest under guest tracing"};
+  app.require_subcommand(1);
+  Options options;
+  CLI::App* run = app.add_subcommand("run", "Run a guest, call its entry N times, write reports");
+  run->add_option("guest", options.guest,
+                  "The guest image: a VM guest (guest/vm.ld), or with --process a process guest")
+      ->required()
+      ->check(CLI::ExistingFile);
+  run->add_option("--calls", options.calls, "Calls into the guest's dispatch entry")
+      ->capture_default_str();
+  run->add_option("--out", options.out_dir, "Directory for the reports")->capture_default_str();
+  run->add_flag("--process", options.process,
+                "Run the guest as a child process (memfd channel) instead of in a KVM VM");
+  run->add_option("--time-limit-ms", options.time_limit_ms, "Longest one call may run")
+      ->capture_default_str()
+      ->check(CLI::Range(1u, 3'600'000u));
+  run->add_option("--max-flushes", options.max_flushes,
+                  "Most flushes one call may make; more is a flood and stops the guest")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& error) {
+    return app.exit(error) == 0 ? 0 : kUsage;
+  }
+
+  hotscope::guest::RunnerOptions runner_options;
+  runner_options.time_limit = std::chrono::milliseconds(options.time_limit_ms);
+  runner_options.max_flushes_per_call = options.max_flushes;
+  std::string error;
+  std::unique_ptr<hotscope::guest::Runner> runner =
+      options.process ? hotscope::guest::start_process_guest(options.guest, runner_options, error)
+                      : hotscope::guest::start_kvm_guest(options.guest, runner_options, error);
+  if (!runner) {
+    std::fprintf(stderr, "hotscope: %s\n", error.c_str());
+    return kCannotStart;
+  }
+  std::uint64_t returned = 0;
+  for (std::uint64_t i = 0; i < options.calls && !runner->stopped(); ++i) {
+    dispatch_function(*runner, i);
+    returned += runner->stopped() ? 0 : 1;
+  }
+  runner->finish();
+
+  const std::string problem =
+      hotscope::exporters::write_all(hotscope::trace::snapshot(), options.out_dir);
+  if (!problem.empty()) {
+    std::fprintf(stderr, "hotscope: %s\n", problem.c_str());
+    return kCannotStart;
+  }
+  const hotscope::guest::RunnerCounts& counts = runner->counts();
+  const hotscope::guest::GuestCounts& records = runner->trace_counts();
+  std::printf("%s",
+              fmt::format("hotscope vm: {} of {} calls returned; {} flushes: {} batches accepted "
+                          "({} records), {} rejected ({} records); {} nesting repairs; {} prints; "
+                          "{} diagnostics\nreports in {}/ (trace.txt, trace.json, report.txt, "
+                          "stats.json, trace.folded)\n",
+                          returned, options.calls, counts.flushes, records.batches_accepted,
+                          records.records_accepted, records.batches_rejected,
+                          records.records_rejected, records.nesting_repairs, counts.prints,
+                          counts.diagnostics, options.out_dir)
+                  .c_str());
+  return runner->stopped() || counts.diagnostics != 0 ? kGuestMisbehaved : 0;
+}
