@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Measures the hot path with the benchmarks in bench/ (Release build in build-bench/) while an
-# LTTng session records the LTTng case, and prints the table of docs/performance.md.
+# LTTng session records the LTTng case, and prints the table of docs/performance.md; then the
+# heap profiler against heaptrack and valgrind DHAT (bench/heap.sh, about 6 more minutes; set
+# HOTSCOPE_BENCH_HEAP=0 to leave it out) and the live agent (bench/agent.sh, about 2 minutes;
+# HOTSCOPE_BENCH_AGENT=0 leaves it out).
 #   scripts/bench.sh                       (5 repetitions, medians)
 #   scripts/bench.sh --benchmark_min_time=2  extra options go to the benchmark binary
 set -euo pipefail
@@ -138,3 +141,14 @@ echo "LTTng: ${emitted:-0} events emitted, $recorded in the trace" \
   "($((trace_bytes / 1048576)) MiB), $discarded discarded$lttng_note"
 echo "workload machine code, hotscope compiled out vs no macros: $same_code"
 echo "full results: $json"
+
+if [[ "${HOTSCOPE_BENCH_HEAP:-1}" != 0 ]]; then
+  echo
+  echo "== the heap profiler on an allocation-heavy program (bench/heap.sh)"
+  "$repo/bench/heap.sh" --build "$build"
+fi
+if [[ "${HOTSCOPE_BENCH_AGENT:-1}" != 0 ]]; then
+  echo
+  echo "== the live agent (bench/agent.sh)"
+  "$repo/bench/agent.sh" --build "$build"
+fi

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <array>
+#include <new>
 
 namespace hotscope::heap {
 namespace {
@@ -95,6 +96,184 @@ std::size_t walk_frame_pointers(std::span<std::uintptr_t> out) {
   return count;
 }
 
+// A word of this thread's stack above the current frame: always mapped, but under ASan it may
+// lie in a caller's redzone.
+__attribute__((no_sanitize_address)) std::uintptr_t stack_word(std::uintptr_t address) {
+  return *reinterpret_cast<const std::uintptr_t*>(address);
+}
+
+std::size_t backtrace(std::span<std::uintptr_t> out) {
+  const int got = unw_backtrace(reinterpret_cast<void**>(out.data()), static_cast<int>(out.size()));
+  return got > 0 ? static_cast<std::size_t>(got) : 0;
+}
+
+std::size_t leading_frames_in(const CodeRanges& skip, std::span<const std::uintptr_t> frames) {
+  std::size_t first = 0;
+  while (first < frames.size() && skip.contains(frames[first])) {
+    ++first;
+  }
+  return first;
+}
+
+// The validated stack cache. A program allocates from the same few call paths over and over, at
+// the same stack depth: then capture_stack runs with the same frame address and return address,
+// and the stack above it is the same if every return address still sits where it was found.
+// Checking that takes one load per frame; libunwind takes a cache lookup and a CFI rule per
+// frame. Entries are per thread: their addresses are in the thread's own stack.
+constexpr std::size_t cached_frames = 48; // the default depth of 32, plus the dropped frames
+constexpr std::size_t cache_sets = 16;
+constexpr std::size_t cache_ways = 8; // the stacks of one call site at one depth share a set
+
+struct CachedStack {
+  std::uintptr_t frame = 0;   // capture_stack's frame address; 0: empty
+  std::uint32_t count = 0;    // frames, from the return into capture_stack's caller
+  std::uint32_t first = 0;    // the leading frames inside `skip`
+  StackId id = unknown_stack; // the caller's interned id (capture_stack's `remembered`)
+  std::array<std::uintptr_t, cached_frames> frames;
+  std::array<std::uint32_t, cached_frames> slots; // where each was read, minus `frame`
+};
+
+struct StackCache {
+  std::array<std::array<CachedStack, cache_ways>, cache_sets> sets;
+  std::array<std::uint8_t, cache_sets> next_victim{};
+  // Learning a stack's slots takes unw_step, which here costs dozens of times what
+  // unw_backtrace does (libunwind blocks signals around its cache on every step). So stacks are
+  // learned only as long as the cache pays for it: a program whose stacks rarely repeat (deep
+  // recursion at many depths) soon runs at unw_backtrace's speed.
+  std::uint64_t hits = 0;
+  std::uint64_t learned = 0;
+  bool may_learn() const { return learned < 64 + hits / 32; }
+};
+
+__thread StackCache* thread_cache __attribute__((tls_model("initial-exec"))) = nullptr;
+pthread_key_t cache_key;
+pthread_once_t cache_key_once = PTHREAD_ONCE_INIT;
+
+void delete_cache(void* cache) {
+  delete static_cast<StackCache*>(cache);
+}
+
+StackCache* current_cache() {
+  if (thread_cache == nullptr) {
+    pthread_once(&cache_key_once, [] {
+      pthread_key_create(&cache_key, delete_cache);
+      // libunwind's default global cache takes a lock that blocks signals (two syscalls) on
+      // every unw_step.
+      unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
+    });
+    thread_cache = new (std::nothrow) StackCache;
+    if (thread_cache != nullptr) {
+      pthread_setspecific(cache_key, thread_cache); // freed when the thread ends
+    }
+  }
+  return thread_cache;
+}
+
+// Unwinds with libunwind step by step, noting where each return address was read: the caller's
+// stack pointer is the callee's CFA, and the return address sits just below it. Returns false
+// when the stack must not be cached: a signal frame (the interrupted code's address comes from
+// the signal context, not from a slot), or a frame whose address is not in its slot.
+__attribute__((noinline)) bool unwind_noting_slots(std::uintptr_t capture_frame,
+                                                   std::span<std::uintptr_t> frames,
+                                                   std::span<std::uintptr_t> slots,
+                                                   std::size_t& count) {
+  count = 0;
+  unw_context_t context;
+  unw_cursor_t cursor;
+  if (unw_getcontext(&context) != 0 || unw_init_local(&cursor, &context) != 0) {
+    return false;
+  }
+  const StackBounds bounds = current_stack_bounds();
+  bool cacheable = true;
+  bool started = false; // frames start at the return into capture_stack's caller
+  while (count < frames.size() && unw_step(&cursor) > 0) {
+    unw_word_t ip = 0;
+    unw_word_t sp = 0;
+    unw_get_reg(&cursor, UNW_REG_IP, &ip);
+    unw_get_reg(&cursor, UNW_REG_SP, &sp);
+    const std::uintptr_t slot = sp - sizeof(std::uintptr_t);
+    if (!started) {
+      started = slot == capture_frame + sizeof(std::uintptr_t);
+      if (!started) {
+        continue; // this function's own frame
+      }
+    }
+    // Only the thread's own stack: a coroutine's stack may be unmapped by the time the same
+    // address comes back.
+    cacheable = cacheable && unw_is_signal_frame(&cursor) <= 0 && capture_frame >= bounds.low &&
+                slot > capture_frame && slot - capture_frame <= UINT32_MAX &&
+                slot + sizeof(std::uintptr_t) <= bounds.high && stack_word(slot) == ip;
+    frames[count] = ip;
+    slots[count] = slot;
+    ++count;
+  }
+  return cacheable && started;
+}
+
+// Copies `frames` after their leading frames inside `skip` (the first `first` of them) into `out`,
+// as many as fit.
+std::size_t keep(std::span<const std::uintptr_t> frames, std::size_t first,
+                 std::span<std::uintptr_t> out) {
+  const std::size_t kept = std::min(frames.size() - first, out.size());
+  std::copy_n(frames.begin() + static_cast<std::ptrdiff_t>(first), kept, out.begin());
+  return kept;
+}
+
+// The stack above capture_stack (whose frame is at `capture_frame`) into `out`, without the
+// leading frames inside `skip`: from the thread's cache when every slot still holds its return
+// address, else unwound into `raw` (room for `out` and the frames that get dropped).
+std::size_t cached_unwind(std::uintptr_t capture_frame, const CodeRanges& skip,
+                          std::span<std::uintptr_t> raw, std::span<std::uintptr_t> out,
+                          StackId*& remembered) {
+  remembered = nullptr;
+  StackCache* cache = current_cache();
+  const auto caller = stack_word(capture_frame + sizeof(void*));
+  const std::size_t set =
+      static_cast<std::size_t>(((capture_frame >> 4) ^ caller) * 0x9E3779B97F4A7C15ull >> 60);
+  if (cache != nullptr) {
+    for (CachedStack& entry : cache->sets[set]) {
+      if (entry.frame != capture_frame || entry.frames[0] != caller || entry.count > raw.size()) {
+        continue;
+      }
+      bool same = true;
+      for (std::uint32_t i = 1; i < entry.count && same; ++i) {
+        same = stack_word(capture_frame + entry.slots[i]) == entry.frames[i];
+      }
+      if (same) {
+        ++cache->hits;
+        remembered = &entry.id;
+        return keep({entry.frames.data(), entry.count}, entry.first, out);
+      }
+    }
+  }
+  if (cache == nullptr || !cache->may_learn()) {
+    const std::size_t count = backtrace(raw);
+    return keep(raw.first(count), leading_frames_in(skip, raw.first(count)), out);
+  }
+  ++cache->learned;
+  std::array<std::uintptr_t, cached_frames> slots;
+  std::size_t count = 0;
+  const bool cacheable = unwind_noting_slots(capture_frame, raw, slots, count);
+  if (count == 0) { // capture_stack's frame not found: unw_backtrace still finds the stack
+    count = backtrace(raw);
+  }
+  const std::size_t first = leading_frames_in(skip, raw.first(count));
+  if (cacheable && count > 0) {
+    CachedStack& entry = cache->sets[set][cache->next_victim[set]];
+    cache->next_victim[set] = static_cast<std::uint8_t>((cache->next_victim[set] + 1) % cache_ways);
+    entry.frame = capture_frame;
+    entry.count = static_cast<std::uint32_t>(count);
+    entry.first = static_cast<std::uint32_t>(first);
+    entry.id = unknown_stack;
+    remembered = &entry.id;
+    for (std::size_t i = 0; i < count; ++i) {
+      entry.frames[i] = raw[i];
+      entry.slots[i] = static_cast<std::uint32_t>(slots[i] - capture_frame);
+    }
+  }
+  return keep(raw.first(count), first, out);
+}
+
 } // namespace
 
 bool CodeRanges::contains(std::uintptr_t address) const {
@@ -124,25 +303,26 @@ CodeRanges own_and_allocator_code(const void* address_in_own_object) {
   return code;
 }
 
-std::size_t capture_stack(Unwinder unwinder, const CodeRanges& skip,
-                          std::span<std::uintptr_t> out) {
+std::size_t capture_stack(Unwinder unwinder, const CodeRanges& skip, std::span<std::uintptr_t> out,
+                          StackId** remembered) {
   // Room for the frames that get dropped: the hook, the capture, the unwinder, operator new.
   constexpr std::size_t extra = 16;
   std::array<std::uintptr_t, 256 + extra> raw;
   const std::size_t wanted = std::min(out.size() + extra, raw.size());
-  std::size_t count = 0;
-  if (unwinder == Unwinder::FramePointers) {
-    count = walk_frame_pointers({raw.data(), wanted});
+  StackId* slot = nullptr;
+  std::size_t kept = 0;
+  if (unwinder == Unwinder::Libunwind && wanted <= cached_frames) {
+    const auto frame = reinterpret_cast<std::uintptr_t>(__builtin_frame_address(0));
+    kept = cached_unwind(frame, skip, {raw.data(), wanted}, out, slot);
   } else {
-    const int got = unw_backtrace(reinterpret_cast<void**>(raw.data()), static_cast<int>(wanted));
-    count = got > 0 ? static_cast<std::size_t>(got) : 0;
+    const std::size_t count = unwinder == Unwinder::FramePointers
+                                  ? walk_frame_pointers({raw.data(), wanted})
+                                  : backtrace({raw.data(), wanted});
+    kept = keep({raw.data(), count}, leading_frames_in(skip, {raw.data(), count}), out);
   }
-  std::size_t first = 0;
-  while (first < count && skip.contains(raw[first])) {
-    ++first;
+  if (remembered != nullptr) {
+    *remembered = slot;
   }
-  const std::size_t kept = std::min(count - first, out.size());
-  std::copy_n(raw.begin() + static_cast<std::ptrdiff_t>(first), kept, out.begin());
   return kept;
 }
 

@@ -8,13 +8,13 @@
 namespace hotscope::heap {
 namespace {
 
-std::size_t hash_stack(std::span<const std::uintptr_t> stack) {
-  // FNV-1a over the addresses: cheap, and stacks differ mostly in a few low bits.
+std::uint64_t hash_stack(std::span<const std::uintptr_t> stack) {
+  // FNV-1a over the addresses, then the high bits folded down: the table uses the low bits.
   std::uint64_t hash = 14695981039346656037ull;
   for (std::uintptr_t address : stack) {
     hash = (hash ^ address) * 1099511628211ull;
   }
-  return static_cast<std::size_t>(hash);
+  return hash ^ (hash >> 29);
 }
 
 // valgrind cannot keep zero-sized blocks in its interval tree, so it records them as 1 byte.
@@ -74,8 +74,24 @@ void LiveTable::insert(std::uintptr_t address, const LiveBlock& block) {
 }
 
 void LiveTable::erase(std::uintptr_t address) {
+  erase_slot(slot_of(address));
+}
+
+bool LiveTable::take(std::uintptr_t address, LiveBlock& block) {
+  if (slots_.empty()) {
+    return false;
+  }
+  const std::size_t slot = slot_of(address);
+  if (slots_[slot].address != address) {
+    return false;
+  }
+  block = slots_[slot].block;
+  erase_slot(slot);
+  return true;
+}
+
+void LiveTable::erase_slot(std::size_t hole) {
   const std::size_t mask = slots_.size() - 1;
-  std::size_t hole = slot_of(address);
   // Move back every later entry of the probe run that may not sit beyond the hole.
   for (std::size_t next = (hole + 1) & mask; slots_[next].address != 0; next = (next + 1) & mask) {
     const std::size_t wanted = home(slots_[next].address);
@@ -95,19 +111,40 @@ std::span<const std::uintptr_t> StackTable::stack(StackId id) const {
   return {frames_.data() + offset, length};
 }
 
+void StackTable::grow() {
+  std::vector<Slot> old = std::move(index_);
+  index_.assign(old.empty() ? 256 : old.size() * 2, Slot{0, none});
+  const std::size_t mask = index_.size() - 1;
+  for (const Slot& slot : old) {
+    if (slot.id != none) {
+      std::size_t i = slot.hash & mask;
+      while (index_[i].id != none) {
+        i = (i + 1) & mask;
+      }
+      index_[i] = slot;
+    }
+  }
+}
+
 StackId StackTable::intern(std::span<const std::uintptr_t> frames) {
-  const std::size_t hash = hash_stack(frames);
-  const auto [first, last] = index_.equal_range(hash);
-  for (auto it = first; it != last; ++it) {
-    const auto known = stack(it->second);
-    if (std::equal(known.begin(), known.end(), frames.begin(), frames.end())) {
-      return it->second;
+  if ((ranges_.size() + 1) * 2 > index_.size()) {
+    grow();
+  }
+  const std::uint64_t hash = hash_stack(frames);
+  const std::size_t mask = index_.size() - 1;
+  std::size_t i = hash & mask;
+  for (; index_[i].id != none; i = (i + 1) & mask) {
+    if (index_[i].hash == hash) {
+      const auto known = stack(index_[i].id);
+      if (std::equal(known.begin(), known.end(), frames.begin(), frames.end())) {
+        return index_[i].id;
+      }
     }
   }
   const auto id = static_cast<StackId>(ranges_.size());
   ranges_.emplace_back(frames_.size(), frames.size());
   frames_.insert(frames_.end(), frames.begin(), frames.end());
-  index_.emplace(hash, id);
+  index_[i] = Slot{hash, id};
   return id;
 }
 
@@ -155,13 +192,11 @@ void Engine::alloc(std::uintptr_t address, std::size_t size, StackId stack, std:
 }
 
 bool Engine::free(std::uintptr_t address, std::uint64_t now) {
-  const LiveBlock* found = live_.find(address);
-  if (found == nullptr) {
+  LiveBlock block;
+  if (!live_.take(address, block)) {
     ++unknown_frees_;
     return false;
   }
-  const LiveBlock block = *found;
-  live_.erase(address);
   check_for_peak();
   SiteCounts& site = sites_[block.site];
   --curr_blocks_;

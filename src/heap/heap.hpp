@@ -15,7 +15,6 @@
 #include <functional>
 #include <span>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 namespace hotscope::heap {
@@ -80,6 +79,8 @@ public:
   const LiveBlock* find(std::uintptr_t address) const;
   void insert(std::uintptr_t address, const LiveBlock& block); // replaces a block at `address`
   void erase(std::uintptr_t address);                          // `address` must be live
+  // Removes the block at `address` into `block` (one probe); false when none lives there.
+  bool take(std::uintptr_t address, LiveBlock& block);
   std::size_t size() const { return count_; }
   template <class F> void for_each(F&& visit) const {
     for (const Slot& slot : slots_) {
@@ -96,6 +97,7 @@ private:
   };
   std::size_t home(std::uintptr_t address) const;
   std::size_t slot_of(std::uintptr_t address) const; // the slot holding it, or an empty one
+  void erase_slot(std::size_t hole);
   void grow();
 
   std::vector<Slot> slots_;
@@ -121,9 +123,17 @@ public:
   std::size_t size() const { return ranges_.size(); }
 
 private:
+  // The index: open addressing with linear probing, at most half full, one flat array.
+  struct Slot {
+    std::uint64_t hash;
+    StackId id; // `none`: empty
+  };
+  static constexpr StackId none = ~StackId{0};
+  void grow();
+
   std::vector<std::uintptr_t> frames_;
   std::vector<std::pair<std::size_t, std::size_t>> ranges_; // offset, length
-  std::unordered_multimap<std::size_t, StackId> index_;
+  std::vector<Slot> index_;
 };
 
 // Times (`now`) are in any unit of a clock that never goes back, as the caller chooses.
@@ -271,7 +281,10 @@ private:
 
 // ---- Stack capture ----
 
-enum class Unwinder { Libunwind, FramePointers };
+// Libunwind: libunwind with a per-thread cache of stacks, each reused only while every return
+// address is still in the slot it was read from (docs/heap.md); LibunwindUncached: libunwind's
+// unw_backtrace on every call; FramePointers: the frame-pointer chain.
+enum class Unwinder { Libunwind, LibunwindUncached, FramePointers };
 
 // Address ranges [begin, end) of code that is the profiler's or the allocator's own: leading
 // frames inside them are dropped, so a stack starts at the allocation's call site.
@@ -287,7 +300,13 @@ CodeRanges own_and_allocator_code(const void* address_in_own_object);
 // Fills `out` with return addresses, innermost first, dropping the leading frames inside `skip`.
 // Returns the number written (at most out.size()). Frame pointers are followed only within the
 // calling thread's stack; code without them yields a truncated or shifted stack.
-std::size_t capture_stack(Unwinder unwinder, const CodeRanges& skip, std::span<std::uintptr_t> out);
+// With `remembered`, a stack found in the Libunwind unwinder's cache also gets a slot, kept with
+// the cached stack, where the caller can store the id it interned it as (`unknown_stack` until
+// then), and skip interning next time; nullptr when the stack is not cached. The slot belongs to
+// the calling thread; the ids must all come from one StackTable.
+inline constexpr StackId unknown_stack = ~StackId{0};
+std::size_t capture_stack(Unwinder unwinder, const CodeRanges& skip, std::span<std::uintptr_t> out,
+                          StackId** remembered = nullptr);
 
 // ---- Options (environment) ----
 
@@ -298,7 +317,7 @@ struct Options {
   std::string out_dir = ".";               // HOTSCOPE_OUT: heap.json is written there
   bool out_set = false;                    // HOTSCOPE_OUT was given
   std::size_t depth = 32;                  // HOTSCOPE_HEAP_DEPTH: frames kept, 1..256
-  Unwinder unwinder = Unwinder::Libunwind; // HOTSCOPE_HEAP_UNWIND=libunwind|fp
+  Unwinder unwinder = Unwinder::Libunwind; // HOTSCOPE_HEAP_UNWIND=libunwind|libunwind-uncached|fp
   bool summary = true;                     // HOTSCOPE_HEAP_SUMMARY=0 turns the stderr lines off
   Mode mode = Mode::Full;                  // HOTSCOPE_HEAP_MODE=full|sampled|off
   std::uint64_t sample_bytes = 512 * 1024; // HOTSCOPE_HEAP_SAMPLE_BYTES: mean interval, >= 1

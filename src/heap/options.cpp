@@ -43,11 +43,14 @@ ParsedOptions parse_options(const std::function<const char*(const char*)>& geten
     const std::string_view value = text;
     if (value == "libunwind") {
       options.unwinder = Unwinder::Libunwind;
+    } else if (value == "libunwind-uncached") {
+      options.unwinder = Unwinder::LibunwindUncached;
     } else if (value == "fp") {
       options.unwinder = Unwinder::FramePointers;
     } else {
-      parsed.errors.push_back("hotscope: HOTSCOPE_HEAP_UNWIND=\"" + std::string(value) +
-                              "\" is not one of libunwind, fp; using libunwind");
+      parsed.errors.push_back(
+          "hotscope: HOTSCOPE_HEAP_UNWIND=\"" + std::string(value) +
+          "\" is not one of libunwind, libunwind-uncached, fp; using libunwind");
     }
   }
   if (const char* text = getenv("HOTSCOPE_HEAP_SUMMARY")) {

@@ -91,12 +91,10 @@ void SampledEngine::alloc(std::uintptr_t address, std::size_t size, StackId stac
 }
 
 bool SampledEngine::free(std::uintptr_t address, std::uint64_t now) {
-  const LiveBlock* found = live_.find(address);
-  if (found == nullptr) {
+  LiveBlock block;
+  if (!live_.take(address, block)) {
     return false;
   }
-  const LiveBlock block = *found;
-  live_.erase(address);
   check_for_peak();
   const double weight = sample_weight(block.size, mean_bytes_);
   const double scaled = static_cast<double>(block.size) * weight;

@@ -284,7 +284,8 @@ TEST(HeapOptions, ReadsTheEnvironmentAndReportsBadValues) {
                            "and 256; using 32");
   EXPECT_EQ(
       bad.errors[1],
-      "hotscope: HOTSCOPE_HEAP_UNWIND=\"dwarf\" is not one of libunwind, fp; using libunwind");
+      "hotscope: HOTSCOPE_HEAP_UNWIND=\"dwarf\" is not one of libunwind, libunwind-uncached, fp; "
+      "using libunwind");
   EXPECT_EQ(bad.options.depth, 32u);
 }
 

@@ -45,6 +45,48 @@ __attribute__((noinline)) std::vector<std::uintptr_t> calls_inlined_helper() {
 }
 constexpr unsigned calls_inlined_helper_line = __LINE__ - 4;
 
+// The same stack through the cache and through unw_backtrace. Only the return addresses into
+// this function differ: the two calls sit at different places in it.
+struct TwoCaptures {
+  std::vector<std::uintptr_t> cached;
+  std::vector<std::uintptr_t> uncached;
+};
+
+__attribute__((noinline)) TwoCaptures capture_both() {
+  TwoCaptures both{capture(hotscope::heap::Unwinder::Libunwind),
+                   capture(hotscope::heap::Unwinder::LibunwindUncached)};
+  asm volatile("" ::: "memory");
+  return both;
+}
+
+// Two callers of the same shape: capture_stack runs at the same frame address from both.
+__attribute__((noinline)) TwoCaptures via_first_caller() {
+  TwoCaptures both = capture_both();
+  asm volatile("" ::: "memory");
+  return both;
+}
+
+__attribute__((noinline)) TwoCaptures via_second_caller() {
+  TwoCaptures both = capture_both();
+  asm volatile("" ::: "memory");
+  return both;
+}
+
+__attribute__((noinline)) hotscope::heap::StackId*
+remembered_slot(hotscope::heap::Unwinder unwinder) {
+  std::array<std::uintptr_t, 32> frames{};
+  hotscope::heap::StackId* remembered = nullptr;
+  hotscope::heap::capture_stack(unwinder, {}, frames, &remembered);
+  asm volatile("" ::: "memory");
+  return remembered;
+}
+
+__attribute__((noinline)) hotscope::heap::StackId* remembered_slot_elsewhere() {
+  hotscope::heap::StackId* remembered = remembered_slot(hotscope::heap::Unwinder::Libunwind);
+  asm volatile("" ::: "memory");
+  return remembered;
+}
+
 // The symbolized frames of a captured stack, innermost first.
 std::vector<Frame> symbolize(const std::vector<std::uintptr_t>& stack) {
   hotscope::symbols::Symbolizer symbolizer;
@@ -134,9 +176,54 @@ TEST(HeapCapture, DropsTheLeadingFramesOfTheProfilersOwnCode) {
   EXPECT_NE(symbolizer.resolve(frames[0] - 1).back().object.find("libc.so"), std::string::npos);
 }
 
+TEST(HeapCapture, CachedStacksEqualLibunwindsAndTellCallersApart) {
+  // unw_backtrace also reports the profiler's own frames (capture_stack's, and more in a debug
+  // build), which a non-empty `skip` drops: compare from the return into capture().
+  const auto expect_same = [](const TwoCaptures& both) {
+    ASSERT_GE(both.cached.size(), 4u);
+    const auto start = std::find(both.uncached.begin(), both.uncached.end(), both.cached[0]);
+    ASSERT_NE(start, both.uncached.end());
+    ASSERT_EQ(static_cast<std::size_t>(both.uncached.end() - start), both.cached.size());
+    EXPECT_TRUE(std::equal(both.cached.begin() + 2, both.cached.end(), start + 2));
+  };
+  for (int round = 0; round < 4; ++round) { // later rounds find the stacks in the cache
+    const TwoCaptures first = via_first_caller();
+    const TwoCaptures second = via_second_caller();
+    expect_same(first);
+    expect_same(second);
+    // Same depth, same innermost frames: only the slot check tells the two callers apart.
+    EXPECT_EQ(first.cached[0], second.cached[0]);
+    EXPECT_EQ(first.cached[1], second.cached[1]);
+    EXPECT_NE(first.cached, second.cached);
+  }
+}
+
+TEST(HeapCapture, TheCachedStackKeepsTheIdItWasInternedAs) {
+  using hotscope::heap::Unwinder;
+  hotscope::heap::StackId* first = nullptr;
+  for (int round = 0; round < 3; ++round) { // the same stack each time
+    hotscope::heap::StackId* slot = remembered_slot(Unwinder::Libunwind);
+    ASSERT_NE(slot, nullptr);
+    if (round == 0) {
+      first = slot;
+      *slot = 7; // what the caller interned it as
+    }
+    EXPECT_EQ(slot, first);
+    EXPECT_EQ(*slot, 7u);
+  }
+  hotscope::heap::StackId* other = remembered_slot_elsewhere();
+  ASSERT_NE(other, nullptr);
+  EXPECT_NE(other, first);
+  EXPECT_EQ(*other, hotscope::heap::unknown_stack);
+  EXPECT_EQ(remembered_slot(Unwinder::LibunwindUncached), nullptr);
+  EXPECT_EQ(remembered_slot(Unwinder::FramePointers), nullptr);
+}
+
 TEST(HeapCapture, KeepsAtMostTheRequestedDepth) {
   std::array<std::uintptr_t, 2> frames{};
   EXPECT_EQ(hotscope::heap::capture_stack(hotscope::heap::Unwinder::Libunwind, {}, frames), 2u);
+  EXPECT_EQ(hotscope::heap::capture_stack(hotscope::heap::Unwinder::LibunwindUncached, {}, frames),
+            2u);
   EXPECT_EQ(hotscope::heap::capture_stack(hotscope::heap::Unwinder::FramePointers, {}, frames), 2u);
 }
 

@@ -378,17 +378,27 @@ void record_alloc(void* pointer, std::size_t size) {
     return;
   }
   std::uintptr_t frames[256];
-  const std::size_t depth =
-      heap::capture_stack(state->options.unwinder, state->skip, {frames, state->options.depth});
+  heap::StackId* remembered = nullptr; // the id, kept with the thread's cached copy of the stack
+  const std::size_t depth = heap::capture_stack(state->options.unwinder, state->skip,
+                                                {frames, state->options.depth}, &remembered);
   // Never unwind while holding the mutex: the unwinder takes the loader's lock, and a thread
   // holding that lock may be waiting in malloc for this mutex.
   const std::lock_guard lock(state->mutex);
   const auto address = reinterpret_cast<std::uintptr_t>(pointer);
+  const auto intern = [&](auto& engine) {
+    if (remembered == nullptr) {
+      return engine.intern({frames, depth});
+    }
+    if (*remembered == heap::unknown_stack) {
+      *remembered = engine.intern({frames, depth});
+    }
+    return *remembered;
+  };
   if (sampling) {
-    state->sampled.alloc(address, size, state->sampled.intern({frames, depth}), now(*state));
+    state->sampled.alloc(address, size, intern(state->sampled), now(*state));
     state->sampled_addresses.add(address);
   } else {
-    state->engine.alloc(address, size, state->engine.intern({frames, depth}), now(*state));
+    state->engine.alloc(address, size, intern(state->engine), now(*state));
     observe_allocation(size);
   }
 }

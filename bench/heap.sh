@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# The heap profiler's overhead on an allocation-heavy program (bench/heap_workload.cpp), side by
+# side in one run: native, hotscope full, heaptrack, valgrind DHAT and hotscope sampled, rounds
+# interleaved so that a noisy machine affects each alike. Prints, per tool, the median wall time
+# and CPU time (user + system of every process the tool starts), each with its ratio to native, the
+# profiled process's peak RSS at the end of main, and the peak RSS of the largest process the
+# tool ran (GNU time %M: with hotscope that includes writing the report; with heaptrack it is
+# the larger of the program and heaptrack_interpret).
+#   bench/heap.sh [--build DIR] [--repeats N] [--rounds N] [--quick] [--no-dhat]
+# --build: a CMake build dir that has (or will get) the hotscope_preload target; default
+#          build-bench (configured as scripts/bench.sh does).
+# --repeats: interleaved runs of each tool (default 5); --rounds: the workload's rounds (default
+# 40, about 3.9 million allocations); --quick: 3 repeats of 4 rounds, a smoke test of the script;
+# --no-dhat: leave valgrind out (it takes a minute per run at the default size).
+set -euo pipefail
+
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+build="$repo/build-bench"
+repeats=5
+rounds=40
+dhat=1
+while (($#)); do
+  case "$1" in
+    --build) build="$2"; shift 2 ;;
+    --repeats) repeats="$2"; shift 2 ;;
+    --rounds) rounds="$2"; shift 2 ;;
+    --quick) repeats=3; rounds=4; shift ;;
+    --no-dhat) dhat=0; shift ;;
+    *) echo "bench/heap.sh: unknown argument '$1' (see the comment at the top)" >&2; exit 2 ;;
+  esac
+done
+
+# shellcheck source=scripts/lib.sh
+source "$repo/scripts/lib.sh"
+install_packages "$repo/scripts/packages.txt"
+install_packages <(printf '%s\n' heaptrack valgrind time)
+
+if [[ ! -f "$build/CMakeCache.txt" ]]; then
+  cmake -S "$repo" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DHOTSCOPE_ENABLE=ON \
+    -DHOTSCOPE_BUILD_BENCH=ON -DHOTSCOPE_BUILD_TESTS=OFF -DHOTSCOPE_BUILD_EXAMPLES=OFF >/dev/null
+fi
+cmake --build "$build" --target hotscope_preload >/dev/null
+preload="$build/src/libhotscope-preload.so"
+
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+# Built as a distribution would build it: -O2, no frame pointers kept.
+g++ -std=c++20 -O2 -g -o "$work/workload" "$repo/bench/heap_workload.cpp"
+
+# What the workload allocates, counted by the full mode.
+HOTSCOPE_OUT="$work/count" LD_PRELOAD="$preload" "$work/workload" "$rounds" >/dev/null \
+  2>"$work/count.err"
+grep -o 'Total: .*' "$work/count.err" | sed 's/^/workload: /'
+
+tools=(native full heaptrack dhat sampled)
+if ((!dhat)); then
+  tools=(native full heaptrack sampled)
+fi
+declare -A label=([native]="native" [full]="hotscope full" [heaptrack]="heaptrack"
+  [dhat]="valgrind DHAT" [sampled]="hotscope sampled")
+
+run() { # tool -> "wall_s cpu_s program_peak_kib largest_peak_kib"
+  local out="$work/out-$1" command=()
+  rm -rf "$out" && mkdir -p "$out"
+  case "$1" in
+    native) command=() ;;
+    full) command=(env LD_PRELOAD="$preload" HOTSCOPE_OUT="$out" HOTSCOPE_HEAP_SUMMARY=0) ;;
+    sampled) command=(env LD_PRELOAD="$preload" HOTSCOPE_OUT="$out" HOTSCOPE_HEAP_SUMMARY=0
+      HOTSCOPE_HEAP_MODE=sampled) ;;
+    heaptrack) command=(heaptrack -o "$out/heaptrack") ;;
+    dhat) command=(valgrind --tool=dhat --dhat-out-file="$out/dhat.json") ;;
+  esac
+  local start="$EPOCHREALTIME" # GNU time's %e has only 10 ms steps
+  /usr/bin/time -f '%U %S %M' -o "$work/time" "${command[@]}" "$work/workload" "$rounds" \
+    >/dev/null 2>"$work/stderr" || { cat "$work/stderr" >&2; return 1; }
+  local end="$EPOCHREALTIME" peak
+  peak="$(awk '/^peak_rss_kib/ { print $2 }' "$work/stderr")"
+  awk -v start="$start" -v end="$end" -v peak="$peak" \
+    '{ printf "%.3f %.2f %s %s\n", end - start, $1 + $2, peak, $3 }' "$work/time"
+}
+
+for ((round = 0; round < repeats; ++round)); do
+  for tool in "${tools[@]}"; do
+    run "$tool" >>"$work/$tool.times"
+  done
+done
+
+median() { # file column
+  sort -g -k"$2" "$1" | awk -v c="$2" '{ v[NR] = $c } END { print v[int((NR + 1) / 2)] }'
+}
+native_wall="$(median "$work/native.times" 1)"
+native_cpu="$(median "$work/native.times" 2)"
+echo
+printf '%-17s %9s %9s %9s %9s %14s %14s\n' tool wall "× native" CPU "× native" "program peak" \
+  "largest peak"
+for tool in "${tools[@]}"; do
+  awk -v name="${label[$tool]}" -v wall="$(median "$work/$tool.times" 1)" -v native="$native_wall" \
+    -v cpu="$(median "$work/$tool.times" 2)" -v native_cpu="$native_cpu" \
+    -v peak="$(median "$work/$tool.times" 3)" -v largest="$(median "$work/$tool.times" 4)" 'BEGIN {
+      printf "%-17s %8.3fs %9.2f %8.2fs %9.2f %10.1f MiB %10.1f MiB\n", name, wall, wall / native,
+        cpu, cpu / native_cpu, peak / 1024, largest / 1024
+    }'
+done
+echo "(medians of $repeats interleaved runs of $rounds rounds; CPU is user + system of every" \
+  "process the tool ran)"
+echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
