@@ -153,7 +153,7 @@ private:
   std::thread thread_;
 };
 
-class KvmRunner final : public Runner {
+class KvmRunner final : public SessionRunner {
 public:
   KvmRunner(const RunnerOptions& options) : options_(options) {}
   ~KvmRunner() override {
@@ -204,14 +204,6 @@ public:
     }
     return "";
   }
-
-  CallResult call(std::uint64_t argument) override {
-    return enter(HOTSCOPE_GUEST_OP_CALL, argument);
-  }
-  void finish() override { session_->finish(); }
-  bool stopped() const override { return session_->stopped(); }
-  const GuestCounts& trace_counts() const override { return session_->trace_counts(); }
-  const RunnerCounts& counts() const override { return session_->counts(); }
 
 private:
   std::string create_vm() {
@@ -387,7 +379,7 @@ private:
     return anchor;
   }
 
-  CallResult enter(std::uint64_t op, std::uint64_t argument) {
+  CallResult enter(std::uint64_t op, std::uint64_t argument) override {
     if (session_->stopped()) {
       return {};
     }
@@ -547,7 +539,6 @@ private:
   std::uint64_t entry_ = 0;
   std::optional<std::uint64_t> state_address_;
   std::optional<FlatMemory> flat_;
-  std::optional<Session> session_;
   std::optional<Watchdog> watchdog_;
 };
 

@@ -81,7 +81,7 @@ std::string describe_status(int status) {
   return "ended (wait status " + std::to_string(status) + ")";
 }
 
-class ProcessRunner final : public Runner {
+class ProcessRunner final : public SessionRunner {
 public:
   explicit ProcessRunner(const RunnerOptions& options) : options_(options) {}
   ~ProcessRunner() override {
@@ -117,14 +117,6 @@ public:
     }
     return "";
   }
-
-  CallResult call(std::uint64_t argument) override {
-    return enter(HOTSCOPE_GUEST_OP_CALL, argument);
-  }
-  void finish() override { session_->finish(); }
-  bool stopped() const override { return session_->stopped(); }
-  const GuestCounts& trace_counts() const override { return session_->trace_counts(); }
-  const RunnerCounts& counts() const override { return session_->counts(); }
 
 private:
   std::string spawn(const std::string& path) {
@@ -172,7 +164,7 @@ private:
     return "";
   }
 
-  CallResult enter(std::uint64_t op, std::uint64_t argument) {
+  CallResult enter(std::uint64_t op, std::uint64_t argument) override {
     if (session_->stopped()) {
       return {};
     }
@@ -316,7 +308,6 @@ private:
   bool readable_checked_ = false;
   hotscope_guest_channel* channel_ = nullptr;
   std::optional<ProcessMemory> memory_;
-  std::optional<Session> session_;
 };
 
 } // namespace

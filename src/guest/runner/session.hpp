@@ -5,7 +5,10 @@
 #include "guest/guest.hpp"
 #include "guest/runner/runner.hpp"
 
+#include <hotscope_guest_abi.h>
+
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace hotscope::guest {
@@ -46,5 +49,23 @@ private:
 
 // "guest: sample-guest" for "/path/sample-guest.elf".
 std::string default_track_name(const std::string& elf_path);
+
+// The Runner interface over a Session, which each transport creates once the guest is loaded
+// and resets first in its destructor (the session refers to the transport's guest memory).
+class SessionRunner : public Runner {
+public:
+  CallResult call(std::uint64_t argument) final { return enter(HOTSCOPE_GUEST_OP_CALL, argument); }
+  void finish() final { session_->finish(); }
+  bool stopped() const final { return session_->stopped(); }
+  const GuestCounts& trace_counts() const final { return session_->trace_counts(); }
+  const RunnerCounts& counts() const final { return session_->counts(); }
+
+protected:
+  // Enters the guest at `op` (HOTSCOPE_GUEST_OP_INIT or _CALL) and handles its exits until it
+  // returns or is stopped.
+  virtual CallResult enter(std::uint64_t op, std::uint64_t argument) = 0;
+
+  std::optional<Session> session_;
+};
 
 } // namespace hotscope::guest
