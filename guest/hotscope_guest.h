@@ -90,6 +90,16 @@ static inline void hotscope_guest_put(uint64_t ticks, const void* ref, uint64_t 
   hotscope_guest_fill(hotscope_guest_reserve(1), ticks, ref, value, kind);
 }
 
+/* A header record followed by `payload` payload records, which the caller fills. */
+static inline void* hotscope_guest_put_with_payload(uint64_t value, uint32_t kind,
+                                                    uint32_t payload) {
+  const uint64_t ticks = hotscope_guest_ticks();
+  struct hotscope_record* record = hotscope_guest_reserve(1u + payload);
+  hotscope_guest_fill(record, ticks, 0, value, kind);
+  record->payload_records = payload;
+  return record + 1;
+}
+
 struct hotscope_guest_scope {
   const struct hotscope_source_location* location;
 };
@@ -114,14 +124,8 @@ static inline void hotscope_guest_message_copy(const char* text) {
     ++length;
   }
   const uint32_t payload = (uint32_t)((length + HOTSCOPE_RECORD_SIZE - 1u) / HOTSCOPE_RECORD_SIZE);
-  const uint64_t ticks = hotscope_guest_ticks();
-  struct hotscope_record* record = hotscope_guest_reserve(1u + payload);
-  record->ticks = ticks;
-  record->ref = 0;
-  record->value = length;
-  record->kind = HOTSCOPE_RECORD_MESSAGE_INLINE;
-  record->payload_records = payload;
-  unsigned char* bytes = (unsigned char*)(record + 1);
+  unsigned char* bytes = (unsigned char*)hotscope_guest_put_with_payload(
+      length, HOTSCOPE_RECORD_MESSAGE_INLINE, payload);
   for (uint64_t i = 0; i < (uint64_t)payload * HOTSCOPE_RECORD_SIZE; ++i) {
     bytes[i] = i < length ? (unsigned char)text[i] : 0u;
   }
@@ -259,14 +263,7 @@ __attribute__((noinline)) void hotscope_guest_stack(void) {
     frame = next;
   }
   const uint32_t payload = (count + 3u) / 4u;
-  const uint64_t ticks = hotscope_guest_ticks();
-  struct hotscope_record* record = hotscope_guest_reserve(1u + payload);
-  record->ticks = ticks;
-  record->ref = 0;
-  record->value = count;
-  record->kind = HOTSCOPE_RECORD_STACK;
-  record->payload_records = payload;
-  uint64_t* out = (uint64_t*)(record + 1);
+  uint64_t* out = (uint64_t*)hotscope_guest_put_with_payload(count, HOTSCOPE_RECORD_STACK, payload);
   for (uint32_t i = 0; i < payload * 4u; ++i) {
     out[i] = i < count ? frames[i] : 0u;
   }
