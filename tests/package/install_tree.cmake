@@ -1,9 +1,11 @@
-# Installs the build tree BUILD into PREFIX (wiped first) and checks the package files are there:
-# with -DEXPECT_HEAP=1 also libhotscope-heap.so, the pprof module it loads and hotscope-heap.pc.
+# Installs the build tree BUILD's default install component COMPONENT (the library package; the tools are
+# component hotscope_tools, tests/heap/installed_run.cmake) into PREFIX (wiped first) and checks
+# the package files are there: with -DEXPECT_HEAP=1 also libhotscope-heap.so, the pprof module it
+# loads and hotscope-heap.pc.
 include(${CMAKE_CURRENT_LIST_DIR}/common.cmake)
 
 file(REMOVE_RECURSE ${PREFIX})
-run(${CMAKE_COMMAND} --install ${BUILD} --prefix ${PREFIX})
+run(${CMAKE_COMMAND} --install ${BUILD} --prefix ${PREFIX} --component ${COMPONENT})
 foreach(file include/hotscope/hotscope.hpp include/hotscope/record.h
     ${LIBDIR}/cmake/hotscope/hotscopeConfig.cmake
     ${LIBDIR}/cmake/hotscope/hotscopeConfigVersion.cmake
