@@ -1,6 +1,6 @@
 # Compiles tests/package/consumer/main.cpp with g++ and `pkg-config --cflags --libs hotscope`
-# from the hotscope installed in PREFIX, then runs it. With -DHEAP=1: consumer-heap/main.cpp with
-# `pkg-config --cflags --libs hotscope hotscope-heap`, and checks its heap profile.
+# from the hotscope installed in PREFIX, then runs it. With -DHEAP=linked: consumer-heap/main.cpp
+# with `pkg-config --cflags --libs hotscope hotscope-heap`, and checks its heap profile.
 include(${CMAKE_CURRENT_LIST_DIR}/common.cmake)
 
 if(NOT PKG_CONFIG)
