@@ -3,8 +3,11 @@
 // then finds consumer_heap_site's two blocks in the heap.json written at exit (common.cmake).
 #include <hotscope/hotscope.hpp>
 
+#include <dlfcn.h>
+
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 
 // Live to the end: the blocks count in heap.json's At t-end too.
@@ -17,7 +20,26 @@ __attribute__((noinline)) void consumer_heap_site() {
   kept_blocks[1] = std::malloc(20011);
 }
 
+// True when the first definition of SYMBOL in the program's search order is the heap library's:
+// it must come before libc and libstdc++ for their functions to be the recorded ones.
+bool defined_by_heap_library(const char* symbol) {
+  Dl_info info{};
+  void* function = dlsym(RTLD_DEFAULT, symbol);
+  const bool found = function != nullptr && dladdr(function, &info) != 0 &&
+                     info.dli_fname != nullptr &&
+                     std::strstr(info.dli_fname, "libhotscope-heap.so") != nullptr;
+  if (!found) {
+    std::fprintf(stderr, "%s comes from %s, not libhotscope-heap.so\n", symbol,
+                 info.dli_fname == nullptr ? "nowhere" : info.dli_fname);
+  }
+  return found;
+}
+
 int main() {
+  // malloc, and operator new(std::size_t) by its mangled name.
+  if (!defined_by_heap_library("malloc") || !defined_by_heap_library("_Znwm")) {
+    return 1;
+  }
   if (hotscope::heap_mode() != hotscope::HeapMode::Full) {
     std::fprintf(stderr,
                  "hotscope::heap_mode() is %d, expected Full (%d): is "
