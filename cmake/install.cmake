@@ -1,5 +1,6 @@
 # Install rules for libhotscope: headers, the library, a CMake package exporting
-# hotscope::hotscope, and a pkg-config file. Included at the end of src/CMakeLists.txt.
+# hotscope::hotscope, and a pkg-config file. Included from src/CMakeLists.txt after libhotscope;
+# the heap block there adds libhotscope-heap.so to the package (hotscope::heap, hotscope-heap.pc).
 #
 # Off by default when hotscope is a subproject (add_subdirectory), so a parent project's
 # `cmake --install` installs only what the parent asks for.
@@ -70,5 +71,10 @@ if(HOTSCOPE_ENABLE)
     set(HOTSCOPE_PC_REQUIRES_PRIVATE "fmt libmicrohttpd")
   endif()
 endif()
-configure_file(${PROJECT_SOURCE_DIR}/cmake/hotscope.pc.in ${PROJECT_BINARY_DIR}/hotscope.pc @ONLY)
-install(FILES ${PROJECT_BINARY_DIR}/hotscope.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+# hotscope_install_pkg_config(<name>): cmake/<name>.pc.in, with the variables above, installed as
+# <name>.pc. hotscope-heap.pc is added by src/CMakeLists.txt when libhotscope-heap.so is built.
+function(hotscope_install_pkg_config name)
+  configure_file(${PROJECT_SOURCE_DIR}/cmake/${name}.pc.in ${PROJECT_BINARY_DIR}/${name}.pc @ONLY)
+  install(FILES ${PROJECT_BINARY_DIR}/${name}.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+endfunction()
+hotscope_install_pkg_config(hotscope)

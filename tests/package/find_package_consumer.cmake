@@ -1,5 +1,27 @@
-# Builds and runs tests/package/consumer against the hotscope installed in PREFIX.
+# Builds and runs tests/package/consumer against the hotscope installed in PREFIX. With
+# -DHEAP=linked, tests/package/consumer-heap (hotscope::heap) instead, and checks its heap profile;
+# with -DHEAP=missing (a package without the heap library), checks that consumer-heap's
+# find_package(... COMPONENTS heap) fails and says why.
 include(${CMAKE_CURRENT_LIST_DIR}/common.cmake)
 
-build_and_run_consumer(${CMAKE_CURRENT_LIST_DIR}/consumer ${SCRATCH}/find-package
-  -DCMAKE_PREFIX_PATH=${PREFIX})
+set(heap_consumer ${CMAKE_CURRENT_LIST_DIR}/consumer-heap)
+if(HEAP STREQUAL "linked")
+  set(binary ${SCRATCH}/find-package-heap)
+  build_consumer(${heap_consumer} ${binary} -DCMAKE_PREFIX_PATH=${PREFIX})
+  run_heap_consumer(${binary}/consumer ${binary}/out)
+elseif(HEAP STREQUAL "missing")
+  set(binary ${SCRATCH}/find-package-heap-missing)
+  file(REMOVE_RECURSE ${binary})
+  execute_process(COMMAND ${CMAKE_COMMAND} -S ${heap_consumer} -B ${binary} -G Ninja
+      -DCMAKE_MAKE_PROGRAM=${MAKE_PROGRAM} -DCMAKE_CXX_COMPILER=${CXX}
+      -DCMAKE_PREFIX_PATH=${PREFIX}
+    RESULT_VARIABLE result OUTPUT_QUIET ERROR_VARIABLE error)
+  if(result EQUAL 0 OR NOT error MATCHES "has[ \n]+no[ \n]+component[ \n]+heap")
+    message(FATAL_ERROR "find_package(hotscope CONFIG REQUIRED COMPONENTS heap) in a package "
+      "without hotscope::heap: expected a failure naming the component, got ${result}: ${error}")
+  endif()
+  message(STATUS "find_package(hotscope ... COMPONENTS heap) failed as expected")
+else()
+  build_and_run_consumer(${CMAKE_CURRENT_LIST_DIR}/consumer ${SCRATCH}/find-package
+    -DCMAKE_PREFIX_PATH=${PREFIX})
+endif()

@@ -1,8 +1,11 @@
-# Installs the build tree BUILD into PREFIX (wiped first) and checks the package files are there.
+# Installs the build tree BUILD's default install component COMPONENT (the library package; the tools are
+# component hotscope_tools, tests/heap/installed_run.cmake) into PREFIX (wiped first) and checks
+# the package files are there: with -DEXPECT_HEAP=1 also libhotscope-heap.so, the pprof module it
+# loads and hotscope-heap.pc.
 include(${CMAKE_CURRENT_LIST_DIR}/common.cmake)
 
 file(REMOVE_RECURSE ${PREFIX})
-run(${CMAKE_COMMAND} --install ${BUILD} --prefix ${PREFIX})
+run(${CMAKE_COMMAND} --install ${BUILD} --prefix ${PREFIX} --component ${COMPONENT})
 foreach(file include/hotscope/hotscope.hpp include/hotscope/record.h
     ${LIBDIR}/cmake/hotscope/hotscopeConfig.cmake
     ${LIBDIR}/cmake/hotscope/hotscopeConfigVersion.cmake
@@ -15,4 +18,11 @@ endforeach()
 if(EXPECT_ENABLED AND NOT EXISTS ${PREFIX}/${LIBDIR}/libhotscope.a
     AND NOT EXISTS ${PREFIX}/${LIBDIR}/libhotscope.so)
   message(FATAL_ERROR "libhotscope not installed in ${PREFIX}/${LIBDIR}")
+endif()
+if(EXPECT_HEAP)
+  foreach(file libhotscope-heap.so libhotscope-pprof.so pkgconfig/hotscope-heap.pc)
+    if(NOT EXISTS ${PREFIX}/${LIBDIR}/${file})
+      message(FATAL_ERROR "not installed: ${LIBDIR}/${file}")
+    endif()
+  endforeach()
 endif()

@@ -1,22 +1,35 @@
 # Compiles tests/package/consumer/main.cpp with g++ and `pkg-config --cflags --libs hotscope`
-# from the hotscope installed in PREFIX, then runs it.
+# from the hotscope installed in PREFIX, then runs it. With -DHEAP=linked: consumer-heap/main.cpp
+# with `pkg-config --cflags --libs hotscope hotscope-heap`, and checks its heap profile.
 include(${CMAKE_CURRENT_LIST_DIR}/common.cmake)
 
 if(NOT PKG_CONFIG)
   message(FATAL_ERROR "pkg-config not found (Debian: apt-get install pkgconf)")
 endif()
+if(HEAP)
+  set(packages hotscope hotscope-heap)
+  set(source ${CMAKE_CURRENT_LIST_DIR}/consumer-heap/main.cpp)
+  set(binary ${SCRATCH}/pkg-config-heap)
+else()
+  set(packages hotscope)
+  set(source ${CMAKE_CURRENT_LIST_DIR}/consumer/main.cpp)
+  set(binary ${SCRATCH}/pkg-config)
+endif()
 set(ENV{PKG_CONFIG_PATH} ${PREFIX}/${LIBDIR}/pkgconfig)
-execute_process(COMMAND ${PKG_CONFIG} --cflags --libs hotscope
+execute_process(COMMAND ${PKG_CONFIG} --cflags --libs ${packages}
   OUTPUT_VARIABLE flags OUTPUT_STRIP_TRAILING_WHITESPACE COMMAND_ERROR_IS_FATAL ANY)
-message(STATUS "pkg-config --cflags --libs hotscope: ${flags}")
+message(STATUS "pkg-config --cflags --libs ${packages}: ${flags}")
 separate_arguments(flags UNIX_COMMAND "${flags}")
 separate_arguments(extra UNIX_COMMAND "${CXX_FLAGS}")
 
-set(binary ${SCRATCH}/pkg-config)
 file(REMOVE_RECURSE ${binary})
 file(MAKE_DIRECTORY ${binary})
 run(${CXX} -std=c++17 ${extra} -DCONSUMER_EXPECT_ENABLED=${EXPECT_ENABLED}
-  ${CMAKE_CURRENT_LIST_DIR}/consumer/main.cpp ${flags} -o ${binary}/consumer)
-# Only a shared libhotscope is looked up at run time; this prefix is not on the loader's path.
+  ${source} ${flags} -o ${binary}/consumer)
+# Shared libraries are looked up at run time; this prefix is not on the loader's path.
 set(ENV{LD_LIBRARY_PATH} ${PREFIX}/${LIBDIR})
-run(${binary}/consumer)
+if(HEAP)
+  run_heap_consumer(${binary}/consumer ${binary}/out)
+else()
+  run(${binary}/consumer)
+endif()
