@@ -4,9 +4,11 @@
 #include <dwarf.h>
 #include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
+#include <link.h>
 #include <unistd.h>
 
 #include <cinttypes>
+#include <cstddef>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -32,6 +34,12 @@ std::string die_function_name(Dwarf_Die* die) {
   }
   return {};
 }
+
+// The arrays libdw's scope functions return, which the caller frees.
+struct FreeDies {
+  void operator()(Dwarf_Die* dies) const { std::free(dies); }
+};
+using Dies = std::unique_ptr<Dwarf_Die[], FreeDies>;
 
 // The call site of an inlined subroutine: the location in its caller.
 void call_site(Dwarf_Die* cu, Dwarf_Die* inlined, std::string& file, unsigned& line) {
@@ -80,10 +88,37 @@ std::string describe(std::uintptr_t address, const Frame& frame) {
   return hex + frame.function + " (" + frame.file + ":" + std::to_string(frame.line) + ")";
 }
 
+namespace {
+
+// The loader's counts of objects loaded and unloaded so far: they change with every dlopen or
+// dlclose that maps or unmaps an object. Not `known` from a loader too old to keep them.
+struct LoadCounts {
+  unsigned long long adds = 0;
+  unsigned long long subs = 0;
+  bool known = false;
+  bool operator==(const LoadCounts&) const = default;
+};
+
+LoadCounts load_counts() {
+  LoadCounts counts;
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, std::size_t size, void* out) {
+        if (size >= offsetof(dl_phdr_info, dlpi_subs) + sizeof(info->dlpi_subs)) {
+          *static_cast<LoadCounts*>(out) = {info->dlpi_adds, info->dlpi_subs, true};
+        }
+        return 1; // every object carries the same counts
+      },
+      &counts);
+  return counts;
+}
+
+} // namespace
+
 struct Symbolizer::Session {
   Dwfl_Callbacks callbacks{};
   char* debuginfo_path = nullptr;
   Dwfl* dwfl = nullptr;
+  LoadCounts loaded; // when the memory map was read
 };
 
 Symbolizer::Symbolizer() : session_(std::make_unique<Session>()) {
@@ -91,11 +126,7 @@ Symbolizer::Symbolizer() : session_(std::make_unique<Session>()) {
   session_->callbacks.find_debuginfo = dwfl_standard_find_debuginfo;
   session_->callbacks.debuginfo_path = &session_->debuginfo_path;
   session_->dwfl = dwfl_begin(&session_->callbacks);
-  if (session_->dwfl != nullptr) {
-    dwfl_report_begin(session_->dwfl);
-    dwfl_linux_proc_report(session_->dwfl, getpid());
-    dwfl_report_end(session_->dwfl, nullptr, nullptr);
-  }
+  read_memory_map();
 }
 
 Symbolizer::~Symbolizer() {
@@ -104,12 +135,43 @@ Symbolizer::~Symbolizer() {
   }
 }
 
+// Counted before the map is read: an object loaded or unloaded meanwhile makes the next
+// refresh() read it again. Modules reported again unchanged keep what libdw has read of them.
+void Symbolizer::read_memory_map() {
+  session_->loaded = load_counts();
+  if (session_->dwfl != nullptr) {
+    dwfl_report_begin(session_->dwfl);
+    dwfl_linux_proc_report(session_->dwfl, getpid());
+    dwfl_report_end(session_->dwfl, nullptr, nullptr);
+  }
+}
+
+bool Symbolizer::refresh() {
+  const LoadCounts now = load_counts();
+  if (now.known && now == session_->loaded) {
+    return false;
+  }
+  if (now.known && now.subs == session_->loaded.subs) {
+    // Objects were only added (libdw itself loads libdebuginfod on first use): every result
+    // inside an object still holds, but an address that was in none may be in a new one.
+    for (const std::uintptr_t address : unmapped_) {
+      cache_.erase(address);
+    }
+  } else {
+    cache_.clear();
+  }
+  unmapped_.clear();
+  read_memory_map();
+  return true;
+}
+
 const std::vector<Frame>& Symbolizer::resolve(std::uintptr_t address) {
   const auto cached = cache_.find(address);
   if (cached != cache_.end()) {
     return cached->second;
   }
-  std::vector<Frame>& frames = cache_[address];
+  // Built aside and cached only when complete: an exception midway (no memory) caches nothing.
+  std::vector<Frame> frames;
   Dwfl_Module* module =
       session_->dwfl == nullptr ? nullptr : dwfl_addrmodule(session_->dwfl, address);
   std::string object = "???";
@@ -141,22 +203,24 @@ const std::vector<Frame>& Symbolizer::resolve(std::uintptr_t address) {
           : dwfl_module_addrinfo(module, address, &offset, &symbol, nullptr, nullptr, nullptr);
   Dwarf_Addr bias = 0;
   Dwarf_Die* cu = module == nullptr ? nullptr : dwfl_module_addrdie(module, address, &bias);
-  Dwarf_Die* scopes = nullptr;
-  const int scope_count = cu == nullptr ? 0 : dwarf_getscopes(cu, address - bias, &scopes);
+  Dwarf_Die* scope_array = nullptr;
+  const int scope_count = cu == nullptr ? 0 : dwarf_getscopes(cu, address - bias, &scope_array);
+  const Dies scopes(scope_array);
   // dwarf_getscopes follows the innermost inlined subroutine into its abstract origin; the
   // concrete chain of callers comes from dwarf_getscopes_die on that subroutine.
-  Dwarf_Die* chain = nullptr;
+  Dwarf_Die* chain_array = nullptr;
   int chain_count = 0;
   std::string subprogram; // the DWARF name, for objects without a symbol table
   for (int i = 0; i < scope_count && chain_count == 0; ++i) {
     const int tag = dwarf_tag(&scopes[i]);
     if (tag == DW_TAG_inlined_subroutine) {
-      chain_count = dwarf_getscopes_die(&scopes[i], &chain);
+      chain_count = dwarf_getscopes_die(&scopes[i], &chain_array);
     } else if (tag == DW_TAG_subprogram) {
       subprogram = die_function_name(&scopes[i]);
       break;
     }
   }
+  const Dies chain(chain_array);
   for (int i = 0; i < chain_count; ++i) {
     const int tag = dwarf_tag(&chain[i]);
     if (tag == DW_TAG_inlined_subroutine) {
@@ -167,11 +231,12 @@ const std::vector<Frame>& Symbolizer::resolve(std::uintptr_t address) {
       break;
     }
   }
-  std::free(chain);
-  std::free(scopes);
   frames.push_back(
       Frame{symbol_name == nullptr ? subprogram : demangle(symbol_name), file, line, object});
-  return frames;
+  if (module == nullptr) {
+    unmapped_.push_back(address); // first: an entry missing from this list could go stale
+  }
+  return cache_.emplace(address, std::move(frames)).first->second;
 }
 
 } // namespace hotscope::symbols
