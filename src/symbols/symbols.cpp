@@ -7,11 +7,13 @@
 #include <link.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cinttypes>
 #include <cstddef>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <new>
 
 namespace hotscope::symbols {
 namespace {
@@ -90,26 +92,58 @@ std::string describe(std::uintptr_t address, const Frame& frame) {
 
 namespace {
 
-// The loader's counts of objects loaded and unloaded so far: they change with every dlopen or
-// dlclose that maps or unmaps an object. Not `known` from a loader too old to keep them.
-struct LoadCounts {
+// The loaded objects as the loader lists them, in one pass under its lock: its counts of
+// objects loaded and unloaded so far, which change with every dlopen or dlclose that maps or
+// unmaps one, and each object's loaded segments. `known` is false when the loader keeps no
+// counts (too old) or the list could not be made (no memory): then nothing cached is trusted.
+struct LoadedObjects {
+  struct Segment {
+    std::uintptr_t bias; // the object's load address, which tells objects apart
+    std::uintptr_t begin;
+    std::uintptr_t end;
+  };
   unsigned long long adds = 0;
   unsigned long long subs = 0;
   bool known = false;
-  bool operator==(const LoadCounts&) const = default;
+  std::vector<Segment> segments;
+
+  bool same_counts(const LoadedObjects& other) const {
+    return known && other.known && adds == other.adds && subs == other.subs;
+  }
+  bool contains(std::uintptr_t bias) const {
+    return std::any_of(segments.begin(), segments.end(),
+                       [&](const Segment& segment) { return segment.bias == bias; });
+  }
 };
 
-LoadCounts load_counts() {
-  LoadCounts counts;
+LoadedObjects loaded_objects() {
+  LoadedObjects objects;
+  objects.known = true;
   dl_iterate_phdr(
       [](dl_phdr_info* info, std::size_t size, void* out) {
-        if (size >= offsetof(dl_phdr_info, dlpi_subs) + sizeof(info->dlpi_subs)) {
-          *static_cast<LoadCounts*>(out) = {info->dlpi_adds, info->dlpi_subs, true};
+        auto& objects = *static_cast<LoadedObjects*>(out);
+        if (size < offsetof(dl_phdr_info, dlpi_subs) + sizeof(info->dlpi_subs)) {
+          objects.known = false;
+          return 1;
         }
-        return 1; // every object carries the same counts
+        objects.adds = info->dlpi_adds;
+        objects.subs = info->dlpi_subs;
+        try {
+          for (ElfW(Half) i = 0; i < info->dlpi_phnum; ++i) {
+            const ElfW(Phdr)& header = info->dlpi_phdr[i];
+            if (header.p_type == PT_LOAD) {
+              const std::uintptr_t begin = info->dlpi_addr + header.p_vaddr;
+              objects.segments.push_back({info->dlpi_addr, begin, begin + header.p_memsz});
+            }
+          }
+        } catch (const std::bad_alloc&) {
+          objects.known = false; // no exception crosses the C library
+          return 1;
+        }
+        return 0;
       },
-      &counts);
-  return counts;
+      &objects);
+  return objects;
 }
 
 } // namespace
@@ -118,7 +152,7 @@ struct Symbolizer::Session {
   Dwfl_Callbacks callbacks{};
   char* debuginfo_path = nullptr;
   Dwfl* dwfl = nullptr;
-  LoadCounts loaded; // when the memory map was read
+  LoadedObjects loaded; // when the memory map was read
 };
 
 Symbolizer::Symbolizer() : session_(std::make_unique<Session>()) {
@@ -126,6 +160,7 @@ Symbolizer::Symbolizer() : session_(std::make_unique<Session>()) {
   session_->callbacks.find_debuginfo = dwfl_standard_find_debuginfo;
   session_->callbacks.debuginfo_path = &session_->debuginfo_path;
   session_->dwfl = dwfl_begin(&session_->callbacks);
+  session_->loaded = loaded_objects();
   read_memory_map();
 }
 
@@ -135,10 +170,10 @@ Symbolizer::~Symbolizer() {
   }
 }
 
-// Counted before the map is read: an object loaded or unloaded meanwhile makes the next
-// refresh() read it again. Modules reported again unchanged keep what libdw has read of them.
+// Called after the objects were listed into session_->loaded: one loaded or unloaded meanwhile
+// makes the next refresh() read the map again. Modules reported again unchanged keep what libdw
+// has read of them.
 void Symbolizer::read_memory_map() {
-  session_->loaded = load_counts();
   if (session_->dwfl != nullptr) {
     dwfl_report_begin(session_->dwfl);
     dwfl_linux_proc_report(session_->dwfl, getpid());
@@ -147,20 +182,24 @@ void Symbolizer::read_memory_map() {
 }
 
 bool Symbolizer::refresh() {
-  const LoadCounts now = load_counts();
-  if (now.known && now == session_->loaded) {
+  LoadedObjects now = loaded_objects();
+  const LoadedObjects& before = session_->loaded;
+  if (now.same_counts(before)) {
     return false;
   }
-  if (now.known && now.subs == session_->loaded.subs) {
-    // Objects were only added (libdw itself loads libdebuginfod on first use): every result
-    // inside an object still holds, but an address that was in none may be in a new one.
-    for (const std::uintptr_t address : unmapped_) {
-      cache_.erase(address);
+  if (now.known && before.known && now.subs == before.subs) {
+    // Objects were only added (libdw itself loads libdebuginfod on first use): results outside
+    // them still hold. Inside them an old result may name no object, or the one whose address
+    // range in the old map spanned the hole the new object went into.
+    for (const LoadedObjects::Segment& segment : now.segments) {
+      if (!before.contains(segment.bias)) {
+        cache_.erase(cache_.lower_bound(segment.begin), cache_.lower_bound(segment.end));
+      }
     }
   } else {
     cache_.clear();
   }
-  unmapped_.clear();
+  session_->loaded = std::move(now);
   read_memory_map();
   return true;
 }
@@ -233,9 +272,6 @@ const std::vector<Frame>& Symbolizer::resolve(std::uintptr_t address) {
   }
   frames.push_back(
       Frame{symbol_name == nullptr ? subprogram : demangle(symbol_name), file, line, object});
-  if (module == nullptr) {
-    unmapped_.push_back(address); // first: an entry missing from this list could go stale
-  }
   return cache_.emplace(address, std::move(frames)).first->second;
 }
 

@@ -40,9 +40,9 @@ public:
 
   // When objects were loaded or unloaded (dlopen, dlclose) since the memory map was read:
   // rereads it, forgets the cached results it may change (all after an unload, those of
-  // addresses in no object after loads only; references from resolve() become invalid) and
-  // returns true. A symbolizer kept across profiles calls it before each, so no cached result
-  // outlives the object it came from.
+  // addresses inside the new objects after loads only; references from resolve() become
+  // invalid) and returns true. A symbolizer kept across profiles calls it before each, so no
+  // cached result outlives the object it came from.
   bool refresh();
 
   // How many addresses are cached.
@@ -52,8 +52,7 @@ private:
   struct Session;
   void read_memory_map();
   std::unique_ptr<Session> session_;
-  std::map<std::uintptr_t, std::vector<Frame>> cache_;
-  std::vector<std::uintptr_t> unmapped_; // the cached addresses that were in no object
+  std::map<std::uintptr_t, std::vector<Frame>> cache_; // ordered: refresh() erases ranges
 };
 
 } // namespace hotscope::symbols
