@@ -26,7 +26,10 @@ trap cleanup EXIT
 export HOTSCOPE_HEAP_MODE=full HOTSCOPE_RUNTIME_DIR="$work/rt"
 "$workload" serve "$work/ready" >/dev/null &
 pid=$!
-for ((i = 0; i < 600 && ! -f "$work/ready"; ++i)); do sleep 0.1; done
+for ((i = 0; i < 600; ++i)); do
+  [[ -f "$work/ready" ]] && break
+  sleep 0.1
+done
 [[ -f "$work/ready" && -S "$work/rt/$pid.sock" ]] || { echo "the workload did not start" >&2; exit 1; }
 echo "/v1/heap through curl --unix-socket (100,000 sites):"
 for format in dhat pprof; do
