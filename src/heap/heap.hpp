@@ -326,8 +326,8 @@ ParsedOptions parse_options(const std::function<const char*(const char*)>& geten
 // dropped), builds the deduplicated frame table and keys sites by their final frame-index vector.
 // Sites that end up with the same vector are merged: counts add up, mb/mbk are the largest single
 // site's (the exact value is unknowable after the fact).
-// `symbolizer` is refreshed first (a dlopen or dlclose since its last use empties its cache), so
-// one kept across profiles resolves each address once and is never stale.
+// `symbolizer` is refreshed first (after a dlopen or dlclose since its last use it forgets what
+// they may have changed), so one kept across profiles resolves each address once, never stale.
 HeapProfile build_profile(const RawProfile& raw, std::string command, std::int64_t pid,
                           symbols::Symbolizer& symbolizer);
 

@@ -98,9 +98,9 @@ namespace {
 // counts (too old) or the list could not be made (no memory): then nothing cached is trusted.
 struct LoadedObjects {
   struct Segment {
-    std::uintptr_t bias; // the object's load address, which tells objects apart
     std::uintptr_t begin;
     std::uintptr_t end;
+    bool operator==(const Segment&) const = default;
   };
   unsigned long long adds = 0;
   unsigned long long subs = 0;
@@ -110,9 +110,8 @@ struct LoadedObjects {
   bool same_counts(const LoadedObjects& other) const {
     return known && other.known && adds == other.adds && subs == other.subs;
   }
-  bool contains(std::uintptr_t bias) const {
-    return std::any_of(segments.begin(), segments.end(),
-                       [&](const Segment& segment) { return segment.bias == bias; });
+  bool contains(const Segment& segment) const {
+    return std::find(segments.begin(), segments.end(), segment) != segments.end();
   }
 };
 
@@ -133,7 +132,7 @@ LoadedObjects loaded_objects() {
             const ElfW(Phdr)& header = info->dlpi_phdr[i];
             if (header.p_type == PT_LOAD) {
               const std::uintptr_t begin = info->dlpi_addr + header.p_vaddr;
-              objects.segments.push_back({info->dlpi_addr, begin, begin + header.p_memsz});
+              objects.segments.push_back({begin, begin + header.p_memsz});
             }
           }
         } catch (const std::bad_alloc&) {
@@ -192,7 +191,7 @@ bool Symbolizer::refresh() {
     // them still hold. Inside them an old result may name no object, or the one whose address
     // range in the old map spanned the hole the new object went into.
     for (const LoadedObjects::Segment& segment : now.segments) {
-      if (!before.contains(segment.bias)) {
+      if (!before.contains(segment)) {
         cache_.erase(cache_.lower_bound(segment.begin), cache_.lower_bound(segment.end));
       }
     }

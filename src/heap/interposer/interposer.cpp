@@ -653,10 +653,11 @@ std::string pprof_bytes(const hotscope::HeapProfile& profile, std::int64_t perio
 
 // The profile of `raw`, symbolized by one symbolizer kept for the process's life: repeated
 // profiles resolve each address once. Its cache holds one entry per distinct return address of
-// the interned stacks, which are never forgotten, so it grows no further than they do; a dlopen
-// or dlclose empties it (build_profile). Its own mutex serializes profiles (agent threads, the
-// library calls, the report at exit); the heap lock is never held with it. Called inside the
-// profiler, which made the symbolizer and never destroys it (used by the report at exit).
+// the interned stacks, which are never forgotten, so it grows no further than they do; after a
+// dlopen or dlclose it forgets what they may have changed (build_profile). Its own mutex serializes
+// profiles (agent threads, the library calls, the report at exit); the heap lock is never held with
+// it. Called inside the profiler, which made the symbolizer and never destroys it (used by the
+// report at exit).
 hotscope::HeapProfile profile_of(const heap::RawProfile& raw) {
   static std::mutex mutex;
   const std::lock_guard lock(mutex);
