@@ -7,9 +7,8 @@
 # 2. The time to serve GET /v1/stats for 10,000 functions: bench/agent_stats_program.cpp has
 #    10,000 instrumented functions; curl asks its agent over the Unix socket (curl's time_total:
 #    connect, request, the whole answer).
-# 3. The time to serve GET /v1/heap (DHAT JSON and pprof) for 100,000 sites
-#    (bench/agent_heap_program.cpp, linked with hotscope::heap), and the same work step by step
-#    without HTTP (bench/heap_profile_bench.cpp).
+# 3. The time to serve GET /v1/heap (DHAT JSON and pprof) for 100,000 sites (bench/heap_serve.sh),
+#    and the same work step by step without HTTP (bench/heap_profile_bench.cpp).
 #   bench/agent.sh [--build DIR] [--repeats N] [--seconds S]
 # --build: a Release build dir with HOTSCOPE_BUILD_BENCH=ON (default build-bench, configured as
 # scripts/bench.sh does); --repeats: runs of the demo per setting (default 7) and requests
@@ -43,7 +42,7 @@ cmake -S "$repo" -B "$build" -DHOTSCOPE_BUILD_BENCH=ON -DHOTSCOPE_BUILD_EXAMPLES
 cmake --build "$build" --target hotscope-demo hotscope-agent-stats-program \
   hotscope-heap-profile-bench >/dev/null
 # Not in sanitizer builds (no hotscope::heap there).
-cmake --build "$build" --target hotscope-agent-heap-program >/dev/null 2>&1 || true
+cmake --build "$build" --target hotscope-heap-serve-workload >/dev/null 2>&1 || true
 
 work="$(mktemp -d)"
 program_pid=""
@@ -162,14 +161,9 @@ echo
 echo "GET /v1/stats with $functions functions ($stats_mib MiB): median $stats_s s of" \
   "$((repeats * 3)) requests"
 
-if [[ -x "$build/bench/hotscope-agent-heap-program" ]]; then
-  start_program env HOTSCOPE_HEAP_MODE=full "$build/bench/hotscope-agent-heap-program" 100000
-  sites="$(ask /v1/heap | jq '.pps | length')"
-  read -r heap_s heap_mib < <(time_requests /v1/heap "$repeats")
-  read -r pprof_s pprof_mib < <(time_requests '/v1/heap?format=pprof' "$repeats")
-  stop_program
-  echo "GET /v1/heap with $sites sites ($heap_mib MiB): median $heap_s s of $repeats requests"
-  echo "GET /v1/heap?format=pprof, the same ($pprof_mib MiB): median $pprof_s s"
+if [[ -x "$build/bench/hotscope-heap-serve-workload" ]]; then
+  echo
+  "$repo/bench/heap_serve.sh" "$build" "$repeats"
 fi
 
 # ---- The work of a /v1/heap answer, step by step, without HTTP ----

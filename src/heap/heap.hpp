@@ -17,6 +17,10 @@
 #include <string>
 #include <vector>
 
+namespace hotscope::symbols {
+class Symbolizer;
+}
+
 namespace hotscope::heap {
 
 using StackId = std::uint32_t;
@@ -341,6 +345,9 @@ ParsedOptions parse_options(const std::function<const char*(const char*)>& geten
 // dropped), builds the deduplicated frame table and keys sites by their final frame-index vector.
 // Sites that end up with the same vector are merged: counts add up, mb/mbk are the largest single
 // site's (the exact value is unknowable after the fact).
-HeapProfile build_profile(const RawProfile& raw, std::string command, std::int64_t pid);
+// `symbolizer` is refreshed first (after a dlopen or dlclose since its last use it forgets what
+// they may have changed), so one kept across profiles resolves each address once, never stale.
+HeapProfile build_profile(const RawProfile& raw, std::string command, std::int64_t pid,
+                          symbols::Symbolizer& symbolizer);
 
 } // namespace hotscope::heap

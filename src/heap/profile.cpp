@@ -43,7 +43,8 @@ void merge_into(HeapSite& into, const HeapSite& from) {
 
 } // namespace
 
-HeapProfile build_profile(const RawProfile& raw, std::string command, std::int64_t pid) {
+HeapProfile build_profile(const RawProfile& raw, std::string command, std::int64_t pid,
+                          symbols::Symbolizer& symbolizer) {
   HeapProfile profile;
   profile.command = std::move(command);
   profile.pid = pid;
@@ -52,7 +53,7 @@ HeapProfile build_profile(const RawProfile& raw, std::string command, std::int64
   profile.unknown_frees = raw.unknown_frees;
   profile.unknown_reallocs = raw.unknown_reallocs;
 
-  symbols::Symbolizer symbolizer;
+  symbolizer.refresh();
   FrameTable table(profile.frames);
   // Each distinct address is symbolized and described once; sites share far more addresses
   // than they have.

@@ -25,9 +25,10 @@ std::string describe(std::uintptr_t address, const Frame& frame);
 // "_Z9make_nodei" -> "make_node(int)"; names that are not mangled ("main") are returned as is.
 std::string demangle(const char* name);
 
+// Not thread-safe: one thread at a time.
 class Symbolizer {
 public:
-  // Reads the current process's memory map: objects loaded later are not known.
+  // Reads the current process's memory map: objects loaded later are not known until refresh().
   Symbolizer();
   ~Symbolizer();
   Symbolizer(const Symbolizer&) = delete;
@@ -37,10 +38,21 @@ public:
   // are cached. For return addresses pass the address of the call instruction (return - 1).
   const std::vector<Frame>& resolve(std::uintptr_t address);
 
+  // When objects were loaded or unloaded (dlopen, dlclose) since the memory map was read:
+  // rereads it, forgets the cached results it may change (all after an unload, those of
+  // addresses inside the new objects after loads only; references from resolve() become
+  // invalid) and returns true. A symbolizer kept across profiles calls it before each, so no
+  // cached result outlives the object it came from.
+  bool refresh();
+
+  // How many addresses are cached.
+  std::size_t cached() const { return cache_.size(); }
+
 private:
   struct Session;
+  void read_memory_map();
   std::unique_ptr<Session> session_;
-  std::map<std::uintptr_t, std::vector<Frame>> cache_;
+  std::map<std::uintptr_t, std::vector<Frame>> cache_; // ordered: refresh() erases ranges
 };
 
 } // namespace hotscope::symbols

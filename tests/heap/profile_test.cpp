@@ -58,7 +58,8 @@ TEST(HeapProfileBuild, SymbolizesTrimsBelowMainAndMergesEqualSites) {
                         .gmax_bytes = 25,
                         .gmax_blocks = 1}});
   raw.sites.push_back({{}, {.total_bytes = 1, .total_blocks = 1}}); // no frames at all
-  const HeapProfile profile = build_profile(raw, "./prog arg", 77);
+  symbols::Symbolizer symbolizer;
+  const HeapProfile profile = build_profile(raw, "./prog arg", 77, symbolizer);
 
   EXPECT_EQ(profile.command, "./prog arg");
   EXPECT_EQ(profile.pid, 77);

@@ -18,6 +18,7 @@
 
 #include "export/export.hpp"
 #include "heap/heap.hpp"
+#include "symbols/symbols.hpp"
 
 #include <dlfcn.h>
 #include <link.h>
@@ -660,6 +661,20 @@ std::string pprof_bytes(const hotscope::HeapProfile& profile, std::int64_t perio
   return "";
 }
 
+// The profile of `raw`, symbolized by one symbolizer kept for the process's life: repeated
+// profiles resolve each address once. Its cache holds one entry per distinct return address of
+// the interned stacks, which are never forgotten, so it grows no further than they do; after a
+// dlopen or dlclose it forgets what they may have changed (build_profile). Its own mutex serializes
+// profiles (agent threads, the library calls, the report at exit); the heap lock is never held with
+// it. Called inside the profiler, which made the symbolizer and never destroys it (used by the
+// report at exit).
+hotscope::HeapProfile profile_of(const heap::RawProfile& raw) {
+  static std::mutex mutex;
+  const std::lock_guard lock(mutex);
+  static auto* const symbolizer = new hotscope::symbols::Symbolizer;
+  return heap::build_profile(raw, command_line(), getpid(), *symbolizer);
+}
+
 __attribute__((destructor)) void write_report() {
   if (phase.load(std::memory_order_acquire) != Recording) {
     return;
@@ -671,7 +686,7 @@ __attribute__((destructor)) void write_report() {
   }
   std::uint64_t sampled_allocations = 0;
   const heap::RawProfile raw = take_raw(state, true, &sampled_allocations);
-  const hotscope::HeapProfile profile = heap::build_profile(raw, command_line(), getpid());
+  const hotscope::HeapProfile profile = profile_of(raw);
   const std::filesystem::path path = report_path(state.options, ".json");
   const std::filesystem::path pprof_path = report_path(state.options, ".pb.gz");
   std::ostringstream dhat;
@@ -720,8 +735,7 @@ void build_outputs(int formats, Outputs& outputs) {
     outputs.error = "heap profiling is off in this process";
     return;
   }
-  const hotscope::HeapProfile profile =
-      heap::build_profile(take_raw(*state, false, nullptr), command_line(), getpid());
+  const hotscope::HeapProfile profile = profile_of(take_raw(*state, false, nullptr));
   if ((formats & HOTSCOPE_HEAP_DHAT) != 0) {
     std::ostringstream dhat;
     hotscope::exporters::write_dhat_json(profile, dhat);
