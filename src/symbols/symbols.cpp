@@ -1,6 +1,7 @@
 #include "symbols/symbols.hpp"
 
-#include <cxxabi.h>
+#include "trace/function_name.hpp"
+
 #include <dwarf.h>
 #include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
@@ -30,7 +31,7 @@ std::string die_function_name(Dwarf_Die* die) {
   for (int name : {DW_AT_linkage_name, DW_AT_MIPS_linkage_name, DW_AT_name}) {
     if (dwarf_attr_integrate(die, name, &attribute) != nullptr) {
       if (const char* text = dwarf_formstring(&attribute)) {
-        return demangle(text);
+        return trace::demangle(text);
       }
     }
   }
@@ -63,20 +64,6 @@ void call_site(Dwarf_Die* cu, Dwarf_Die* inlined, std::string& file, unsigned& l
 }
 
 } // namespace
-
-std::string demangle(const char* name) {
-  if (std::strncmp(name, "_Z", 2) != 0) {
-    return name; // a C name such as "f" would demangle as a type ("float")
-  }
-  int status = 0;
-  char* demangled = abi::__cxa_demangle(name, nullptr, nullptr, &status);
-  if (status != 0 || demangled == nullptr) {
-    return name;
-  }
-  std::string result = demangled;
-  std::free(demangled);
-  return result;
-}
 
 std::string describe(std::uintptr_t address, const Frame& frame) {
   char hex[24];
@@ -269,8 +256,8 @@ const std::vector<Frame>& Symbolizer::resolve(std::uintptr_t address) {
       break;
     }
   }
-  frames.push_back(
-      Frame{symbol_name == nullptr ? subprogram : demangle(symbol_name), file, line, object});
+  frames.push_back(Frame{symbol_name == nullptr ? subprogram : trace::demangle(symbol_name), file,
+                         line, object});
   return cache_.emplace(address, std::move(frames)).first->second;
 }
 

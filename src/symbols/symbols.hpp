@@ -22,9 +22,6 @@ struct Frame {
 // "0x4011A6: ??? (in /usr/lib/libx.so)": valgrind's frame syntax (formats.md §1.4).
 std::string describe(std::uintptr_t address, const Frame& frame);
 
-// "_Z9make_nodei" -> "make_node(int)"; names that are not mangled ("main") are returned as is.
-std::string demangle(const char* name);
-
 // Not thread-safe: one thread at a time.
 class Symbolizer {
 public:

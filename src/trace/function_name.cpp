@@ -1,5 +1,10 @@
 #include "trace/function_name.hpp"
 
+#include <cxxabi.h>
+
+#include <cstdlib>
+#include <cstring>
+
 namespace hotscope::trace {
 namespace {
 
@@ -65,6 +70,20 @@ std::string short_function_name(std::string_view signature) {
     --start;
   }
   return start < open ? std::string(text.substr(start, open - start)) : std::string(signature);
+}
+
+std::string demangle(const char* name) {
+  if (std::strncmp(name, "_Z", 2) != 0) {
+    return name; // a C name such as "f" would demangle as a type ("float")
+  }
+  int status = 0;
+  char* demangled = abi::__cxa_demangle(name, nullptr, nullptr, &status);
+  if (status != 0 || demangled == nullptr) {
+    return name;
+  }
+  std::string result = demangled;
+  std::free(demangled);
+  return result;
 }
 
 } // namespace hotscope::trace

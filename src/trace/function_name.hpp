@@ -10,4 +10,7 @@ namespace hotscope::trace {
 // look like a signature comes back unchanged.
 std::string short_function_name(std::string_view signature);
 
+// "_Z9make_nodei" -> "make_node(int)"; names that are not mangled ("main", "f") come back as is.
+std::string demangle(const char* name);
+
 } // namespace hotscope::trace

@@ -26,3 +26,9 @@ TEST(FunctionName, LeavesOtherTextAlone) {
 }
 
 } // namespace
+
+TEST(Demangle, MangledNamesGetTheirParametersAndCNamesStay) {
+  EXPECT_EQ(hotscope::trace::demangle("_Z9make_nodei"), "make_node(int)");
+  EXPECT_EQ(hotscope::trace::demangle("f"), "f"); // not "float"
+  EXPECT_EQ(hotscope::trace::demangle("_Zbroken"), "_Zbroken");
+}

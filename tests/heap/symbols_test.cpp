@@ -157,8 +157,6 @@ TEST(HeapSymbols, DescribeUsesValgrindsFrameSyntax) {
   EXPECT_EQ(describe(0x7F00, Frame{"memcpy", "", 0, "/lib/libc.so.6"}),
             "0x7F00: memcpy (in /lib/libc.so.6)");
   EXPECT_EQ(describe(0x7F00, Frame{"", "", 0, "/lib/x.so"}), "0x7F00: ?\?? (in /lib/x.so)");
-  EXPECT_EQ(hotscope::symbols::demangle("_Z9make_nodei"), "make_node(int)");
-  EXPECT_EQ(hotscope::symbols::demangle("f"), "f");
 }
 
 TEST(HeapCapture, DropsTheLeadingFramesOfTheProfilersOwnCode) {

@@ -1,11 +1,11 @@
 #include "guest/runner/elf_image.hpp"
 
-#include <cxxabi.h>
+#include "trace/function_name.hpp"
+
 #include <gelf.h>
 #include <libelf.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <fstream>
 #include <iterator>
 #include <sstream>
@@ -16,17 +16,6 @@ namespace {
 constexpr std::uint64_t kMaxFileBytes = 64u << 20;
 constexpr std::size_t kMaxProgramHeaders = 64;
 constexpr std::size_t kMaxSymbols = 1u << 20;
-
-std::string demangle(const char* name) {
-  int status = 0;
-  char* demangled = abi::__cxa_demangle(name, nullptr, nullptr, &status);
-  if (status != 0 || demangled == nullptr) {
-    return name;
-  }
-  std::string result = demangled;
-  std::free(demangled);
-  return result;
-}
 
 struct ElfHandle {
   Elf* elf;
@@ -133,7 +122,7 @@ std::optional<ElfImage> ElfImage::open(const std::string& path, std::string& err
         continue;
       }
       if (type == STT_FUNC) {
-        symbols->push_back({symbol.st_value, symbol.st_size, demangle(name), name});
+        symbols->push_back({symbol.st_value, symbol.st_size, trace::demangle(name), name});
       } else {
         symbols->push_back({symbol.st_value, 0, {}, name}); // data: found by name only
       }
