@@ -129,6 +129,10 @@ awk -v n1="$(median "$work/steady-native-$rounds.times" 1)" \
   -v n4="$(median "$work/steady-native-$((4 * rounds)).times" 1)" \
   -v s1="$(median "$work/steady-sampled-$rounds.times" 1)" \
   -v s4="$(median "$work/steady-sampled-$((4 * rounds)).times" 1)" \
+  -v cn1="$(median "$work/steady-native-$rounds.times" 2)" \
+  -v cn4="$(median "$work/steady-native-$((4 * rounds)).times" 2)" \
+  -v cs1="$(median "$work/steady-sampled-$rounds.times" 2)" \
+  -v cs4="$(median "$work/steady-sampled-$((4 * rounds)).times" 2)" \
   -v rounds="$rounds" -v allocations="$allocations" 'BEGIN {
     printf "hotscope sampled, steady state (wall, medians of %d runs): native %.3f s at %d rounds, %.3f s at %d;\n",
       '"$repeats"', n1, rounds, n4, 4 * rounds
@@ -142,6 +146,8 @@ awk -v n1="$(median "$work/steady-native-$rounds.times" 1)" \
     fixed_native = n1 - (n4 - n1) / 3
     fixed_sampled = s1 - (s4 - s1) / 3
     printf "  fixed cost (start-up and the report at exit): %.1f ms\n", 1e3 * (fixed_sampled - fixed_native)
+    printf "  in CPU time (user + system): steady-state ratio %.3f, fixed cost %.1f ms\n",
+      (cs4 - cs1) / (cn4 - cn1), 1e3 * ((cs1 - (cs4 - cs1) / 3) - (cn1 - (cn4 - cn1) / 3))
   }'
 
 if ((callgrind)); then
