@@ -7,6 +7,7 @@
 
 #include <array>
 #include <cmath>
+#include <memory>
 #include <sstream>
 #include <string_view>
 
@@ -97,6 +98,38 @@ TEST(HeapSampling, RestartKeepsTheLiveSampledBlocks) {
   EXPECT_EQ(raw.sites[freed].counts.total_bytes, 0u);
   EXPECT_EQ(raw.sites[freed].counts.total_blocks, 0u);
   EXPECT_EQ(raw.gmax_time, 4u);
+}
+
+// A bucket's bit stays set while any sampled block hashed to it is live, and only then.
+TEST(HeapSampling, SampledAddressesKnowTheLiveBlocksOnly) {
+  const auto addresses = std::make_unique<SampledAddresses>();
+  const std::uintptr_t block = 0x7f0000001000;
+  std::size_t unset = 0;
+  for (std::uintptr_t other = 0x7f0000002000; other < 0x7f0000002000 + 1000 * 16; other += 16) {
+    unset += addresses->may_contain(other) ? 0 : 1;
+  }
+  EXPECT_EQ(unset, 1000u);
+  EXPECT_FALSE(addresses->may_contain(block));
+  addresses->add(block);
+  addresses->add(block); // freed and handed out again before the first free was recorded
+  EXPECT_TRUE(addresses->may_contain(block));
+  addresses->remove(block);
+  EXPECT_TRUE(addresses->may_contain(block));
+  addresses->remove(block);
+  EXPECT_FALSE(addresses->may_contain(block));
+  // Many blocks: every one is found while live, and none is left once all are gone.
+  for (std::uintptr_t address = block; address < block + 100000 * 48; address += 48) {
+    addresses->add(address);
+  }
+  for (std::uintptr_t address = block; address < block + 100000 * 48; address += 48) {
+    ASSERT_TRUE(addresses->may_contain(address)) << address;
+  }
+  for (std::uintptr_t address = block; address < block + 100000 * 48; address += 48) {
+    addresses->remove(address);
+  }
+  for (std::uintptr_t address = block; address < block + 100000 * 48; address += 48) {
+    ASSERT_FALSE(addresses->may_contain(address)) << address;
+  }
 }
 
 TEST(HeapSampling, SettingsAndTheirErrors) {

@@ -181,10 +181,8 @@ inline bool resolve_real() {
 
 struct State {
   std::mutex mutex;
-  heap::Engine engine;                      // full mode
-  heap::SampledEngine sampled;              // sampled mode
-  heap::SamplingPlan plan;                  // sampled mode
-  heap::SampledAddresses sampled_addresses; // sampled mode: frees that need the lock
+  heap::Engine engine;         // full mode
+  heap::SampledEngine sampled; // sampled mode
   heap::Options options;
   heap::CodeRanges skip;
   bool tsc = false;              // timestamps from the TSC, else CLOCK_MONOTONIC in ns
@@ -196,7 +194,13 @@ struct State {
 enum : int { NotStarted, Starting, Recording, Off };
 std::atomic<int> phase{NotStarted};
 bool sampling = false; // set before phase becomes Recording, then constant
+// True while phase is Recording in the sampled mode, with the real functions known: malloc and
+// free then take the fast path (one flag, the countdown or the address counters, the real call).
+std::atomic<bool> sampling_fast{false};
 __thread heap::Sampler thread_sampler __attribute__((tls_model("initial-exec")));
+// The sampled mode's; outside State, so the fast path reaches them without a pointer load.
+heap::SamplingPlan plan;
+heap::SampledAddresses sampled_addresses; // frees that need the lock
 alignas(State) unsigned char state_storage[sizeof(State)];
 State* state_pointer = nullptr;
 
@@ -254,12 +258,18 @@ void after_fork_in_parent() {
     state_pointer->mutex.unlock();
   }
 }
+// From here on every call passes through.
+void stop_recording() {
+  sampling_fast.store(false, std::memory_order_relaxed);
+  phase.store(Off, std::memory_order_release);
+}
+
 // The child runs on unprofiled: its parent's report covers the blocks they share, and two
 // processes must not write the same file.
 void after_fork_in_child() {
   if (phase.load(std::memory_order_acquire) == Recording) {
     state_pointer->mutex.unlock();
-    phase.store(Off, std::memory_order_release);
+    stop_recording();
   }
 }
 
@@ -301,16 +311,18 @@ State* recording_state() {
     }
     if (state->options.mode == heap::Mode::Sampled) {
       const double mean = static_cast<double>(state->options.sample_bytes);
-      state->plan.mean_bytes = mean;
-      state->plan.seed = state->options.seed_set
-                             ? state->options.seed
-                             : state->start_ticks ^ (std::uint64_t(getpid()) << 32);
+      plan.mean_bytes = mean;
+      plan.seed = state->options.seed_set ? state->options.seed
+                                          : state->start_ticks ^ (std::uint64_t(getpid()) << 32);
       state->sampled = heap::SampledEngine(mean);
       sampling = true;
     }
     state->skip = heap::own_and_allocator_code(reinterpret_cast<const void*>(&recording_state));
     pthread_atfork(before_fork, after_fork_in_parent, after_fork_in_child);
     state_pointer = state;
+    // The fast path calls the real functions without resolving them.
+    sampling_fast.store(sampling && real_state.load(std::memory_order_acquire) == Resolved,
+                        std::memory_order_release);
     phase.store(Recording, std::memory_order_release);
     return state;
   }
@@ -334,7 +346,7 @@ __attribute__((noinline)) bool skipped_before_recording(std::size_t size) {
       return true;
     }
   }
-  return sampling && !thread_sampler.sample(size, state_pointer->plan);
+  return sampling && !thread_sampler.sample(size, plan);
 }
 
 inline bool skipped(std::size_t size) {
@@ -342,7 +354,7 @@ inline bool skipped(std::size_t size) {
   if (__builtin_expect(current != Recording, 0)) {
     return current == Off || skipped_before_recording(size);
   }
-  return sampling && !thread_sampler.sample(size, state_pointer->plan);
+  return sampling && !thread_sampler.sample(size, plan);
 }
 
 // True when an allocation is passed on unrecorded. Off (a linked program's default) is checked
@@ -358,7 +370,7 @@ inline bool free_recorded(const void* pointer) {
   if (current == Off || !sampling) {
     return current != Off;
   }
-  return state_pointer->sampled_addresses.may_contain(reinterpret_cast<std::uintptr_t>(pointer));
+  return sampled_addresses.may_contain(reinterpret_cast<std::uintptr_t>(pointer));
 }
 
 // ---- Recording (always called inside the profiler) ----
@@ -397,7 +409,7 @@ void record_alloc(void* pointer, std::size_t size) {
   };
   if (sampling) {
     state->sampled.alloc(address, size, intern(state->sampled), now(*state));
-    state->sampled_addresses.add(address);
+    sampled_addresses.add(address);
   } else {
     state->engine.alloc(address, size, intern(state->engine), now(*state));
     observe_allocation(size);
@@ -409,7 +421,7 @@ void record_free_locked(State& state, std::uintptr_t address) {
   if (!sampling) {
     state.engine.free(address, now(state));
   } else if (state.sampled.free(address, now(state))) {
-    state.sampled_addresses.remove(address);
+    sampled_addresses.remove(address);
   }
 }
 
@@ -461,6 +473,15 @@ __attribute__((noinline)) void* allocate_recorded(std::size_t size) {
 }
 
 inline void* allocate(std::size_t size, const void* caller) {
+  // The sampled mode's common case first: the countdown, then (only at a sample point) whether
+  // the call is the profiler's own. Counting the profiler's bytes too leaves the sample points
+  // on the program's bytes a Poisson process of the same mean.
+  if (__builtin_expect(sampling_fast.load(std::memory_order_acquire), 1)) {
+    if (__builtin_expect(!thread_sampler.sample(size, plan), 1) || untracked(caller)) {
+      return real.malloc(size);
+    }
+    return allocate_recorded(size);
+  }
   if (!resolve_real()) {
     return arena_allocate(size, 16);
   }
@@ -541,6 +562,13 @@ void* reallocate(void* old, std::size_t size, const void* caller) {
 
 // The free hook's body.
 void release_block(void* pointer, const void* caller) {
+  // The sampled mode's common case first: a block whose counter is 0 was not sampled, whoever
+  // frees it (free(nullptr) included).
+  if (__builtin_expect(sampling_fast.load(std::memory_order_acquire), 1) && !in_arena(pointer) &&
+      !sampled_addresses.may_contain(reinterpret_cast<std::uintptr_t>(pointer))) {
+    real.free(pointer);
+    return;
+  }
   if (pointer == nullptr || in_arena(pointer) || !resolve_real()) {
     return;
   }
@@ -620,7 +648,7 @@ heap::RawProfile take_raw(State& state, bool stop, std::uint64_t* sampled_alloca
     const std::uint64_t end_time = now(state);
     raw = sampling ? state.sampled.snapshot(end_time) : state.engine.snapshot(end_time);
     if (stop) {
-      phase.store(Off, std::memory_order_release); // from here on every call passes through
+      stop_recording();
     }
     microseconds = microseconds_per_unit(state, end_time);
   }
