@@ -6,6 +6,7 @@
 //   hotscope-heap-profile-bench [SITES] [REPETITIONS]
 #include "export/export.hpp"
 #include "heap/heap.hpp"
+#include "symbols/symbols.hpp"
 
 #include <dlfcn.h>
 
@@ -96,7 +97,10 @@ int main(int argc, char** argv) {
     snapshot_s.push_back(seconds_since(start));
 
     start = Clock::now();
-    const hotscope::HeapProfile profile = hotscope::heap::build_profile(raw, "bench", 1);
+    // A fresh symbolizer each time: the cost of a first profile (later ones reuse its cache).
+    hotscope::symbols::Symbolizer symbolizer;
+    const hotscope::HeapProfile profile =
+        hotscope::heap::build_profile(raw, "bench", 1, symbolizer);
     build_s.push_back(seconds_since(start));
     profile_sites = profile.sites.size();
 
