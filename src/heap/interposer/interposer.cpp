@@ -472,16 +472,13 @@ __attribute__((noinline)) void* allocate_recorded(std::size_t size) {
   return pointer;
 }
 
-inline void* allocate(std::size_t size, const void* caller) {
-  // The sampled mode's common case first: the countdown, then (only at a sample point) whether
-  // the call is the profiler's own. Counting the profiler's bytes too leaves the sample points
-  // on the program's bytes a Poisson process of the same mean.
-  if (__builtin_expect(sampling_fast.load(std::memory_order_acquire), 1)) {
-    if (__builtin_expect(!thread_sampler.sample(size, plan), 1) || untracked(caller)) {
-      return real.malloc(size);
-    }
-    return allocate_recorded(size);
-  }
+// The sampled mode at a sample point: recorded unless the call is the profiler's own.
+__attribute__((noinline)) void* allocate_at_sample_point(std::size_t size, const void* caller) {
+  return untracked(caller) ? real.malloc(size) : allocate_recorded(size);
+}
+
+// Every mode but the sampled mode's fast path.
+__attribute__((noinline)) void* allocate_unsampled(std::size_t size, const void* caller) {
   if (!resolve_real()) {
     return arena_allocate(size, 16);
   }
@@ -489,6 +486,20 @@ inline void* allocate(std::size_t size, const void* caller) {
     return real.malloc(size);
   }
   return allocate_recorded(size);
+}
+
+// Small enough to be inlined into malloc, whose frame then tail-calls the real malloc.
+inline void* allocate(std::size_t size, const void* caller) {
+  // The sampled mode's common case first: the countdown, then (only at a sample point) whether
+  // the call is the profiler's own. Counting the profiler's bytes too leaves the sample points
+  // on the program's bytes a Poisson process of the same mean.
+  if (__builtin_expect(sampling_fast.load(std::memory_order_acquire), 1)) {
+    if (__builtin_expect(!thread_sampler.sample(size, plan), 1)) {
+      return real.malloc(size);
+    }
+    return allocate_at_sample_point(size, caller);
+  }
+  return allocate_unsampled(size, caller);
 }
 
 void* allocate_aligned(std::size_t alignment, std::size_t size, const void* caller) {
@@ -561,7 +572,10 @@ void* reallocate(void* old, std::size_t size, const void* caller) {
 }
 
 // The free hook's body.
-void release_block(void* pointer, const void* caller) {
+__attribute__((noinline)) void release_unsampled(void* pointer, const void* caller);
+
+// Small enough to be inlined into free, whose frame then tail-calls the real free.
+inline void release_block(void* pointer, const void* caller) {
   // The sampled mode's common case first: a block whose counter is 0 was not sampled, whoever
   // frees it (free(nullptr) included).
   if (__builtin_expect(sampling_fast.load(std::memory_order_acquire), 1) && !in_arena(pointer) &&
@@ -569,6 +583,10 @@ void release_block(void* pointer, const void* caller) {
     real.free(pointer);
     return;
   }
+  release_unsampled(pointer, caller);
+}
+
+void release_unsampled(void* pointer, const void* caller) {
   if (pointer == nullptr || in_arena(pointer) || !resolve_real()) {
     return;
   }
