@@ -33,12 +33,8 @@ source "$repo/scripts/lib.sh"
 install_packages "$repo/scripts/packages.txt"
 install_packages <(printf '%s\n' jq time curl)
 
-if [[ ! -f "$build/CMakeCache.txt" ]]; then
-  cmake -S "$repo" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DHOTSCOPE_ENABLE=ON \
-    -DHOTSCOPE_BUILD_TESTS=OFF >/dev/null
-fi
 # The demo is an example; scripts/bench.sh's configuration leaves the examples out.
-cmake -S "$repo" -B "$build" -DHOTSCOPE_BUILD_BENCH=ON -DHOTSCOPE_BUILD_EXAMPLES=ON >/dev/null
+configure_bench_build "$build" -DHOTSCOPE_BUILD_EXAMPLES=ON
 cmake --build "$build" --target hotscope-demo hotscope-agent-stats-program \
   hotscope-heap-profile-bench >/dev/null
 # Not in sanitizer builds (no hotscope::heap there).

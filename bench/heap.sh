@@ -44,10 +44,7 @@ source "$repo/scripts/lib.sh"
 install_packages "$repo/scripts/packages.txt"
 install_packages <(printf '%s\n' heaptrack valgrind time)
 
-if [[ ! -f "$build/CMakeCache.txt" ]]; then
-  cmake -S "$repo" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DHOTSCOPE_ENABLE=ON \
-    -DHOTSCOPE_BUILD_BENCH=ON -DHOTSCOPE_BUILD_TESTS=OFF -DHOTSCOPE_BUILD_EXAMPLES=OFF >/dev/null
-fi
+configure_bench_build "$build"
 cmake --build "$build" --target hotscope_preload >/dev/null
 preload="$build/src/libhotscope-preload.so"
 

@@ -17,8 +17,7 @@ source "$repo/scripts/lib.sh"
 install_packages "$repo/scripts/packages.txt" # what the build needs
 install_packages <(printf '%s\n' liblttng-ust-dev lttng-tools babeltrace2 jq)
 
-cmake -S "$repo" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DHOTSCOPE_ENABLE=ON \
-  -DHOTSCOPE_BUILD_BENCH=ON -DHOTSCOPE_BUILD_TESTS=OFF -DHOTSCOPE_BUILD_EXAMPLES=OFF >/dev/null
+configure_bench_build "$build"
 cmake --build "$build" --target hotscope-bench
 
 work="$(mktemp -d)"

@@ -31,3 +31,19 @@ install_packages() {
   "${sudo[@]}" apt-get update
   "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${missing[@]}"
 }
+
+# configure_bench_build DIR [CMAKE_ARGS...]: the Release build the benchmarks share, configured
+# once the way scripts/bench.sh wants it (benchmarks on, tests and examples off); CMAKE_ARGS,
+# if any, are then applied on top (bench/agent.sh adds the examples).
+configure_bench_build() {
+  local dir="$1" repo
+  shift
+  repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+  if [[ ! -f "$dir/CMakeCache.txt" ]]; then
+    cmake -S "$repo" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DHOTSCOPE_ENABLE=ON \
+      -DHOTSCOPE_BUILD_BENCH=ON -DHOTSCOPE_BUILD_TESTS=OFF -DHOTSCOPE_BUILD_EXAMPLES=OFF >/dev/null
+  fi
+  if (($#)); then
+    cmake -S "$repo" -B "$dir" "$@" >/dev/null
+  fi
+}
