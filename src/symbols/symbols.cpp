@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <unordered_map>
 
 namespace hotscope::symbols {
 namespace {
@@ -38,12 +39,6 @@ std::string die_function_name(Dwarf_Die* die) {
   return {};
 }
 
-// The arrays libdw's scope functions return, which the caller frees.
-struct FreeDies {
-  void operator()(Dwarf_Die* dies) const { std::free(dies); }
-};
-using Dies = std::unique_ptr<Dwarf_Die[], FreeDies>;
-
 // The call site of an inlined subroutine: the location in its caller.
 void call_site(Dwarf_Die* cu, Dwarf_Die* inlined, std::string& file, unsigned& line) {
   Dwarf_Attribute attribute;
@@ -62,6 +57,120 @@ void call_site(Dwarf_Die* cu, Dwarf_Die* inlined, std::string& file, unsigned& l
     line = static_cast<unsigned>(value);
   }
 }
+
+// The code scopes of one compilation unit, read in one walk of its DIE tree and kept: the
+// functions and inlined subroutines, each with its address ranges. libdw's dwarf_getscopes walks
+// the whole unit (types included) on every call, which in a unit of many template instances costs
+// millions of instructions per address.
+class UnitScopes {
+public:
+  explicit UnitScopes(Dwarf_Die* unit) {
+    walk(unit, -1, 0);
+    std::sort(ranges_.begin(), ranges_.end(), [&](const Range& a, const Range& b) {
+      if (a.low != b.low) {
+        return a.low < b.low;
+      }
+      if (a.high != b.high) {
+        return a.high > b.high;
+      }
+      return scopes_[a.scope].depth < scopes_[b.scope].depth;
+    });
+    // Each range's nearest earlier range that contains it: in well-formed DWARF ranges nest, so a
+    // lookup that misses a range goes on to the one enclosing it, not to its earlier siblings.
+    std::vector<int> open;
+    for (std::size_t i = 0; i < ranges_.size(); ++i) {
+      while (!open.empty() && ranges_[i].high > ranges_[open.back()].high) {
+        open.pop_back();
+      }
+      ranges_[i].enclosing = open.empty() ? -1 : open.back();
+      open.push_back(static_cast<int>(i));
+    }
+  }
+
+  // The innermost scope containing `address` (a DWARF address), then its enclosing scopes out to
+  // the function, as DIEs; empty outside every function of the unit.
+  std::vector<Dwarf_Die> containing(Dwarf_Addr address) const {
+    auto after =
+        std::upper_bound(ranges_.begin(), ranges_.end(), address,
+                         [](Dwarf_Addr value, const Range& range) { return value < range.low; });
+    int i = static_cast<int>(after - ranges_.begin()) - 1;
+    while (i >= 0 && address >= ranges_[i].high) {
+      i = ranges_[i].enclosing;
+    }
+    std::vector<Dwarf_Die> chain;
+    for (int scope = i < 0 ? -1 : ranges_[i].scope; scope >= 0; scope = scopes_[scope].parent) {
+      chain.push_back(scopes_[scope].die);
+    }
+    return chain;
+  }
+
+private:
+  struct Scope {
+    Dwarf_Die die;
+    int parent; // the enclosing function or inlined subroutine; -1 for a function
+    int depth;
+  };
+  struct Range {
+    Dwarf_Addr low;
+    Dwarf_Addr high;
+    int scope;
+    int enclosing = -1;
+  };
+  // Deeper nesting than this is not real code: malformed debug info stops the walk there.
+  static constexpr int max_depth = 256;
+
+  void walk(Dwarf_Die* parent_die, int parent, int depth) {
+    Dwarf_Die child;
+    if (depth > max_depth || dwarf_child(parent_die, &child) != 0) {
+      return;
+    }
+    do {
+      switch (dwarf_tag(&child)) {
+      case DW_TAG_subprogram:
+      case DW_TAG_inlined_subroutine:
+        add_scope(child, parent, depth);
+        break;
+      case DW_TAG_namespace:
+      case DW_TAG_lexical_block:
+        walk(&child, parent, depth + 1);
+        break;
+      case DW_TAG_imported_unit: { // a unit shared between objects (dwz): walked in place
+        Dwarf_Attribute attribute;
+        Dwarf_Die imported;
+        if (dwarf_formref_die(dwarf_attr(&child, DW_AT_import, &attribute), &imported) != nullptr) {
+          walk(&imported, parent, depth + 1);
+        }
+        break;
+      }
+      default: // types, variables, parameters: no code of their own
+        break;
+      }
+    } while (dwarf_siblingof(&child, &child) == 0);
+  }
+
+  // A function or inlined subroutine with code: its ranges, then the scopes inside it. Without
+  // code (declarations, abstract instances) there is nothing inside to find either.
+  void add_scope(Dwarf_Die die, int parent, int depth) {
+    const int scope = static_cast<int>(scopes_.size());
+    Dwarf_Addr base = 0;
+    Dwarf_Addr low = 0;
+    Dwarf_Addr high = 0;
+    for (ptrdiff_t offset = 0; (offset = dwarf_ranges(&die, offset, &base, &low, &high)) > 0;) {
+      if (low < high) {
+        ranges_.push_back(Range{low, high, scope});
+      }
+    }
+    if (ranges_.empty() || ranges_.back().scope != scope) {
+      return;
+    }
+    const bool function = dwarf_tag(&die) == DW_TAG_subprogram;
+    scopes_.push_back(Scope{die, function ? -1 : parent, depth});
+    walk(&die, scope, depth + 1);
+  }
+
+  std::vector<Scope> scopes_;
+  std::vector<Range> ranges_;
+};
 
 } // namespace
 
@@ -139,6 +248,8 @@ struct Symbolizer::Session {
   char* debuginfo_path = nullptr;
   Dwfl* dwfl = nullptr;
   LoadedObjects loaded; // when the memory map was read
+  // By the address of the unit's DIE; valid while the map is not read again.
+  std::unordered_map<const void*, UnitScopes> units;
 };
 
 Symbolizer::Symbolizer() : session_(std::make_unique<Session>()) {
@@ -161,6 +272,7 @@ Symbolizer::~Symbolizer() {
 // has read of them.
 void Symbolizer::read_memory_map() {
   if (session_->dwfl != nullptr) {
+    session_->units.clear(); // modules no longer reported are freed with their units
     dwfl_report_begin(session_->dwfl);
     dwfl_linux_proc_report(session_->dwfl, getpid());
     dwfl_report_end(session_->dwfl, nullptr, nullptr);
@@ -228,32 +340,19 @@ const std::vector<Frame>& Symbolizer::resolve(std::uintptr_t address) {
           : dwfl_module_addrinfo(module, address, &offset, &symbol, nullptr, nullptr, nullptr);
   Dwarf_Addr bias = 0;
   Dwarf_Die* cu = module == nullptr ? nullptr : dwfl_module_addrdie(module, address, &bias);
-  Dwarf_Die* scope_array = nullptr;
-  const int scope_count = cu == nullptr ? 0 : dwarf_getscopes(cu, address - bias, &scope_array);
-  const Dies scopes(scope_array);
-  // dwarf_getscopes follows the innermost inlined subroutine into its abstract origin; the
-  // concrete chain of callers comes from dwarf_getscopes_die on that subroutine.
-  Dwarf_Die* chain_array = nullptr;
-  int chain_count = 0;
   std::string subprogram; // the DWARF name, for objects without a symbol table
-  for (int i = 0; i < scope_count && chain_count == 0; ++i) {
-    const int tag = dwarf_tag(&scopes[i]);
-    if (tag == DW_TAG_inlined_subroutine) {
-      chain_count = dwarf_getscopes_die(&scopes[i], &chain_array);
-    } else if (tag == DW_TAG_subprogram) {
-      subprogram = die_function_name(&scopes[i]);
-      break;
+  if (cu != nullptr) {
+    auto unit = session_->units.find(cu->addr);
+    if (unit == session_->units.end()) {
+      unit = session_->units.emplace(cu->addr, UnitScopes(cu)).first;
     }
-  }
-  const Dies chain(chain_array);
-  for (int i = 0; i < chain_count; ++i) {
-    const int tag = dwarf_tag(&chain[i]);
-    if (tag == DW_TAG_inlined_subroutine) {
-      frames.push_back(Frame{die_function_name(&chain[i]), file, line, object});
-      call_site(cu, &chain[i], file, line);
-    } else if (tag == DW_TAG_subprogram) {
-      subprogram = die_function_name(&chain[i]);
-      break;
+    for (Dwarf_Die& scope : unit->second.containing(address - bias)) {
+      if (dwarf_tag(&scope) == DW_TAG_subprogram) {
+        subprogram = die_function_name(&scope);
+        break;
+      }
+      frames.push_back(Frame{die_function_name(&scope), file, line, object});
+      call_site(cu, &scope, file, line);
     }
   }
   frames.push_back(Frame{symbol_name == nullptr ? subprogram : trace::demangle(symbol_name), file,

@@ -45,6 +45,26 @@ __attribute__((noinline)) std::vector<std::uintptr_t> calls_inlined_helper() {
 }
 constexpr unsigned calls_inlined_helper_line = __LINE__ - 4;
 
+// Two levels of inlining: each inlined body is a frame of its own, naming its call site.
+__attribute__((always_inline)) inline std::vector<std::uintptr_t> inner_inlined() {
+  return capture(hotscope::heap::Unwinder::Libunwind);
+}
+constexpr unsigned inner_inlined_line = __LINE__ - 2;
+
+__attribute__((always_inline)) inline std::vector<std::uintptr_t> middle_inlined() {
+  return inner_inlined();
+}
+constexpr unsigned middle_inlined_line = __LINE__ - 2;
+
+volatile int nested_inline_calls = 0; // tells this function's code from calls_inlined_helper's
+
+__attribute__((noinline)) std::vector<std::uintptr_t> calls_nested_inlines() {
+  std::vector<std::uintptr_t> stack = middle_inlined();
+  nested_inline_calls = nested_inline_calls + 1;
+  return stack;
+}
+constexpr unsigned calls_nested_inlines_line = __LINE__ - 4;
+
 // The same stack through the cache and through unw_backtrace. Only the return addresses into
 // this function differ: the two calls sit at different places in it.
 struct TwoCaptures {
@@ -141,6 +161,24 @@ TEST(HeapSymbols, InlinedFramesShareTheAddressAndNameTheirCallSites) {
   EXPECT_NE(frames[1].function.find("calls_inlined_helper"), std::string::npos);
   EXPECT_EQ(frames[1].line, calls_inlined_helper_line);
   EXPECT_EQ(frames[1].file, "symbols_test.cpp");
+}
+
+TEST(HeapSymbols, NestedInlinedFramesComeInnermostFirst) {
+  const std::vector<std::uintptr_t> stack = calls_nested_inlines();
+  hotscope::symbols::Symbolizer symbolizer;
+  const auto into_caller = std::find_if(stack.begin(), stack.end(), [&](std::uintptr_t address) {
+    const auto& frames = symbolizer.resolve(address - 1);
+    return frames.back().function.find("calls_nested_inlines") != std::string::npos;
+  });
+  ASSERT_NE(into_caller, stack.end());
+  const std::vector<Frame>& frames = symbolizer.resolve(*into_caller - 1);
+  ASSERT_EQ(frames.size(), 3u);
+  EXPECT_NE(frames[0].function.find("inner_inlined"), std::string::npos);
+  EXPECT_EQ(frames[0].line, inner_inlined_line);
+  EXPECT_NE(frames[1].function.find("middle_inlined"), std::string::npos);
+  EXPECT_EQ(frames[1].line, middle_inlined_line);
+  EXPECT_NE(frames[2].function.find("calls_nested_inlines"), std::string::npos);
+  EXPECT_EQ(frames[2].line, calls_nested_inlines_line);
 }
 
 TEST(HeapSymbols, UnknownAddressesStillGetAFrame) {
