@@ -216,6 +216,10 @@ public:
     return at_sample_point(bytes, plan);
   }
 
+  // Where the countdown of bytes to the next sample point is: the x86-64 malloc entry
+  // (interposer.cpp) reads it without a call.
+  static constexpr std::size_t countdown_offset() { return offsetof(Sampler, remaining_); }
+
 private:
   bool at_sample_point(std::uint64_t bytes, SamplingPlan& plan);
   std::uint64_t next_interval(const SamplingPlan& plan);
@@ -248,10 +252,14 @@ public:
     return (bits_[i / 64].load(std::memory_order_relaxed) >> (i % 64) & 1) != 0;
   }
 
-private:
+  // The hash and the layout the x86-64 free entry (interposer.cpp) repeats in assembly.
   static constexpr unsigned bits = 16;
+  static constexpr std::uint64_t multiplier = 0x9E3779B97F4A7C15ull;
+  static constexpr std::size_t bits_offset() { return offsetof(SampledAddresses, bits_); }
+
+private:
   static std::size_t index(std::uintptr_t address) {
-    return static_cast<std::size_t>((address * 0x9E3779B97F4A7C15ull) >> (64 - bits));
+    return static_cast<std::size_t>((address * multiplier) >> (64 - bits));
   }
   std::atomic<std::uint64_t> bits_[(std::size_t{1} << bits) / 64] = {};
   std::uint32_t counts_[std::size_t{1} << bits] = {}; // only under the owner's lock

@@ -146,4 +146,27 @@ TEST(HeapSampled, FullModeWritesTheExactFiguresAsPprofToo) {
   EXPECT_EQ(pprof_total(dir / "heap.pb.gz", "inuse_objects"), totals.end_blocks);
 }
 
+// The bootstrap arena serves the heap library's own start-up (a C library whose dlsym allocates
+// while the real allocator is looked up): free's short path must send those blocks to the hooks,
+// never to the real free, which would abort the program.
+TEST(HeapSampled, BootstrapArenaBlocksNeverReachTheRealFree) {
+  for (const std::string mode : {"sampled", "full"}) {
+    const hotscope::testing::ScratchDir scratch("sampled-arena-" + mode);
+    const fs::path& dir = scratch.path();
+    const int status =
+        std::system(("env HOTSCOPE_OUT=" + dir.string() + " HOTSCOPE_HEAP_MODE=" + mode +
+                     " HOTSCOPE_HEAP_SAMPLE_BYTES=4096 HOTSCOPE_HEAP_SUMMARY=0 LD_PRELOAD='" +
+                     ARENA_SHIM + " " + HOTSCOPE_PRELOAD + "' " + ARENA_PROGRAM + " >" +
+                     (dir / "out.txt").string() + " 2>" + (dir / "err.txt").string())
+                        .c_str());
+    ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+        << mode << ": " << slurp(dir / "err.txt");
+    std::smatch match;
+    const std::string out = slurp(dir / "out.txt");
+    ASSERT_TRUE(std::regex_search(out, match, std::regex(R"(arena blocks freed: (\d+))"))) << out;
+    EXPECT_GT(std::stoi(match[1]), 0) << mode << ": the shim's blocks did not come from the arena";
+    EXPECT_GT(dhat_totals(dir / "heap.json").blocks, 0u) << mode;
+  }
+}
+
 } // namespace

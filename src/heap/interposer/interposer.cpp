@@ -59,7 +59,7 @@ struct RealAllocator {
   void* (*memalign)(std::size_t, std::size_t);
   int (*pthread_create)(pthread_t*, const pthread_attr_t*, void* (*)(void*), void*);
 };
-RealAllocator real;
+RealAllocator real asm("hotscope_real");
 
 enum : int { Unresolved, Resolving, Resolved };
 std::atomic<int> real_state{Unresolved};
@@ -77,6 +77,11 @@ struct Inside {
 constexpr std::size_t arena_size = 1 << 16;
 alignas(4096) unsigned char arena[arena_size];
 std::atomic<std::size_t> arena_used{0};
+// Its blocks, in the order they were handed out (see enable_sampling_fast).
+constexpr unsigned max_arena_blocks = 64;
+std::atomic<std::uintptr_t> arena_blocks[max_arena_blocks];
+std::atomic<unsigned> arena_block_count{0};
+void note_arena_block(void* block);
 
 bool in_arena(const void* pointer) {
   const auto* byte = static_cast<const unsigned char*>(pointer);
@@ -93,6 +98,7 @@ void* arena_allocate(std::size_t size, std::size_t alignment) {
     }
     if (arena_used.compare_exchange_weak(used, start + size)) {
       std::memcpy(arena + start - sizeof(std::size_t), &size, sizeof(size));
+      note_arena_block(arena + start);
       return arena + start;
     }
   }
@@ -196,13 +202,49 @@ std::atomic<int> phase{NotStarted};
 bool sampling = false; // set before phase becomes Recording, then constant
 // True while phase is Recording in the sampled mode, with the real functions known: malloc and
 // free then take the fast path (one flag, the countdown or the address counters, the real call).
-std::atomic<bool> sampling_fast{false};
-__thread heap::Sampler thread_sampler __attribute__((tls_model("initial-exec")));
+std::atomic<bool> sampling_fast asm("hotscope_sampling_fast"){false};
+__thread heap::Sampler thread_sampler asm("hotscope_thread_sampler")
+    __attribute__((tls_model("initial-exec")));
 // The sampled mode's; outside State, so the fast path reaches them without a pointer load.
 heap::SamplingPlan plan;
-heap::SampledAddresses sampled_addresses; // frees that need the lock
+heap::SampledAddresses
+    sampled_addresses asm("hotscope_sampled_addresses"); // frees that need the lock
 alignas(State) unsigned char state_storage[sizeof(State)];
 State* state_pointer = nullptr;
+
+// free's short path sends a block to the hooks only when its bit in sampled_addresses is set, so
+// the bootstrap arena's blocks, which must never reach the real free, are added there (and
+// never removed: the hooks do not pass them on) before the short path is enabled. Both sides
+// are sequentially consistent: a block noted too late to be added sees the short path enabled,
+// or the enabling thread sees it noted; either turns the short path off for good.
+void note_arena_block(void* block) {
+  const unsigned index = arena_block_count.fetch_add(1);
+  if (index < max_arena_blocks) {
+    arena_blocks[index].store(reinterpret_cast<std::uintptr_t>(block));
+  }
+  if (sampling_fast.load()) {
+    sampling_fast.store(false);
+  }
+}
+
+// Called once, while the state is built (nothing is recorded yet), with the real functions known.
+void enable_sampling_fast() {
+  const unsigned count = arena_block_count.load();
+  if (count > max_arena_blocks) {
+    return;
+  }
+  for (unsigned i = 0; i < count; ++i) {
+    std::uintptr_t block = 0;
+    while ((block = arena_blocks[i].load()) == 0) {
+      sched_yield(); // noted, its address not stored yet
+    }
+    sampled_addresses.add(block);
+  }
+  sampling_fast.store(true);
+  if (arena_block_count.load() != count) {
+    sampling_fast.store(false);
+  }
+}
 
 std::uint64_t monotonic_ns() {
   timespec now{};
@@ -321,8 +363,9 @@ State* recording_state() {
     pthread_atfork(before_fork, after_fork_in_parent, after_fork_in_child);
     state_pointer = state;
     // The fast path calls the real functions without resolving them.
-    sampling_fast.store(sampling && real_state.load(std::memory_order_acquire) == Resolved,
-                        std::memory_order_release);
+    if (sampling && real_state.load(std::memory_order_acquire) == Resolved) {
+      enable_sampling_fast();
+    }
     phase.store(Recording, std::memory_order_release);
     return state;
   }
@@ -576,9 +619,9 @@ __attribute__((noinline)) void release_unsampled(void* pointer, const void* call
 
 // Small enough to be inlined into free, whose frame then tail-calls the real free.
 inline void release_block(void* pointer, const void* caller) {
-  // The sampled mode's common case first: a block whose counter is 0 was not sampled, whoever
-  // frees it (free(nullptr) included).
-  if (__builtin_expect(sampling_fast.load(std::memory_order_acquire), 1) && !in_arena(pointer) &&
+  // The sampled mode's common case first: a block whose bit is clear was not sampled, whoever
+  // frees it (free(nullptr) included), and is not the arena's.
+  if (__builtin_expect(sampling_fast.load(std::memory_order_acquire), 1) &&
       !sampled_addresses.may_contain(reinterpret_cast<std::uintptr_t>(pointer))) {
     real.free(pointer);
     return;
@@ -924,13 +967,80 @@ HOTSCOPE_EXPORT int pthread_create(pthread_t* thread, const pthread_attr_t* attr
   return result;
 }
 
-HOTSCOPE_EXPORT void* malloc(std::size_t size) noexcept {
+// The whole of malloc and free. Their own frames see the program's call site as their return
+// address: on x86-64 the entries below jump here (no call) when their short path does not apply.
+extern "C" __attribute__((visibility("hidden"))) void* hotscope_malloc(std::size_t size) noexcept {
   return allocate(size, __builtin_return_address(0));
 }
 
-HOTSCOPE_EXPORT void free(void* pointer) noexcept {
+extern "C" __attribute__((visibility("hidden"))) void hotscope_free(void* pointer) noexcept {
   release_block(pointer, __builtin_return_address(0));
 }
+
+#if defined(__x86_64__)
+// malloc and free for the sampled mode's common case, as allocate() and release_block() do it,
+// without a frame of their own: the compiler keeps one in any function that reads its return
+// address, and cannot be made to tail-call the real allocator. Any other case jumps to the
+// hooks above, which then see the program's call site as their return address.
+static_assert(offsetof(RealAllocator, malloc) == 0 && offsetof(RealAllocator, free) == 8);
+static_assert(sizeof(sampling_fast) == 1 && heap::Sampler::countdown_offset() == 0);
+static_assert(heap::SampledAddresses::bits == 16 && heap::SampledAddresses::bits_offset() == 0 &&
+              heap::SampledAddresses::multiplier == 0x9E3779B97F4A7C15ull);
+#if defined(__CET__) && (__CET__ & 1)
+#define HOTSCOPE_BRANCH_TARGET "endbr64\n"
+#else
+#define HOTSCOPE_BRANCH_TARGET ""
+#endif
+asm(R"(
+  .pushsection .text
+  .globl malloc
+  .type malloc, @function
+  .p2align 4
+malloc:
+  .cfi_startproc
+  )" HOTSCOPE_BRANCH_TARGET R"(
+  cmpb $0, hotscope_sampling_fast(%rip)
+  je hotscope_malloc
+  cmpq $1, %rdi
+  movq %rdi, %rax
+  adcq $0, %rax                       # bytes: a request of 0 counts as 1
+  movq hotscope_thread_sampler@gottpoff(%rip), %rcx
+  movq %fs:(%rcx), %rdx               # bytes to this thread's next sample point
+  cmpq %rdx, %rax
+  jae hotscope_malloc                 # a sample point
+  subq %rax, %rdx
+  movq %rdx, %fs:(%rcx)
+  jmp *hotscope_real(%rip)            # the real malloc
+  .cfi_endproc
+  .size malloc, .-malloc
+
+  .globl free
+  .type free, @function
+  .p2align 4
+free:
+  .cfi_startproc
+  )" HOTSCOPE_BRANCH_TARGET R"(
+  cmpb $0, hotscope_sampling_fast(%rip)
+  je hotscope_free
+  movabsq $0x9E3779B97F4A7C15, %rax
+  imulq %rdi, %rax
+  shrq $48, %rax                      # the bucket
+  movq %rax, %rdx
+  shrq $6, %rdx
+  leaq hotscope_sampled_addresses(%rip), %rcx
+  movq (%rcx,%rdx,8), %rdx            # the bucket's word of bits
+  btq %rax, %rdx
+  jc hotscope_free                    # maybe a live sampled block, or the arena's
+  jmp *hotscope_real+8(%rip)          # the real free
+  .cfi_endproc
+  .size free, .-free
+  .popsection
+)");
+#undef HOTSCOPE_BRANCH_TARGET
+#else
+HOTSCOPE_EXPORT void* malloc(std::size_t size) noexcept __attribute__((alias("hotscope_malloc")));
+HOTSCOPE_EXPORT void free(void* pointer) noexcept __attribute__((alias("hotscope_free")));
+#endif
 
 HOTSCOPE_EXPORT void* calloc(std::size_t count, std::size_t size) noexcept {
   std::size_t bytes = 0;
