@@ -242,7 +242,10 @@ std::size_t cached_unwind(std::uintptr_t capture_frame, const CodeRanges& skip,
       if (same) {
         ++cache->hits;
         remembered = &entry.id;
-        return keep({entry.frames.data(), entry.count}, entry.first, out);
+        // The caller knows this stack by its id: the frames need not be copied out.
+        return entry.id == unknown_stack
+                   ? keep({entry.frames.data(), entry.count}, entry.first, out)
+                   : 0;
       }
     }
   }

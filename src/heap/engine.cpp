@@ -207,14 +207,38 @@ bool Engine::free(std::uintptr_t address, std::uint64_t now) {
   return true;
 }
 
-bool Engine::realloc(std::uintptr_t old_address, std::uintptr_t new_address, std::size_t size,
-                     std::uint64_t now) {
-  LiveBlock* found = live_.find(old_address);
-  if (found == nullptr) {
-    ++unknown_reallocs_;
-    return false;
+void Engine::realloc_begin(std::uint64_t key, std::uintptr_t old_address) {
+  Reallocating entry{key, old_address, {}};
+  if (!live_.take(old_address, entry.block)) {
+    entry.old_address = 0;
   }
-  LiveBlock block = *found;
+  reallocating_.push_back(entry);
+}
+
+void Engine::realloc_end(std::uint64_t key, std::uintptr_t new_address, std::size_t size,
+                         StackId stack, std::uint64_t now) {
+  const auto found = std::find_if(reallocating_.begin(), reallocating_.end(),
+                                  [key](const Reallocating& entry) { return entry.key == key; });
+  Reallocating entry{key, 0, {}};
+  if (found != reallocating_.end()) {
+    entry = *found;
+    reallocating_.erase(found);
+  }
+  if (entry.old_address == 0) {
+    ++unknown_reallocs_;
+    if (new_address != 0) {
+      alloc(new_address, size, stack, now);
+    }
+    return;
+  }
+  LiveBlock block = entry.block;
+  if (new_address == 0) {
+    live_.insert(entry.old_address, block);
+    if (size == 0) { // realloc(p, 0) freed the block (glibc's behaviour, and valgrind's count)
+      free(entry.old_address, now);
+    }
+    return;
+  }
   const std::uint64_t bytes = dhat_size(size);
   if (bytes < block.size) {
     check_for_peak();
@@ -225,13 +249,7 @@ bool Engine::realloc(std::uintptr_t old_address, std::uintptr_t new_address, std
   site.curr_bytes = site.curr_bytes - block.size + bytes;
   grow(site, bytes, now);
   block.size = bytes;
-  if (new_address == old_address) {
-    *found = block;
-  } else {
-    live_.erase(old_address);
-    live_.insert(new_address, block);
-  }
-  return true;
+  live_.insert(new_address, block);
 }
 
 void Engine::restart(std::uint64_t now) {

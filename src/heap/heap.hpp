@@ -150,13 +150,23 @@ public:
   void alloc(std::uintptr_t address, std::size_t size, StackId stack, std::uint64_t now);
   // Returns false, and counts it, when `address` is not a live block.
   bool free(std::uintptr_t address, std::uint64_t now);
-  // A known block resized (and maybe moved): it keeps its site and allocation time and counts
-  // as a new allocation of `size` bytes. Size 0 counts as 1 byte. Returns false, and counts
-  // it, when `old_address` is not a live block; the caller then records `alloc` instead.
-  bool realloc(std::uintptr_t old_address, std::uintptr_t new_address, std::size_t size,
-               std::uint64_t now);
+  // A realloc, in two steps: the first before the real call (its old address may be handed out
+  // again as soon as the call returns), the second after it. With nothing in between they count
+  // as valgrind counts a realloc.
+  // Step one takes the block at `old_address` out of the live blocks, figures unchanged, and
+  // keeps it under `key` (a number no other realloc in progress has) for step two.
+  void realloc_begin(std::uint64_t key, std::uintptr_t old_address);
+  // Step two. A known block resized (and maybe moved to `new_address`) keeps its site and
+  // allocation time and counts as a new allocation of `size` bytes (0 counts as 1). A failed
+  // call (`new_address` 0) leaves it as it was, unless `size` was 0: then it was freed. An
+  // unknown block is counted, and its new address recorded as an allocation at `stack`.
+  void realloc_end(std::uint64_t key, std::uintptr_t new_address, std::size_t size, StackId stack,
+                   std::uint64_t now);
 
   bool is_live(std::uintptr_t address) const { return live_.find(address) != nullptr; }
+  // The interned stacks: ids from 0 to stack_count() - 1.
+  std::size_t stack_count() const { return stacks_.size(); }
+  std::span<const std::uintptr_t> stack(StackId id) const { return stacks_.stack(id); }
   std::uint64_t live_bytes() const { return curr_bytes_; }
   Totals totals() const {
     return {total_bytes_, total_blocks_, curr_bytes_, curr_blocks_, max_bytes_, max_blocks_};
@@ -176,6 +186,12 @@ private:
   StackTable stacks_;
   std::vector<SiteCounts> sites_; // indexed by StackId
   LiveTable live_;
+  struct Reallocating {
+    std::uint64_t key;
+    std::uintptr_t old_address; // 0: not a live block
+    LiveBlock block;
+  };
+  std::vector<Reallocating> reallocating_; // between the two steps (one per thread at most)
 
   std::uint64_t total_bytes_ = 0;
   std::uint64_t total_blocks_ = 0;
@@ -186,6 +202,109 @@ private:
   std::uint64_t gmax_time_ = 0;
   std::uint64_t unknown_frees_ = 0;
   std::uint64_t unknown_reallocs_ = 0;
+};
+
+// ---- Full mode: allocation events in one order, from any number of threads ----
+
+// One allocation event, as an allocating thread hands it to the engine's owner.
+struct HeapEvent {
+  enum Kind : std::uint32_t { Alloc, Free, ReallocBegin, ReallocEnd };
+  std::uint64_t sequence = 0; // the event's place in the global order (set by EventLog)
+  std::uint64_t time = 0;
+  std::uintptr_t address = 0; // the block; for ReallocEnd its new address (0: the call failed)
+  std::uint64_t begin = 0;    // ReallocEnd: the sequence number of its ReallocBegin
+  std::uint64_t size = 0;     // Alloc, ReallocEnd
+  StackId stack = 0;          // Alloc, ReallocEnd (used when the old block is unknown)
+  Kind kind = Alloc;
+};
+
+// Lets the allocating threads hand their events over without a lock, and one drainer at a time
+// apply them in a single global order: each event takes the next number from one counter when
+// it is appended to its thread's ring, and the drainer applies them by number. A thread takes
+// its number where the order matters (after the real malloc returned the block, before the
+// real free gave it back), so a block handed from a free on one thread to a malloc on another
+// is freed before it is allocated again, as the allocator saw it.
+class EventLog {
+public:
+  static constexpr std::size_t ring_capacity = 1024; // events per thread
+
+  // One thread's events. Opened by the thread, closed when it ends; a closed ring is reused by
+  // a new thread once the drainer has emptied it.
+  class Ring {
+    friend class EventLog;
+    // The owning thread's side.
+    std::atomic<std::uint64_t> write_{0}; // events made visible
+    std::uint64_t room_until_ = 0;        // write_ may reach this without reading read_
+    // The drainer's side.
+    alignas(64) std::atomic<std::uint64_t> read_{0}; // events applied (or dropped)
+    std::uint64_t visible_ = 0;                      // write_ as the drainer last read it
+    std::atomic<bool> open_{true};
+    Ring* next_ = nullptr; // set before the ring is listed, then constant
+    alignas(64) HeapEvent slots_[ring_capacity];
+
+    const HeapEvent* head(); // the drainer's next event, or nullptr
+    void pop();
+  };
+
+  EventLog() = default;
+  ~EventLog();
+  EventLog(const EventLog&) = delete;
+  EventLog& operator=(const EventLog&) = delete;
+
+  Ring* open_ring(); // nullptr without memory
+  void close_ring(Ring& ring);
+
+  // The calling thread's next event in its `ring`, to be filled in and then committed. While
+  // the ring is full it calls `make_room()` (which drains, or waits for a drainer) and looks
+  // again.
+  template <class MakeRoom> HeapEvent& reserve(Ring& ring, MakeRoom&& make_room) {
+    const std::uint64_t at = ring.write_.load(std::memory_order_relaxed);
+    while (at == ring.room_until_) {
+      ring.room_until_ = ring.read_.load(std::memory_order_acquire) + ring_capacity;
+      if (at != ring.room_until_) {
+        break;
+      }
+      make_room();
+    }
+    return ring.slots_[at % ring_capacity];
+  }
+
+  // Numbers the reserved event and makes it visible; returns its number. From the number being
+  // taken to the event being visible are a few instructions that neither wait nor call out.
+  std::uint64_t commit(Ring& ring) {
+    const std::uint64_t at = ring.write_.load(std::memory_order_relaxed);
+    HeapEvent& event = ring.slots_[at % ring_capacity];
+    event.sequence = next_.fetch_add(1, std::memory_order_acq_rel);
+    ring.write_.store(at + 1, std::memory_order_release);
+    return event.sequence;
+  }
+
+  // Applies, in number order, every event whose turn has come (at most `limit`): it stops at the
+  // first number taken by a thread that has not made the event visible yet. With `wait_ns`,
+  // waits up to that long for such an event, then gives up on it: counted in lost(), and
+  // dropped if it comes later. Serialized by the caller. Returns how many events it applied.
+  std::size_t drain(const std::function<void(const HeapEvent&)>& apply, std::uint64_t wait_ns = 0,
+                    std::uint64_t limit = UINT64_MAX);
+
+  // Events given up on (see drain). Drainer only.
+  std::uint64_t lost() const { return lost_; }
+
+  // The most events waiting in one ring, and in all rings (any thread may ask: a passing view).
+  struct Backlog {
+    std::uint64_t largest = 0;
+    std::uint64_t total = 0;
+  };
+  Backlog backlog() const;
+
+private:
+  Ring* ring_with_head(std::uint64_t sequence);
+
+  // On cache lines of their own: every thread takes numbers, the drainer moves on per event.
+  alignas(64) std::atomic<std::uint64_t> next_{0}; // the next number to hand out
+  alignas(64) std::uint64_t expected_ = 0;         // the next number to apply (drainer only)
+  std::uint64_t lost_ = 0;                         // drainer only
+  Ring* current_ = nullptr;           // where the last applied event came from (drainer only)
+  std::atomic<Ring*> rings_{nullptr}; // every ring ever opened: closed ones are reused
 };
 
 // ---- Sampled mode: Poisson byte sampling (docs/heap.md) ----
@@ -327,8 +446,9 @@ CodeRanges own_and_allocator_code(const void* address_in_own_object);
 // calling thread's stack; code without them yields a truncated or shifted stack.
 // With `remembered`, a stack found in the Libunwind unwinder's cache also gets a slot, kept with
 // the cached stack, where the caller can store the id it interned it as (`unknown_stack` until
-// then), and skip interning next time; nullptr when the stack is not cached. The slot belongs to
-// the calling thread; the ids must all come from one StackTable.
+// then), and skip interning next time; nullptr when the stack is not cached. When the slot holds
+// an id already, nothing is written to `out` and 0 returned: the caller has the stack's id. The
+// slot belongs to the calling thread; the ids must all come from one StackTable.
 inline constexpr StackId unknown_stack = ~StackId{0};
 std::size_t capture_stack(Unwinder unwinder, const CodeRanges& skip, std::span<std::uintptr_t> out,
                           StackId** remembered = nullptr);
@@ -370,5 +490,9 @@ ParsedOptions parse_options(const std::function<const char*(const char*)>& geten
 // they may have changed), so one kept across profiles resolves each address once, never stale.
 HeapProfile build_profile(const RawProfile& raw, std::string command, std::int64_t pid,
                           symbols::Symbolizer& symbolizer);
+
+// Resolves `stack`'s frames as build_profile does (up to main), so that a later profile finds
+// them in the symbolizer's cache.
+void symbolize_ahead(std::span<const std::uintptr_t> stack, symbols::Symbolizer& symbolizer);
 
 } // namespace hotscope::heap

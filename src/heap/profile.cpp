@@ -3,6 +3,7 @@
 #include "heap/heap.hpp"
 #include "symbols/symbols.hpp"
 
+#include <algorithm>
 #include <map>
 #include <unordered_map>
 
@@ -41,7 +42,21 @@ void merge_into(HeapSite& into, const HeapSite& from) {
   }
 }
 
+// True for the frames of main: the C runtime's start-up frames below it say nothing.
+bool is_main(const std::vector<symbols::Frame>& frames) {
+  return std::any_of(frames.begin(), frames.end(),
+                     [](const symbols::Frame& frame) { return frame.function == "main"; });
+}
+
 } // namespace
+
+void symbolize_ahead(std::span<const std::uintptr_t> stack, symbols::Symbolizer& symbolizer) {
+  for (const std::uintptr_t return_address : stack) {
+    if (is_main(symbolizer.resolve(return_address - 1))) {
+      break;
+    }
+  }
+}
 
 HeapProfile build_profile(const RawProfile& raw, std::string command, std::int64_t pid,
                           symbols::Symbolizer& symbolizer) {
@@ -70,11 +85,11 @@ HeapProfile build_profile(const RawProfile& raw, std::string command, std::int64
       if (inserted) {
         // The call instruction ends just before the return address.
         const std::uintptr_t call = return_address - 1;
-        known->second.in_main = false;
-        for (const symbols::Frame& frame : symbolizer.resolve(call)) {
+        const std::vector<symbols::Frame>& resolved = symbolizer.resolve(call);
+        for (const symbols::Frame& frame : resolved) {
           known->second.indices.push_back(table.index(symbols::describe(call, frame)));
-          known->second.in_main = known->second.in_main || frame.function == "main";
         }
+        known->second.in_main = is_main(resolved);
       }
       frames.insert(frames.end(), known->second.indices.begin(), known->second.indices.end());
       if (known->second.in_main) {

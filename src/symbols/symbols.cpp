@@ -254,7 +254,10 @@ struct Symbolizer::Session {
 
 Symbolizer::Symbolizer() : session_(std::make_unique<Session>()) {
   session_->callbacks.find_elf = dwfl_linux_proc_find_elf;
-  session_->callbacks.find_debuginfo = dwfl_standard_find_debuginfo;
+  // Separate debug information by build id, under the debug directories: the standard search
+  // falls back to debuginfod, which loads libdebuginfod (and with it curl and a TLS library) into
+  // the profiled process even where no server is configured.
+  session_->callbacks.find_debuginfo = dwfl_build_id_find_debuginfo;
   session_->callbacks.debuginfo_path = &session_->debuginfo_path;
   session_->dwfl = dwfl_begin(&session_->callbacks);
   session_->loaded = loaded_objects();

@@ -18,6 +18,13 @@ const SiteCounts& counts(const RawProfile& raw, StackId id) {
   return raw.sites.at(id).counts;
 }
 
+// A realloc that succeeds, its two steps with nothing in between (as on one thread).
+void reallocate(Engine& engine, std::uintptr_t old_address, std::uintptr_t new_address,
+                std::size_t size, std::uint64_t now) {
+  engine.realloc_begin(now, old_address);
+  engine.realloc_end(now, new_address, size, 0, now);
+}
+
 TEST(HeapEngine, InternsEachDistinctStackOnce) {
   Engine engine;
   const StackId a = engine.intern(stack_a);
@@ -39,9 +46,9 @@ TEST(HeapEngine, CountsAllocationsReallocsAndFreesAsValgrind) {
   const StackId c = engine.intern(stack_c);
   engine.alloc(0xA0, 100, a, 0);
   engine.alloc(0xB0, 50, b, 1);
-  ASSERT_TRUE(engine.realloc(0xB0, 0xB8, 200, 2)); // grows and moves: the new global peak
-  ASSERT_TRUE(engine.free(0xA0, 3));               // leaves the peak: gb/gbk are taken here
-  engine.alloc(0xC0, 0, c, 4);                     // malloc(0) counts as 1 byte
+  reallocate(engine, 0xB0, 0xB8, 200, 2); // grows and moves: the new global peak
+  ASSERT_TRUE(engine.free(0xA0, 3));      // leaves the peak: gb/gbk are taken here
+  engine.alloc(0xC0, 0, c, 4);            // malloc(0) counts as 1 byte
   EXPECT_TRUE(engine.is_live(0xB8));
   EXPECT_FALSE(engine.is_live(0xB0));
   EXPECT_EQ(engine.live_bytes(), 201u);
@@ -109,7 +116,7 @@ TEST(HeapEngine, ShrinkingReallocLeavesThePeakFirst) {
   Engine engine;
   const StackId a = engine.intern(stack_a);
   engine.alloc(0x10, 100, a, 0);
-  ASSERT_TRUE(engine.realloc(0x10, 0x10, 10, 1));
+  reallocate(engine, 0x10, 0x10, 10, 1);
   const RawProfile raw = engine.snapshot(2);
   EXPECT_EQ(raw.gmax_time, 0u);
   EXPECT_EQ(counts(raw, a).gmax_bytes, 100u);
@@ -142,12 +149,68 @@ TEST(HeapEngine, UnknownPointersAreCountedAndChangeNothing) {
   engine.alloc(0x10, 8, a, 0);
   EXPECT_FALSE(engine.free(0x999, 1));
   EXPECT_FALSE(engine.free(0x11, 1)); // inside a block is not the block
-  EXPECT_FALSE(engine.realloc(0x998, 0x40, 16, 1));
   const RawProfile raw = engine.snapshot(2);
   EXPECT_EQ(raw.unknown_frees, 2u);
-  EXPECT_EQ(raw.unknown_reallocs, 1u);
   EXPECT_EQ(counts(raw, a).total_blocks, 1u);
   EXPECT_EQ(engine.live_bytes(), 8u);
+}
+
+// A realloc of an unknown block is counted, and its new block recorded at the realloc's stack.
+TEST(HeapEngine, UnknownReallocsAreCountedAndTheirBlocksRecorded) {
+  Engine engine;
+  const StackId a = engine.intern(stack_a);
+  const StackId b = engine.intern(stack_b);
+  engine.alloc(0x10, 8, a, 0);
+  engine.realloc_begin(1, 0x998);
+  engine.realloc_end(1, 0x40, 16, b, 1);
+  const RawProfile raw = engine.snapshot(2);
+  EXPECT_EQ(raw.unknown_reallocs, 1u);
+  EXPECT_EQ(counts(raw, b).total_blocks, 1u);
+  EXPECT_EQ(counts(raw, b).total_bytes, 16u);
+  EXPECT_EQ(engine.live_bytes(), 24u);
+}
+
+// A failed realloc leaves the block as it was; realloc(p, 0) that returns null freed it.
+TEST(HeapEngine, FailedReallocsKeepTheBlockAndReallocToZeroFreesIt) {
+  Engine engine;
+  const StackId a = engine.intern(stack_a);
+  engine.alloc(0x10, 100, a, 0);
+  engine.realloc_begin(1, 0x10);
+  engine.realloc_end(1, 0, 1 << 30, a, 1);
+  EXPECT_TRUE(engine.is_live(0x10));
+  EXPECT_EQ(engine.live_bytes(), 100u);
+  EXPECT_EQ(engine.totals().total_blocks, 1u);
+  engine.realloc_begin(2, 0x10);
+  engine.realloc_end(2, 0, 0, a, 3);
+  EXPECT_FALSE(engine.is_live(0x10));
+  const RawProfile raw = engine.snapshot(4);
+  EXPECT_EQ(counts(raw, a).curr_blocks, 0u);
+  EXPECT_EQ(counts(raw, a).lifetimes, 3u);
+  EXPECT_EQ(raw.unknown_frees + raw.unknown_reallocs, 0u);
+}
+
+// Another thread may get the old address from the allocator between the two steps, and free
+// the realloc's new address before it is handed to the realloc: both are told apart.
+TEST(HeapEngine, AddressesReusedBetweenTheStepsOfAReallocStayApart) {
+  Engine engine;
+  const StackId a = engine.intern(stack_a);
+  const StackId b = engine.intern(stack_b);
+  engine.alloc(0x10, 100, a, 0);
+  engine.alloc(0x20, 30, b, 1);
+  engine.realloc_begin(7, 0x10);
+  engine.free(0x20, 2);          // the other thread frees 0x20 ...
+  engine.alloc(0x10, 40, b, 3);  // ... gets 0x10, which the realloc gave back ...
+  engine.realloc_begin(8, 0x10); // ... and reallocs it in place
+  engine.realloc_end(8, 0x10, 40, b, 3);
+  engine.realloc_end(7, 0x20, 200, a, 4); // the first realloc's block moved to 0x20
+  EXPECT_EQ(engine.live_bytes(), 240u);
+  const RawProfile raw = engine.snapshot(5);
+  EXPECT_EQ(counts(raw, a).curr_bytes, 200u);
+  EXPECT_EQ(counts(raw, a).curr_blocks, 1u);
+  EXPECT_EQ(counts(raw, b).curr_bytes, 40u);
+  EXPECT_EQ(raw.unknown_frees + raw.unknown_reallocs, 0u);
+  EXPECT_TRUE(engine.free(0x20, 6));
+  EXPECT_TRUE(engine.free(0x10, 6));
 }
 
 TEST(HeapEngine, SnapshotLeavesTheEngineUnchanged) {
@@ -188,7 +251,8 @@ TEST(HeapEngine, TracksManyBlocksThroughGrowthAndDeletion) {
         continue;
       }
       const std::size_t size = 1 + next() % 100;
-      ASSERT_TRUE(engine.realloc(address, moved, size, ++now));
+      ASSERT_TRUE(engine.is_live(address));
+      reallocate(engine, address, moved, size, ++now);
       reference.erase(live);
       reference[moved] = size;
     } else {

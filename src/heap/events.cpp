@@ -1,0 +1,122 @@
+// EventLog (heap.hpp): per-thread rings of allocation events, applied in one global order.
+#include "heap/heap.hpp"
+
+#include <sched.h>
+
+#include <algorithm>
+#include <chrono>
+#include <new>
+
+namespace hotscope::heap {
+
+const HeapEvent* EventLog::Ring::head() {
+  const std::uint64_t at = read_.load(std::memory_order_relaxed);
+  if (at == visible_) {
+    visible_ = write_.load(std::memory_order_acquire);
+    if (at == visible_) {
+      return nullptr;
+    }
+  }
+  return &slots_[at % ring_capacity];
+}
+
+void EventLog::Ring::pop() {
+  read_.store(read_.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+}
+
+EventLog::~EventLog() {
+  for (Ring* ring = rings_.load(); ring != nullptr;) {
+    Ring* next = ring->next_;
+    delete ring;
+    ring = next;
+  }
+}
+
+EventLog::Ring* EventLog::open_ring() {
+  for (Ring* ring = rings_.load(std::memory_order_acquire); ring != nullptr; ring = ring->next_) {
+    bool open = false;
+    if (!ring->open_.load(std::memory_order_relaxed) &&
+        ring->read_.load(std::memory_order_acquire) ==
+            ring->write_.load(std::memory_order_relaxed) &&
+        ring->open_.compare_exchange_strong(open, true, std::memory_order_acquire)) {
+      return ring;
+    }
+  }
+  Ring* ring = new (std::nothrow) Ring;
+  if (ring == nullptr) {
+    return nullptr;
+  }
+  ring->room_until_ = ring_capacity;
+  ring->next_ = rings_.load(std::memory_order_relaxed);
+  while (!rings_.compare_exchange_weak(ring->next_, ring, std::memory_order_acq_rel)) {
+  }
+  return ring;
+}
+
+void EventLog::close_ring(Ring& ring) {
+  ring.open_.store(false, std::memory_order_release);
+}
+
+EventLog::Backlog EventLog::backlog() const {
+  Backlog backlog;
+  for (Ring* ring = rings_.load(std::memory_order_acquire); ring != nullptr; ring = ring->next_) {
+    const std::uint64_t waiting =
+        ring->write_.load(std::memory_order_acquire) - ring->read_.load(std::memory_order_acquire);
+    backlog.largest = std::max(backlog.largest, waiting);
+    backlog.total += waiting;
+  }
+  return backlog;
+}
+
+// Events older than `sequence` at a ring's head were given up on: they are dropped on the way.
+EventLog::Ring* EventLog::ring_with_head(std::uint64_t sequence) {
+  for (Ring* ring = rings_.load(std::memory_order_acquire); ring != nullptr; ring = ring->next_) {
+    const HeapEvent* head = ring->head();
+    while (head != nullptr && head->sequence < sequence) {
+      ring->pop();
+      head = ring->head();
+    }
+    if (head != nullptr && head->sequence == sequence) {
+      return ring;
+    }
+  }
+  return nullptr;
+}
+
+std::size_t EventLog::drain(const std::function<void(const HeapEvent&)>& apply,
+                            std::uint64_t wait_ns, std::uint64_t limit) {
+  using Clock = std::chrono::steady_clock;
+  std::size_t applied = 0;
+  Clock::time_point waiting_since{};
+  while (applied < limit) {
+    const HeapEvent* head = current_ == nullptr ? nullptr : current_->head();
+    if (head == nullptr || head->sequence != expected_) {
+      current_ = ring_with_head(expected_);
+      head = current_ == nullptr ? nullptr : current_->head();
+    }
+    if (head == nullptr) {
+      if (wait_ns == 0 || next_.load(std::memory_order_acquire) == expected_) {
+        return applied;
+      }
+      // Numbered, not visible yet: its thread is inside commit().
+      const Clock::time_point now = Clock::now();
+      if (waiting_since == Clock::time_point{}) {
+        waiting_since = now;
+      } else if (now - waiting_since > std::chrono::nanoseconds(wait_ns)) {
+        ++lost_;
+        ++expected_;
+        waiting_since = {};
+      }
+      sched_yield();
+      continue;
+    }
+    waiting_since = {};
+    apply(*head);
+    current_->pop();
+    ++expected_;
+    ++applied;
+  }
+  return applied;
+}
+
+} // namespace hotscope::heap
