@@ -485,36 +485,45 @@ void close_thread_ring(void* ring) {
   thread_ring = nullptr;
 }
 
-// Appends a full-mode event to the calling thread's ring; returns its sequence number (0 when
-// it could not: counted). A full ring is emptied by draining it here, unless another thread
-// holds the mutex (then that one drains, or will).
-std::uint64_t append_event(State& state, heap::HeapEvent::Kind kind, std::uintptr_t address,
-                           std::uint64_t size = 0, heap::StackId stack = 0,
-                           std::uint64_t begin = 0) {
-  if (thread_ring == nullptr) {
-    pthread_once(&ring_key_once, [] { pthread_key_create(&ring_key, close_thread_ring); });
-    thread_ring = state.events.open_ring();
-    if (thread_ring == nullptr) {
-      events_without_ring.fetch_add(1, std::memory_order_relaxed);
-      return 0;
-    }
+// The calling thread's ring, opened on its first event; nullptr without memory.
+__attribute__((noinline)) heap::EventLog::Ring* open_thread_ring(State& state) {
+  pthread_once(&ring_key_once, [] { pthread_key_create(&ring_key, close_thread_ring); });
+  thread_ring = state.events.open_ring();
+  if (thread_ring != nullptr) {
     pthread_setspecific(ring_key, thread_ring); // closed when the thread ends
   }
-  heap::HeapEvent& event = state.events.reserve(*thread_ring, [&state] {
-    if (state.mutex.try_lock()) {
-      drain_events(state);
-      state.mutex.unlock();
-    } else {
-      sched_yield();
-    }
-  });
+  return thread_ring;
+}
+
+// The calling thread's ring is full: drains it here, unless another thread holds the mutex (then
+// that one drains, or will).
+__attribute__((noinline)) void make_room(State& state) {
+  if (state.mutex.try_lock()) {
+    drain_events(state);
+    state.mutex.unlock();
+  } else {
+    sched_yield();
+  }
+}
+
+// Appends a full-mode event to the calling thread's ring; returns its sequence number (0 when
+// it could not: counted).
+inline std::uint64_t append_event(State& state, heap::HeapEvent::Kind kind, std::uintptr_t address,
+                                  std::uint64_t size = 0, heap::StackId stack = 0,
+                                  std::uint64_t begin = 0) {
+  heap::EventLog::Ring* ring = thread_ring;
+  if (__builtin_expect(ring == nullptr, 0) && (ring = open_thread_ring(state)) == nullptr) {
+    events_without_ring.fetch_add(1, std::memory_order_relaxed);
+    return 0;
+  }
+  heap::HeapEvent& event = state.events.reserve(*ring, [&state] { make_room(state); });
   event.kind = kind;
   event.address = address;
   event.size = size;
   event.stack = stack;
   event.begin = begin;
   event.time = raw_ticks(state);
-  return state.events.commit(*thread_ring);
+  return state.events.commit(*ring);
 }
 
 // The calling thread's stack above the hooks, interned: its id is kept with the thread's cached
