@@ -92,11 +92,15 @@ __attribute__((noinline)) TwoCaptures via_second_caller() {
   return both;
 }
 
+// The slot of the stack captured here; `written`: how many frames the capture wrote.
 __attribute__((noinline)) hotscope::heap::StackId*
-remembered_slot(hotscope::heap::Unwinder unwinder) {
+remembered_slot(hotscope::heap::Unwinder unwinder, std::size_t* written = nullptr) {
   std::array<std::uintptr_t, 32> frames{};
   hotscope::heap::StackId* remembered = nullptr;
-  hotscope::heap::capture_stack(unwinder, {}, frames, &remembered);
+  const std::size_t count = hotscope::heap::capture_stack(unwinder, {}, frames, &remembered);
+  if (written != nullptr) {
+    *written = count;
+  }
   asm volatile("" ::: "memory");
   return remembered;
 }
@@ -238,11 +242,15 @@ TEST(HeapCapture, TheCachedStackKeepsTheIdItWasInternedAs) {
   using hotscope::heap::Unwinder;
   hotscope::heap::StackId* first = nullptr;
   for (int round = 0; round < 3; ++round) { // the same stack each time
-    hotscope::heap::StackId* slot = remembered_slot(Unwinder::Libunwind);
+    std::size_t written = 0;
+    hotscope::heap::StackId* slot = remembered_slot(Unwinder::Libunwind, &written);
     ASSERT_NE(slot, nullptr);
     if (round == 0) {
+      EXPECT_GT(written, 0u);
       first = slot;
       *slot = 7; // what the caller interned it as
+    } else {
+      EXPECT_EQ(written, 0u) << "the caller has the id: no frames are copied";
     }
     EXPECT_EQ(slot, first);
     EXPECT_EQ(*slot, 7u);

@@ -998,6 +998,16 @@ __attribute__((destructor)) void write_report() {
   }
   std::uint64_t sampled_allocations = 0;
   const heap::RawProfile raw = take_raw(state, true, &sampled_allocations);
+  std::uint64_t lost_events = events_without_ring.load(std::memory_order_relaxed);
+  {
+    const std::lock_guard lock(state.mutex);
+    lost_events += state.events.lost();
+  }
+  if (lost_events > 0) {
+    print_error("hotscope heap: " + std::to_string(lost_events) +
+                " allocation events could not be recorded (no memory for a thread's event ring, "
+                "or a thread stopped while handing one over): the figures miss them");
+  }
   const hotscope::HeapProfile profile = profile_of(raw);
   const std::filesystem::path path = report_path(state.options, ".json");
   const std::filesystem::path pprof_path = report_path(state.options, ".pb.gz");
