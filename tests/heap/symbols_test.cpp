@@ -149,16 +149,24 @@ TEST(HeapSymbols, FramePointerStackFindsTheSameCaller) {
   EXPECT_EQ(outer->line, captured.line);
 }
 
-TEST(HeapSymbols, InlinedFramesShareTheAddressAndNameTheirCallSites) {
-  const std::vector<std::uintptr_t> stack = calls_inlined_helper();
+// The frames at the return address into `function` (the outermost of them is `function`'s own,
+// holding the call): empty when the stack does not pass through it.
+std::vector<Frame> frames_returning_into(const std::vector<std::uintptr_t>& stack,
+                                         const std::string& function) {
   hotscope::symbols::Symbolizer symbolizer;
+  for (const std::uintptr_t address : stack) {
+    const std::vector<Frame>& frames = symbolizer.resolve(address - 1);
+    if (frames.back().function.find(function) != std::string::npos) {
+      return frames;
+    }
+  }
+  return {};
+}
+
+TEST(HeapSymbols, InlinedFramesShareTheAddressAndNameTheirCallSites) {
   // The return address into calls_inlined_helper() lies inside the inlined helper's body.
-  const auto into_caller = std::find_if(stack.begin(), stack.end(), [&](std::uintptr_t address) {
-    const auto& frames = symbolizer.resolve(address - 1);
-    return frames.back().function.find("calls_inlined_helper") != std::string::npos;
-  });
-  ASSERT_NE(into_caller, stack.end());
-  const std::vector<Frame>& frames = symbolizer.resolve(*into_caller - 1);
+  const std::vector<Frame> frames =
+      frames_returning_into(calls_inlined_helper(), "calls_inlined_helper");
   ASSERT_EQ(frames.size(), 2u);
   EXPECT_NE(frames[0].function.find("inlined_helper"), std::string::npos);
   EXPECT_EQ(frames[0].line, inlined_helper_line);
@@ -168,14 +176,8 @@ TEST(HeapSymbols, InlinedFramesShareTheAddressAndNameTheirCallSites) {
 }
 
 TEST(HeapSymbols, NestedInlinedFramesComeInnermostFirst) {
-  const std::vector<std::uintptr_t> stack = calls_nested_inlines();
-  hotscope::symbols::Symbolizer symbolizer;
-  const auto into_caller = std::find_if(stack.begin(), stack.end(), [&](std::uintptr_t address) {
-    const auto& frames = symbolizer.resolve(address - 1);
-    return frames.back().function.find("calls_nested_inlines") != std::string::npos;
-  });
-  ASSERT_NE(into_caller, stack.end());
-  const std::vector<Frame>& frames = symbolizer.resolve(*into_caller - 1);
+  const std::vector<Frame> frames =
+      frames_returning_into(calls_nested_inlines(), "calls_nested_inlines");
   ASSERT_EQ(frames.size(), 3u);
   EXPECT_NE(frames[0].function.find("inner_inlined"), std::string::npos);
   EXPECT_EQ(frames[0].line, inner_inlined_line);
