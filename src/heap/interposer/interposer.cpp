@@ -453,9 +453,10 @@ void observe_allocation(std::size_t size) {
 std::size_t drain_events(State& state, std::uint64_t wait_ns = 0,
                          std::uint64_t limit = UINT64_MAX) {
   return state.events.drain(
-      [&state](const heap::HeapEvent& event) {
-        const std::uint64_t time = time_of(state, event.time);
-        switch (event.kind) {
+      [&state](const heap::HeapEvent& event, std::uintptr_t source) {
+        const std::uint64_t time = time_of(
+            state, state.start_ticks + heap::unwrap_time(event.wrapped_time(), state.latest_time));
+        switch (event.kind()) {
         case heap::HeapEvent::Alloc:
           state.engine.alloc(event.address, event.size, event.stack, time);
           break;
@@ -463,10 +464,10 @@ std::size_t drain_events(State& state, std::uint64_t wait_ns = 0,
           state.engine.free(event.address, time);
           break;
         case heap::HeapEvent::ReallocBegin:
-          state.engine.realloc_begin(event.sequence, event.address);
+          state.engine.realloc_begin(source, event.address);
           break;
         case heap::HeapEvent::ReallocEnd:
-          state.engine.realloc_end(event.begin, event.address, event.size, event.stack, time);
+          state.engine.realloc_end(source, event.address, event.size, event.stack, time);
           break;
         }
       },
@@ -506,24 +507,21 @@ __attribute__((noinline)) void make_room(State& state) {
   }
 }
 
-// Appends a full-mode event to the calling thread's ring; returns its sequence number (0 when
-// it could not: counted).
-inline std::uint64_t append_event(State& state, heap::HeapEvent::Kind kind, std::uintptr_t address,
-                                  std::uint64_t size = 0, heap::StackId stack = 0,
-                                  std::uint64_t begin = 0) {
+// Appends a full-mode event to the calling thread's ring (or counts it, without memory for one).
+inline void append_event(State& state, heap::HeapEvent::Kind kind, std::uintptr_t address,
+                         std::uint64_t size = 0, heap::StackId stack = 0) {
   heap::EventLog::Ring* ring = thread_ring;
   if (__builtin_expect(ring == nullptr, 0) && (ring = open_thread_ring(state)) == nullptr) {
     events_without_ring.fetch_add(1, std::memory_order_relaxed);
-    return 0;
+    return;
   }
   heap::HeapEvent& event = state.events.reserve(*ring, [&state] { make_room(state); });
-  event.kind = kind;
+  const std::uint64_t ticks = raw_ticks(state);
+  event.set_kind_and_time(kind, ticks > state.start_ticks ? ticks - state.start_ticks : 0);
   event.address = address;
   event.size = size;
   event.stack = stack;
-  event.begin = begin;
-  event.time = raw_ticks(state);
-  return state.events.commit(*ring);
+  state.events.commit(*ring);
 }
 
 // The calling thread's stack above the hooks, interned: its id is kept with the thread's cached
@@ -715,12 +713,11 @@ void* reallocate(void* old, std::size_t size, const void* caller) {
   }
   // Numbered before the real call (which may give the old address to another thread at once)
   // and after it (which may hand out an address another thread just freed).
-  const std::uint64_t begin =
-      append_event(*state, heap::HeapEvent::ReallocBegin, reinterpret_cast<std::uintptr_t>(old));
+  append_event(*state, heap::HeapEvent::ReallocBegin, reinterpret_cast<std::uintptr_t>(old));
   void* pointer = real.realloc(old, size);
   // The stack is recorded if the old block is unknown.
   append_event(*state, heap::HeapEvent::ReallocEnd, reinterpret_cast<std::uintptr_t>(pointer), size,
-               current_stack(*state, state->engine), begin);
+               current_stack(*state, state->engine));
   if (pointer != nullptr) {
     observe_allocation(size);
   }
