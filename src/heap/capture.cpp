@@ -124,8 +124,14 @@ constexpr std::size_t cached_frames = 48; // the default depth of 32, plus the d
 constexpr std::size_t cache_sets = 16;
 constexpr std::size_t cache_ways = 8; // the stacks of one call site at one depth share a set
 
+// What a lookup compares first, for the ways of a set side by side (two cache lines): the
+// stacks themselves are 576 bytes each.
+struct StackTag {
+  std::uintptr_t frame = 0;  // capture_stack's frame address; 0: empty
+  std::uintptr_t caller = 0; // the return address into capture_stack's caller
+};
+
 struct CachedStack {
-  std::uintptr_t frame = 0;   // capture_stack's frame address; 0: empty
   std::uint32_t count = 0;    // frames, from the return into capture_stack's caller
   std::uint32_t first = 0;    // the leading frames inside `skip`
   StackId id = unknown_stack; // the caller's interned id (capture_stack's `remembered`)
@@ -134,6 +140,7 @@ struct CachedStack {
 };
 
 struct StackCache {
+  std::array<std::array<StackTag, cache_ways>, cache_sets> tags;
   std::array<std::array<CachedStack, cache_ways>, cache_sets> sets;
   std::array<std::uint8_t, cache_sets> next_victim{};
   // Learning a stack's slots takes unw_step, which here costs dozens of times what
@@ -231,8 +238,10 @@ std::size_t cached_unwind(std::uintptr_t capture_frame, const CodeRanges& skip,
   const std::size_t set =
       static_cast<std::size_t>(((capture_frame >> 4) ^ caller) * 0x9E3779B97F4A7C15ull >> 60);
   if (cache != nullptr) {
-    for (CachedStack& entry : cache->sets[set]) {
-      if (entry.frame != capture_frame || entry.frames[0] != caller || entry.count > raw.size()) {
+    for (std::size_t way = 0; way < cache_ways; ++way) {
+      const StackTag& tag = cache->tags[set][way];
+      CachedStack& entry = cache->sets[set][way];
+      if (tag.frame != capture_frame || tag.caller != caller || entry.count > raw.size()) {
         continue;
       }
       bool same = true;
@@ -262,9 +271,10 @@ std::size_t cached_unwind(std::uintptr_t capture_frame, const CodeRanges& skip,
   }
   const std::size_t first = leading_frames_in(skip, raw.first(count));
   if (cacheable && count > 0) {
-    CachedStack& entry = cache->sets[set][cache->next_victim[set]];
-    cache->next_victim[set] = static_cast<std::uint8_t>((cache->next_victim[set] + 1) % cache_ways);
-    entry.frame = capture_frame;
+    const std::size_t way = cache->next_victim[set];
+    cache->next_victim[set] = static_cast<std::uint8_t>((way + 1) % cache_ways);
+    cache->tags[set][way] = StackTag{capture_frame, raw[0]};
+    CachedStack& entry = cache->sets[set][way];
     entry.count = static_cast<std::uint32_t>(count);
     entry.first = static_cast<std::uint32_t>(first);
     entry.id = unknown_stack;
