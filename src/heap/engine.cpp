@@ -197,6 +197,12 @@ bool Engine::free(std::uintptr_t address, std::uint64_t now) {
     ++unknown_frees_;
     return false;
   }
+  retire(block, now);
+  return true;
+}
+
+// A block that ends, already out of the live blocks.
+void Engine::retire(const LiveBlock& block, std::uint64_t now) {
   check_for_peak();
   SiteCounts& site = sites_[block.site];
   --curr_blocks_;
@@ -204,10 +210,15 @@ bool Engine::free(std::uintptr_t address, std::uint64_t now) {
   --site.curr_blocks;
   site.curr_bytes -= block.size;
   site.lifetimes += now - block.alloc_time;
-  return true;
 }
 
 void Engine::realloc_begin(std::uint64_t key, std::uintptr_t old_address) {
+  // An entry left under this key lost its second step (given up on by the caller): its block's
+  // fate is unknown, and it must not be taken for this realloc's.
+  std::erase_if(reallocating_, [&](const Reallocating& entry) {
+    unknown_reallocs_ += entry.key == key ? 1 : 0;
+    return entry.key == key;
+  });
   Reallocating entry{key, old_address, {}};
   if (!live_.take(old_address, entry.block)) {
     entry.old_address = 0;
@@ -232,11 +243,14 @@ void Engine::realloc_end(std::uint64_t key, std::uintptr_t new_address, std::siz
     return;
   }
   LiveBlock block = entry.block;
+  if (new_address == 0 && size == 0) {
+    // realloc(p, 0) freed the block (glibc's behaviour, and valgrind's count). Another thread may
+    // hold its address already: the block is retired without going back to the live ones.
+    retire(block, now);
+    return;
+  }
   if (new_address == 0) {
-    live_.insert(entry.old_address, block);
-    if (size == 0) { // realloc(p, 0) freed the block (glibc's behaviour, and valgrind's count)
-      free(entry.old_address, now);
-    }
+    live_.insert(entry.old_address, block); // failed: the block stays where it was
     return;
   }
   const std::uint64_t bytes = dhat_size(size);

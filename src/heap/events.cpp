@@ -60,61 +60,43 @@ void EventLog::close_ring(Ring& ring) {
 EventLog::Backlog EventLog::backlog() const {
   Backlog backlog;
   for (Ring* ring = rings_.load(std::memory_order_acquire); ring != nullptr; ring = ring->next_) {
-    const std::uint64_t waiting =
-        ring->write_.load(std::memory_order_acquire) - ring->read_.load(std::memory_order_acquire);
+    // read_ first: a drain may move it on meanwhile, never past write_.
+    const std::uint64_t read = ring->read_.load(std::memory_order_acquire);
+    const std::uint64_t waiting = ring->write_.load(std::memory_order_acquire) - read;
     backlog.largest = std::max(backlog.largest, waiting);
     backlog.total += waiting;
   }
   return backlog;
 }
 
-std::uint64_t unwrap_time(std::uint64_t wrapped, std::uint64_t latest) {
-  constexpr std::uint64_t period = std::uint64_t{1} << HeapEvent::time_bits;
-  std::uint64_t time = (latest & ~HeapEvent::time_mask) | wrapped;
-  if (time + period / 2 < latest) {
-    time += period; // wrapped after `latest`
-  } else if (time > latest + period / 2 && time >= period) {
-    time -= period; // a little before `latest`, across a wrap
-  }
-  return time;
-}
-
-namespace {
-
-// Events carry the low 32 bits of their number: far more than can be in flight at once.
-bool is_before(std::uint32_t event, std::uint64_t number) {
-  return static_cast<std::int32_t>(event - static_cast<std::uint32_t>(number)) < 0;
-}
-
-} // namespace
-
 // Events older than `sequence` at a ring's head were given up on: they are dropped on the way.
 EventLog::Ring* EventLog::ring_with_head(std::uint64_t sequence) {
   for (Ring* ring = rings_.load(std::memory_order_acquire); ring != nullptr; ring = ring->next_) {
     const HeapEvent* head = ring->head();
-    while (head != nullptr && is_before(head->sequence, sequence)) {
+    while (head != nullptr && head->sequence < sequence) {
       ring->pop();
       head = ring->head();
     }
-    if (head != nullptr && head->sequence == static_cast<std::uint32_t>(sequence)) {
+    if (head != nullptr && head->sequence == sequence) {
       return ring;
     }
   }
   return nullptr;
 }
 
-std::size_t EventLog::drain(const Apply& apply, std::uint64_t wait_ns, std::uint64_t limit) {
+std::size_t EventLog::drain(const Apply& apply, std::uint64_t wait_ns) {
   using Clock = std::chrono::steady_clock;
   std::size_t applied = 0;
   Clock::time_point waiting_since{};
-  while (applied < limit) {
+  const std::uint64_t end = next_.load(std::memory_order_acquire);
+  while (expected_ < end) {
     const HeapEvent* head = current_ == nullptr ? nullptr : current_->head();
-    if (head == nullptr || head->sequence != static_cast<std::uint32_t>(expected_)) {
+    if (head == nullptr || head->sequence != expected_) {
       current_ = ring_with_head(expected_);
       head = current_ == nullptr ? nullptr : current_->head();
     }
     if (head == nullptr) {
-      if (wait_ns == 0 || next_.load(std::memory_order_acquire) == expected_) {
+      if (wait_ns == 0) {
         return applied;
       }
       // Numbered, not visible yet: its thread is inside commit().

@@ -181,6 +181,7 @@ public:
 
 private:
   void grow(SiteCounts& site, std::uint64_t size, std::uint64_t now);
+  void retire(const LiveBlock& block, std::uint64_t now);
   void check_for_peak();
 
   StackTable stacks_;
@@ -206,30 +207,16 @@ private:
 
 // ---- Full mode: allocation events in one order, from any number of threads ----
 
-// One allocation event, as an allocating thread hands it to the engine's owner. 32 bytes, two
-// to a cache line: each line moves from the allocating thread's core to the drainer's.
+// One allocation event, as an allocating thread hands it to the engine's owner.
 struct HeapEvent {
-  enum Kind : std::uint8_t { Alloc, Free, ReallocBegin, ReallocEnd };
-  static constexpr unsigned time_bits = 56;
-  static constexpr std::uint64_t time_mask = (std::uint64_t{1} << time_bits) - 1;
-
-  std::uint32_t sequence = 0; // the low bits of its number in the global order (set by EventLog)
-  StackId stack = 0;          // Alloc, ReallocEnd (used when the old block is unknown)
-  std::uint64_t kind_and_time = 0;
+  enum Kind : std::uint32_t { Alloc, Free, ReallocBegin, ReallocEnd };
+  std::uint64_t sequence = 0; // its number in the global order (set by EventLog)
+  std::uint64_t time = 0;
   std::uintptr_t address = 0; // the block; for ReallocEnd its new address (0: the call failed)
   std::uint64_t size = 0;     // Alloc, ReallocEnd
-
-  void set_kind_and_time(Kind kind, std::uint64_t time) {
-    kind_and_time = std::uint64_t{kind} << time_bits | (time & time_mask);
-  }
-  Kind kind() const { return static_cast<Kind>(kind_and_time >> time_bits); }
-  // The time modulo 2^56 (for the TSC, 278 days at 3 GHz): `unwrap_time` restores it.
-  std::uint64_t wrapped_time() const { return kind_and_time & time_mask; }
+  StackId stack = 0;          // Alloc, ReallocEnd (used when the old block is unknown)
+  Kind kind = Alloc;
 };
-static_assert(sizeof(HeapEvent) == 32);
-
-// A time that wrapped_time() cut to 56 bits, restored as the one nearest `latest`.
-std::uint64_t unwrap_time(std::uint64_t wrapped, std::uint64_t latest);
 
 // Lets the allocating threads hand their events over without a lock, and one drainer at a time
 // apply them in a single global order: each event takes the next number from one counter when
@@ -286,20 +273,18 @@ public:
   // being visible are a few instructions that neither wait nor call out.
   void commit(Ring& ring) {
     const std::uint64_t at = ring.write_.load(std::memory_order_relaxed);
-    ring.slots_[at % ring_capacity].sequence =
-        static_cast<std::uint32_t>(next_.fetch_add(1, std::memory_order_acq_rel));
+    ring.slots_[at % ring_capacity].sequence = next_.fetch_add(1, std::memory_order_acq_rel);
     ring.write_.store(at + 1, std::memory_order_release);
   }
 
-  // Applies, in number order, every event whose turn has come (at most `limit`): it stops at the
-  // first number taken by a thread that has not made the event visible yet. With `wait_ns`,
-  // waits up to that long for such an event, then gives up on it: counted in lost(), and
-  // dropped if it comes later. `apply` also gets the event's source: the same for all events of
-  // one thread (reallocs pair their two events by it). Serialized by the caller. Returns how
-  // many events it applied.
+  // Applies, in number order, the events numbered before it started: it stops
+  // at the first number taken by a thread that has not made the event visible yet. With
+  // `wait_ns`, waits up to that long for such an event, then gives up on it: counted in lost(),
+  // and dropped if it comes later. Threads that keep appending cannot keep it going. `apply`
+  // also gets the event's source: the same for all events of one thread (reallocs pair their
+  // two events by it). Serialized by the caller. Returns how many events it applied.
   using Apply = std::function<void(const HeapEvent& event, std::uintptr_t source)>;
-  std::size_t drain(const Apply& apply, std::uint64_t wait_ns = 0,
-                    std::uint64_t limit = UINT64_MAX);
+  std::size_t drain(const Apply& apply, std::uint64_t wait_ns = 0);
 
   // Events given up on (see drain). Drainer only.
   std::uint64_t lost() const { return lost_; }

@@ -189,6 +189,38 @@ TEST(HeapEngine, FailedReallocsKeepTheBlockAndReallocToZeroFreesIt) {
   EXPECT_EQ(raw.unknown_frees + raw.unknown_reallocs, 0u);
 }
 
+// realloc(p, 0) gives p back inside the call: another thread may allocate it before the second
+// step, which must then retire the old block without touching the new one.
+TEST(HeapEngine, ReallocToZeroRetiresItsBlockWhateverNowLivesAtItsAddress) {
+  Engine engine;
+  const StackId a = engine.intern(stack_a);
+  const StackId b = engine.intern(stack_b);
+  engine.alloc(0x10, 100, a, 0);
+  engine.realloc_begin(1, 0x10);
+  engine.alloc(0x10, 40, b, 1); // the other thread
+  engine.realloc_end(1, 0, 0, a, 2);
+  EXPECT_EQ(engine.live_bytes(), 40u);
+  EXPECT_TRUE(engine.free(0x10, 3));
+  const RawProfile raw = engine.snapshot(4);
+  EXPECT_EQ(raw.unknown_frees + raw.unknown_reallocs, 0u);
+  EXPECT_EQ(counts(raw, a).curr_blocks, 0u);
+  EXPECT_EQ(counts(raw, b).curr_blocks, 0u);
+}
+
+// A second step that never came (given up on) leaves its entry: the next realloc under the same
+// key does not take that block for its own.
+TEST(HeapEngine, AReallocWhoseSecondStepWasLostIsCountedNotReused) {
+  Engine engine;
+  const StackId a = engine.intern(stack_a);
+  engine.alloc(0x10, 100, a, 0);
+  engine.alloc(0x20, 50, a, 1);
+  engine.realloc_begin(1, 0x10); // its second step is lost
+  engine.realloc_begin(1, 0x20);
+  engine.realloc_end(1, 0x30, 60, a, 2);
+  EXPECT_TRUE(engine.is_live(0x30));
+  EXPECT_EQ(engine.snapshot(3).unknown_reallocs, 1u);
+}
+
 // Another thread may get the old address from the allocator between the two steps, and free
 // the realloc's new address before it is handed to the realloc: both are told apart.
 TEST(HeapEngine, AddressesReusedBetweenTheStepsOfAReallocStayApart) {

@@ -25,6 +25,7 @@
 #include <malloc.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <sys/prctl.h>
 #if defined(__x86_64__)
 #include <cpuid.h>
@@ -43,6 +44,7 @@
 #include <fstream>
 #include <mutex>
 #include <new>
+#include <optional>
 #include <sstream>
 
 namespace {
@@ -187,7 +189,7 @@ inline bool resolve_real() {
 // ---- The profiler's state ----
 
 struct State {
-  std::mutex mutex;
+  std::timed_mutex mutex;
   heap::Engine engine;         // full mode, fed through `events`
   heap::EventLog events;       // full mode: drained by whoever holds `mutex`
   heap::SampledEngine sampled; // sampled mode
@@ -450,13 +452,11 @@ void observe_allocation(std::size_t size) {
 // Applies the full mode's events whose turn has come to the engine, with the mutex held. With
 // `wait_ns`, waits that long at most for an event whose thread is between taking its number and
 // making it visible (a profile on demand, the report at exit).
-std::size_t drain_events(State& state, std::uint64_t wait_ns = 0,
-                         std::uint64_t limit = UINT64_MAX) {
+std::size_t drain_events(State& state, std::uint64_t wait_ns = 0) {
   return state.events.drain(
       [&state](const heap::HeapEvent& event, std::uintptr_t source) {
-        const std::uint64_t time = time_of(
-            state, state.start_ticks + heap::unwrap_time(event.wrapped_time(), state.latest_time));
-        switch (event.kind()) {
+        const std::uint64_t time = time_of(state, event.time);
+        switch (event.kind) {
         case heap::HeapEvent::Alloc:
           state.engine.alloc(event.address, event.size, event.stack, time);
           break;
@@ -471,7 +471,7 @@ std::size_t drain_events(State& state, std::uint64_t wait_ns = 0,
           break;
         }
       },
-      wait_ns, limit);
+      wait_ns);
 }
 
 // Events that could not be recorded: no memory for the thread's ring.
@@ -479,28 +479,45 @@ std::atomic<std::uint64_t> events_without_ring{0};
 
 __thread heap::EventLog::Ring* thread_ring __attribute__((tls_model("initial-exec"))) = nullptr;
 pthread_key_t ring_key;
-pthread_once_t ring_key_once = PTHREAD_ONCE_INIT;
+
+// How long a drain waits for an event numbered before it but not visible yet (its thread is
+// a few instructions from making it so, unless it was preempted, stopped or left that window by
+// a signal handler's longjmp): beyond it the event is given up on and counted. Profiles and
+// reports wait this long at once; the collector and a thread with a full ring after this long
+// without progress.
+constexpr std::uint64_t event_wait_ns = 100'000'000;
+
+// The calling thread's ring, opened on its first event and closed when the thread ends (the key's
+// destructor). An event after that (glibc frees its per-thread buffers after the destructors)
+// gets a ring of its own, closed again at once. nullptr without memory.
+__thread bool thread_ended __attribute__((tls_model("initial-exec"))) = false;
 
 void close_thread_ring(void* ring) {
   state_pointer->events.close_ring(*static_cast<heap::EventLog::Ring*>(ring));
   thread_ring = nullptr;
+  thread_ended = true;
 }
 
-// The calling thread's ring, opened on its first event; nullptr without memory.
 __attribute__((noinline)) heap::EventLog::Ring* open_thread_ring(State& state) {
-  pthread_once(&ring_key_once, [] { pthread_key_create(&ring_key, close_thread_ring); });
-  thread_ring = state.events.open_ring();
-  if (thread_ring != nullptr) {
-    pthread_setspecific(ring_key, thread_ring); // closed when the thread ends
+  static const bool keyed = [] { return pthread_key_create(&ring_key, close_thread_ring) == 0; }();
+  heap::EventLog::Ring* ring = state.events.open_ring();
+  if (ring != nullptr && !thread_ended && keyed) {
+    thread_ring = ring;
+    pthread_setspecific(ring_key, ring); // closed when the thread ends
   }
-  return thread_ring;
+  return ring;
 }
 
-// The calling thread's ring is full: drains it here, unless another thread holds the mutex (then
-// that one drains, or will).
-__attribute__((noinline)) void make_room(State& state) {
+// The calling thread's ring is full: drains the rings here, unless another thread holds the mutex
+// (then that one drains, or will). After event_wait_ns without room, a number that is never made
+// visible is given up on.
+__attribute__((noinline)) void make_room(State& state, std::uint64_t& waiting_since_ns) {
+  const std::uint64_t now_ns = monotonic_ns();
+  if (waiting_since_ns == 0) {
+    waiting_since_ns = now_ns;
+  }
   if (state.mutex.try_lock()) {
-    drain_events(state);
+    drain_events(state, now_ns - waiting_since_ns >= event_wait_ns ? event_wait_ns : 0);
     state.mutex.unlock();
   } else {
     sched_yield();
@@ -515,13 +532,17 @@ inline void append_event(State& state, heap::HeapEvent::Kind kind, std::uintptr_
     events_without_ring.fetch_add(1, std::memory_order_relaxed);
     return;
   }
-  heap::HeapEvent& event = state.events.reserve(*ring, [&state] { make_room(state); });
-  const std::uint64_t ticks = raw_ticks(state);
-  event.set_kind_and_time(kind, ticks > state.start_ticks ? ticks - state.start_ticks : 0);
+  std::uint64_t waiting_since_ns = 0;
+  heap::HeapEvent& event = state.events.reserve(*ring, [&] { make_room(state, waiting_since_ns); });
+  event.kind = kind;
+  event.time = raw_ticks(state);
   event.address = address;
   event.size = size;
   event.stack = stack;
   state.events.commit(*ring);
+  if (__builtin_expect(ring != thread_ring, 0)) {
+    state.events.close_ring(*ring); // the thread has ended
+  }
 }
 
 // The calling thread's stack above the hooks, interned: its id is kept with the thread's cached
@@ -821,33 +842,40 @@ std::string write_file(const std::filesystem::path& path, const std::string& byt
   return "";
 }
 
-// How long a profile waits for an event numbered before it but not visible yet (its thread is
-// a few instructions from making it so, unless it was preempted or stopped there): beyond it the
-// event is given up on and counted.
-constexpr std::uint64_t event_wait_ns = 100'000'000;
-
-// The raw figures now, under the lock only while they are copied; times in µs. With `stop`,
-// recording ends with the copy (at exit).
-heap::RawProfile take_raw(State& state, bool stop, std::uint64_t* sampled_allocations) {
+// A profile's raw figures (times in µs), with what the report at exit also says.
+struct Taken {
   heap::RawProfile raw;
-  double microseconds = 0;
-  {
-    const std::lock_guard lock(state.mutex);
-    if (sampled_allocations != nullptr) {
-      *sampled_allocations = state.sampled.sampled_allocations();
-    }
-    drain_events(state, event_wait_ns);
-    const std::uint64_t end_time = now(state);
-    raw = sampling ? state.sampled.snapshot(end_time) : state.engine.snapshot(end_time);
-    if (stop) {
-      stop_recording();
-    }
-    microseconds = microseconds_per_unit(state, end_time);
+  std::uint64_t sampled_allocations = 0;
+  std::uint64_t lost_events = 0; // given up on, or without a ring to go to
+};
+
+// The raw figures now, the events drained first, under the lock only while they are copied.
+// With `stop` (at exit), recording ends with the copy; then the lock is waited for a second at
+// most: a signal handler may have called exit() on a thread that holds it.
+std::optional<Taken> take_raw(State& state, bool stop) {
+  std::unique_lock lock(state.mutex, std::defer_lock);
+  if (!stop) {
+    lock.lock();
+  } else if (!lock.try_lock_for(std::chrono::seconds(1))) {
+    stop_recording();
+    return std::nullopt;
   }
-  raw = heap::in_microseconds(std::move(raw), microseconds);
+  Taken taken;
+  taken.sampled_allocations = state.sampled.sampled_allocations();
+  drain_events(state, event_wait_ns);
+  taken.lost_events = state.events.lost() + events_without_ring.load(std::memory_order_relaxed);
+  const std::uint64_t end_time = now(state);
+  taken.raw = sampling ? state.sampled.snapshot(end_time) : state.engine.snapshot(end_time);
+  if (stop) {
+    stop_recording();
+  }
+  const double microseconds = microseconds_per_unit(state, end_time);
+  lock.unlock();
+  taken.raw = heap::in_microseconds(std::move(taken.raw), microseconds);
   // Sites whose blocks all ended before a reset have nothing left in this window.
-  std::erase_if(raw.sites, [](const heap::RawSite& site) { return site.counts.total_blocks == 0; });
-  return raw;
+  std::erase_if(taken.raw.sites,
+                [](const heap::RawSite& site) { return site.counts.total_blocks == 0; });
+  return taken;
 }
 
 std::int64_t pprof_period(const State& state) {
@@ -905,6 +933,9 @@ hotscope::HeapProfile profile_of(const heap::RawProfile& raw) {
 // information, which may be compressed, is the slow part).
 void symbolize_ahead(const std::vector<std::vector<std::uintptr_t>>& stacks) {
   const std::lock_guard lock(symbolizer_mutex);
+  if (phase.load(std::memory_order_acquire) != Recording) {
+    return; // the report was written: other libraries' destructors may be running
+  }
   hotscope::symbols::Symbolizer& symbolizer = kept_symbolizer();
   symbolizer.refresh();
   for (const std::vector<std::uintptr_t>& stack : stacks) {
@@ -937,11 +968,17 @@ void symbolize_new_stacks(State& state, std::size_t& done) {
 // off to 10 ms while they stay empty; it ends with recording.
 void* collect_events(void* pointer) {
   State& state = *static_cast<State*>(pointer);
+  // The program's signals go to its own threads (a program that blocks them in every thread to
+  // sigwait() for them must not find them delivered here).
+  sigset_t all;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, nullptr);
   prctl(PR_SET_TIMERSLACK, 1000); // 1 µs: sleeps of 20 µs, not of the default slack's 50 µs
   constexpr std::uint64_t busy_pause_ns = 20'000;
   constexpr std::uint64_t idle_pause_ns = 10'000'000;
   std::uint64_t pause_ns = busy_pause_ns;
   std::uint64_t last_drain_ns = monotonic_ns();
+  std::uint64_t last_progress_ns = last_drain_ns;
   std::uint64_t last_symbolized_ns = 0;
   std::size_t symbolized_stacks = 0;
   while (phase.load(std::memory_order_acquire) == Recording) {
@@ -949,10 +986,12 @@ void* collect_events(void* pointer) {
     const std::uint64_t now_ns = monotonic_ns();
     if (backlog.largest >= heap::EventLog::ring_capacity / 4 ||
         (backlog.total > 0 && now_ns - last_drain_ns >= idle_pause_ns)) {
-      // What was there when it looked: chasing a thread that keeps appending would hand the
-      // events over one by one again.
+      // Stuck for event_wait_ns at a number never made visible: give it up.
+      const bool stuck = now_ns - last_progress_ns >= event_wait_ns;
       const std::lock_guard lock(state.mutex);
-      drain_events(state, 0, backlog.total);
+      if (drain_events(state, stuck ? event_wait_ns : 0) > 0 || stuck) {
+        last_progress_ns = now_ns;
+      }
       last_drain_ns = now_ns;
     }
     if (now_ns - last_symbolized_ns >= idle_pause_ns) {
@@ -993,19 +1032,19 @@ __attribute__((destructor)) void write_report() {
   if (flavour.report_needs_out && !state.options.out_set) {
     return; // a linked program writes its reports only where HOTSCOPE_OUT says
   }
-  std::uint64_t sampled_allocations = 0;
-  const heap::RawProfile raw = take_raw(state, true, &sampled_allocations);
-  std::uint64_t lost_events = events_without_ring.load(std::memory_order_relaxed);
-  {
-    const std::lock_guard lock(state.mutex);
-    lost_events += state.events.lost();
+  const std::optional<Taken> taken = take_raw(state, true);
+  if (!taken) {
+    print_error("hotscope heap: no heap profile: the profiler's lock stayed held at exit (a "
+                "signal handler that called exit() interrupted a thread holding it)");
+    return;
   }
-  if (lost_events > 0) {
-    print_error("hotscope heap: " + std::to_string(lost_events) +
+  if (taken->lost_events > 0) {
+    print_error("hotscope heap: " + std::to_string(taken->lost_events) +
                 " allocation events could not be recorded (no memory for a thread's event ring, "
                 "or a thread stopped while handing one over): the figures miss them");
   }
-  const hotscope::HeapProfile profile = profile_of(raw);
+  const std::uint64_t sampled_allocations = taken->sampled_allocations;
+  const hotscope::HeapProfile profile = profile_of(taken->raw);
   const std::filesystem::path path = report_path(state.options, ".json");
   const std::filesystem::path pprof_path = report_path(state.options, ".pb.gz");
   std::ostringstream dhat;
@@ -1054,7 +1093,7 @@ void build_outputs(int formats, Outputs& outputs) {
     outputs.error = "heap profiling is off in this process";
     return;
   }
-  const hotscope::HeapProfile profile = profile_of(take_raw(*state, false, nullptr));
+  const hotscope::HeapProfile profile = profile_of(take_raw(*state, false)->raw);
   if ((formats & HOTSCOPE_HEAP_DHAT) != 0) {
     std::ostringstream dhat;
     hotscope::exporters::write_dhat_json(profile, dhat);
