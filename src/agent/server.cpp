@@ -4,6 +4,7 @@
 
 #include "agent/protocol.hpp"
 #include "agent/routes.hpp"
+#include "threads/threads.hpp"
 
 #include <fmt/format.h>
 #include <microhttpd.h>
@@ -247,6 +248,7 @@ MHD_Result on_request(void* context, MHD_Connection* connection, const char* url
 // epoll, not poll: libmicrohttpd's poll loop keeps a heap array referenced only from its
 // threads' stacks, which LeakSanitizer reports as leaked in a forked child (no such threads).
 MHD_Daemon* serve(int fd, unsigned threads, Listening* context) {
+  const hotscope::threads::SignalsBlocked blocked; // libmicrohttpd's threads start here
   return MHD_start_daemon(MHD_USE_EPOLL_INTERNAL_THREAD, 0, nullptr, nullptr, &on_request, context,
                           MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_THREAD_POOL_SIZE, threads,
                           MHD_OPTION_CONNECTION_TIMEOUT, kConnectionTimeoutSeconds,

@@ -2,6 +2,7 @@
 // rings on one thread of its own, and feeds the Aggregator. Measured threads never take a lock
 // here after registration.
 #include "clock/clock.hpp"
+#include "threads/threads.hpp"
 #include "trace/function_name.hpp"
 #include "trace/trace.hpp"
 
@@ -84,6 +85,7 @@ public:
                                            .count())),
         process_name_(read_process_name()) {
     pthread_key_create(&exit_key_, &Collector::on_thread_exit);
+    const threads::SignalsBlocked blocked;
     thread_ = std::thread([this] { run(); });
   }
 

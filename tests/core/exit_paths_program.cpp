@@ -1,11 +1,15 @@
 // Records from a thread that ends before the collector ever runs, then leaves the process in
 // the way argv[1] says: "return" from main, "exit" from a worker thread, or "fork" (a child
-// that records and calls exit() while the parent waits, then returns).
+// that records and calls exit() while the parent waits, then returns). "sigwait" blocks SIGUSR1
+// in every thread of the program, sends it to itself and takes it with sigwait(): a profiler
+// thread that left it unblocked would die of it.
 #include <hotscope/hotscope.hpp>
 
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <pthread.h>
 #include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
@@ -35,9 +39,27 @@ int fork_a_recording_child() {
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
 }
 
+int wait_for_signal() {
+  sigset_t usr1;
+  sigemptyset(&usr1);
+  sigaddset(&usr1, SIGUSR1);
+  pthread_sigmask(SIG_BLOCK, &usr1, nullptr); // before any thread of the program starts
+  int received = 0;
+  std::thread waiter([&] {
+    HOTSCOPE_SCOPE("waiter");
+    sigwait(&usr1, &received);
+  });
+  kill(getpid(), SIGUSR1);
+  waiter.join();
+  return received == SIGUSR1 ? 0 : 4;
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
+  if (argc > 1 && std::strcmp(argv[1], "sigwait") == 0) {
+    return wait_for_signal();
+  }
   const bool exit_from_thread = argc > 1 && std::strcmp(argv[1], "exit") == 0;
   std::thread early([] {
     for (int i = 0; i < 100; ++i) {

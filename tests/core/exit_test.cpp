@@ -81,6 +81,13 @@ TEST(ExitPaths, AForkedChildRecordsExitsCleanlyAndLeavesTheParentsReports) {
   EXPECT_EQ(calls_of(stats, "{anonymous}::child_work"), 0u); // the child wrote no report
 }
 
+// The collector's and the agent's threads take none of the program's signals.
+TEST(ExitPaths, TheProgramsSignalsReachTheProgram) {
+  const fs::path dir = scratch("sigwait");
+  const ProgramRun run = run_program("HOTSCOPE_OUT=" + (dir / "out").string(), "sigwait", dir);
+  EXPECT_TRUE(WIFEXITED(run.status) && WEXITSTATUS(run.status) == 0) << run.status << run.err;
+}
+
 TEST(ExitPaths, ForcedClockIsReported) {
   const fs::path dir = scratch("clock");
   const ProgramRun run =

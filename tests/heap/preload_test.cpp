@@ -100,6 +100,17 @@ TEST(HeapPreload, ExitFromAThreadWhileOthersAllocate) {
   }
 }
 
+// The profiler's own threads (the full mode's collector) take none of the program's signals: a
+// program that blocks a signal everywhere and takes it with sigwait() gets it there.
+TEST(HeapPreload, TheProgramsSignalsReachTheProgram) {
+  const hotscope::testing::ScratchDir scratch("preload-sigwait");
+  const fs::path& dir = scratch.path();
+  const ProgramRun run = run_preloaded(
+      dir, "HOTSCOPE_OUT=" + (dir / "out").string() + " HOTSCOPE_HEAP_SUMMARY=0", "sigwait");
+  EXPECT_EQ(run.status, 0) << run.err;
+  EXPECT_TRUE(fs::exists(dir / "out" / "heap.json"));
+}
+
 TEST(HeapPreload, RelativeOutputIsTheStartDirectorys) {
   const hotscope::testing::ScratchDir scratch("preload-relative");
   const fs::path& dir = scratch.path();

@@ -19,13 +19,13 @@
 #include "export/export.hpp"
 #include "heap/heap.hpp"
 #include "symbols/symbols.hpp"
+#include "threads/threads.hpp"
 
 #include <dlfcn.h>
 #include <link.h>
 #include <malloc.h>
 #include <pthread.h>
 #include <sched.h>
-#include <signal.h>
 #include <sys/prctl.h>
 #if defined(__x86_64__)
 #include <cpuid.h>
@@ -968,11 +968,6 @@ void symbolize_new_stacks(State& state, std::size_t& done) {
 // off to 10 ms while they stay empty; it ends with recording.
 void* collect_events(void* pointer) {
   State& state = *static_cast<State*>(pointer);
-  // The program's signals go to its own threads (a program that blocks them in every thread to
-  // sigwait() for them must not find them delivered here).
-  sigset_t all;
-  sigfillset(&all);
-  pthread_sigmask(SIG_BLOCK, &all, nullptr);
   prctl(PR_SET_TIMERSLACK, 1000); // 1 µs: sleeps of 20 µs, not of the default slack's 50 µs
   constexpr std::uint64_t busy_pause_ns = 20'000;
   constexpr std::uint64_t idle_pause_ns = 10'000'000;
@@ -1017,6 +1012,7 @@ __attribute__((constructor)) void start_collector() {
   if (state == nullptr || sampling) {
     return;
   }
+  const hotscope::threads::SignalsBlocked blocked;
   pthread_t thread;
   if (pthread_create(&thread, nullptr, collect_events, state) == 0) {
     pthread_detach(thread);

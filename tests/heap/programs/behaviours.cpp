@@ -8,7 +8,10 @@
 //   unknown    frees and reallocs blocks the profiler never saw (from __libc_malloc);
 //   exec       runs itself in "lifecycle" mode as a child process (fork and exec) and waits;
 //   exit       a thread calls exit() while two others keep allocating and freeing;
-//   chdir      allocates, then changes to the root directory before exiting.
+//   chdir      allocates, then changes to the root directory before exiting;
+//   sigwait    blocks SIGUSR1, sends it to itself and takes it with sigwait() in a thread: any
+//              thread of the process (a profiler's too) that left it unblocked would die of it.
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -130,6 +133,24 @@ int exit_from_thread() {
   return 1; // not reached
 }
 
+int wait_for_signal() {
+  sigset_t usr1;
+  sigemptyset(&usr1);
+  sigaddset(&usr1, SIGUSR1);
+  pthread_sigmask(SIG_BLOCK, &usr1, nullptr); // before any thread of the program starts
+  int received = 0;
+  std::thread waiter([&] {
+    sigwait(&usr1, &received);
+    sink = std::malloc(16);
+  });
+  for (int i = 0; i < 1000; ++i) {
+    std::free(std::malloc(32)); // keeps the profiler busy meanwhile
+  }
+  kill(getpid(), SIGUSR1);
+  waiter.join();
+  return received == SIGUSR1 ? 0 : 4;
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -152,10 +173,14 @@ int main(int argc, char** argv) {
   if (mode == "exit") {
     return exit_from_thread();
   }
+  if (mode == "sigwait") {
+    return wait_for_signal();
+  }
   if (mode == "chdir") {
     sink = std::malloc(10);
     return chdir("/");
   }
-  std::fprintf(stderr, "usage: %s threads|fork|lifecycle|unknown|exec|exit|chdir\n", argv[0]);
+  std::fprintf(stderr, "usage: %s threads|fork|lifecycle|unknown|exec|exit|chdir|sigwait\n",
+               argv[0]);
   return 1;
 }
