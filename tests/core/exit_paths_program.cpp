@@ -3,13 +3,13 @@
 // that records and calls exit() while the parent waits, then returns). "sigwait" blocks SIGUSR1
 // in every thread of the program, sends it to itself and takes it with sigwait(): a profiler
 // thread that left it unblocked would die of it.
+#include "support/own_signal.hpp"
+
 #include <hotscope/hotscope.hpp>
 
-#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <pthread.h>
 #include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
@@ -39,26 +39,11 @@ int fork_a_recording_child() {
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
 }
 
-int wait_for_signal() {
-  sigset_t usr1;
-  sigemptyset(&usr1);
-  sigaddset(&usr1, SIGUSR1);
-  pthread_sigmask(SIG_BLOCK, &usr1, nullptr); // before any thread of the program starts
-  int received = 0;
-  std::thread waiter([&] {
-    HOTSCOPE_SCOPE("waiter");
-    sigwait(&usr1, &received);
-  });
-  kill(getpid(), SIGUSR1);
-  waiter.join();
-  return received == SIGUSR1 ? 0 : 4;
-}
-
 } // namespace
 
 int main(int argc, char** argv) {
   if (argc > 1 && std::strcmp(argv[1], "sigwait") == 0) {
-    return wait_for_signal();
+    return hotscope::test_support::signal_reaches_the_program([] { early_thread_work(); });
   }
   const bool exit_from_thread = argc > 1 && std::strcmp(argv[1], "exit") == 0;
   std::thread early([] {

@@ -11,7 +11,8 @@
 //   chdir      allocates, then changes to the root directory before exiting;
 //   sigwait    blocks SIGUSR1, sends it to itself and takes it with sigwait() in a thread: any
 //              thread of the process (a profiler's too) that left it unblocked would die of it.
-#include <signal.h>
+#include "support/own_signal.hpp"
+
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -133,24 +134,6 @@ int exit_from_thread() {
   return 1; // not reached
 }
 
-int wait_for_signal() {
-  sigset_t usr1;
-  sigemptyset(&usr1);
-  sigaddset(&usr1, SIGUSR1);
-  pthread_sigmask(SIG_BLOCK, &usr1, nullptr); // before any thread of the program starts
-  int received = 0;
-  std::thread waiter([&] {
-    sigwait(&usr1, &received);
-    sink = std::malloc(16);
-  });
-  for (int i = 0; i < 1000; ++i) {
-    std::free(std::malloc(32)); // keeps the profiler busy meanwhile
-  }
-  kill(getpid(), SIGUSR1);
-  waiter.join();
-  return received == SIGUSR1 ? 0 : 4;
-}
-
 } // namespace
 
 int main(int argc, char** argv) {
@@ -174,7 +157,11 @@ int main(int argc, char** argv) {
     return exit_from_thread();
   }
   if (mode == "sigwait") {
-    return wait_for_signal();
+    return hotscope::test_support::signal_reaches_the_program([] {
+      for (int i = 0; i < 1000; ++i) {
+        std::free(std::malloc(32)); // keeps the profiler busy meanwhile
+      }
+    });
   }
   if (mode == "chdir") {
     sink = std::malloc(10);
