@@ -5,6 +5,7 @@
 #include <dlfcn.h>
 #include <link.h>
 #include <pthread.h>
+#include <sys/mman.h>
 
 #define UNW_LOCAL_ONLY
 #include <libunwind.h>
@@ -156,8 +157,11 @@ __thread StackCache* thread_cache __attribute__((tls_model("initial-exec"))) = n
 pthread_key_t cache_key;
 pthread_once_t cache_key_once = PTHREAD_ONCE_INIT;
 
+// Mapped, not allocated: it is released by the key's destructor when the thread ends, outside the
+// profiler, where a free() would be counted as the program's (an unknown pointer).
 void delete_cache(void* cache) {
-  delete static_cast<StackCache*>(cache);
+  static_cast<StackCache*>(cache)->~StackCache();
+  munmap(cache, sizeof(StackCache));
 }
 
 StackCache* current_cache() {
@@ -168,9 +172,11 @@ StackCache* current_cache() {
       // every unw_step.
       unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
     });
-    thread_cache = new (std::nothrow) StackCache;
-    if (thread_cache != nullptr) {
-      pthread_setspecific(cache_key, thread_cache); // freed when the thread ends
+    void* memory = mmap(nullptr, sizeof(StackCache), PROT_READ | PROT_WRITE,
+                        MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (memory != MAP_FAILED) {
+      thread_cache = new (memory) StackCache;
+      pthread_setspecific(cache_key, thread_cache); // unmapped when the thread ends
     }
   }
   return thread_cache;

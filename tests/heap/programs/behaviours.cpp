@@ -1,6 +1,8 @@
 // Workloads for the preload library's edge cases, one per mode (argv[1]):
 //   threads    three waves of four threads allocate and free concurrently, each thread leaks
 //              a few blocks;
+//   handoff    two threads allocate (and realloc half of the blocks), two others free them: an
+//              address freed on one thread comes back from malloc on another at once;
 //   fork       the parent allocates around a fork, the child allocates and exits normally;
 //              prints the parent's pid;
 //   lifecycle  allocations in a static constructor, an atexit handler and a static destructor
@@ -16,10 +18,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -68,6 +72,50 @@ int threads() {
       worker.join();
     }
   }
+  return 0;
+}
+
+int handoff() {
+  std::mutex mutex;
+  std::vector<void*> queue;
+  queue.reserve(100000);
+  std::atomic<int> producing{2};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 2; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 20000; ++i) {
+        void* block = std::malloc(16 + static_cast<std::size_t>((i + t) % 200));
+        if (i % 2 == 0) {
+          block = std::realloc(block, 32 + static_cast<std::size_t>(i % 300));
+        }
+        const std::lock_guard lock(mutex);
+        queue.push_back(block);
+      }
+      --producing;
+    });
+  }
+  for (int t = 0; t < 2; ++t) {
+    threads.emplace_back([&] {
+      for (;;) {
+        void* block = nullptr;
+        {
+          const std::lock_guard lock(mutex);
+          if (queue.empty() && producing.load() == 0) {
+            return;
+          }
+          if (!queue.empty()) {
+            block = queue.back();
+            queue.pop_back();
+          }
+        }
+        std::free(block);
+      }
+    });
+  }
+  for (std::thread& thread : threads) {
+    thread.join();
+  }
+  sink = std::malloc(77); // the one leak
   return 0;
 }
 
@@ -141,6 +189,9 @@ int main(int argc, char** argv) {
   if (mode == "threads") {
     return threads();
   }
+  if (mode == "handoff") {
+    return handoff();
+  }
   if (mode == "fork") {
     return fork_child();
   }
@@ -167,7 +218,7 @@ int main(int argc, char** argv) {
     sink = std::malloc(10);
     return chdir("/");
   }
-  std::fprintf(stderr, "usage: %s threads|fork|lifecycle|unknown|exec|exit|chdir|sigwait\n",
+  std::fprintf(stderr, "usage: %s threads|handoff|fork|lifecycle|unknown|exec|exit|chdir|sigwait\n",
                argv[0]);
   return 1;
 }
