@@ -9,21 +9,6 @@
 
 namespace hotscope::heap {
 
-const HeapEvent* EventLog::Ring::head() {
-  const std::uint64_t at = read_.load(std::memory_order_relaxed);
-  if (at == visible_) {
-    visible_ = write_.load(std::memory_order_acquire);
-    if (at == visible_) {
-      return nullptr;
-    }
-  }
-  return &slots_[at % ring_capacity];
-}
-
-void EventLog::Ring::pop() {
-  read_.store(read_.load(std::memory_order_relaxed) + 1, std::memory_order_release);
-}
-
 EventLog::~EventLog() {
   for (Ring* ring = rings_.load(); ring != nullptr;) {
     Ring* next = ring->next_;
@@ -84,40 +69,29 @@ EventLog::Ring* EventLog::ring_with_head(std::uint64_t sequence) {
   return nullptr;
 }
 
-std::size_t EventLog::drain(const Apply& apply, std::uint64_t wait_ns) {
+const HeapEvent* EventLog::find_next(std::uint64_t end, std::uint64_t wait_ns) {
   using Clock = std::chrono::steady_clock;
-  std::size_t applied = 0;
   Clock::time_point waiting_since{};
-  const std::uint64_t end = next_.load(std::memory_order_acquire);
   while (expected_ < end) {
-    const HeapEvent* head = current_ == nullptr ? nullptr : current_->head();
-    if (head == nullptr || head->sequence != expected_) {
-      current_ = ring_with_head(expected_);
-      head = current_ == nullptr ? nullptr : current_->head();
+    current_ = ring_with_head(expected_);
+    if (current_ != nullptr) {
+      return current_->head();
     }
-    if (head == nullptr) {
-      if (wait_ns == 0) {
-        return applied;
-      }
-      // Numbered, not visible yet: its thread is inside commit().
-      const Clock::time_point now = Clock::now();
-      if (waiting_since == Clock::time_point{}) {
-        waiting_since = now;
-      } else if (now - waiting_since > std::chrono::nanoseconds(wait_ns)) {
-        ++lost_;
-        ++expected_;
-        waiting_since = {};
-      }
-      sched_yield();
-      continue;
+    if (wait_ns == 0) {
+      return nullptr;
     }
-    waiting_since = {};
-    apply(*head, reinterpret_cast<std::uintptr_t>(current_));
-    current_->pop();
-    ++expected_;
-    ++applied;
+    // Numbered, not visible yet: its thread is inside commit().
+    const Clock::time_point now = Clock::now();
+    if (waiting_since == Clock::time_point{}) {
+      waiting_since = now;
+    } else if (now - waiting_since > std::chrono::nanoseconds(wait_ns)) {
+      ++lost_;
+      ++expected_;
+      waiting_since = {};
+    }
+    sched_yield();
   }
-  return applied;
+  return nullptr;
 }
 
 } // namespace hotscope::heap

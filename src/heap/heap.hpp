@@ -242,8 +242,20 @@ public:
     Ring* next_ = nullptr; // set before the ring is listed, then constant
     alignas(64) HeapEvent slots_[ring_capacity];
 
-    const HeapEvent* head(); // the drainer's next event, or nullptr
-    void pop();
+    // The drainer's next event, or nullptr.
+    const HeapEvent* head() {
+      const std::uint64_t at = read_.load(std::memory_order_relaxed);
+      if (at == visible_) {
+        visible_ = write_.load(std::memory_order_acquire);
+        if (at == visible_) {
+          return nullptr;
+        }
+      }
+      return &slots_[at % ring_capacity];
+    }
+    void pop() {
+      read_.store(read_.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+    }
   };
 
   EventLog() = default;
@@ -283,8 +295,24 @@ public:
   // and dropped if it comes later. Threads that keep appending cannot keep it going. `apply`
   // also gets the event's source: the same for all events of one thread (reallocs pair their
   // two events by it). Serialized by the caller. Returns how many events it applied.
-  using Apply = std::function<void(const HeapEvent& event, std::uintptr_t source)>;
-  std::size_t drain(const Apply& apply, std::uint64_t wait_ns = 0);
+  template <class Apply> std::size_t drain(Apply&& apply, std::uint64_t wait_ns = 0) {
+    const std::uint64_t end = next_.load(std::memory_order_acquire);
+    std::size_t applied = 0;
+    while (expected_ < end) {
+      const HeapEvent* head = current_ == nullptr ? nullptr : current_->head();
+      if (head == nullptr || head->sequence != expected_) {
+        head = find_next(end, wait_ns);
+        if (head == nullptr) {
+          break;
+        }
+      }
+      apply(*head, reinterpret_cast<std::uintptr_t>(current_));
+      current_->pop();
+      ++expected_;
+      ++applied;
+    }
+    return applied;
+  }
 
   // Events given up on (see drain). Drainer only.
   std::uint64_t lost() const { return lost_; }
@@ -298,6 +326,9 @@ public:
 
 private:
   Ring* ring_with_head(std::uint64_t sequence);
+  // The event numbered expected_, found at the head of its ring (current_ then points to it),
+  // waiting for it as drain() says; nullptr when the drain is to stop.
+  const HeapEvent* find_next(std::uint64_t end, std::uint64_t wait_ns);
 
   // On cache lines of their own: every thread takes numbers, the drainer moves on per event.
   alignas(64) std::atomic<std::uint64_t> next_{0}; // the next number to hand out
