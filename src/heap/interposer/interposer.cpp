@@ -640,22 +640,10 @@ __attribute__((noinline)) void* allocate_recorded(std::size_t size) {
   return pointer;
 }
 
-// The sampled mode at a sample point: recorded unless the call is the profiler's own.
-__attribute__((noinline)) void* allocate_at_sample_point(std::size_t size, const void* caller) {
+// A sample point, or any allocation in the full mode (recording, the real functions known):
+// recorded unless the call is the profiler's own.
+__attribute__((noinline)) void* allocate_unless_own(std::size_t size, const void* caller) {
   return untracked(caller) ? real.malloc(size) : allocate_recorded(size);
-}
-
-// The full mode while recording, with the real functions known.
-__attribute__((noinline)) void* allocate_full(std::size_t size, const void* caller) {
-  if (untracked(caller)) {
-    return real.malloc(size);
-  }
-  const Inside inside;
-  void* pointer = real.malloc(size);
-  if (pointer != nullptr) {
-    record_alloc(pointer, size);
-  }
-  return pointer;
 }
 
 // Every mode but the sampled mode's fast path.
@@ -669,7 +657,8 @@ __attribute__((noinline)) void* allocate_unsampled(std::size_t size, const void*
   return allocate_recorded(size);
 }
 
-// Small enough to be inlined into malloc, whose frame then tail-calls the real malloc.
+// malloc's body (on x86-64 behind its assembly short path) and operator new's: the common cases
+// inline, the rest out of line.
 inline void* allocate(std::size_t size, const void* caller) {
   // The sampled mode's common case first: the countdown, then (only at a sample point) whether
   // the call is the profiler's own. Counting the profiler's bytes too leaves the sample points
@@ -678,10 +667,10 @@ inline void* allocate(std::size_t size, const void* caller) {
     if (__builtin_expect(!thread_sampler.sample(size, plan), 1)) {
       return real.malloc(size);
     }
-    return allocate_at_sample_point(size, caller);
+    return allocate_unless_own(size, caller);
   }
   if (__builtin_expect(full_fast.load(std::memory_order_acquire), 1)) {
-    return allocate_full(size, caller);
+    return allocate_unless_own(size, caller);
   }
   return allocate_unsampled(size, caller);
 }
@@ -759,7 +748,7 @@ __attribute__((noinline)) void release_full(void* pointer, const void* caller) {
 
 __attribute__((noinline)) void release_unsampled(void* pointer, const void* caller);
 
-// Small enough to be inlined into free, whose frame then tail-calls the real free.
+// free's body (on x86-64 behind its assembly short path) and operator delete's.
 inline void release_block(void* pointer, const void* caller) {
   // The sampled mode's common case first: a block whose bit is clear was not sampled, whoever
   // frees it (free(nullptr) included), and is not the arena's.
