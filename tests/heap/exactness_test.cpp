@@ -177,32 +177,12 @@ TEST(HeapExactness, ForkingParentMatchesValgrindDhat) {
   EXPECT_EQ(files, (std::vector<std::string>{"heap.json", "heap.pb.gz"}));
 }
 
-// Blocks freed on other threads than their own, with reallocs, while the addresses go straight
-// back to malloc on a third: in the full mode each event is applied in the allocator's order, so
-// no free is unknown and every block is counted, as valgrind counts them (bytes differ by the
-// thread vectors, as below).
-TEST(HeapExactness, BlocksHandedBetweenThreadsMatchValgrindDhat) {
-  const hotscope::testing::ScratchDir scratch("exactness-handoff");
-  const Runs runs = run_both(scratch.path(), std::string(BEHAVIOURS_PROGRAM) + " handoff");
-  ASSERT_FALSE(runs.valgrind.is_null());
-  ASSERT_FALSE(runs.hotscope.is_null());
-  const Figures want = sum(runs.valgrind);
-  const Figures got = sum(runs.hotscope);
-  EXPECT_EQ(got.total_blocks, want.total_blocks);
-  EXPECT_EQ(got.end_blocks, want.end_blocks);
-  EXPECT_EQ(got.total_bytes - want.total_bytes, got.end_bytes - want.end_bytes);
-  EXPECT_EQ(runs.hotscope_err.find("Unknown pointers"), std::string::npos) << runs.hotscope_err;
-  EXPECT_EQ(runs.hotscope_err.find("could not be recorded"), std::string::npos)
-      << runs.hotscope_err;
-}
-
-// With threads the peak depends on scheduling, but every block is counted. A thread's dynamic
-// thread vector (glibc callocs it with the thread's stack, and reuses both for later threads)
-// is 16 bytes longer per library with thread-local storage that the preload brings in, so bytes
-// differ by that, blocks do not.
-TEST(HeapExactness, ThreadedTotalsMatchValgrindDhatUpToThreadVectors) {
-  const hotscope::testing::ScratchDir scratch("exactness-threads");
-  const Runs runs = run_both(scratch.path(), std::string(BEHAVIOURS_PROGRAM) + " threads");
+// With threads the peak depends on scheduling, but every block is counted, none is unknown, no
+// event is lost. A thread's dynamic thread vector (glibc callocs it with the thread's stack, and
+// reuses both for later threads) is 16 bytes longer per library with thread-local storage that
+// the preload brings in, so bytes differ by that, for `vectors` vectors, and blocks do not.
+void expect_threaded_totals(const fs::path& dir, const std::string& mode, std::uint64_t vectors) {
+  const Runs runs = run_both(dir, std::string(BEHAVIOURS_PROGRAM) + " " + mode);
   ASSERT_FALSE(runs.valgrind.is_null());
   ASSERT_FALSE(runs.hotscope.is_null());
   const Figures want = sum(runs.valgrind);
@@ -211,10 +191,26 @@ TEST(HeapExactness, ThreadedTotalsMatchValgrindDhatUpToThreadVectors) {
   EXPECT_EQ(got.end_blocks, want.end_blocks);
   const std::uint64_t extra = got.total_bytes - want.total_bytes;
   EXPECT_EQ(got.end_bytes - want.end_bytes, extra);
-  constexpr std::uint64_t vectors = 4; // waves of four threads: later waves reuse the stacks
   EXPECT_EQ(extra % (16 * vectors), 0u);
   EXPECT_LE(extra, 16 * vectors * 8) << "more than 8 thread-local-storage libraries?";
+  EXPECT_EQ(runs.hotscope_err.find("Unknown pointers"), std::string::npos) << runs.hotscope_err;
+  EXPECT_EQ(runs.hotscope_err.find("could not be recorded"), std::string::npos)
+      << runs.hotscope_err;
   expect_viewer_ready(runs.hotscope, "behaviours.cpp");
+}
+
+// Waves of four threads: later waves reuse the stacks, and the vectors with them.
+TEST(HeapExactness, ThreadedTotalsMatchValgrindDhatUpToThreadVectors) {
+  const hotscope::testing::ScratchDir scratch("exactness-threads");
+  expect_threaded_totals(scratch.path(), "threads", 4);
+}
+
+// Blocks freed on other threads than their own, with reallocs, while the addresses go straight
+// back to malloc on another: the full mode applies each event in the allocator's order. Four
+// threads at once.
+TEST(HeapExactness, BlocksHandedBetweenThreadsMatchValgrindDhat) {
+  const hotscope::testing::ScratchDir scratch("exactness-handoff");
+  expect_threaded_totals(scratch.path(), "handoff", 4);
 }
 
 } // namespace
