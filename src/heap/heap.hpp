@@ -2,9 +2,9 @@
 // dhat/dh_main.c computes it), call stacks interned once each, stack capture, and the step that
 // turns the raw figures into a symbolized HeapProfile for the exporters.
 //
-// Engine is not thread-safe by itself: its owner serializes calls (the preload library holds one
-// mutex around each call). Nothing here allocates through a hook the engine itself observes: the
-// owner marks the calling thread as "inside the profiler" first.
+// Engine is not thread-safe by itself: its owner serializes calls (the heap libraries hold one
+// mutex while they apply events to it). Nothing here allocates through a hook the engine itself
+// observes: the owner marks the calling thread as "inside the profiler" first.
 #pragma once
 
 #include "snapshot/snapshot.hpp"
