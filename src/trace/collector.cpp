@@ -139,30 +139,36 @@ public:
   }
 
   void stop() {
-    {
-      std::lock_guard lock(wake_mutex_);
-      stopping_ = true;
-    }
-    wake_.notify_all();
+    // A forked child has no collector thread, and its condition variable may still count the
+    // parent's thread as a waiter: only the process that owns the thread wakes and joins it.
     if (thread_runs_here_ && thread_.joinable()) {
+      {
+        std::lock_guard lock(wake_mutex_);
+        stopping_ = true;
+      }
+      wake_.notify_all();
       thread_.join();
     }
     collect();
   }
 
-  // fork(): no lock may be held mid-operation at the fork, and the child, which has no
-  // collector thread, must never wait for one.
+  // fork(): no lock may be held mid-operation at the fork (the collector thread holds
+  // wake_mutex_ each time it wakes), and the child, which has no collector thread, must never
+  // wait for one. No two of these locks are ever held together elsewhere, so any order is safe.
   void before_fork() {
+    wake_mutex_.lock();
     state_mutex_.lock();
     registry_mutex_.lock();
   }
   void after_fork_in_parent() {
     registry_mutex_.unlock();
     state_mutex_.unlock();
+    wake_mutex_.unlock();
   }
   void after_fork_in_child() {
     registry_mutex_.unlock();
     state_mutex_.unlock();
+    wake_mutex_.unlock();
     thread_runs_here_ = false;
   }
 
@@ -207,14 +213,16 @@ private:
     }
   }
 
-  // Caller holds state_mutex_.
+  // Caller holds state_mutex_. Allocates nothing while no thread starts or ends and no record
+  // is new: a child forked meanwhile cannot find an allocator lock held by this thread.
   void drain_all() {
-    std::vector<ThreadSlot*> slots;
+    std::vector<ThreadSlot*>& slots = drained_slots_;
     {
       std::lock_guard lock(registry_mutex_);
-      slots = slots_;
+      slots.assign(slots_.begin(), slots_.end());
     }
-    std::vector<ThreadSlot*> finished;
+    std::vector<ThreadSlot*>& finished = finished_slots_;
+    finished.clear();
     for (ThreadSlot* slot : slots) {
       if (slot->index == kUnassigned) {
         slot->index = aggregator_.add_thread(slot->os_tid, read_thread_name(slot->os_tid));
@@ -265,6 +273,8 @@ private:
   std::uint64_t start_unix_ns_;
   std::string process_name_;
   std::vector<hotscope_record> scratch_;
+  std::vector<ThreadSlot*> drained_slots_;  // drain_all's, kept for their capacity
+  std::vector<ThreadSlot*> finished_slots_; // drain_all's, kept for their capacity
   std::int64_t external_tracks_ = 0;
 
   std::mutex registry_mutex_; // guards slots_; taken once per thread by the thread itself

@@ -81,6 +81,19 @@ TEST(ExitPaths, AForkedChildRecordsExitsCleanlyAndLeavesTheParentsReports) {
   EXPECT_EQ(calls_of(stats, "{anonymous}::child_work"), 0u); // the child wrote no report
 }
 
+// Forks while the collector wakes every millisecond: a child never waits for a lock the
+// parent's collector thread held at the fork.
+TEST(ExitPaths, ForkedChildrenNeverWaitForTheParentsCollector) {
+  const fs::path dir = scratch("forks");
+  const ProgramRun run =
+      run_program("HOTSCOPE_COLLECT_MS=1 HOTSCOPE_OUT=" + (dir / "out").string(), "forks", dir);
+  ASSERT_EQ(run.status, 0) << run.err;
+  const auto stats = nlohmann::json::parse(slurp(dir / "out" / "stats.json"));
+  EXPECT_EQ(calls_of(stats, "{anonymous}::early_thread_work"), 100u);
+  EXPECT_EQ(calls_of(stats, "main_tail"), 1u);
+  EXPECT_EQ(calls_of(stats, "{anonymous}::child_work"), 0u); // no child wrote a report
+}
+
 // The collector's and the agent's threads take none of the program's signals.
 TEST(ExitPaths, TheProgramsSignalsReachTheProgram) {
   const fs::path dir = scratch("sigwait");

@@ -111,6 +111,22 @@ TEST(HeapPreload, TheProgramsSignalsReachTheProgram) {
   EXPECT_TRUE(fs::exists(dir / "out" / "heap.json"));
 }
 
+// Forks while a thread allocates and the full mode's collector drains: no child waits for a lock
+// held at the fork, in either mode.
+TEST(HeapPreload, ForkedChildrenNeverWaitForTheParentsProfiler) {
+  for (const char* mode : {"full", "sampled"}) {
+    const hotscope::testing::ScratchDir scratch(std::string("preload-forks-") + mode);
+    const fs::path& dir = scratch.path();
+    const ProgramRun run =
+        run_preloaded(dir,
+                      "HOTSCOPE_OUT=" + (dir / "out").string() + " HOTSCOPE_HEAP_MODE=" + mode +
+                          " HOTSCOPE_HEAP_SAMPLE_BYTES=64 HOTSCOPE_HEAP_SUMMARY=0",
+                      "forks");
+    EXPECT_EQ(run.status, 0) << mode << ": " << run.err;
+    EXPECT_TRUE(fs::exists(dir / "out" / "heap.json")) << mode;
+  }
+}
+
 TEST(HeapPreload, RelativeOutputIsTheStartDirectorys) {
   const hotscope::testing::ScratchDir scratch("preload-relative");
   const fs::path& dir = scratch.path();

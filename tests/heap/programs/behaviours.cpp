@@ -5,6 +5,8 @@
 //              address freed on one thread comes back from malloc on another at once;
 //   fork       the parent allocates around a fork, the child allocates and exits normally;
 //              prints the parent's pid;
+//   forks      forks 30 children one after the other while a thread of the parent allocates
+//              and frees; each child allocates on a thread of its own and exits normally;
 //   lifecycle  allocations in a static constructor, an atexit handler and a static destructor
 //              (after main has returned);
 //   unknown    frees and reallocs blocks the profiler never saw (from __libc_malloc);
@@ -13,6 +15,7 @@
 //   chdir      allocates, then changes to the root directory before exiting;
 //   sigwait    blocks SIGUSR1, sends it to itself and takes it with sigwait() in a thread: any
 //              thread of the process (a profiler's too) that left it unblocked would die of it.
+#include "support/forks.hpp"
 #include "support/own_signal.hpp"
 
 #include <sys/wait.h>
@@ -195,6 +198,11 @@ int main(int argc, char** argv) {
   if (mode == "fork") {
     return fork_child();
   }
+  if (mode == "forks") {
+    return hotscope::test_support::fork_while_busy(
+        30, [] { std::free(std::malloc(64)); },
+        [] { std::thread([] { sink = std::malloc(100); }).join(); });
+  }
   if (mode == "lifecycle") {
     return lifecycle();
   }
@@ -218,7 +226,8 @@ int main(int argc, char** argv) {
     sink = std::malloc(10);
     return chdir("/");
   }
-  std::fprintf(stderr, "usage: %s threads|handoff|fork|lifecycle|unknown|exec|exit|chdir|sigwait\n",
+  std::fprintf(stderr,
+               "usage: %s threads|handoff|fork|forks|lifecycle|unknown|exec|exit|chdir|sigwait\n",
                argv[0]);
   return 1;
 }
