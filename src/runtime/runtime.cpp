@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <new>
 #include <pthread.h>
 
 // The heap library's C interface (heap/interposer/interposer.hpp), when the program has one:
@@ -76,8 +77,13 @@ void start_once() {
       print_line(problem);
     }
   }
-  // A forked child keeps recording but writes no reports: they would replace its parent's.
-  pthread_atfork(nullptr, nullptr, [] { state().reports_enabled = false; });
+  // A forked child keeps recording but writes no reports: they would replace its parent's. Its
+  // only thread holds no agent_mutex, whoever held it at the fork (start_agent() on another
+  // thread): the child gets a fresh one, or exit would wait for it forever.
+  pthread_atfork(nullptr, nullptr, [] {
+    state().reports_enabled = false;
+    new (&state().agent_mutex) std::mutex;
+  });
   std::atexit(finish);
 }
 

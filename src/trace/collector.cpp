@@ -154,7 +154,8 @@ public:
 
   // fork(): no lock may be held mid-operation at the fork (the collector thread holds
   // wake_mutex_ each time it wakes), and the child, which has no collector thread, must never
-  // wait for one. No two of these locks are ever held together elsewhere, so any order is safe.
+  // wait for one. The order is every other path's: wake_mutex_ is never held with another lock,
+  // and drain_all takes registry_mutex_ inside state_mutex_.
   void before_fork() {
     wake_mutex_.lock();
     state_mutex_.lock();

@@ -1,7 +1,8 @@
 // Records from a thread that ends before the collector ever runs, then leaves the process in
 // the way argv[1] says: "return" from main, "exit" from a worker thread, or "fork" (a child
 // that records and calls exit() while the parent waits, then returns). "forks" forks 30 such
-// children one after the other. "sigwait" blocks SIGUSR1 in every thread of the program, sends
+// children one after the other; "agent-forks" too, while a thread calls start_agent() over and
+// over. "sigwait" blocks SIGUSR1 in every thread of the program, sends
 // it to itself and takes it with sigwait(): a profiler thread that left it unblocked would die
 // of it.
 #include "support/forks.hpp"
@@ -69,11 +70,16 @@ int main(int argc, char** argv) {
   if (argc > 1 && std::strcmp(argv[1], "fork") == 0) {
     return fork_a_recording_child();
   }
+  const auto recording_child = [] {
+    std::thread worker([] { child_work(); });
+    worker.join();
+  };
   if (argc > 1 && std::strcmp(argv[1], "forks") == 0) {
-    return hotscope::test_support::fork_while_busy(30, nullptr, [] {
-      std::thread worker([] { child_work(); });
-      worker.join();
-    });
+    return hotscope::test_support::fork_while_busy(30, nullptr, recording_child);
+  }
+  if (argc > 1 && std::strcmp(argv[1], "agent-forks") == 0) {
+    return hotscope::test_support::fork_while_busy(
+        30, [] { hotscope::start_agent(); }, recording_child);
   }
   return 0;
 }

@@ -94,6 +94,23 @@ TEST(ExitPaths, ForkedChildrenNeverWaitForTheParentsCollector) {
   EXPECT_EQ(calls_of(stats, "{anonymous}::child_work"), 0u); // no child wrote a report
 }
 
+// Forks while another thread starts the agent: a child never waits for the lock that thread held.
+TEST(ExitPaths, ForkedChildrenNeverWaitForAnAgentStartingInTheParent) {
+#if defined(__SANITIZE_ADDRESS__)
+  GTEST_SKIP() << "GCC 12's ASan allocator takes no lock around fork(): a child that allocates "
+                  "waits forever for a lock the agent-starting thread held in malloc at the fork";
+#endif
+  const fs::path dir = scratch("agent-forks");
+  fs::create_directories(dir / "runtime");
+  const ProgramRun run =
+      run_program("HOTSCOPE_AGENT=0 HOTSCOPE_RUNTIME_DIR=" + (dir / "runtime").string() +
+                      " HOTSCOPE_OUT=" + (dir / "out").string(),
+                  "agent-forks", dir);
+  ASSERT_EQ(run.status, 0) << run.err;
+  EXPECT_EQ(run.err, "");
+  EXPECT_TRUE(fs::is_empty(dir / "runtime")) << "the agent's files outlived the parent";
+}
+
 // The collector's and the agent's threads take none of the program's signals.
 TEST(ExitPaths, TheProgramsSignalsReachTheProgram) {
   const fs::path dir = scratch("sigwait");
