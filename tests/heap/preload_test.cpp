@@ -127,6 +127,25 @@ TEST(HeapPreload, ForkedChildrenNeverWaitForTheParentsProfiler) {
   }
 }
 
+// exit() from a signal handler on a thread that is building a heap profile: the report at exit
+// is either written or skipped with one line, never waited for. The signal lands inside the
+// profiler's lock in about two runs of three, so the program runs four times.
+TEST(HeapPreload, ExitFromASignalHandlerWhileProfilingEndsTheProgram) {
+  const hotscope::testing::ScratchDir scratch("preload-profile-exit");
+  const fs::path& dir = scratch.path();
+  for (int run_number = 0; run_number < 4; ++run_number) {
+    fs::remove_all(dir / "out");
+    const ProgramRun run = run_preloaded(
+        dir, "HOTSCOPE_OUT=" + (dir / "out").string() + " HOTSCOPE_HEAP_SUMMARY=0", "profile-exit");
+    ASSERT_EQ(run.status, 0) << "run " << run_number << ": " << run.err;
+    if (!fs::exists(dir / "out" / "heap.json")) {
+      EXPECT_NE(run.err.find("exit() was called (by a signal handler) while this thread was"),
+                std::string::npos)
+          << run.err;
+    }
+  }
+}
+
 TEST(HeapPreload, RelativeOutputIsTheStartDirectorys) {
   const hotscope::testing::ScratchDir scratch("preload-relative");
   const fs::path& dir = scratch.path();

@@ -906,6 +906,9 @@ std::string pprof_bytes(const hotscope::HeapProfile& profile, std::int64_t perio
 // it. Called inside the profiler, which made the symbolizer and never destroys it (used by the
 // report at exit).
 std::mutex symbolizer_mutex;
+// Set while this thread holds symbolizer_mutex for a profile: a signal handler that calls exit()
+// there must not wait for the lock its own thread holds (write_report).
+__thread bool building_profile __attribute__((tls_model("initial-exec"))) = false;
 
 hotscope::symbols::Symbolizer& kept_symbolizer() {
   static auto* const symbolizer = new hotscope::symbols::Symbolizer;
@@ -914,6 +917,10 @@ hotscope::symbols::Symbolizer& kept_symbolizer() {
 
 hotscope::HeapProfile profile_of(const heap::RawProfile& raw) {
   const std::lock_guard lock(symbolizer_mutex);
+  building_profile = true;
+  struct Done {
+    ~Done() { building_profile = false; }
+  } done;
   return heap::build_profile(raw, command_line(), getpid(), kept_symbolizer());
 }
 
@@ -1016,6 +1023,11 @@ __attribute__((destructor)) void write_report() {
   State& state = *state_pointer;
   if (flavour.report_needs_out && !state.options.out_set) {
     return; // a linked program writes its reports only where HOTSCOPE_OUT says
+  }
+  if (building_profile) {
+    print_error("hotscope heap: no heap profile: exit() was called (by a signal handler) while "
+                "this thread was building one, whose lock it holds");
+    return;
   }
   const std::optional<Taken> taken = take_raw(state, true);
   if (!taken) {

@@ -13,13 +13,20 @@
 //   exec       runs itself in "lifecycle" mode as a child process (fork and exec) and waits;
 //   exit       a thread calls exit() while two others keep allocating and freeing;
 //   chdir      allocates, then changes to the root directory before exiting;
+//   profile-exit builds heap profiles (hotscope_heap_profile) over and over until a timer's
+//              signal handler calls exit(), most likely in the middle of one;
 //   sigwait    blocks SIGUSR1, sends it to itself and takes it with sigwait() in a thread: any
 //              thread of the process (a profiler's too) that left it unblocked would die of it.
 #include "support/forks.hpp"
 #include "support/own_signal.hpp"
 
+#include <dlfcn.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <csignal>
+#include <ctime>
 
 #include <atomic>
 #include <chrono>
@@ -185,6 +192,37 @@ int exit_from_thread() {
   return 1; // not reached
 }
 
+void ignore_profile(void*, int, const char*, std::size_t) {}
+
+// Profiles until SIGALRM's handler calls exit() 20 ms in. A watchdog ends the process with
+// SIGUSR2 (its default action) if exit hangs.
+int profile_until_exit() {
+  using Sink = void (*)(void*, int, const char*, std::size_t);
+  const auto profile =
+      reinterpret_cast<int (*)(int, Sink, void*)>(dlsym(RTLD_DEFAULT, "hotscope_heap_profile"));
+  if (profile == nullptr) {
+    std::fprintf(stderr, "hotscope_heap_profile not found: run with the preload library\n");
+    return 2;
+  }
+  std::vector<void*> blocks;
+  for (std::size_t i = 0; i < 2000; ++i) {
+    blocks.push_back(std::malloc(16 + i));
+  }
+  sigevent watchdog_event{};
+  watchdog_event.sigev_notify = SIGEV_SIGNAL;
+  watchdog_event.sigev_signo = SIGUSR2;
+  timer_t watchdog;
+  const itimerspec ten_seconds{{0, 0}, {10, 0}};
+  timer_create(CLOCK_MONOTONIC, &watchdog_event, &watchdog);
+  timer_settime(watchdog, 0, &ten_seconds, nullptr);
+  std::signal(SIGALRM, [](int) { std::exit(0); });
+  const itimerval twenty_ms{{0, 0}, {0, 20000}};
+  setitimer(ITIMER_REAL, &twenty_ms, nullptr);
+  for (;;) {
+    profile(0, ignore_profile, nullptr); // no format: the time goes to the symbol lookups
+  }
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -222,12 +260,17 @@ int main(int argc, char** argv) {
       }
     });
   }
+  if (mode == "profile-exit") {
+    return profile_until_exit();
+  }
   if (mode == "chdir") {
     sink = std::malloc(10);
     return chdir("/");
   }
-  std::fprintf(stderr,
-               "usage: %s threads|handoff|fork|forks|lifecycle|unknown|exec|exit|chdir|sigwait\n",
-               argv[0]);
+  std::fprintf(
+      stderr,
+      "usage: %s "
+      "threads|handoff|fork|forks|lifecycle|unknown|exec|exit|chdir|profile-exit|sigwait\n",
+      argv[0]);
   return 1;
 }
