@@ -12,6 +12,7 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -22,6 +23,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 
 namespace hotscope::agent {
 namespace {
@@ -46,9 +48,27 @@ struct Agent {
   Listening tcp_context{Listener::Tcp, &process};
   MHD_Daemon* unix_daemon = nullptr;
   MHD_Daemon* tcp_daemon = nullptr;
+  int unix_fd = -1; // the daemons' listening sockets
+  int tcp_fd = -1;
 };
 
 Agent* running_agent = nullptr; // set by start(), cleared by stop()
+
+// A forked child lets go of its parent's listening sockets: kept open there, they would keep the
+// TCP port bound after the parent exits, and clients would connect to a socket nobody accepts
+// on. The daemons themselves are left alone: their threads do not exist in the child.
+void close_listeners_in_child() {
+  Agent* agent = running_agent;
+  if (agent == nullptr || agent->owner == getpid()) {
+    return;
+  }
+  for (int* fd : {&agent->unix_fd, &agent->tcp_fd}) {
+    if (*fd >= 0) {
+      close(*fd);
+      *fd = -1;
+    }
+  }
+}
 
 std::string errno_text() {
   return std::strerror(errno);
@@ -296,6 +316,8 @@ std::vector<std::string> start(const config::Config& config) {
         close(fd);
         process.metrics_tcp.clear();
         problem = "HOTSCOPE_AGENT_TCP: cannot start the HTTP server";
+      } else {
+        agent->tcp_fd = fd;
       }
     }
     if (!problem.empty()) {
@@ -314,6 +336,7 @@ std::vector<std::string> start(const config::Config& config) {
       close(fd);
       problem = "cannot start the HTTP server";
     } else {
+      agent->unix_fd = fd;
       problem = write_private_file(info_path(agent->dir, process.pid), process_json(process));
     }
   }
@@ -322,10 +345,13 @@ std::vector<std::string> start(const config::Config& config) {
     if (agent->unix_daemon != nullptr) {
       MHD_stop_daemon(agent->unix_daemon);
       agent->unix_daemon = nullptr;
+      agent->unix_fd = -1;
       unlink(process.socket.c_str());
     }
   }
   running_agent = agent;
+  static std::once_flag fork_handler;
+  std::call_once(fork_handler, [] { pthread_atfork(nullptr, nullptr, close_listeners_in_child); });
   return problems;
 }
 

@@ -2,7 +2,8 @@
 // the way argv[1] says: "return" from main, "exit" from a worker thread, or "fork" (a child
 // that records and calls exit() while the parent waits, then returns). "forks" forks 30 such
 // children one after the other; "agent-forks" too, while a thread calls start_agent() over and
-// over. "sigwait" blocks SIGUSR1 in every thread of the program, sends
+// over. "agent-fork" forks a child that checks it holds no listening socket (its parent's agent
+// listens on two). "sigwait" blocks SIGUSR1 in every thread of the program, sends
 // it to itself and takes it with sigwait(): a profiler thread that left it unblocked would die
 // of it.
 #include "support/forks.hpp"
@@ -13,6 +14,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <string>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
@@ -36,6 +40,30 @@ int fork_a_recording_child() {
     worker.join();
     child_work();
     std::exit(0);
+  }
+  int status = 0;
+  waitpid(child, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+}
+
+// 0 when no descriptor of this process is a listening socket, else 7.
+int holds_no_listening_socket() {
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) {
+    const int fd = std::stoi(entry.path().filename().string());
+    int listening = 0;
+    socklen_t size = sizeof listening;
+    if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &size) == 0 && listening != 0) {
+      std::fprintf(stderr, "the forked child still holds listening socket %d\n", fd);
+      return 7;
+    }
+  }
+  return 0;
+}
+
+int fork_a_checking_child() {
+  const pid_t child = fork();
+  if (child == 0) {
+    std::exit(holds_no_listening_socket());
   }
   int status = 0;
   waitpid(child, &status, 0);
@@ -69,6 +97,9 @@ int main(int argc, char** argv) {
   HOTSCOPE_SCOPE("main_tail");
   if (argc > 1 && std::strcmp(argv[1], "fork") == 0) {
     return fork_a_recording_child();
+  }
+  if (argc > 1 && std::strcmp(argv[1], "agent-fork") == 0) {
+    return fork_a_checking_child();
   }
   const auto recording_child = [] {
     std::thread worker([] { child_work(); });

@@ -111,6 +111,17 @@ TEST(ExitPaths, ForkedChildrenNeverWaitForAnAgentStartingInTheParent) {
   EXPECT_TRUE(fs::is_empty(dir / "runtime")) << "the agent's files outlived the parent";
 }
 
+// A forked child lets go of its parent's agent sockets (the Unix one and the TCP listener).
+TEST(ExitPaths, AForkedChildHoldsNoneOfTheAgentsListeningSockets) {
+  const fs::path dir = scratch("agent-fork");
+  fs::create_directories(dir / "runtime");
+  const ProgramRun run = run_program("HOTSCOPE_AGENT=1 HOTSCOPE_AGENT_TCP=127.0.0.1:0 "
+                                     "HOTSCOPE_RUNTIME_DIR=" +
+                                         (dir / "runtime").string(),
+                                     "agent-fork", dir);
+  EXPECT_EQ(run.status, 0) << run.err;
+}
+
 // The collector's and the agent's threads take none of the program's signals.
 TEST(ExitPaths, TheProgramsSignalsReachTheProgram) {
   const fs::path dir = scratch("sigwait");

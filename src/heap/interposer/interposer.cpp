@@ -300,15 +300,24 @@ double microseconds_per_unit(const State& state, std::uint64_t end_time) {
   return end_time == 0 ? 0.0 : elapsed_us / static_cast<double>(end_time);
 }
 
+// Whether before_fork took the mutex: the phase may change between the handlers (a fork while
+// another thread starts recording).
+bool mutex_held_for_fork = false;
+
 void before_fork() {
   if (phase.load(std::memory_order_acquire) == Recording) {
     state_pointer->mutex.lock();
+    mutex_held_for_fork = true;
+  }
+}
+void release_after_fork() {
+  if (mutex_held_for_fork) {
+    mutex_held_for_fork = false;
+    state_pointer->mutex.unlock();
   }
 }
 void after_fork_in_parent() {
-  if (phase.load(std::memory_order_acquire) == Recording) {
-    state_pointer->mutex.unlock();
-  }
+  release_after_fork();
 }
 // From here on every call passes through.
 void stop_recording() {
@@ -318,10 +327,11 @@ void stop_recording() {
 }
 
 // The child runs on unprofiled: its parent's report covers the blocks they share, and two
-// processes must not write the same file.
+// processes must not write the same file. A start that another thread had under way never
+// completes here.
 void after_fork_in_child() {
-  if (phase.load(std::memory_order_acquire) == Recording) {
-    state_pointer->mutex.unlock();
+  release_after_fork();
+  if (phase.load(std::memory_order_acquire) != Off) {
     stop_recording();
   }
 }
