@@ -90,6 +90,15 @@ public:
   }
 
   Ring* register_current_thread() noexcept {
+    if (!thread_runs_here_) {
+      // A forked child has no collector thread: each new thread drains the rings first, so those
+      // of the child's ended threads are freed rather than kept for the child's whole life.
+      try {
+        collect();
+      } catch (const std::bad_alloc&) {
+        // The records stay in their rings for a later drain.
+      }
+    }
     auto* slot = new (std::nothrow) ThreadSlot;
     auto* storage = static_cast<hotscope_record*>(::operator new[](
         settings_.ring_records * sizeof(hotscope_record), kRingAlignment, std::nothrow));

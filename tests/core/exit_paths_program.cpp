@@ -3,7 +3,9 @@
 // that records and calls exit() while the parent waits, then returns). "forks" forks 30 such
 // children one after the other; "agent-forks" too, while a thread calls start_agent() over and
 // over. "agent-fork" forks a child that checks it holds no listening socket (its parent's agent
-// listens on two). "sigwait" blocks SIGUSR1 in every thread of the program, sends
+// listens on two). "child-threads" forks a child that starts 200 short recording threads one
+// after the other and checks that its address space grew by less than 64 MiB (each thread's
+// ring is 1 MiB). "sigwait" blocks SIGUSR1 in every thread of the program, sends
 // it to itself and takes it with sigwait(): a profiler thread that left it unblocked would die
 // of it.
 #include "support/forks.hpp"
@@ -11,10 +13,12 @@
 
 #include <hotscope/hotscope.hpp>
 
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -60,10 +64,37 @@ int holds_no_listening_socket() {
   return 0;
 }
 
-int fork_a_checking_child() {
+std::uint64_t address_space_kib() {
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);) {
+    if (line.rfind("VmSize:", 0) == 0) {
+      return std::stoull(line.substr(7));
+    }
+  }
+  return 0;
+}
+
+// 0 when 200 short threads, one after the other, left the address space less than 64 MiB
+// larger, else 8.
+int threads_leave_no_rings() {
+  const std::uint64_t before = address_space_kib();
+  for (int i = 0; i < 200; ++i) {
+    std::thread([] { child_work(); }).join();
+  }
+  const std::uint64_t after = address_space_kib();
+  const std::uint64_t grown_mib = after > before ? (after - before) / 1024 : 0;
+  if (grown_mib >= 64) {
+    std::fprintf(stderr, "200 ended threads left the address space %llu MiB larger\n",
+                 static_cast<unsigned long long>(grown_mib));
+    return 8;
+  }
+  return 0;
+}
+
+int fork_a_checking_child(int (*check)()) {
   const pid_t child = fork();
   if (child == 0) {
-    std::exit(holds_no_listening_socket());
+    std::exit(check());
   }
   int status = 0;
   waitpid(child, &status, 0);
@@ -99,7 +130,10 @@ int main(int argc, char** argv) {
     return fork_a_recording_child();
   }
   if (argc > 1 && std::strcmp(argv[1], "agent-fork") == 0) {
-    return fork_a_checking_child();
+    return fork_a_checking_child(holds_no_listening_socket);
+  }
+  if (argc > 1 && std::strcmp(argv[1], "child-threads") == 0) {
+    return fork_a_checking_child(threads_leave_no_rings);
   }
   const auto recording_child = [] {
     std::thread worker([] { child_work(); });
