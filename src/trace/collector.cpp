@@ -17,6 +17,7 @@
 #include <mutex>
 #include <new>
 #include <pthread.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <thread>
 #include <unistd.h>
@@ -32,15 +33,27 @@ using detail::Ring;
 
 constexpr std::uint32_t kUnassigned = UINT32_MAX;
 
-// Ring storage starts on a cache line, so no 32-byte record straddles two.
-constexpr std::align_val_t kRingAlignment{64};
-struct RingStorageDelete {
-  void operator()(hotscope_record* records) const { ::operator delete[](records, kRingAlignment); }
+// Ring storage is mapped, not allocated: it starts on a page, so no 32-byte record straddles two
+// cache lines, and it goes back to the system when its thread's slot is freed instead of leaving
+// a megabyte-sized hole in the program's heap.
+struct RingUnmap {
+  std::size_t bytes = 0;
+  void operator()(hotscope_record* records) const { munmap(records, bytes); }
 };
+using RingStorage = std::unique_ptr<hotscope_record[], RingUnmap>;
+
+RingStorage map_ring(std::size_t records) {
+  const std::size_t bytes = records * sizeof(hotscope_record);
+  void* memory = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (memory == MAP_FAILED) {
+    return RingStorage(nullptr, RingUnmap{});
+  }
+  return RingStorage(static_cast<hotscope_record*>(memory), RingUnmap{bytes});
+}
 
 struct ThreadSlot {
   Ring ring;
-  std::unique_ptr<hotscope_record[], RingStorageDelete> storage;
+  RingStorage storage;
   std::int64_t os_tid = 0;
   std::atomic<bool> exited{false};
   std::uint32_t index = kUnassigned; // the Aggregator's thread index, set by the collector
@@ -99,16 +112,14 @@ public:
         // The records stay in their rings for a later drain.
       }
     }
+    RingStorage storage = map_ring(settings_.ring_records);
     auto* slot = new (std::nothrow) ThreadSlot;
-    auto* storage = static_cast<hotscope_record*>(::operator new[](
-        settings_.ring_records * sizeof(hotscope_record), kRingAlignment, std::nothrow));
     if (slot == nullptr || storage == nullptr) {
       delete slot;
-      RingStorageDelete()(storage);
       return &out_of_memory_ring_;
     }
-    slot->storage.reset(storage);
-    slot->ring.slots = storage;
+    slot->ring.slots = storage.get();
+    slot->storage = std::move(storage);
     slot->ring.capacity = settings_.ring_records;
     slot->os_tid = static_cast<std::int64_t>(syscall(SYS_gettid));
     {

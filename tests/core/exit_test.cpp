@@ -124,9 +124,6 @@ TEST(ExitPaths, AForkedChildHoldsNoneOfTheAgentsListeningSockets) {
 
 // A forked child has no collector thread; the rings of its ended threads are freed all the same.
 TEST(ExitPaths, AForkedChildFreesTheRingsOfItsEndedThreads) {
-#if defined(__SANITIZE_ADDRESS__)
-  GTEST_SKIP() << "ASan's quarantine keeps freed memory mapped: the address space tells nothing";
-#endif
   const fs::path dir = scratch("child-threads");
   const ProgramRun run =
       run_program("HOTSCOPE_OUT=" + (dir / "out").string(), "child-threads", dir);
