@@ -210,8 +210,10 @@ public:
     aggregator_.mark_exited(track);
   }
 
+  // Under state_mutex_: a periodic drain under way when pausing is finished before this returns,
+  // and none starts after it.
   void pause(bool paused) {
-    std::lock_guard lock(wake_mutex_);
+    std::lock_guard lock(state_mutex_);
     paused_ = paused;
   }
 
@@ -225,11 +227,16 @@ private:
     std::unique_lock lock(wake_mutex_);
     while (!stopping_) {
       wake_.wait_for(lock, std::chrono::milliseconds(settings_.period_ms));
-      if (stopping_ || paused_) {
+      if (stopping_) {
         continue;
       }
       lock.unlock();
-      collect();
+      {
+        std::lock_guard state_lock(state_mutex_);
+        if (!paused_) {
+          drain_all();
+        }
+      }
       lock.lock();
     }
   }
@@ -307,7 +314,7 @@ private:
   std::mutex wake_mutex_;
   std::condition_variable wake_;
   bool stopping_ = false;
-  bool paused_ = false;
+  bool paused_ = false; // guarded by state_mutex_: the periodic drain's, for tests
   std::thread thread_;
   bool thread_runs_here_ = true; // false in a forked child: the thread stayed in the parent
 };

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -65,7 +67,8 @@ TEST(Config, EachBadValueGetsOneLineNamingTheVariableAndKeepsTheDefault) {
 }
 
 TEST(Config, OutDirIsCreatedOrRefusedWithAReason) {
-  const auto base = std::filesystem::temp_directory_path() / "hotscope-config-test";
+  const auto base =
+      std::filesystem::temp_directory_path() / ("hotscope-config-test-" + std::to_string(getpid()));
   std::filesystem::remove_all(base);
   EXPECT_EQ(config::check_out_dir((base / "a" / "b").string()), "");
   EXPECT_TRUE(std::filesystem::is_directory(base / "a" / "b"));

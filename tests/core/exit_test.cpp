@@ -7,6 +7,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <unistd.h>
 
 namespace {
 
@@ -22,10 +23,11 @@ using hotscope::test_support::slurp;
 
 ProgramRun run_program(const std::string& env, const std::string& mode, const fs::path& dir) {
   fs::create_directories(dir);
-  // A long collector period: the early thread ends long before any periodic drain.
-  const std::string command = "env HOTSCOPE_COLLECT_MS=1000 " + env + " " + EXIT_PATHS_PROGRAM +
-                              " " + mode + " >" + (dir / "stdout").string() + " 2>" +
-                              (dir / "stderr").string();
+  // A long collector period: the early thread ends long before any periodic drain. A hang ends
+  // after a minute (status 124), with no program left behind.
+  const std::string command = "timeout 60 env HOTSCOPE_COLLECT_MS=1000 " + env + " " +
+                              EXIT_PATHS_PROGRAM + " " + mode + " >" + (dir / "stdout").string() +
+                              " 2>" + (dir / "stderr").string();
   const int status = std::system(command.c_str());
   return ProgramRun{status, slurp(dir / "stdout"), slurp(dir / "stderr")};
 }
@@ -40,7 +42,8 @@ std::uint64_t calls_of(const nlohmann::json& stats, const std::string& name) {
 }
 
 fs::path scratch(const std::string& name) {
-  const fs::path dir = fs::temp_directory_path() / ("hotscope-exit-test-" + name);
+  const fs::path dir =
+      fs::temp_directory_path() / ("hotscope-exit-test-" + std::to_string(getpid()) + "-" + name);
   fs::remove_all(dir);
   return dir;
 }
