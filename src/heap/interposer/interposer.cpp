@@ -494,8 +494,9 @@ pthread_key_t ring_key;
 // a few instructions from making it so, unless it was preempted, stopped or left that window by
 // a signal handler's longjmp): beyond it the event is given up on and counted. Profiles and
 // reports wait this long at once; the collector and a thread with a full ring after this long
-// without progress.
-constexpr std::uint64_t event_wait_ns = 100'000'000;
+// without progress. A second: on an overloaded machine a thread preempted in that window can
+// wait for a core longer than 100 ms, and giving up its event would lose a real allocation.
+constexpr std::uint64_t event_wait_ns = 1'000'000'000;
 
 // The calling thread's ring, opened on its first event and closed when the thread ends (the key's
 // destructor). An event after that (glibc frees its per-thread buffers after the destructors)
