@@ -5,6 +5,8 @@
 #include <atomic>
 #include <ctime>
 #include <mutex>
+#include <new>
+#include <pthread.h>
 #include <string>
 #include <thread>
 #if defined(__x86_64__)
@@ -34,8 +36,20 @@ struct State {
   std::uint64_t anchor_ns = 0;
 };
 
+State* state_instance = nullptr; // set once by state()
+
+// A forked child's only thread holds no lock, whoever held this one at the fork (info() on an
+// agent thread): the child gets a fresh one.
+void fresh_lock_in_child() {
+  new (&state_instance->mutex) std::mutex;
+}
+
 State& state() {
-  static State* instance = new State; // never destroyed: used from exit handlers
+  static State* instance = [] { // never destroyed: used from exit handlers
+    state_instance = new State;
+    pthread_atfork(nullptr, nullptr, fresh_lock_in_child);
+    return state_instance;
+  }();
   return *instance;
 }
 
