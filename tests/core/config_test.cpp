@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include <unistd.h>
+#include "support/scratch_dir.hpp"
 
 #include <filesystem>
 #include <fstream>
@@ -67,16 +67,14 @@ TEST(Config, EachBadValueGetsOneLineNamingTheVariableAndKeepsTheDefault) {
 }
 
 TEST(Config, OutDirIsCreatedOrRefusedWithAReason) {
-  const auto base =
-      std::filesystem::temp_directory_path() / ("hotscope-config-test-" + std::to_string(getpid()));
-  std::filesystem::remove_all(base);
+  const hotscope::testing::ScratchDir scratch("config");
+  const std::filesystem::path& base = scratch.path();
   EXPECT_EQ(config::check_out_dir((base / "a" / "b").string()), "");
   EXPECT_TRUE(std::filesystem::is_directory(base / "a" / "b"));
   std::ofstream(base / "file") << "x";
   const std::string problem = config::check_out_dir((base / "file" / "sub").string());
   EXPECT_NE(problem.find("HOTSCOPE_OUT="), std::string::npos);
   EXPECT_NE(problem.find("cannot create"), std::string::npos);
-  std::filesystem::remove_all(base);
 }
 
 } // namespace

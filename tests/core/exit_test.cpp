@@ -3,11 +3,11 @@
 #include <nlohmann/json.hpp>
 
 #include "support/files.hpp"
+#include "support/scratch_dir.hpp"
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
-#include <unistd.h>
 
 namespace {
 
@@ -41,15 +41,9 @@ std::uint64_t calls_of(const nlohmann::json& stats, const std::string& name) {
   return 0;
 }
 
-fs::path scratch(const std::string& name) {
-  const fs::path dir =
-      fs::temp_directory_path() / ("hotscope-exit-test-" + std::to_string(getpid()) + "-" + name);
-  fs::remove_all(dir);
-  return dir;
-}
-
 TEST(ExitPaths, ReturningFromMainFlushesEveryThread) {
-  const fs::path dir = scratch("return");
+  const hotscope::testing::ScratchDir scratch("exit-return");
+  const fs::path& dir = scratch.path();
   const ProgramRun run = run_program("HOTSCOPE_OUT=" + (dir / "out").string(), "return", dir);
   ASSERT_EQ(run.status, 0) << run.err;
   EXPECT_EQ(run.err, "");
@@ -62,7 +56,8 @@ TEST(ExitPaths, ReturningFromMainFlushesEveryThread) {
 }
 
 TEST(ExitPaths, ExitFromAWorkerThreadFlushesEveryThread) {
-  const fs::path dir = scratch("exit");
+  const hotscope::testing::ScratchDir scratch("exit-exit");
+  const fs::path& dir = scratch.path();
   const ProgramRun run = run_program("HOTSCOPE_OUT=" + (dir / "out").string(), "exit", dir);
   ASSERT_EQ(run.status, 0) << run.err;
   const auto stats = nlohmann::json::parse(slurp(dir / "out" / "stats.json"));
@@ -72,7 +67,8 @@ TEST(ExitPaths, ExitFromAWorkerThreadFlushesEveryThread) {
 }
 
 TEST(ExitPaths, AForkedChildRecordsExitsCleanlyAndLeavesTheParentsReports) {
-  const fs::path dir = scratch("fork");
+  const hotscope::testing::ScratchDir scratch("exit-fork");
+  const fs::path& dir = scratch.path();
   const ProgramRun run = run_program("HOTSCOPE_OUT=" + (dir / "out").string(), "fork", dir);
   ASSERT_EQ(run.status, 0) << run.err;
   // LeakSanitizer notes in a forked child that its parent's threads are gone; hotscope says
@@ -87,7 +83,8 @@ TEST(ExitPaths, AForkedChildRecordsExitsCleanlyAndLeavesTheParentsReports) {
 // Forks while the collector wakes every millisecond: a child never waits for a lock the
 // parent's collector thread held at the fork.
 TEST(ExitPaths, ForkedChildrenNeverWaitForTheParentsCollector) {
-  const fs::path dir = scratch("forks");
+  const hotscope::testing::ScratchDir scratch("exit-forks");
+  const fs::path& dir = scratch.path();
   const ProgramRun run =
       run_program("HOTSCOPE_COLLECT_MS=1 HOTSCOPE_OUT=" + (dir / "out").string(), "forks", dir);
   ASSERT_EQ(run.status, 0) << run.err;
@@ -103,7 +100,8 @@ TEST(ExitPaths, ForkedChildrenNeverWaitForAnAgentStartingInTheParent) {
   GTEST_SKIP() << "GCC 12's ASan allocator takes no lock around fork(): a child that allocates "
                   "waits forever for a lock the agent-starting thread held in malloc at the fork";
 #endif
-  const fs::path dir = scratch("agent-forks");
+  const hotscope::testing::ScratchDir scratch("exit-agent-forks");
+  const fs::path& dir = scratch.path();
   fs::create_directories(dir / "runtime");
   const ProgramRun run =
       run_program("HOTSCOPE_AGENT=0 HOTSCOPE_RUNTIME_DIR=" + (dir / "runtime").string() +
@@ -116,7 +114,8 @@ TEST(ExitPaths, ForkedChildrenNeverWaitForAnAgentStartingInTheParent) {
 
 // A forked child lets go of its parent's agent sockets (the Unix one and the TCP listener).
 TEST(ExitPaths, AForkedChildHoldsNoneOfTheAgentsListeningSockets) {
-  const fs::path dir = scratch("agent-fork");
+  const hotscope::testing::ScratchDir scratch("exit-agent-fork");
+  const fs::path& dir = scratch.path();
   fs::create_directories(dir / "runtime");
   const ProgramRun run = run_program("HOTSCOPE_AGENT=1 HOTSCOPE_AGENT_TCP=127.0.0.1:0 "
                                      "HOTSCOPE_RUNTIME_DIR=" +
@@ -127,7 +126,8 @@ TEST(ExitPaths, AForkedChildHoldsNoneOfTheAgentsListeningSockets) {
 
 // A forked child has no collector thread; the rings of its ended threads are freed all the same.
 TEST(ExitPaths, AForkedChildFreesTheRingsOfItsEndedThreads) {
-  const fs::path dir = scratch("child-threads");
+  const hotscope::testing::ScratchDir scratch("exit-child-threads");
+  const fs::path& dir = scratch.path();
   const ProgramRun run =
       run_program("HOTSCOPE_OUT=" + (dir / "out").string(), "child-threads", dir);
   EXPECT_EQ(run.status, 0) << run.err;
@@ -135,13 +135,15 @@ TEST(ExitPaths, AForkedChildFreesTheRingsOfItsEndedThreads) {
 
 // The collector's and the agent's threads take none of the program's signals.
 TEST(ExitPaths, TheProgramsSignalsReachTheProgram) {
-  const fs::path dir = scratch("sigwait");
+  const hotscope::testing::ScratchDir scratch("exit-sigwait");
+  const fs::path& dir = scratch.path();
   const ProgramRun run = run_program("HOTSCOPE_OUT=" + (dir / "out").string(), "sigwait", dir);
   EXPECT_TRUE(WIFEXITED(run.status) && WEXITSTATUS(run.status) == 0) << run.status << run.err;
 }
 
 TEST(ExitPaths, ForcedClockIsReported) {
-  const fs::path dir = scratch("clock");
+  const hotscope::testing::ScratchDir scratch("exit-clock");
+  const fs::path& dir = scratch.path();
   const ProgramRun run =
       run_program("HOTSCOPE_CLOCK=monotonic HOTSCOPE_OUT=" + (dir / "out").string(), "return", dir);
   ASSERT_EQ(run.status, 0) << run.err;
@@ -151,7 +153,8 @@ TEST(ExitPaths, ForcedClockIsReported) {
 }
 
 TEST(ExitPaths, UnwritableOutDirIsOneLineAndTheProgramRunsOn) {
-  const fs::path dir = scratch("unwritable");
+  const hotscope::testing::ScratchDir scratch("exit-unwritable");
+  const fs::path& dir = scratch.path();
   fs::create_directories(dir);
   std::ofstream(dir / "a-file") << "not a directory";
   const ProgramRun run =
@@ -163,7 +166,8 @@ TEST(ExitPaths, UnwritableOutDirIsOneLineAndTheProgramRunsOn) {
 }
 
 TEST(ExitPaths, BadVariablesAreNamedAndIgnored) {
-  const fs::path dir = scratch("badvars");
+  const hotscope::testing::ScratchDir scratch("exit-badvars");
+  const fs::path& dir = scratch.path();
   const ProgramRun run = run_program(
       "HOTSCOPE_RING_RECORDS=12 HOTSCOPE_CLOCK=sundial HOTSCOPE_OUT=" + (dir / "out").string(),
       "return", dir);

@@ -3,7 +3,7 @@
 // the same binary. valgrind runs with --run-libc-freeres=no --run-cxx-freeres=no: by default it
 // makes the C and C++ runtimes release their own memory after the program ends, which no
 // in-process profiler can see (docs/heap.md).
-#include "scratch_dir.hpp"
+#include "support/scratch_dir.hpp"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>

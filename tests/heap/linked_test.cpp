@@ -1,7 +1,7 @@
 // Linked-in heap profiling (hotscope::heap): programs/linked_forms.cpp run as a child process.
 // Every operator new/delete form and the malloc family counted exactly, the library calls, the
 // runtime switch, and a reset through the agent that keeps the live blocks.
-#include "scratch_dir.hpp"
+#include "support/scratch_dir.hpp"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>

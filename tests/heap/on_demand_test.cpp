@@ -2,7 +2,7 @@
 // demand"): programs/on_demand.cpp, linked with hotscope::heap, takes them again and again. A
 // repeated profile equals the first frame for frame, profiles taken at once agree, and frames of
 // a library loaded (or unloaded and replaced) after the first profiles resolve to it.
-#include "scratch_dir.hpp"
+#include "support/scratch_dir.hpp"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>

@@ -1,6 +1,6 @@
 // The preload library's behaviour beyond the figures: unknown pointers, an unwritable output
 // directory, the summary switch and bad settings.
-#include "scratch_dir.hpp"
+#include "support/scratch_dir.hpp"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>

@@ -1,5 +1,5 @@
 // `hotscope run --heap [--out DIR] -- prog args...`.
-#include "scratch_dir.hpp"
+#include "support/scratch_dir.hpp"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>

@@ -1,7 +1,7 @@
 // The sampled mode end to end, under the preload library: the estimates on a workload whose
 // totals are known exactly, with two fixed seeds, and heap.pb.gz read by `go tool pprof`, whose
 // totals must be heap.json's.
-#include "scratch_dir.hpp"
+#include "support/scratch_dir.hpp"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>

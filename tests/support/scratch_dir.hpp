@@ -14,7 +14,7 @@ class ScratchDir {
 public:
   explicit ScratchDir(const std::string& name)
       : path_(std::filesystem::temp_directory_path() /
-              ("hotscope-heap-" + name + "-" + std::to_string(getpid()))) {
+              ("hotscope-test-" + name + "-" + std::to_string(getpid()))) {
     std::filesystem::remove_all(path_);
     std::filesystem::create_directories(path_);
   }
