@@ -108,8 +108,8 @@ public:
       // of the child's ended threads are freed rather than kept for the child's whole life.
       try {
         collect();
-      } catch (const std::bad_alloc&) {
-        // The records stay in their rings for a later drain.
+      } catch (...) {
+        // Out of memory: the records stay in their rings for a later drain.
       }
     }
     RingStorage storage = map_ring(settings_.ring_records);

@@ -37,17 +37,11 @@ void child_work() {
   HOTSCOPE_FUNCTION();
 }
 
-int fork_a_recording_child() {
-  const pid_t child = fork();
-  if (child == 0) {
-    std::thread worker([] { child_work(); });
-    worker.join();
-    child_work();
-    std::exit(0);
-  }
-  int status = 0;
-  waitpid(child, &status, 0);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+// Records in a forked child, on a thread of its own and on the calling one.
+void record_in_a_child() {
+  std::thread worker([] { child_work(); });
+  worker.join();
+  child_work();
 }
 
 // 0 when no descriptor of this process is a listening socket, else 7.
@@ -91,10 +85,11 @@ int threads_leave_no_rings() {
   return 0;
 }
 
-int fork_a_checking_child(int (*check)()) {
+// Forks a child that calls exit() with what `in_child` returns; returns the child's status.
+int fork_a_child(int (*in_child)()) {
   const pid_t child = fork();
   if (child == 0) {
-    std::exit(check());
+    std::exit(in_child());
   }
   int status = 0;
   waitpid(child, &status, 0);
@@ -127,24 +122,23 @@ int main(int argc, char** argv) {
   }
   HOTSCOPE_SCOPE("main_tail");
   if (argc > 1 && std::strcmp(argv[1], "fork") == 0) {
-    return fork_a_recording_child();
+    return fork_a_child([] {
+      record_in_a_child();
+      return 0;
+    });
   }
   if (argc > 1 && std::strcmp(argv[1], "agent-fork") == 0) {
-    return fork_a_checking_child(holds_no_listening_socket);
+    return fork_a_child(holds_no_listening_socket);
   }
   if (argc > 1 && std::strcmp(argv[1], "child-threads") == 0) {
-    return fork_a_checking_child(threads_leave_no_rings);
+    return fork_a_child(threads_leave_no_rings);
   }
-  const auto recording_child = [] {
-    std::thread worker([] { child_work(); });
-    worker.join();
-  };
   if (argc > 1 && std::strcmp(argv[1], "forks") == 0) {
-    return hotscope::test_support::fork_while_busy(30, nullptr, recording_child);
+    return hotscope::test_support::fork_while_busy(30, nullptr, record_in_a_child);
   }
   if (argc > 1 && std::strcmp(argv[1], "agent-forks") == 0) {
     return hotscope::test_support::fork_while_busy(
-        30, [] { hotscope::start_agent(); }, recording_child);
+        30, [] { hotscope::start_agent(); }, record_in_a_child);
   }
   return 0;
 }

@@ -22,7 +22,6 @@ struct ProgramRun {
 using hotscope::test_support::slurp;
 
 ProgramRun run_program(const std::string& env, const std::string& mode, const fs::path& dir) {
-  fs::create_directories(dir);
   // A long collector period: the early thread ends long before any periodic drain. A hang ends
   // after a minute (status 124), with no program left behind.
   const std::string command = "timeout 60 env HOTSCOPE_COLLECT_MS=1000 " + env + " " +
@@ -66,6 +65,14 @@ TEST(ExitPaths, ExitFromAWorkerThreadFlushesEveryThread) {
   EXPECT_EQ(stats.at("records").at("dropped"), 0);
 }
 
+// The parent's calls are all in its report, and no child's: a forked child writes none.
+void expect_only_the_parents_calls(const fs::path& dir) {
+  const auto stats = nlohmann::json::parse(slurp(dir / "out" / "stats.json"));
+  EXPECT_EQ(calls_of(stats, "{anonymous}::early_thread_work"), 100u);
+  EXPECT_EQ(calls_of(stats, "main_tail"), 1u);
+  EXPECT_EQ(calls_of(stats, "{anonymous}::child_work"), 0u);
+}
+
 TEST(ExitPaths, AForkedChildRecordsExitsCleanlyAndLeavesTheParentsReports) {
   const hotscope::testing::ScratchDir scratch("exit-fork");
   const fs::path& dir = scratch.path();
@@ -74,10 +81,7 @@ TEST(ExitPaths, AForkedChildRecordsExitsCleanlyAndLeavesTheParentsReports) {
   // LeakSanitizer notes in a forked child that its parent's threads are gone; hotscope says
   // nothing.
   EXPECT_EQ(run.err.find("hotscope"), std::string::npos) << run.err;
-  const auto stats = nlohmann::json::parse(slurp(dir / "out" / "stats.json"));
-  EXPECT_EQ(calls_of(stats, "{anonymous}::early_thread_work"), 100u);
-  EXPECT_EQ(calls_of(stats, "main_tail"), 1u);
-  EXPECT_EQ(calls_of(stats, "{anonymous}::child_work"), 0u); // the child wrote no report
+  expect_only_the_parents_calls(dir);
 }
 
 // Forks while the collector wakes every millisecond: a child never waits for a lock the
@@ -88,10 +92,7 @@ TEST(ExitPaths, ForkedChildrenNeverWaitForTheParentsCollector) {
   const ProgramRun run =
       run_program("HOTSCOPE_COLLECT_MS=1 HOTSCOPE_OUT=" + (dir / "out").string(), "forks", dir);
   ASSERT_EQ(run.status, 0) << run.err;
-  const auto stats = nlohmann::json::parse(slurp(dir / "out" / "stats.json"));
-  EXPECT_EQ(calls_of(stats, "{anonymous}::early_thread_work"), 100u);
-  EXPECT_EQ(calls_of(stats, "main_tail"), 1u);
-  EXPECT_EQ(calls_of(stats, "{anonymous}::child_work"), 0u); // no child wrote a report
+  expect_only_the_parents_calls(dir);
 }
 
 // Forks while another thread starts the agent: a child never waits for the lock that thread held.
@@ -155,7 +156,6 @@ TEST(ExitPaths, ForcedClockIsReported) {
 TEST(ExitPaths, UnwritableOutDirIsOneLineAndTheProgramRunsOn) {
   const hotscope::testing::ScratchDir scratch("exit-unwritable");
   const fs::path& dir = scratch.path();
-  fs::create_directories(dir);
   std::ofstream(dir / "a-file") << "not a directory";
   const ProgramRun run =
       run_program("HOTSCOPE_OUT=" + (dir / "a-file" / "out").string(), "return", dir);
