@@ -131,6 +131,19 @@ void read_agent(const Getenv& getenv, Config& config, std::vector<std::string>& 
 
 } // namespace
 
+bool read_on_signal(const Getenv& getenv, std::vector<std::string>& errors) {
+  const char* text = getenv("HOTSCOPE_ON_SIGNAL");
+  if (text == nullptr || std::string_view(text) == "off") {
+    return false;
+  }
+  if (std::string_view(text) == "report") {
+    return true;
+  }
+  errors.push_back(
+      fmt::format("hotscope: HOTSCOPE_ON_SIGNAL=\"{}\" is not report or off; using off", text));
+  return false;
+}
+
 Parsed parse(const Getenv& getenv) {
   Parsed parsed;
   Config& config = parsed.config;
@@ -164,21 +177,25 @@ Parsed parse(const Getenv& getenv) {
   read_number(getenv, "HOTSCOPE_COLLECT_MS", 1, 1000, "a period in milliseconds", false,
               config.collect_period_ms, parsed.errors);
   read_agent(getenv, config, parsed.errors);
+  config.report_on_signal = read_on_signal(getenv, parsed.errors);
   return parsed;
 }
 
-std::string check_out_dir(const std::string& dir) {
+std::string check_out_dir(const std::string& dir, const std::string& named) {
   std::error_code error;
+  if (std::filesystem::exists(dir, error) && !std::filesystem::is_directory(dir, error)) {
+    return fmt::format("hotscope: {}{}: exists and is not a directory", named, dir);
+  }
   std::filesystem::create_directories(dir, error);
   if (error) {
-    return fmt::format("hotscope: HOTSCOPE_OUT={}: cannot create the directory: {}", dir,
+    return fmt::format("hotscope: {}{}: cannot create the directory: {}", named, dir,
                        error.message());
   }
   if (!std::filesystem::is_directory(dir, error)) {
-    return fmt::format("hotscope: HOTSCOPE_OUT={}: not a directory", dir);
+    return fmt::format("hotscope: {}{}: not a directory", named, dir);
   }
   if (access(dir.c_str(), W_OK | X_OK) != 0) {
-    return fmt::format("hotscope: HOTSCOPE_OUT={}: directory is not writable", dir);
+    return fmt::format("hotscope: {}{}: directory is not writable", named, dir);
   }
   return "";
 }

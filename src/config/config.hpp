@@ -25,6 +25,9 @@ struct Config {
   // /v1/metrics only. Empty: none. Loopback only unless HOTSCOPE_AGENT_TCP_ALLOW_REMOTE=1.
   std::string agent_tcp_host;
   std::uint16_t agent_tcp_port = 0; // 0: the kernel picks a free port
+  // HOTSCOPE_ON_SIGNAL=report: SIGTERM, SIGINT and SIGHUP write the reports before they end the
+  // process (src/signals). Off by default in a program: see read_on_signal.
+  bool report_on_signal = false;
 };
 
 struct Parsed {
@@ -36,7 +39,13 @@ using Getenv = std::function<const char*(const char*)>;
 
 Parsed parse(const Getenv& getenv);
 
-// Creates `dir` if needed; returns "" if reports can be written there, else one line why not.
-std::string check_out_dir(const std::string& dir);
+// HOTSCOPE_ON_SIGNAL=report|off (default off: a library must not change what a program's signals
+// do unasked; `hotscope run` and `hotscope vm run` set report). Part of parse(); the heap
+// libraries, which do not run parse(), read it here too. A bad value adds one line to `errors`.
+bool read_on_signal(const Getenv& getenv, std::vector<std::string>& errors);
+
+// Creates `dir` if needed; returns "" if reports can be written there, else one line why not,
+// naming the directory as `named` + dir ("HOTSCOPE_OUT=out", "--out out").
+std::string check_out_dir(const std::string& dir, const std::string& named = "HOTSCOPE_OUT=");
 
 } // namespace hotscope::config

@@ -4,6 +4,7 @@
 #include "clock/clock.hpp"
 #include "export/export.hpp"
 #include "heap/interposer/interposer.hpp"
+#include "signals/signals.hpp"
 #include "trace/trace.hpp"
 
 #include <hotscope/hotscope.hpp>
@@ -30,6 +31,7 @@ __attribute__((weak)) void hotscope_heap_reset(void);
 __attribute__((weak)) int hotscope_heap_read_totals(struct hotscope_heap_totals* out);
 __attribute__((weak)) void
 hotscope_heap_observe_allocations(hotscope_heap_allocation_observer observer);
+__attribute__((weak)) void hotscope_heap_report_on_signal(void (*write)(void));
 }
 
 namespace hotscope::runtime {
@@ -39,6 +41,8 @@ struct State {
   config::Config config;
   bool reports_enabled = false;
   std::mutex agent_mutex; // start_agent() against itself and against exit
+  std::mutex finish_mutex; // exit against the reports written on a signal
+  bool finished = false;
 };
 
 State& state() {
@@ -77,12 +81,14 @@ void start_once() {
       print_line(problem);
     }
   }
+  report_on_signal(finish);
   // A forked child keeps recording but writes no reports: they would replace its parent's. Its
   // only thread holds no agent_mutex, whoever held it at the fork (start_agent() on another
   // thread): the child gets a fresh one, or exit would wait for it forever.
   pthread_atfork(nullptr, nullptr, [] {
     state().reports_enabled = false;
     new (&state().agent_mutex) std::mutex;
+    new (&state().finish_mutex) std::mutex;
   });
   std::atexit(finish);
 }
@@ -134,14 +140,33 @@ const config::Config& ensure_started() {
   return state().config;
 }
 
+void report_on_signal(void (*write)()) {
+  if (!state().config.report_on_signal) {
+    return;
+  }
+  // One handler per process: the heap library's, when there is one, calls `write` too.
+  if (hotscope_heap_report_on_signal != nullptr) {
+    hotscope_heap_report_on_signal(write);
+  } else if (const std::string problem = signals::report_on_signal(&::sigaction, write);
+             !problem.empty()) {
+    print_line(problem);
+  }
+}
+
 void finish() {
+  signals::wait_for_signal_report();
   const ProfilerSection section;
+  State& s = state();
+  const std::lock_guard finishing(s.finish_mutex);
+  if (s.finished) {
+    return; // written on a signal, which now ends the process
+  }
+  s.finished = true;
   {
     const std::lock_guard lock(state().agent_mutex);
     agent::stop(); // first: no client may ask for a snapshot while the collector stops
   }
   trace::stop();
-  const State& s = state();
   if (!s.reports_enabled) {
     return;
   }

@@ -15,8 +15,14 @@ namespace hotscope::runtime {
 // Starts hotscope once (later calls return the same configuration).
 const config::Config& ensure_started();
 
-// Drains everything and writes the reports into HOTSCOPE_OUT (what happens at exit).
+// Drains everything and writes the reports into HOTSCOPE_OUT (what happens at exit). Once: a
+// later call returns at once.
 void finish();
+
+// With HOTSCOPE_ON_SIGNAL=report, SIGTERM, SIGINT and SIGHUP run `write` (on a thread of the
+// profiler's) before their default action ends the process (src/signals). Started with finish();
+// a tool that writes its reports elsewhere (hotscope-vm) hands its own writer here.
+void report_on_signal(void (*write)());
 
 // While one lives, the calling thread is inside the profiler: the heap library records nothing
 // it allocates or frees, and the threads it starts (collector, agent) are the profiler's for

@@ -201,7 +201,12 @@ void Aggregator::consume(std::uint32_t thread_index, std::span<const hotscope_re
       const auto value = static_cast<std::int64_t>(record.value);
       Counter& counter = counters_[location];
       ++counter.updates;
-      counter.last = value;
+      // Threads are drained one after the other: the latest value is the latest by time, not
+      // the one drained last.
+      if (record.ticks >= counter.last_ticks) {
+        counter.last = value;
+        counter.last_ticks = record.ticks;
+      }
       counter.min = std::min(counter.min, value);
       counter.max = std::max(counter.max, value);
       push_event({record.ticks, thread_index, EventKind::Counter, location, value, {}});

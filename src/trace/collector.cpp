@@ -10,7 +10,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cerrno>
 #include <condition_variable>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <memory>
@@ -113,14 +115,21 @@ public:
       }
     }
     RingStorage storage = map_ring(settings_.ring_records);
+    const int map_error = errno;
     auto* slot = new (std::nothrow) ThreadSlot;
-    if (slot == nullptr || storage == nullptr) {
-      delete slot;
+    if (slot == nullptr) {
+      // The thread's records are dropped and counted in a ring of its own that nothing reports.
+      detail::tls_ring = &out_of_memory_ring_;
       return &out_of_memory_ring_;
     }
-    slot->ring.slots = storage.get();
-    slot->storage = std::move(storage);
-    slot->ring.capacity = settings_.ring_records;
+    if (storage == nullptr) {
+      // A ring of capacity 0 drops every record and counts it; its slot reports the count.
+      warn_ring_unmapped(map_error);
+    } else {
+      slot->ring.slots = storage.get();
+      slot->storage = std::move(storage);
+      slot->ring.capacity = settings_.ring_records;
+    }
     slot->os_tid = static_cast<std::int64_t>(syscall(SYS_gettid));
     {
       std::lock_guard lock(registry_mutex_);
@@ -129,6 +138,17 @@ public:
     pthread_setspecific(exit_key_, slot);
     detail::tls_ring = &slot->ring;
     return &slot->ring;
+  }
+
+  // Once per process: a thread whose ring cannot be mapped runs on, its records counted dropped.
+  void warn_ring_unmapped(int error) {
+    if (!warned_ring_unmapped_.exchange(true, std::memory_order_relaxed)) {
+      std::fprintf(stderr,
+                   "hotscope: cannot map a ring of %zu records (%zu MiB) for a thread: %s; its "
+                   "records are dropped and counted (HOTSCOPE_RING_RECORDS sets the size)\n",
+                   settings_.ring_records, settings_.ring_records * sizeof(hotscope_record) >> 20,
+                   std::strerror(error));
+    }
   }
 
   void collect() {
@@ -308,8 +328,9 @@ private:
   std::mutex registry_mutex_; // guards slots_; taken once per thread by the thread itself
   std::vector<ThreadSlot*> slots_;
   pthread_key_t exit_key_{};
-  // Handed out when a ring cannot be allocated: capacity 0, so every record is dropped.
+  // Handed out when not even a slot can be allocated: capacity 0, so every record is dropped.
   static thread_local Ring out_of_memory_ring_;
+  std::atomic<bool> warned_ring_unmapped_{false};
 
   std::mutex wake_mutex_;
   std::condition_variable wake_;

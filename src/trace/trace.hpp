@@ -93,6 +93,7 @@ private:
   struct Counter {
     std::uint64_t updates = 0;
     std::int64_t last = 0;
+    std::uint64_t last_ticks = 0; // when `last` was recorded
     std::int64_t min = INT64_MAX;
     std::int64_t max = INT64_MIN;
   };

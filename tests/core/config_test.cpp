@@ -43,6 +43,16 @@ TEST(Config, ReadsEveryVariable) {
   EXPECT_EQ(parsed.config.collect_period_ms, 5u);
 }
 
+TEST(Config, ReportOnSignalIsOffUnlessAsked) {
+  EXPECT_FALSE(parse({}).config.report_on_signal);
+  EXPECT_TRUE(parse({{"HOTSCOPE_ON_SIGNAL", "report"}}).config.report_on_signal);
+  EXPECT_FALSE(parse({{"HOTSCOPE_ON_SIGNAL", "off"}}).config.report_on_signal);
+  const auto parsed = parse({{"HOTSCOPE_ON_SIGNAL", "yes"}});
+  EXPECT_FALSE(parsed.config.report_on_signal);
+  ASSERT_EQ(parsed.errors.size(), 1u);
+  EXPECT_EQ(parsed.errors[0], "hotscope: HOTSCOPE_ON_SIGNAL=\"yes\" is not report or off; using off");
+}
+
 TEST(Config, EachBadValueGetsOneLineNamingTheVariableAndKeepsTheDefault) {
   const auto parsed = parse({{"HOTSCOPE_OUT", ""},
                              {"HOTSCOPE_CLOCK", "sundial"},

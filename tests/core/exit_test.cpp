@@ -21,10 +21,12 @@ struct ProgramRun {
 
 using hotscope::test_support::slurp;
 
-ProgramRun run_program(const std::string& env, const std::string& mode, const fs::path& dir) {
+// `shell` runs first in the same shell (e.g. a ulimit).
+ProgramRun run_program(const std::string& env, const std::string& mode, const fs::path& dir,
+                       const std::string& shell = "") {
   // A long collector period: the early thread ends long before any periodic drain. A hang ends
   // after a minute (status 124), with no program left behind.
-  const std::string command = "timeout 60 env HOTSCOPE_COLLECT_MS=1000 " + env + " " +
+  const std::string command = shell + "timeout 60 env HOTSCOPE_COLLECT_MS=1000 " + env + " " +
                               EXIT_PATHS_PROGRAM + " " + mode + " >" + (dir / "stdout").string() +
                               " 2>" + (dir / "stderr").string();
   const int status = std::system(command.c_str());
@@ -140,6 +142,31 @@ TEST(ExitPaths, TheProgramsSignalsReachTheProgram) {
   const fs::path& dir = scratch.path();
   const ProgramRun run = run_program("HOTSCOPE_OUT=" + (dir / "out").string(), "sigwait", dir);
   EXPECT_TRUE(WIFEXITED(run.status) && WEXITSTATUS(run.status) == 0) << run.status << run.err;
+}
+
+// A thread whose ring cannot be mapped (512 MiB rings in a 390 MiB address space) runs on, and
+// every record it writes is counted as dropped: written = dropped, nothing kept, no crash.
+TEST(ExitPaths, ARingThatCannotBeMappedDropsAndCountsEveryRecord) {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  GTEST_SKIP() << "the sanitizer's shadow memory does not fit in a 390 MiB address space";
+#endif
+  const hotscope::testing::ScratchDir scratch("exit-no-ring");
+  const fs::path& dir = scratch.path();
+  const ProgramRun run = run_program("HOTSCOPE_AGENT=0 HOTSCOPE_RING_RECORDS=16777216 "
+                                     "HOTSCOPE_OUT=" +
+                                         (dir / "out").string(),
+                                     "return", dir, "ulimit -v 400000; ");
+  ASSERT_EQ(run.status, 0) << run.err;
+  EXPECT_EQ(run.out, "program result 42\n");
+  EXPECT_NE(run.err.find("hotscope: cannot map a ring of 16777216 records"), std::string::npos)
+      << run.err;
+  EXPECT_EQ(std::count(run.err.begin(), run.err.end(), '\n'), 1) << run.err;
+  const auto stats = nlohmann::json::parse(slurp(dir / "out" / "stats.json"));
+  const auto& records = stats.at("records");
+  // 100 scopes of the early thread and main_tail: a BEGIN and an END each.
+  EXPECT_EQ(records.at("written"), 202);
+  EXPECT_EQ(records.at("dropped"), 202);
+  EXPECT_EQ(records.at("kept"), 0);
 }
 
 TEST(ExitPaths, ForcedClockIsReported) {

@@ -1,12 +1,15 @@
 // The macros end to end: records go through the real rings and collector. Each test runs in
 // its own process (gtest_discover_tests), so the global collector starts fresh every time.
 #include "clock/clock.hpp"
+#include "export/export.hpp"
 #include "trace/trace.hpp"
 
 #include <hotscope/hotscope.hpp>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <sys/syscall.h>
@@ -290,6 +293,58 @@ TEST(Runtime, MessagesThreadNamesAndCountersReachTheTrace) {
   ASSERT_EQ(s.counters.size(), 1u);
   EXPECT_EQ(s.counters[0].name, "queue_depth");
   EXPECT_EQ(s.counters[0].last, 17);
+}
+
+void set_depth(std::int64_t value) {
+  HOTSCOPE_COUNTER("depth", value);
+}
+
+// Two threads update one counter. The main thread's ring is drained first (registered first) and
+// holds the latest value by time, 111; the other thread's 222 is older but drained last. Every
+// output says 111, as the trace's latest C event does.
+TEST(Runtime, ACountersLastValueIsTheLatestByTimeInEveryOutput) {
+  clock::use_manual_clock_for_testing();
+  trace::pause_collector_for_testing(true);
+  trace::reset(); // the window starts on the manual clock
+  set_depth(1);
+  clock::advance_manual_clock(10'000);
+  std::thread([] { set_depth(222); }).join();
+  clock::advance_manual_clock(10'000);
+  set_depth(111);
+  const Snapshot s = trace::snapshot();
+  ASSERT_EQ(s.counters.size(), 1u);
+  EXPECT_EQ(s.counters[0].updates, 3u);
+  EXPECT_EQ(s.counters[0].last, 111);
+
+  std::ostringstream stats;
+  exporters::write_stats_json(s, stats);
+  EXPECT_EQ(nlohmann::json::parse(stats.str()).at("counters").at(0).at("last"), 111);
+  std::ostringstream metrics;
+  exporters::write_prometheus(s, metrics);
+  EXPECT_NE(metrics.str().find("hotscope_series_last_value{series=\"depth\"} 111\n"),
+            std::string::npos)
+      << metrics.str();
+  std::ostringstream table;
+  exporters::write_table(s, table);
+  const std::string report = table.str();
+  const std::size_t row = report.find("depth", report.find("\nCounters\n"));
+  ASSERT_NE(row, std::string::npos) << report;
+  std::istringstream cells(report.substr(row));
+  std::string name, updates, last;
+  cells >> name >> updates >> last;
+  EXPECT_EQ(last, "111") << report;
+  std::ostringstream chrome;
+  exporters::write_chrome_json(s, chrome);
+  double latest_ts = -1;
+  std::int64_t latest_value = 0;
+  const nlohmann::json trace_json = nlohmann::json::parse(chrome.str());
+  for (const auto& event : trace_json.at("traceEvents")) {
+    if (event.at("ph") == "C" && event.at("ts").get<double>() >= latest_ts) {
+      latest_ts = event.at("ts").get<double>();
+      latest_value = event.at("args").at("value").get<std::int64_t>();
+    }
+  }
+  EXPECT_EQ(latest_value, 111) << chrome.str();
 }
 
 } // namespace

@@ -1,6 +1,7 @@
 #include "agent_commands.hpp"
 
 #include "agent_client.hpp"
+#include "conventions.hpp"
 
 #include <fmt/format.h>
 
@@ -118,7 +119,7 @@ AgentCommands::AgentCommands(CLI::App& app) {
       ->check(CLI::IsMember({"chrome", "folded", "text"}))
       ->capture_default_str();
   trace->add_option("--seconds", trace_seconds_, "Only the last N seconds of the window")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_seconds());
   add_targeted(app, "metrics", "Print the Prometheus metrics");
   add_targeted(app, "reset",
                "Start a new measuring window for the statistics, the trace and the heap totals "

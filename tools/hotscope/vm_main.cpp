@@ -4,8 +4,11 @@
 // N times, each call inside the host scopes dispatch_function > call_guest_function, and writes
 // the usual reports into DIR with the guest as its own track. A separate executable because it
 // links libhotscope, whose runtime the `hotscope` command itself must not start.
+#include "config/config.hpp"
+#include "conventions.hpp"
 #include "export/export.hpp"
 #include "guest/runner/runner.hpp"
+#include "runtime/runtime.hpp"
 #include "trace/trace.hpp"
 
 #include <hotscope/hotscope.hpp>
@@ -15,6 +18,7 @@
 
 #include <cstdio>
 #include <memory>
+#include <mutex>
 #include <string>
 
 namespace {
@@ -28,10 +32,27 @@ struct Options {
   std::uint64_t max_flushes = 100000;
 };
 
-// Exit codes.
+// Exit codes (and hotscope::cli::kUsageError, 2).
 constexpr int kGuestMisbehaved = 1; // stopped, or batches rejected: see the diagnostics
-constexpr int kUsage = 2;
 constexpr int kCannotStart = 3;
+
+// Where the reports go, for the reports written on a signal (HOTSCOPE_ON_SIGNAL=report, which
+// `hotscope vm` sets): set once, before the guest starts. The mutex keeps them from being written
+// at the same time as those of the run's end.
+std::string reports_dir;
+std::mutex reports_mutex;
+
+std::string write_reports() {
+  const std::lock_guard lock(reports_mutex);
+  return hotscope::exporters::write_all(hotscope::trace::snapshot(), reports_dir);
+}
+
+// What the guest recorded until the signal came; the signal then ends hotscope-vm.
+void write_reports_on_signal() {
+  if (const std::string problem = write_reports(); !problem.empty()) {
+    std::fprintf(stderr, "hotscope: %s\n", problem.c_str());
+  }
+}
 
 } // namespace
 
@@ -48,31 +69,39 @@ std::uint64_t dispatch_function(hotscope::guest::Runner& runner, std::uint64_t a
 }
 
 int main(int argc, char** argv) {
-  CLI::App app{"hotscope vm: run a guest under guest tracing"};
+  CLI::App app{"hotscope vm: run a guest under guest tracing", "hotscope vm"};
+  hotscope::cli::apply_conventions(app);
   app.require_subcommand(1);
   Options options;
   CLI::App* run = app.add_subcommand("run", "Run a guest, call its entry N times, write reports");
   run->add_option("guest", options.guest,
                   "The guest image: a VM guest (guest/vm.ld), or with --process a process guest")
-      ->required()
-      ->check(CLI::ExistingFile);
+      ->required();
   run->add_option("--calls", options.calls, "Calls into the guest's dispatch entry")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(hotscope::cli::whole_number(1, 1'000'000'000));
   run->add_option("--out", options.out_dir, "Directory for the reports")->capture_default_str();
   run->add_flag("--process", options.process,
                 "Run the guest as a child process (memfd channel) instead of in a KVM VM");
   run->add_option("--time-limit-ms", options.time_limit_ms, "Longest one call may run")
       ->capture_default_str()
-      ->check(CLI::Range(1u, 3'600'000u));
+      ->check(hotscope::cli::whole_number(1, 3'600'000));
   run->add_option("--max-flushes", options.max_flushes,
                   "Most flushes one call may make; more is a flood and stops the guest")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& error) {
-    return app.exit(error) == 0 ? 0 : kUsage;
+      ->check(hotscope::cli::whole_number(1, 1'000'000'000));
+  if (const auto status = hotscope::cli::parse_command_line(app, argc, argv)) {
+    return *status;
   }
+  // Before the guest runs: a run whose reports cannot be written is not worth starting.
+  if (const std::string problem = hotscope::config::check_out_dir(options.out_dir, "--out ");
+      !problem.empty()) {
+    std::fprintf(stderr, "%s\n", problem.c_str());
+    return hotscope::cli::kUsageError;
+  }
+  reports_dir = options.out_dir;
+  hotscope::runtime::ensure_started();
+  hotscope::runtime::report_on_signal(write_reports_on_signal);
 
   hotscope::guest::RunnerOptions runner_options;
   runner_options.time_limit = std::chrono::milliseconds(options.time_limit_ms);
@@ -92,9 +121,7 @@ int main(int argc, char** argv) {
   }
   runner->finish();
 
-  const std::string problem =
-      hotscope::exporters::write_all(hotscope::trace::snapshot(), options.out_dir);
-  if (!problem.empty()) {
+  if (const std::string problem = write_reports(); !problem.empty()) {
     std::fprintf(stderr, "hotscope: %s\n", problem.c_str());
     return kCannotStart;
   }

@@ -5,10 +5,13 @@
 #include <gelf.h>
 #include <libelf.h>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
-#include <fstream>
-#include <iterator>
-#include <sstream>
+#include <cerrno>
+#include <cstring>
 
 namespace hotscope::guest {
 namespace {
@@ -22,6 +25,70 @@ struct ElfHandle {
   ~ElfHandle() { elf_end(elf); }
 };
 
+const char* file_kind(mode_t mode) {
+  switch (mode & S_IFMT) {
+  case S_IFDIR:
+    return "a directory";
+  case S_IFCHR:
+    return "a character device";
+  case S_IFBLK:
+    return "a block device";
+  case S_IFIFO:
+    return "a FIFO";
+  case S_IFSOCK:
+    return "a socket";
+  default:
+    return "not a regular file";
+  }
+}
+
+// The whole file into `bytes`, its size checked before reading: only a regular file of at most
+// kMaxFileBytes (a device or a FIFO never ends; a huge file would fill the memory). Opened
+// without blocking, so a FIFO with no writer is refused instead of waited for.
+std::string read_bounded(const std::string& path, std::string& bytes) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+  if (fd < 0) {
+    return std::string("cannot be opened: ") + std::strerror(errno) + " (is the path right?)";
+  }
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  struct stat status {};
+  if (fstat(fd, &status) != 0) {
+    return std::string("cannot be examined: ") + std::strerror(errno);
+  }
+  if (!S_ISREG(status.st_mode)) {
+    return std::string("is ") + file_kind(status.st_mode) +
+           ", not a guest image file; give the path of a guest ELF executable";
+  }
+  if (static_cast<std::uint64_t>(status.st_size) > kMaxFileBytes) {
+    return "is " + std::to_string(status.st_size >> 20) +
+           " MiB, larger than 64 MiB; a guest image is small";
+  }
+  // Read at most one byte more than fstat said: a file growing meanwhile is not followed.
+  bytes.resize(static_cast<std::size_t>(status.st_size) + 1);
+  std::size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t got = ::read(fd, bytes.data() + done, bytes.size() - done);
+    if (got < 0 && errno == EINTR) {
+      continue;
+    }
+    if (got < 0) {
+      return std::string("cannot be read: ") + std::strerror(errno);
+    }
+    if (got == 0) {
+      break;
+    }
+    done += static_cast<std::size_t>(got);
+  }
+  if (done > static_cast<std::size_t>(status.st_size)) {
+    return "grew while it was read; a guest image must not change while it is loaded";
+  }
+  bytes.resize(done);
+  return "";
+}
+
 } // namespace
 
 std::optional<ElfImage> ElfImage::open(const std::string& path, std::string& error) {
@@ -29,14 +96,9 @@ std::optional<ElfImage> ElfImage::open(const std::string& path, std::string& err
     error = "guest image " + path + ": " + problem;
     return std::nullopt;
   };
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    return fail("cannot be read (is the path right?)");
-  }
   ElfImage image;
-  image.bytes_.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-  if (image.bytes_.size() > kMaxFileBytes) {
-    return fail("larger than 64 MiB; a guest image is small");
+  if (std::string problem = read_bounded(path, image.bytes_); !problem.empty()) {
+    return fail(problem);
   }
   elf_version(EV_CURRENT);
   ElfHandle handle{elf_memory(image.bytes_.data(), image.bytes_.size())};
@@ -145,6 +207,24 @@ std::optional<std::uint64_t> ElfImage::symbol_address(std::string_view name) con
     }
   }
   return std::nullopt;
+}
+
+std::string ElfImage::wrong_kind(const std::string& path, bool run_as_process) const {
+  // Symbols only the other transport's runtime defines (guest/hotscope_guest.h); a stripped
+  // image has neither and is taken as it comes.
+  if (run_as_process && symbol_address("hotscope_guest_stack_area")) {
+    return "guest image " + path +
+           " is a VM guest (HOTSCOPE_GUEST_VM, linked with guest/vm.ld), not a process guest: run "
+           "it without --process (hotscope vm run " +
+           path + "), or run its process build with --process";
+  }
+  if (!run_as_process && symbol_address("hotscope_guest_process_main")) {
+    return "guest image " + path +
+           " is a process guest (HOTSCOPE_GUEST_PROCESS), not a VM guest: run it with --process "
+           "(hotscope vm run --process " +
+           path + "), or run its VM build (guest/vm.ld) without --process";
+  }
+  return "";
 }
 
 Symbolizer ElfImage::symbolizer() const {

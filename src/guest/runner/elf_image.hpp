@@ -24,7 +24,7 @@ struct LoadSegment {
 
 class ElfImage {
 public:
-  // Reads `path`: a 64-bit little-endian x86-64 executable (ET_EXEC) whose segments lie inside
+  // Reads `path` (a regular file of at most 64 MiB, its size checked before reading): a 64-bit little-endian x86-64 executable (ET_EXEC) whose segments lie inside
   // the file and whose entry point is in an executable segment. nullopt and `error` otherwise.
   static std::optional<ElfImage> open(const std::string& path, std::string& error);
 
@@ -33,6 +33,9 @@ public:
   // The bytes a segment loads from the file (checked to be inside it).
   std::string_view segment_bytes(const LoadSegment& segment) const;
   std::optional<std::uint64_t> symbol_address(std::string_view name) const;
+  // "" when the image is of the kind the runner takes (`run_as_process`: the child-process
+  // runner, else the KVM one), or one line saying what it is and how to run it.
+  std::string wrong_kind(const std::string& path, bool run_as_process) const;
   // Function symbols (demangled), for GuestTrace's stack traces; shares the table.
   Symbolizer symbolizer() const;
 

@@ -178,6 +178,9 @@ public:
     if (!image) {
       return error;
     }
+    if (std::string problem = image->wrong_kind(path, false); !problem.empty()) {
+      return problem;
+    }
     if (std::string problem = create_vm(); !problem.empty()) {
       return problem;
     }

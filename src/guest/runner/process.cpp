@@ -98,6 +98,9 @@ public:
     if (!image) {
       return error;
     }
+    if (std::string problem = image->wrong_kind(path, true); !problem.empty()) {
+      return problem;
+    }
     if (std::string problem = spawn(path); !problem.empty()) {
       return "guest process " + path + ": " + problem;
     }

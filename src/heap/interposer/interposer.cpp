@@ -18,6 +18,7 @@
 
 #include "export/export.hpp"
 #include "heap/heap.hpp"
+#include "signals/signals.hpp"
 #include "symbols/symbols.hpp"
 #include "threads/threads.hpp"
 
@@ -1027,6 +1028,7 @@ __attribute__((constructor)) void start_collector() {
 }
 
 __attribute__((destructor)) void write_report() {
+  hotscope::signals::wait_for_signal_report(); // its reporter writes this report, then ends us
   if (phase.load(std::memory_order_acquire) != Recording) {
     return;
   }
@@ -1119,6 +1121,10 @@ void build_outputs(int formats, Outputs& outputs) {
 // This library's hotscope_heap_mode, whichever one the program's calls reach.
 extern "C" int hotscope_own_heap_mode()
     __attribute__((alias("hotscope_heap_mode"), visibility("hidden")));
+
+void hotscope::heap::interposer::write_report_now() {
+  write_report();
+}
 
 bool hotscope::heap::interposer::preceded() {
   static const bool preceded = [] {

@@ -44,6 +44,10 @@ void hotscope_heap_reset(void);
 // profiler. libhotscope registers hotscope::detail::record_allocation. Null stops it.
 typedef void (*hotscope_heap_allocation_observer)(size_t bytes);
 void hotscope_heap_observe_allocations(hotscope_heap_allocation_observer observer);
+// With HOTSCOPE_ON_SIGNAL=report this library handles SIGTERM, SIGINT and SIGHUP for the whole
+// process (on_signal.cpp): on one, its reporter thread calls `write` (libhotscope's reports),
+// then writes heap.json, then the signal's default action ends the process.
+void hotscope_heap_report_on_signal(void (*write)(void));
 }
 
 namespace hotscope::heap::interposer {
@@ -60,6 +64,9 @@ extern const Flavour flavour; // defined by each library
 // malloc calls reach that one, so this one records nothing, and its operator new and delete use
 // the process's malloc family, which that one records.
 bool preceded();
+
+// Writes heap.json and heap.pb.gz as at exit (once: recording stops), for a signal's reports.
+void write_report_now();
 
 // The bodies of the allocation functions, for operator new and delete. `caller` is the
 // return address of the program's call (a call from the library's own code is not counted).

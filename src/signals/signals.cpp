@@ -1,0 +1,137 @@
+#include "signals/signals.hpp"
+
+#include "threads/threads.hpp"
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <mutex>
+#include <pthread.h>
+#include <semaphore.h>
+#include <thread>
+#include <unistd.h>
+
+namespace hotscope::signals {
+namespace {
+
+constexpr int kReportedSignals[] = {SIGTERM, SIGINT, SIGHUP};
+// How long a normal exit waits for a signal's reports (the reporter then ends the process).
+constexpr std::chrono::seconds kExitPatience{10};
+
+Sigaction real_sigaction = nullptr;
+std::atomic<WriteReports> writer{nullptr};
+pid_t reporter_pid = 0; // a forked child has no reporter thread: its pid differs
+sem_t wake;
+std::atomic<int> received{0}; // the signal being reported; 0 while none arrived
+__thread bool on_reporter = false;
+
+void restore_default(int signal) {
+  struct sigaction action {};
+  action.sa_handler = SIG_DFL;
+  sigemptyset(&action.sa_mask);
+  real_sigaction(signal, &action, nullptr);
+}
+
+// Async-signal-safe: getpid, sem_post, sigaction, raise and lock-free atomics only.
+void on_signal(int signal) {
+  const int saved_errno = errno;
+  if (getpid() != reporter_pid) {
+    restore_default(signal);
+    raise(signal); // blocked in this handler: taken, with the default action, when it returns
+  } else if (int none = 0; received.compare_exchange_strong(none, signal)) {
+    sem_post(&wake);
+  }
+  // A signal that arrives while the reports are written is not needed: the reporter ends the
+  // process with the first one.
+  errno = saved_errno;
+}
+
+void* run_reporter(void*) {
+  on_reporter = true;
+  while (sem_wait(&wake) != 0 && errno == EINTR) {
+  }
+  const int signal = received.load();
+  if (const WriteReports write = writer.load()) {
+    write();
+  }
+  restore_default(signal);
+  sigset_t only;
+  sigemptyset(&only);
+  sigaddset(&only, signal);
+  pthread_sigmask(SIG_UNBLOCK, &only, nullptr);
+  raise(signal); // the default action: the whole process ends, killed by the signal
+  return nullptr;
+}
+
+std::string start_reporter() {
+  if (sem_init(&wake, 0, 0) != 0) {
+    return std::string("cannot make a semaphore: ") + std::strerror(errno);
+  }
+  reporter_pid = getpid();
+  const threads::SignalsBlocked blocked;
+  pthread_t thread;
+  if (const int error = pthread_create(&thread, nullptr, run_reporter, nullptr); error != 0) {
+    return std::string("cannot start a thread: ") + std::strerror(error);
+  }
+  pthread_detach(thread);
+  return "";
+}
+
+} // namespace
+
+bool reported(int signal) {
+  for (const int each : kReportedSignals) {
+    if (each == signal) {
+      return true;
+    }
+  }
+  return false;
+}
+
+struct sigaction handler_action() {
+  struct sigaction action {};
+  action.sa_handler = on_signal;
+  sigemptyset(&action.sa_mask);
+  for (const int signal : kReportedSignals) {
+    sigaddset(&action.sa_mask, signal);
+  }
+  action.sa_flags = SA_RESTART;
+  return action;
+}
+
+bool is_handler(const struct sigaction& action) {
+  return (action.sa_flags & SA_SIGINFO) == 0 && action.sa_handler == on_signal;
+}
+
+std::string report_on_signal(Sigaction real, WriteReports write) {
+  static std::once_flag once;
+  static std::string problem;
+  std::call_once(once, [&] {
+    real_sigaction = real;
+    problem = start_reporter();
+  });
+  if (!problem.empty()) {
+    return "hotscope: HOTSCOPE_ON_SIGNAL=report: " + problem + "; no reports on a signal";
+  }
+  writer.store(write);
+  const struct sigaction handler = handler_action();
+  for (const int signal : kReportedSignals) {
+    struct sigaction current {};
+    if (real_sigaction(signal, nullptr, &current) == 0 &&
+        (is_handler(current) ||
+         ((current.sa_flags & SA_SIGINFO) == 0 && current.sa_handler == SIG_DFL))) {
+      real_sigaction(signal, &handler, nullptr);
+    }
+  }
+  return "";
+}
+
+void wait_for_signal_report() {
+  if (on_reporter || reporter_pid != getpid() || received.load() == 0) {
+    return;
+  }
+  std::this_thread::sleep_for(kExitPatience);
+}
+
+} // namespace hotscope::signals

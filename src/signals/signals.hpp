@@ -1,0 +1,38 @@
+// Reports on a terminating signal (HOTSCOPE_ON_SIGNAL=report; README, "Configuration"). SIGTERM,
+// SIGINT and SIGHUP get a handler where the program has none (the default action). Writing files
+// is not async-signal-safe, so the handler only wakes a reporter thread and returns: the thread
+// it interrupted runs on and lets go of any lock it holds. The reporter writes the reports, then
+// restores the default action and raises the signal again, so the process ends "killed by
+// signal" as it would have without hotscope. A program's own handler, installed before or after,
+// is never touched. Used by libhotscope's runtime and by the heap libraries.
+#pragma once
+
+#include <signal.h>
+
+#include <string>
+
+namespace hotscope::signals {
+
+using Sigaction = int (*)(int, const struct sigaction*, struct sigaction*);
+using WriteReports = void (*)();
+
+// SIGTERM, SIGINT or SIGHUP.
+bool reported(int signal);
+
+// Starts the reporter thread (first call) and installs the handler, through `real` (the C
+// library's sigaction: the heap libraries interpose it), on each reported signal whose action is
+// the default or already this handler. `write` replaces any earlier one. Returns "" or one line.
+std::string report_on_signal(Sigaction real, WriteReports write);
+
+// True when `action` is the handler installed here.
+bool is_handler(const struct sigaction& action);
+
+// The handler's action: what report_on_signal installs.
+struct sigaction handler_action();
+
+// At a normal exit: while a signal's reports are being written, waits for the reporter to end the
+// process with that signal (10 s at most). Returns at once on the reporter thread, in a forked
+// child, or when no signal arrived.
+void wait_for_signal_report();
+
+} // namespace hotscope::signals

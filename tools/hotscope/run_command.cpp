@@ -1,0 +1,144 @@
+#include "run_command.hpp"
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <system_error>
+
+namespace hotscope::cli {
+namespace {
+
+// Passed on to the program. The launcher takes them with sigwaitinfo, so none ends it.
+constexpr int kForwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
+
+// HOTSCOPE_PRELOAD, else the installed library next to an installed hotscope (bin/../lib/), else
+// the build tree's. The installed one comes first: an installed copy must not use a build tree.
+std::string preload_library() {
+  const char* chosen = std::getenv("HOTSCOPE_PRELOAD");
+  if (chosen != nullptr && *chosen != '\0') {
+    return chosen;
+  }
+  std::error_code error;
+  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", error);
+  if (!error) {
+    const std::filesystem::path installed =
+        (self.parent_path() / HOTSCOPE_INSTALLED_PRELOAD).lexically_normal();
+    if (std::filesystem::exists(installed, error)) {
+      return installed;
+    }
+  }
+  return HOTSCOPE_DEFAULT_PRELOAD;
+}
+
+// In the child: the environment the profiled program starts with, then the program itself.
+[[noreturn]] void exec_program(const std::vector<std::string>& command, const RunOptions& options) {
+  if (!options.out_dir.empty()) {
+    setenv("HOTSCOPE_OUT", options.out_dir.c_str(), 1);
+  }
+  if (!options.summary) {
+    setenv("HOTSCOPE_HEAP_SUMMARY", "0", 1);
+  }
+  // SIGTERM, SIGINT and SIGHUP write the reports before they end the program, unless the user
+  // said otherwise.
+  setenv("HOTSCOPE_ON_SIGNAL", "report", 0);
+  if (options.heap) {
+    std::string preload = preload_library();
+    if (const char* existing = std::getenv("LD_PRELOAD"); existing != nullptr && *existing) {
+      preload += std::string(":") + existing;
+    }
+    setenv("LD_PRELOAD", preload.c_str(), 1);
+    // The program itself writes heap.json; processes it execs write heap.<pid>.json.
+    setenv("HOTSCOPE_HEAP_PID", std::to_string(getpid()).c_str(), 1);
+  }
+  std::vector<char*> argv;
+  for (const std::string& argument : command) {
+    argv.push_back(const_cast<char*>(argument.c_str()));
+  }
+  argv.push_back(nullptr);
+  execvp(argv[0], argv.data());
+  std::fprintf(stderr, "hotscope: cannot run %s: %s\n", argv[0], std::strerror(errno));
+  _exit(127);
+}
+
+// Ends the launcher as the program ended: killed by the same signal where that ends a process
+// without a core dump (a shell running hotscope in a loop then stops at Ctrl-C, as it would for
+// the program itself), else 128 + the signal, as a shell reports it.
+int end_as(int signal) {
+  switch (signal) {
+  case SIGINT:
+  case SIGTERM:
+  case SIGHUP:
+  case SIGUSR1:
+  case SIGUSR2:
+  case SIGPIPE:
+  case SIGALRM:
+  case SIGKILL: {
+    std::signal(signal, SIG_DFL);
+    sigset_t only;
+    sigemptyset(&only);
+    sigaddset(&only, signal);
+    sigprocmask(SIG_UNBLOCK, &only, nullptr);
+    raise(signal);
+    break;
+  }
+  default:
+    break;
+  }
+  return 128 + signal;
+}
+
+} // namespace
+
+int run_program(const std::vector<std::string>& command, const RunOptions& options) {
+  std::signal(SIGCHLD, SIG_DFL); // an inherited SIG_IGN would reap the program for us
+  sigset_t taken;
+  sigemptyset(&taken);
+  for (const int signal : kForwarded) {
+    sigaddset(&taken, signal);
+  }
+  sigaddset(&taken, SIGCHLD);
+  sigset_t before;
+  sigprocmask(SIG_BLOCK, &taken, &before);
+  const pid_t child = fork();
+  if (child < 0) {
+    std::fprintf(stderr, "hotscope: cannot start %s: fork failed: %s\n", command[0].c_str(),
+                 std::strerror(errno));
+    return 127;
+  }
+  if (child == 0) {
+    sigprocmask(SIG_SETMASK, &before, nullptr);
+    exec_program(command, options);
+  }
+  int status = 0;
+  for (;;) {
+    siginfo_t info{};
+    const int signal = sigwaitinfo(&taken, &info);
+    if (signal == SIGCHLD || (signal < 0 && errno == EINTR)) {
+      const pid_t ended = waitpid(child, &status, WNOHANG);
+      if (ended == child) {
+        break;
+      }
+      if (ended < 0 && errno != EINTR) {
+        std::fprintf(stderr, "hotscope: waitpid failed: %s\n", std::strerror(errno));
+        return 127;
+      }
+    } else if (signal > 0 && info.si_code != SI_KERNEL) {
+      // SI_KERNEL: the terminal sent it (Ctrl-C, Ctrl-\) to the whole foreground process group,
+      // so the program has it already; anything else is for the launcher alone.
+      kill(child, signal);
+    }
+  }
+  if (WIFEXITED(status)) {
+    return WEXITSTATUS(status);
+  }
+  return end_as(WTERMSIG(status));
+}
+
+} // namespace hotscope::cli

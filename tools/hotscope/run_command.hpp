@@ -1,0 +1,20 @@
+// `hotscope run [--heap] [--out DIR] [--no-summary] -- prog args...`: starts the program with
+// HOTSCOPE_OUT (and with --heap the heap profiler preloaded), passes the signals the launcher
+// gets on to it, waits for it and ends as it ended (docs/agent.md, "hotscope run").
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace hotscope::cli {
+
+struct RunOptions {
+  bool heap = false;
+  bool summary = true;
+  std::string out_dir;
+};
+
+// The program's exit status, or (re-raised) the signal that ended it; 127 when it cannot start.
+int run_program(const std::vector<std::string>& command, const RunOptions& options);
+
+} // namespace hotscope::cli
