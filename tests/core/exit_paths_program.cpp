@@ -7,12 +7,14 @@
 // after the other and checks that its address space grew by less than 64 MiB (each thread's
 // ring is 1 MiB). "sigwait" blocks SIGUSR1 in every thread of the program, sends
 // it to itself and takes it with sigwait(): a profiler thread that left it unblocked would die
-// of it.
+// of it. "sigterm" sends itself SIGTERM inside main_tail; "own-sigterm-handler" does so after
+// installing a handler of its own, which makes main return 3.
 #include "support/forks.hpp"
 #include "support/own_signal.hpp"
 
 #include <hotscope/hotscope.hpp>
 
+#include <csignal>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -135,6 +137,18 @@ int main(int argc, char** argv) {
   }
   if (argc > 1 && std::strcmp(argv[1], "forks") == 0) {
     return hotscope::test_support::fork_while_busy(30, nullptr, record_in_a_child);
+  }
+  if (argc > 1 && std::strcmp(argv[1], "sigterm") == 0) {
+    raise(SIGTERM);
+    for (;;) { // the signal ends the process, whether the reports are written first or not
+      pause();
+    }
+  }
+  if (argc > 1 && std::strcmp(argv[1], "own-sigterm-handler") == 0) {
+    static volatile sig_atomic_t terminated = 0;
+    std::signal(SIGTERM, [](int) { terminated = 1; });
+    raise(SIGTERM);
+    return terminated ? 3 : 4;
   }
   if (argc > 1 && std::strcmp(argv[1], "agent-forks") == 0) {
     return hotscope::test_support::fork_while_busy(

@@ -4,10 +4,12 @@
 
 #include "support/files.hpp"
 #include "support/scratch_dir.hpp"
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <sys/wait.h>
 
 namespace {
 
@@ -167,6 +169,40 @@ TEST(ExitPaths, ARingThatCannotBeMappedDropsAndCountsEveryRecord) {
   EXPECT_EQ(records.at("written"), 202);
   EXPECT_EQ(records.at("dropped"), 202);
   EXPECT_EQ(records.at("kept"), 0);
+}
+
+// HOTSCOPE_ON_SIGNAL=report: SIGTERM writes the reports, then ends the program as SIGTERM does.
+TEST(ExitPaths, SigtermWritesTheReportsWhenAskedAndStillEndsTheProgram) {
+  const hotscope::testing::ScratchDir scratch("exit-sigterm");
+  const fs::path& dir = scratch.path();
+  const ProgramRun run = run_program(
+      "HOTSCOPE_ON_SIGNAL=report HOTSCOPE_OUT=" + (dir / "out").string(), "sigterm", dir);
+  ASSERT_TRUE(WIFEXITED(run.status)) << run.status; // the shell's status: 128 + SIGTERM
+  EXPECT_EQ(WEXITSTATUS(run.status), 128 + SIGTERM) << run.err;
+  const auto stats = nlohmann::json::parse(slurp(dir / "out" / "stats.json"));
+  EXPECT_EQ(calls_of(stats, "{anonymous}::early_thread_work"), 100u);
+  EXPECT_TRUE(fs::exists(dir / "out" / "trace.json"));
+}
+
+// Without it (the library's default), SIGTERM's default action is left alone: no reports.
+TEST(ExitPaths, SigtermLeavesNoReportsByDefault) {
+  const hotscope::testing::ScratchDir scratch("exit-sigterm-default");
+  const fs::path& dir = scratch.path();
+  const ProgramRun run = run_program("HOTSCOPE_OUT=" + (dir / "out").string(), "sigterm", dir);
+  EXPECT_EQ(WEXITSTATUS(run.status), 128 + SIGTERM) << run.err;
+  EXPECT_FALSE(fs::exists(dir / "out" / "stats.json"));
+}
+
+// A program's own handler stays its own: it runs, and the program ends as it decides.
+TEST(ExitPaths, AProgramsOwnSignalHandlerIsKept) {
+  const hotscope::testing::ScratchDir scratch("exit-own-handler");
+  const fs::path& dir = scratch.path();
+  const ProgramRun run =
+      run_program("HOTSCOPE_ON_SIGNAL=report HOTSCOPE_OUT=" + (dir / "out").string(),
+                  "own-sigterm-handler", dir);
+  ASSERT_TRUE(WIFEXITED(run.status));
+  EXPECT_EQ(WEXITSTATUS(run.status), 3) << run.err;
+  EXPECT_TRUE(fs::exists(dir / "out" / "stats.json"));
 }
 
 TEST(ExitPaths, ForcedClockIsReported) {

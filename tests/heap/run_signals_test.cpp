@@ -1,0 +1,233 @@
+// `hotscope run` and signals (docs/agent.md, "hotscope run"): the launcher passes signals on to
+// the program and ends as it ended; Ctrl-C in a terminal reaches the program once; SIGTERM and
+// SIGINT write the reports before they end the program (HOTSCOPE_ON_SIGNAL=report, which
+// `hotscope run` sets), for a program linking libhotscope and for python3 under --heap.
+#include "support/files.hpp"
+#include "support/scratch_dir.hpp"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <pty.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <filesystem>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+namespace fs = std::filesystem;
+using hotscope::test_support::slurp;
+using namespace std::chrono_literals;
+
+constexpr const char* kPython = "/usr/bin/python3";
+
+// In a child about to exec: every signal at its default action and none blocked, as a program
+// started from a terminal has them (a background job of a script has SIGINT ignored).
+void default_signals() {
+  for (int signal = 1; signal < NSIG; ++signal) {
+    ::signal(signal, SIG_DFL);
+  }
+  sigset_t none;
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, nullptr);
+}
+
+[[noreturn]] void exec(const std::vector<std::string>& command) {
+  std::vector<char*> argv;
+  for (const std::string& argument : command) {
+    argv.push_back(const_cast<char*>(argument.c_str()));
+  }
+  argv.push_back(nullptr);
+  execv(argv[0], argv.data());
+  _exit(126);
+}
+
+// `command` as a child, its standard output and error into `output`.
+pid_t start(const std::vector<std::string>& command, const fs::path& output) {
+  const pid_t child = fork();
+  if (child == 0) {
+    default_signals();
+    if (freopen(output.c_str(), "w", stdout) == nullptr || dup2(fileno(stdout), 2) < 0) {
+      _exit(125);
+    }
+    exec(command);
+  }
+  return child;
+}
+
+// The child's status, or -1 when it did not end within 30 s (then it is killed).
+int wait_for(pid_t child) {
+  const auto deadline = std::chrono::steady_clock::now() + 30s;
+  int status = 0;
+  while (waitpid(child, &status, WNOHANG) == 0) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      kill(child, SIGKILL);
+      waitpid(child, &status, 0);
+      return -1;
+    }
+    std::this_thread::sleep_for(10ms);
+  }
+  return status;
+}
+
+// The pid the program printed after "ready " in `output`, once it did (10 s at most), else 0.
+pid_t wait_until_ready(const fs::path& output) {
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (std::chrono::steady_clock::now() < deadline) {
+    const std::string text = slurp(output);
+    if (const std::size_t at = text.find("ready"); at != std::string::npos) {
+      return at + 6 < text.size() ? std::atoi(text.c_str() + at + 6) : -1;
+    }
+    std::this_thread::sleep_for(10ms);
+  }
+  return 0;
+}
+
+bool still_runs(pid_t pid) {
+  return pid > 0 && kill(pid, 0) == 0;
+}
+
+std::vector<std::string> run_command(const fs::path& out, std::vector<std::string> program,
+                                      bool heap = false) {
+  std::vector<std::string> command{HOTSCOPE_CLI, "run", "--out", out.string()};
+  if (heap) {
+    command.insert(command.end(), {"--heap", "--no-summary"});
+  }
+  command.push_back("--");
+  command.insert(command.end(), program.begin(), program.end());
+  return command;
+}
+
+std::uint64_t calls_of(const fs::path& stats_file, const std::string& name) {
+  const auto stats = nlohmann::json::parse(slurp(stats_file));
+  for (const auto& function : stats.at("functions")) {
+    if (function.at("name") == name) {
+      return function.at("calls").get<std::uint64_t>();
+    }
+  }
+  return 0;
+}
+
+TEST(RunSignals, SigtermToTheLauncherReachesTheProgramWhichWritesItsReports) {
+  const hotscope::testing::ScratchDir scratch("run-sigterm");
+  const fs::path& dir = scratch.path();
+  const fs::path output = dir / "output";
+  const pid_t launcher = start(run_command(dir / "out", {SIGNALLED_PROGRAM, "wait"}), output);
+  const pid_t program = wait_until_ready(output);
+  ASSERT_GT(program, 0) << slurp(output);
+  kill(launcher, SIGTERM);
+  const int status = wait_for(launcher);
+  const bool orphaned = still_runs(program);
+  if (orphaned) {
+    kill(program, SIGKILL);
+  }
+  EXPECT_FALSE(orphaned) << "the program outlived its launcher";
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM) << status << slurp(output);
+  EXPECT_EQ(calls_of(dir / "out" / "stats.json", "ready"), 1u) << slurp(output);
+}
+
+TEST(RunSignals, TheOtherSignalsAreForwardedAndTheLauncherEndsWithTheProgramsStatus) {
+  const hotscope::testing::ScratchDir scratch("run-forward");
+  const fs::path& dir = scratch.path();
+  for (const int signal : {SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2}) {
+    const fs::path output = dir / ("output-" + std::to_string(signal));
+    const pid_t launcher = start(run_command(dir / "out", {SIGNALLED_PROGRAM, "exit"}), output);
+    const pid_t program = wait_until_ready(output);
+    ASSERT_GT(program, 0) << slurp(output);
+    kill(launcher, signal);
+    const int status = wait_for(launcher);
+    if (still_runs(program)) {
+      kill(program, SIGKILL);
+    }
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 40 + signal)
+        << strsignal(signal) << ": status " << status << slurp(output);
+  }
+}
+
+// Ctrl-C in a terminal: the terminal sends SIGINT to the whole foreground process group, so the
+// program has it already and the launcher must not send it again; the program handles it, ends
+// normally and writes its reports; the launcher ends with its status.
+TEST(RunSignals, CtrlCInATerminalReachesTheProgramOnceAndEndsWithAProfile) {
+  const hotscope::testing::ScratchDir scratch("run-ctrl-c");
+  const fs::path& dir = scratch.path();
+  const std::vector<std::string> command =
+      run_command(dir / "out", {SIGNALLED_PROGRAM, "count"});
+  int terminal = -1;
+  const pid_t launcher = forkpty(&terminal, nullptr, nullptr, nullptr);
+  ASSERT_GE(launcher, 0) << std::strerror(errno);
+  if (launcher == 0) {
+    default_signals();
+    exec(command);
+  }
+  std::string seen;
+  const auto read_until = [&](const std::string& text) {
+    const auto deadline = std::chrono::steady_clock::now() + 10s;
+    char buffer[256];
+    while (seen.find(text) == std::string::npos && std::chrono::steady_clock::now() < deadline) {
+      const ssize_t got = read(terminal, buffer, sizeof buffer);
+      if (got <= 0) {
+        return; // EIO: every process on the terminal is gone
+      }
+      seen.append(buffer, static_cast<std::size_t>(got));
+    }
+  };
+  read_until("ready");
+  ASSERT_NE(seen.find("ready"), std::string::npos) << seen;
+  ASSERT_EQ(write(terminal, "\x03", 1), 1); // the terminal's interrupt character
+  read_until("sigint");
+  read_until("\n");
+  const int status = wait_for(launcher);
+  close(terminal);
+  EXPECT_NE(seen.find("sigint 1"), std::string::npos) << seen;
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status << seen;
+  EXPECT_EQ(calls_of(dir / "out" / "stats.json", "ready"), 1u) << seen;
+}
+
+// python3 has no handler for SIGTERM; its SIGINT handler raises KeyboardInterrupt, and after
+// that ends the program, python3 ends itself with SIGINT. Either way heap.json is written, the
+// program's own handler still runs, and the launcher ends killed by the same signal.
+void python_ends_with_a_profile(int signal) {
+  if (access(kPython, X_OK) != 0) {
+    GTEST_SKIP() << kPython << " is not installed (scripts/packages.txt lists python3)";
+  }
+  const hotscope::testing::ScratchDir scratch("run-python-" + std::to_string(signal));
+  const fs::path& dir = scratch.path();
+  const fs::path output = dir / "output";
+  const pid_t launcher = start(run_command(dir / "out",
+                                           {kPython, "-c",
+                                            "import os, time\n"
+                                            "print('ready', os.getpid(), flush=True)\n"
+                                            "try:\n"
+                                            "    time.sleep(30)\n"
+                                            "finally:\n"
+                                            "    print('finally ran', flush=True)\n"},
+                                           true),
+                               output);
+  ASSERT_GT(wait_until_ready(output), 0) << slurp(output);
+  kill(launcher, signal);
+  const int status = wait_for(launcher);
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == signal) << status << slurp(output);
+  const auto profile = nlohmann::json::parse(slurp(dir / "out" / "heap.json"));
+  EXPECT_GT(profile.at("pps").size(), 0u);
+  if (signal == SIGINT) {
+    EXPECT_NE(slurp(output).find("KeyboardInterrupt"), std::string::npos) << slurp(output);
+    EXPECT_NE(slurp(output).find("finally ran"), std::string::npos) << slurp(output);
+  }
+}
+
+TEST(RunSignals, PythonUnderTheHeapProfilerEndedBySigintWritesHeapJson) {
+  python_ends_with_a_profile(SIGINT);
+}
+
+TEST(RunSignals, PythonUnderTheHeapProfilerEndedBySigtermWritesHeapJson) {
+  python_ends_with_a_profile(SIGTERM);
+}
+
+} // namespace
