@@ -162,7 +162,7 @@ TEST(AgentCli, EachFailureIsOneLineWithItsExitCode) {
   expect({"stats"}, 2, "hotscope: stats: say which process with -p PID or -n NAME\n");
   expect({"stats", "-p", pid, "-n", "hotscope-demo"}, 2, "give -p PID or -n NAME, not both");
   expect({"trace", "-p", pid, "--format", "svg"}, 2, "svg");
-  expect({"frobnicate"}, 2, "A subcommand is required");
+  expect({"frobnicate"}, 2, "hotscope: unknown command 'frobnicate'; see hotscope --help\n");
   expect({"info", "-p", "999999999"}, 3, "hotscope: no process with pid 999999999\n");
   expect({"info", "-n", "no-such-program"}, 3, "hotscope: no process named no-such-program\n");
   // PID 1 exists but runs no agent in this directory.
@@ -183,6 +183,49 @@ TEST(AgentCli, EachFailureIsOneLineWithItsExitCode) {
   info["api_version"] = 2;
   std::ofstream(demo.info_path()) << info.dump();
   expect({"info", "-p", pid}, 6, "speaks agent API v2, this hotscope speaks v1");
+}
+
+// docs/agent.md, "Command-line conventions": every error one line starting "hotscope:" that
+// says where to look, numbers checked in words, the version, usage lines naming `hotscope`.
+TEST(AgentCli, CommandLineConventions) {
+  const auto expect_error = [](const std::vector<std::string>& arguments,
+                               const std::string& line) {
+    std::vector<std::string> words{HOTSCOPE_CLI};
+    words.insert(words.end(), arguments.begin(), arguments.end());
+    const CommandResult result = run(words);
+    EXPECT_EQ(result.status, 2) << result.err;
+    EXPECT_EQ(result.err, line);
+    EXPECT_EQ(result.out, "");
+  };
+  expect_error({"bogus"}, "hotscope: unknown command 'bogus'; see hotscope --help\n");
+  expect_error({}, "hotscope: say which command to run; see hotscope --help\n");
+  expect_error({"trace", "-p", "1", "--seconds", "0"},
+               "hotscope: --seconds must be greater than 0 (not 0); see hotscope trace --help\n");
+  expect_error({"trace", "-p", "1", "--seconds", "-1"},
+               "hotscope: --seconds must be greater than 0 (not -1); see hotscope trace --help\n");
+  expect_error({"run"}, "hotscope: command is required; see hotscope run --help\n");
+  expect_error({"info", "--bogus"}, "hotscope: The following argument was not expected: --bogus; "
+                                    "see hotscope info --help\n");
+  expect_error({"vm", "run", "x", "--calls", "-1"},
+               "hotscope: --calls must be a whole number from 1 to 1000000000 (not -1); see "
+               "hotscope vm run --help\n");
+
+  for (const std::vector<std::string>& version :
+       {std::vector<std::string>{HOTSCOPE_CLI, "--version"}, {HOTSCOPE_CLI, "version"}}) {
+    const CommandResult result = run(version);
+    EXPECT_EQ(result.status, 0);
+    EXPECT_EQ(result.out, std::string("hotscope ") + HOTSCOPE_VERSION + "\n");
+  }
+  // Run by its full path, the usage still names the command `hotscope`.
+  for (const std::vector<std::string>& help :
+       {std::vector<std::string>{HOTSCOPE_CLI, "--help"}, {HOTSCOPE_CLI, "trace", "--help"},
+        {HOTSCOPE_CLI, "vm", "run", "--help"}}) {
+    const CommandResult result = run(help);
+    EXPECT_EQ(result.status, 0) << result.err;
+    EXPECT_NE(result.out.find("Usage: hotscope"), std::string::npos) << result.out;
+    EXPECT_EQ(result.out.find(HOTSCOPE_CLI), std::string::npos) << result.out;
+    EXPECT_EQ(result.out.find("e+308"), std::string::npos) << result.out;
+  }
 }
 
 TEST(AgentCli, ProgramsWithoutAnAgentAndAmbiguousNames) {

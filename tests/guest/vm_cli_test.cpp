@@ -1,16 +1,22 @@
 // `hotscope vm run` end to end: the sample guest in a VM (skipped without /dev/kvm) and as a
 // child process; the reports it writes show the guest's nested calls beside the host's scopes.
 #include "guest/runner/runner.hpp"
+#include "support/child_process.hpp"
 #include "support/files.hpp"
+#include "support/scratch_dir.hpp"
 
 #include <nlohmann/json.hpp>
 
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
 #include <sys/wait.h>
 
+#include <algorithm>
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <string>
 
 namespace {
@@ -92,10 +98,94 @@ TEST_P(VmCliTest, WritesTheReportsWithTheGuestsNestedCalls) {
   std::filesystem::remove_all(out);
 }
 
+// One line on stderr (and nothing else), starting "hotscope:" and holding `text`.
+void expect_one_line(const Result& result, int status, const std::string& text) {
+  EXPECT_EQ(result.status, status) << result.output;
+  EXPECT_EQ(result.output.rfind("hotscope: ", 0), 0u) << result.output;
+  EXPECT_EQ(std::count(result.output.begin(), result.output.end(), '\n'), 1) << result.output;
+  EXPECT_NE(result.output.find(text), std::string::npos) << result.output;
+}
+
 TEST(VmCli, ABadGuestPathIsOneClearLine) {
   const Result result = run(std::string(HOTSCOPE_CLI) + " vm run /nonexistent/guest.elf");
-  EXPECT_EQ(result.status, 2) << result.output;
-  EXPECT_NE(result.output.find("/nonexistent/guest.elf"), std::string::npos) << result.output;
+  expect_one_line(result, 3, "guest image /nonexistent/guest.elf: cannot be opened");
+}
+
+// A device, a FIFO or a directory is refused before anything is read (/dev/zero never ends, a
+// FIFO without a writer would block), and a huge file by its size, before it is read: in an
+// address space of 1 GB, reading a 1 GiB file could not even be tried.
+TEST(VmCli, ImagesThatAreNotSmallRegularFilesAreRefusedBeforeReading) {
+  const hotscope::testing::ScratchDir scratch("vm-images");
+  const std::filesystem::path& dir = scratch.path();
+  ASSERT_EQ(mkfifo((dir / "fifo").c_str(), 0600), 0);
+  std::filesystem::create_directory(dir / "directory");
+  std::ofstream(dir / "huge").close();
+  std::filesystem::resize_file(dir / "huge", 1ull << 30); // sparse: no disk space taken
+  const std::string vm = "timeout 20 " + std::string(HOTSCOPE_CLI) + " vm run ";
+  expect_one_line(run(vm + "/dev/zero"), 3, "guest image /dev/zero: is a character device, not");
+  expect_one_line(run(vm + (dir / "fifo").string() + " --process"), 3, "is a FIFO, not");
+  expect_one_line(run(vm + (dir / "directory").string()), 3, "is a directory, not");
+  expect_one_line(run("ulimit -v 1000000; " + vm + (dir / "huge").string()), 3,
+                  "is 1024 MiB, larger than 64 MiB");
+}
+
+TEST(VmCli, OutOfRangeNumbersAreRejectedInWords) {
+  const std::string vm = std::string(HOTSCOPE_CLI) + " vm run " + HOTSCOPE_GUEST_DIR +
+                         "/sample-guest-process --process --out /tmp/unused ";
+  for (const char* calls : {"-1", "18446744073709551616", "0", "1.5"}) {
+    expect_one_line(run("timeout 20 " + vm + "--calls " + calls), 2,
+                    std::string("hotscope: --calls must be a whole number from 1 to 1000000000 "
+                                "(not ") +
+                        calls + ")");
+  }
+  expect_one_line(run(vm + "--max-flushes -5"), 2, "--max-flushes must be a whole number");
+  expect_one_line(run(vm + "--time-limit-ms 0"), 2, "--time-limit-ms must be a whole number");
+}
+
+// --out naming a file fails at once: the guest never runs (it would print that it is ready).
+TEST(VmCli, AnOutThatIsAFileFailsBeforeTheGuestRuns) {
+  const hotscope::testing::ScratchDir scratch("vm-out-file");
+  const std::filesystem::path file = scratch.path() / "a-file";
+  std::ofstream(file) << "not a directory";
+  const Result result = run(std::string(HOTSCOPE_CLI) + " vm run " + HOTSCOPE_GUEST_DIR +
+                            "/sample-guest-process --process --out " + file.string());
+  expect_one_line(result, 2, "hotscope: --out " + file.string() + ": exists and is not a directory");
+  EXPECT_EQ(hotscope::test_support::slurp(file), "not a directory");
+}
+
+// Each kind of guest image run as the other kind: said so, with the command to run instead.
+TEST(VmCli, AGuestImageOfTheWrongKindIsNamedWithWhatToRun) {
+  const std::string guests = HOTSCOPE_GUEST_DIR;
+  expect_one_line(run(std::string(HOTSCOPE_CLI) + " vm run " + guests + "/sample-guest-process"),
+                  3,
+                  "is a process guest (HOTSCOPE_GUEST_PROCESS), not a VM guest: run it with "
+                  "--process (hotscope vm run --process " +
+                      guests + "/sample-guest-process)");
+  expect_one_line(
+      run(std::string(HOTSCOPE_CLI) + " vm run " + guests + "/sample-guest.elf --process"), 3,
+      "is a VM guest (HOTSCOPE_GUEST_VM, linked with guest/vm.ld), not a process guest: run it "
+      "without --process (hotscope vm run " +
+          guests + "/sample-guest.elf)");
+}
+
+// `hotscope vm run` writes the reports when SIGTERM ends it (HOTSCOPE_ON_SIGNAL=report by
+// default there), and ends killed by it.
+TEST(VmCli, SigtermWritesTheReportsOfTheCallsSoFar) {
+  const hotscope::testing::ScratchDir scratch("vm-sigterm");
+  const std::filesystem::path& dir = scratch.path();
+  const pid_t vm = hotscope::test_support::start_command(
+      {HOTSCOPE_CLI, "vm", "run", std::string(HOTSCOPE_GUEST_DIR) + "/sample-guest-process",
+       "--process", "--calls", "1000000000", "--out", (dir / "out").string()},
+      dir / "output");
+  ASSERT_NE(hotscope::test_support::wait_for_text(dir / "output", "sample guest ready"), "")
+      << hotscope::test_support::slurp(dir / "output");
+  kill(vm, SIGTERM);
+  const int status = hotscope::test_support::wait_for_child(vm);
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM)
+      << status << hotscope::test_support::slurp(dir / "output");
+  const std::string report = hotscope::test_support::slurp(dir / "out" / "report.txt");
+  EXPECT_NE(report.find("dispatch_function"), std::string::npos) << report;
+  EXPECT_NE(report.find("handle_request"), std::string::npos) << report;
 }
 
 INSTANTIATE_TEST_SUITE_P(Transports, VmCliTest, ::testing::Values(false, true),

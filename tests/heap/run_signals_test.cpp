@@ -2,6 +2,7 @@
 // the program and ends as it ended; Ctrl-C in a terminal reaches the program once; SIGTERM and
 // SIGINT write the reports before they end the program (HOTSCOPE_ON_SIGNAL=report, which
 // `hotscope run` sets), for a program linking libhotscope and for python3 under --heap.
+#include "support/child_process.hpp"
 #include "support/files.hpp"
 #include "support/scratch_dir.hpp"
 
@@ -15,79 +16,26 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <string>
-#include <thread>
 #include <vector>
 
 namespace {
 
 namespace fs = std::filesystem;
 using hotscope::test_support::slurp;
+using hotscope::test_support::start_command;
+using hotscope::test_support::wait_for_child;
+using hotscope::test_support::wait_for_text;
 using namespace std::chrono_literals;
 
 constexpr const char* kPython = "/usr/bin/python3";
 
-// In a child about to exec: every signal at its default action and none blocked, as a program
-// started from a terminal has them (a background job of a script has SIGINT ignored).
-void default_signals() {
-  for (int signal = 1; signal < NSIG; ++signal) {
-    ::signal(signal, SIG_DFL);
-  }
-  sigset_t none;
-  sigemptyset(&none);
-  sigprocmask(SIG_SETMASK, &none, nullptr);
-}
-
-[[noreturn]] void exec(const std::vector<std::string>& command) {
-  std::vector<char*> argv;
-  for (const std::string& argument : command) {
-    argv.push_back(const_cast<char*>(argument.c_str()));
-  }
-  argv.push_back(nullptr);
-  execv(argv[0], argv.data());
-  _exit(126);
-}
-
-// `command` as a child, its standard output and error into `output`.
-pid_t start(const std::vector<std::string>& command, const fs::path& output) {
-  const pid_t child = fork();
-  if (child == 0) {
-    default_signals();
-    if (freopen(output.c_str(), "w", stdout) == nullptr || dup2(fileno(stdout), 2) < 0) {
-      _exit(125);
-    }
-    exec(command);
-  }
-  return child;
-}
-
-// The child's status, or -1 when it did not end within 30 s (then it is killed).
-int wait_for(pid_t child) {
-  const auto deadline = std::chrono::steady_clock::now() + 30s;
-  int status = 0;
-  while (waitpid(child, &status, WNOHANG) == 0) {
-    if (std::chrono::steady_clock::now() > deadline) {
-      kill(child, SIGKILL);
-      waitpid(child, &status, 0);
-      return -1;
-    }
-    std::this_thread::sleep_for(10ms);
-  }
-  return status;
-}
-
-// The pid the program printed after "ready " in `output`, once it did (10 s at most), else 0.
+// The pid the program printed after "ready " in `output`, once it did; 0 if it never did.
 pid_t wait_until_ready(const fs::path& output) {
-  const auto deadline = std::chrono::steady_clock::now() + 10s;
-  while (std::chrono::steady_clock::now() < deadline) {
-    const std::string text = slurp(output);
-    if (const std::size_t at = text.find("ready"); at != std::string::npos) {
-      return at + 6 < text.size() ? std::atoi(text.c_str() + at + 6) : -1;
-    }
-    std::this_thread::sleep_for(10ms);
-  }
-  return 0;
+  const std::string ready = wait_for_text(output, "ready ");
+  return ready.empty() ? 0 : std::atoi(ready.c_str() + 6);
 }
 
 bool still_runs(pid_t pid) {
@@ -119,11 +67,11 @@ TEST(RunSignals, SigtermToTheLauncherReachesTheProgramWhichWritesItsReports) {
   const hotscope::testing::ScratchDir scratch("run-sigterm");
   const fs::path& dir = scratch.path();
   const fs::path output = dir / "output";
-  const pid_t launcher = start(run_command(dir / "out", {SIGNALLED_PROGRAM, "wait"}), output);
+  const pid_t launcher = start_command(run_command(dir / "out", {SIGNALLED_PROGRAM, "wait"}), output);
   const pid_t program = wait_until_ready(output);
   ASSERT_GT(program, 0) << slurp(output);
   kill(launcher, SIGTERM);
-  const int status = wait_for(launcher);
+  const int status = wait_for_child(launcher);
   const bool orphaned = still_runs(program);
   if (orphaned) {
     kill(program, SIGKILL);
@@ -138,11 +86,11 @@ TEST(RunSignals, TheOtherSignalsAreForwardedAndTheLauncherEndsWithTheProgramsSta
   const fs::path& dir = scratch.path();
   for (const int signal : {SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2}) {
     const fs::path output = dir / ("output-" + std::to_string(signal));
-    const pid_t launcher = start(run_command(dir / "out", {SIGNALLED_PROGRAM, "exit"}), output);
+    const pid_t launcher = start_command(run_command(dir / "out", {SIGNALLED_PROGRAM, "exit"}), output);
     const pid_t program = wait_until_ready(output);
     ASSERT_GT(program, 0) << slurp(output);
     kill(launcher, signal);
-    const int status = wait_for(launcher);
+    const int status = wait_for_child(launcher);
     if (still_runs(program)) {
       kill(program, SIGKILL);
     }
@@ -163,8 +111,8 @@ TEST(RunSignals, CtrlCInATerminalReachesTheProgramOnceAndEndsWithAProfile) {
   const pid_t launcher = forkpty(&terminal, nullptr, nullptr, nullptr);
   ASSERT_GE(launcher, 0) << std::strerror(errno);
   if (launcher == 0) {
-    default_signals();
-    exec(command);
+    hotscope::test_support::default_signals();
+    hotscope::test_support::exec_command(command);
   }
   std::string seen;
   const auto read_until = [&](const std::string& text) {
@@ -183,7 +131,7 @@ TEST(RunSignals, CtrlCInATerminalReachesTheProgramOnceAndEndsWithAProfile) {
   ASSERT_EQ(write(terminal, "\x03", 1), 1); // the terminal's interrupt character
   read_until("sigint");
   read_until("\n");
-  const int status = wait_for(launcher);
+  const int status = wait_for_child(launcher);
   close(terminal);
   EXPECT_NE(seen.find("sigint 1"), std::string::npos) << seen;
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status << seen;
@@ -200,7 +148,7 @@ void python_ends_with_a_profile(int signal) {
   const hotscope::testing::ScratchDir scratch("run-python-" + std::to_string(signal));
   const fs::path& dir = scratch.path();
   const fs::path output = dir / "output";
-  const pid_t launcher = start(run_command(dir / "out",
+  const pid_t launcher = start_command(run_command(dir / "out",
                                            {kPython, "-c",
                                             "import os, time\n"
                                             "print('ready', os.getpid(), flush=True)\n"
@@ -212,7 +160,7 @@ void python_ends_with_a_profile(int signal) {
                                output);
   ASSERT_GT(wait_until_ready(output), 0) << slurp(output);
   kill(launcher, signal);
-  const int status = wait_for(launcher);
+  const int status = wait_for_child(launcher);
   EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == signal) << status << slurp(output);
   const auto profile = nlohmann::json::parse(slurp(dir / "out" / "heap.json"));
   EXPECT_GT(profile.at("pps").size(), 0u);

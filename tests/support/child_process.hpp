@@ -1,0 +1,83 @@
+// For tests that start a command, signal it and look at how it ended.
+#pragma once
+
+#include "support/files.hpp"
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace hotscope::test_support {
+
+// In a child about to exec: every signal at its default action and none blocked, as a program
+// started from a terminal has them (a background job of a script has SIGINT ignored).
+inline void default_signals() {
+  for (int signal = 1; signal < NSIG; ++signal) {
+    ::signal(signal, SIG_DFL);
+  }
+  sigset_t none;
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, nullptr);
+}
+
+[[noreturn]] inline void exec_command(const std::vector<std::string>& command) {
+  std::vector<char*> argv;
+  for (const std::string& argument : command) {
+    argv.push_back(const_cast<char*>(argument.c_str()));
+  }
+  argv.push_back(nullptr);
+  execv(argv[0], argv.data());
+  _exit(126);
+}
+
+// `command` as a child with default signals, its standard output and error into `output`.
+inline pid_t start_command(const std::vector<std::string>& command,
+                           const std::filesystem::path& output) {
+  const pid_t child = fork();
+  if (child == 0) {
+    default_signals();
+    if (std::freopen(output.c_str(), "w", stdout) == nullptr || dup2(fileno(stdout), 2) < 0) {
+      _exit(125);
+    }
+    exec_command(command);
+  }
+  return child;
+}
+
+// The child's wait status, or -1 when it did not end within 30 s (then it is killed).
+inline int wait_for_child(pid_t child) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  int status = 0;
+  while (waitpid(child, &status, WNOHANG) == 0) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      kill(child, SIGKILL);
+      waitpid(child, &status, 0);
+      return -1;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return status;
+}
+
+// The text of `file` from where `text` first appears in it, once it does (10 s at most); "" if
+// it never does.
+inline std::string wait_for_text(const std::filesystem::path& file, const std::string& text) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (std::chrono::steady_clock::now() < deadline) {
+    const std::string content = slurp(file);
+    if (const std::size_t at = content.find(text); at != std::string::npos) {
+      return content.substr(at);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return "";
+}
+
+} // namespace hotscope::test_support
