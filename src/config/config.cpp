@@ -131,19 +131,6 @@ void read_agent(const Getenv& getenv, Config& config, std::vector<std::string>& 
 
 } // namespace
 
-bool read_on_signal(const Getenv& getenv, std::vector<std::string>& errors) {
-  const char* text = getenv("HOTSCOPE_ON_SIGNAL");
-  if (text == nullptr || std::string_view(text) == "off") {
-    return false;
-  }
-  if (std::string_view(text) == "report") {
-    return true;
-  }
-  errors.push_back(
-      fmt::format("hotscope: HOTSCOPE_ON_SIGNAL=\"{}\" is not report or off; using off", text));
-  return false;
-}
-
 Parsed parse(const Getenv& getenv) {
   Parsed parsed;
   Config& config = parsed.config;

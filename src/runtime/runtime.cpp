@@ -40,7 +40,7 @@ namespace {
 struct State {
   config::Config config;
   bool reports_enabled = false;
-  std::mutex agent_mutex; // start_agent() against itself and against exit
+  std::mutex agent_mutex;  // start_agent() against itself and against exit
   std::mutex finish_mutex; // exit against the reports written on a signal
   bool finished = false;
 };

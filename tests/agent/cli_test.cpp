@@ -188,8 +188,7 @@ TEST(AgentCli, EachFailureIsOneLineWithItsExitCode) {
 // docs/agent.md, "Command-line conventions": every error one line starting "hotscope:" that
 // says where to look, numbers checked in words, the version, usage lines naming `hotscope`.
 TEST(AgentCli, CommandLineConventions) {
-  const auto expect_error = [](const std::vector<std::string>& arguments,
-                               const std::string& line) {
+  const auto expect_error = [](const std::vector<std::string>& arguments, const std::string& line) {
     std::vector<std::string> words{HOTSCOPE_CLI};
     words.insert(words.end(), arguments.begin(), arguments.end());
     const CommandResult result = run(words);
@@ -217,9 +216,9 @@ TEST(AgentCli, CommandLineConventions) {
     EXPECT_EQ(result.out, std::string("hotscope ") + HOTSCOPE_VERSION + "\n");
   }
   // Run by its full path, the usage still names the command `hotscope`.
-  for (const std::vector<std::string>& help :
-       {std::vector<std::string>{HOTSCOPE_CLI, "--help"}, {HOTSCOPE_CLI, "trace", "--help"},
-        {HOTSCOPE_CLI, "vm", "run", "--help"}}) {
+  for (const std::vector<std::string>& help : {std::vector<std::string>{HOTSCOPE_CLI, "--help"},
+                                               {HOTSCOPE_CLI, "trace", "--help"},
+                                               {HOTSCOPE_CLI, "vm", "run", "--help"}}) {
     const CommandResult result = run(help);
     EXPECT_EQ(result.status, 0) << result.err;
     EXPECT_NE(result.out.find("Usage: hotscope"), std::string::npos) << result.out;

@@ -50,7 +50,8 @@ TEST(Config, ReportOnSignalIsOffUnlessAsked) {
   const auto parsed = parse({{"HOTSCOPE_ON_SIGNAL", "yes"}});
   EXPECT_FALSE(parsed.config.report_on_signal);
   ASSERT_EQ(parsed.errors.size(), 1u);
-  EXPECT_EQ(parsed.errors[0], "hotscope: HOTSCOPE_ON_SIGNAL=\"yes\" is not report or off; using off");
+  EXPECT_EQ(parsed.errors[0],
+            "hotscope: HOTSCOPE_ON_SIGNAL=\"yes\" is not report or off; using off");
 }
 
 TEST(Config, EachBadValueGetsOneLineNamingTheVariableAndKeepsTheDefault) {

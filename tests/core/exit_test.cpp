@@ -4,6 +4,7 @@
 
 #include "support/files.hpp"
 #include "support/scratch_dir.hpp"
+#include "support/stats.hpp"
 #include <csignal>
 #include <filesystem>
 #include <fstream>
@@ -35,14 +36,7 @@ ProgramRun run_program(const std::string& env, const std::string& mode, const fs
   return ProgramRun{status, slurp(dir / "stdout"), slurp(dir / "stderr")};
 }
 
-std::uint64_t calls_of(const nlohmann::json& stats, const std::string& name) {
-  for (const auto& f : stats.at("functions")) {
-    if (f.at("name") == name) {
-      return f.at("calls").get<std::uint64_t>();
-    }
-  }
-  return 0;
-}
+using hotscope::test_support::calls_of;
 
 TEST(ExitPaths, ReturningFromMainFlushesEveryThread) {
   const hotscope::testing::ScratchDir scratch("exit-return");

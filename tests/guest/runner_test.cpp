@@ -2,6 +2,7 @@
 // (skipped where /dev/kvm cannot be used) and as a child process (everywhere). Each case starts
 // its own guest with its own track name, so the process-wide trace keeps them apart.
 #include "guest/runner/runner.hpp"
+#include "support/scratch_dir.hpp"
 #include "trace/trace.hpp"
 
 #include <hotscope/hotscope.hpp>
@@ -10,6 +11,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <set>
 #include <string>
 #include <vector>
@@ -351,15 +353,21 @@ TEST(KvmRunner, AnUnknownPortStopsTheGuest) {
 }
 
 // KVM only: a process guest's image (linked at 4 MiB) does not fit in 4 MiB of guest memory.
+// Stripped, so that it is not recognised as a process guest first (elf_image.hpp, wrong_kind).
 TEST(KvmRunner, ASegmentOutsideGuestMemoryIsRefused) {
   if (const std::string why = kvm_unavailable_reason(); !why.empty()) {
     GTEST_SKIP() << "KVM guest tests need /dev/kvm: " << why;
   }
+  const hotscope::testing::ScratchDir scratch("kvm-segment");
+  const std::string stripped = (scratch.path() / "stripped-guest-process").string();
+  ASSERT_EQ(std::system(("objcopy --strip-all " + std::string(HOTSCOPE_GUEST_DIR) +
+                         "/sample-guest-process " + stripped)
+                            .c_str()),
+            0);
   RunnerOptions options;
   options.memory_bytes = 4u << 20;
   std::string error;
-  EXPECT_FALSE(
-      start_kvm_guest(std::string(HOTSCOPE_GUEST_DIR) + "/sample-guest-process", options, error));
+  EXPECT_FALSE(start_kvm_guest(stripped, options, error));
   EXPECT_NE(error.find("is outside guest memory"), std::string::npos) << error;
 }
 

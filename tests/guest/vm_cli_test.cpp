@@ -108,7 +108,7 @@ void expect_one_line(const Result& result, int status, const std::string& text) 
 
 TEST(VmCli, ABadGuestPathIsOneClearLine) {
   const Result result = run(std::string(HOTSCOPE_CLI) + " vm run /nonexistent/guest.elf");
-  expect_one_line(result, 3, "guest image /nonexistent/guest.elf: cannot be opened");
+  expect_one_line(result, 3, "guest image /nonexistent/guest.elf: cannot be read");
 }
 
 // A device, a FIFO or a directory is refused before anything is read (/dev/zero never ends, a
@@ -149,15 +149,15 @@ TEST(VmCli, AnOutThatIsAFileFailsBeforeTheGuestRuns) {
   std::ofstream(file) << "not a directory";
   const Result result = run(std::string(HOTSCOPE_CLI) + " vm run " + HOTSCOPE_GUEST_DIR +
                             "/sample-guest-process --process --out " + file.string());
-  expect_one_line(result, 2, "hotscope: --out " + file.string() + ": exists and is not a directory");
+  expect_one_line(result, 2,
+                  "hotscope: --out " + file.string() + ": exists and is not a directory");
   EXPECT_EQ(hotscope::test_support::slurp(file), "not a directory");
 }
 
 // Each kind of guest image run as the other kind: said so, with the command to run instead.
 TEST(VmCli, AGuestImageOfTheWrongKindIsNamedWithWhatToRun) {
   const std::string guests = HOTSCOPE_GUEST_DIR;
-  expect_one_line(run(std::string(HOTSCOPE_CLI) + " vm run " + guests + "/sample-guest-process"),
-                  3,
+  expect_one_line(run(std::string(HOTSCOPE_CLI) + " vm run " + guests + "/sample-guest-process"), 3,
                   "is a process guest (HOTSCOPE_GUEST_PROCESS), not a VM guest: run it with "
                   "--process (hotscope vm run --process " +
                       guests + "/sample-guest-process)");

@@ -5,6 +5,7 @@
 #include "support/child_process.hpp"
 #include "support/files.hpp"
 #include "support/scratch_dir.hpp"
+#include "support/stats.hpp"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -43,7 +44,7 @@ bool still_runs(pid_t pid) {
 }
 
 std::vector<std::string> run_command(const fs::path& out, std::vector<std::string> program,
-                                      bool heap = false) {
+                                     bool heap = false) {
   std::vector<std::string> command{HOTSCOPE_CLI, "run", "--out", out.string()};
   if (heap) {
     command.insert(command.end(), {"--heap", "--no-summary"});
@@ -54,48 +55,50 @@ std::vector<std::string> run_command(const fs::path& out, std::vector<std::strin
 }
 
 std::uint64_t calls_of(const fs::path& stats_file, const std::string& name) {
-  const auto stats = nlohmann::json::parse(slurp(stats_file));
-  for (const auto& function : stats.at("functions")) {
-    if (function.at("name") == name) {
-      return function.at("calls").get<std::uint64_t>();
-    }
+  return hotscope::test_support::calls_of(nlohmann::json::parse(slurp(stats_file)), name);
+}
+
+struct Ended {
+  int status = -1;       // the launcher's wait status
+  bool orphaned = false; // the program outlived its launcher (it is killed then)
+  std::string output;
+};
+
+// `hotscope run --out DIR/out -- signalled MODE`, sent `signal` once the program is ready.
+Ended signal_the_launcher(const fs::path& dir, const std::string& mode, int signal) {
+  const fs::path output = dir / ("output-" + mode + "-" + std::to_string(signal));
+  const pid_t launcher = start_command(run_command(dir / "out", {SIGNALLED_PROGRAM, mode}), output);
+  const pid_t program = wait_until_ready(output);
+  Ended ended;
+  if (program > 0) {
+    kill(launcher, signal);
   }
-  return 0;
+  ended.status = wait_for_child(launcher);
+  ended.orphaned = still_runs(program);
+  if (ended.orphaned) {
+    kill(program, SIGKILL);
+  }
+  ended.output = slurp(output);
+  return ended;
 }
 
 TEST(RunSignals, SigtermToTheLauncherReachesTheProgramWhichWritesItsReports) {
   const hotscope::testing::ScratchDir scratch("run-sigterm");
-  const fs::path& dir = scratch.path();
-  const fs::path output = dir / "output";
-  const pid_t launcher = start_command(run_command(dir / "out", {SIGNALLED_PROGRAM, "wait"}), output);
-  const pid_t program = wait_until_ready(output);
-  ASSERT_GT(program, 0) << slurp(output);
-  kill(launcher, SIGTERM);
-  const int status = wait_for_child(launcher);
-  const bool orphaned = still_runs(program);
-  if (orphaned) {
-    kill(program, SIGKILL);
-  }
-  EXPECT_FALSE(orphaned) << "the program outlived its launcher";
-  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM) << status << slurp(output);
-  EXPECT_EQ(calls_of(dir / "out" / "stats.json", "ready"), 1u) << slurp(output);
+  const Ended ended = signal_the_launcher(scratch.path(), "wait", SIGTERM);
+  EXPECT_FALSE(ended.orphaned) << "the program outlived its launcher";
+  EXPECT_TRUE(WIFSIGNALED(ended.status) && WTERMSIG(ended.status) == SIGTERM)
+      << ended.status << ended.output;
+  EXPECT_EQ(calls_of(scratch.path() / "out" / "stats.json", "ready"), 1u) << ended.output;
 }
 
 TEST(RunSignals, TheOtherSignalsAreForwardedAndTheLauncherEndsWithTheProgramsStatus) {
   const hotscope::testing::ScratchDir scratch("run-forward");
   const fs::path& dir = scratch.path();
   for (const int signal : {SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2}) {
-    const fs::path output = dir / ("output-" + std::to_string(signal));
-    const pid_t launcher = start_command(run_command(dir / "out", {SIGNALLED_PROGRAM, "exit"}), output);
-    const pid_t program = wait_until_ready(output);
-    ASSERT_GT(program, 0) << slurp(output);
-    kill(launcher, signal);
-    const int status = wait_for_child(launcher);
-    if (still_runs(program)) {
-      kill(program, SIGKILL);
-    }
-    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 40 + signal)
-        << strsignal(signal) << ": status " << status << slurp(output);
+    const Ended ended = signal_the_launcher(dir, "exit", signal);
+    EXPECT_FALSE(ended.orphaned) << strsignal(signal);
+    EXPECT_TRUE(WIFEXITED(ended.status) && WEXITSTATUS(ended.status) == 40 + signal)
+        << strsignal(signal) << ": status " << ended.status << ended.output;
   }
 }
 
@@ -105,8 +108,7 @@ TEST(RunSignals, TheOtherSignalsAreForwardedAndTheLauncherEndsWithTheProgramsSta
 TEST(RunSignals, CtrlCInATerminalReachesTheProgramOnceAndEndsWithAProfile) {
   const hotscope::testing::ScratchDir scratch("run-ctrl-c");
   const fs::path& dir = scratch.path();
-  const std::vector<std::string> command =
-      run_command(dir / "out", {SIGNALLED_PROGRAM, "count"});
+  const std::vector<std::string> command = run_command(dir / "out", {SIGNALLED_PROGRAM, "count"});
   int terminal = -1;
   const pid_t launcher = forkpty(&terminal, nullptr, nullptr, nullptr);
   ASSERT_GE(launcher, 0) << std::strerror(errno);
@@ -149,15 +151,15 @@ void python_ends_with_a_profile(int signal) {
   const fs::path& dir = scratch.path();
   const fs::path output = dir / "output";
   const pid_t launcher = start_command(run_command(dir / "out",
-                                           {kPython, "-c",
-                                            "import os, time\n"
-                                            "print('ready', os.getpid(), flush=True)\n"
-                                            "try:\n"
-                                            "    time.sleep(30)\n"
-                                            "finally:\n"
-                                            "    print('finally ran', flush=True)\n"},
-                                           true),
-                               output);
+                                                   {kPython, "-c",
+                                                    "import os, time\n"
+                                                    "print('ready', os.getpid(), flush=True)\n"
+                                                    "try:\n"
+                                                    "    time.sleep(30)\n"
+                                                    "finally:\n"
+                                                    "    print('finally ran', flush=True)\n"},
+                                                   true),
+                                       output);
   ASSERT_GT(wait_until_ready(output), 0) << slurp(output);
   kill(launcher, signal);
   const int status = wait_for_child(launcher);

@@ -15,8 +15,8 @@ std::string command_path(const CLI::App& app) {
   std::string path = app.get_name();
   const CLI::App* command = &app;
   while (true) {
-    const std::vector<const CLI::App*> chosen = command->get_subcommands(
-        [](const CLI::App* subcommand) { return subcommand->parsed(); });
+    const std::vector<const CLI::App*> chosen =
+        command->get_subcommands([](const CLI::App* subcommand) { return subcommand->parsed(); });
     if (chosen.empty()) {
       return path;
     }

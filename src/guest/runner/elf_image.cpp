@@ -48,7 +48,7 @@ const char* file_kind(mode_t mode) {
 std::string read_bounded(const std::string& path, std::string& bytes) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
   if (fd < 0) {
-    return std::string("cannot be opened: ") + std::strerror(errno) + " (is the path right?)";
+    return std::string("cannot be read: ") + std::strerror(errno) + " (is the path right?)";
   }
   struct Closer {
     int fd;

@@ -24,8 +24,9 @@ struct LoadSegment {
 
 class ElfImage {
 public:
-  // Reads `path` (a regular file of at most 64 MiB, its size checked before reading): a 64-bit little-endian x86-64 executable (ET_EXEC) whose segments lie inside
-  // the file and whose entry point is in an executable segment. nullopt and `error` otherwise.
+  // Reads `path` (a regular file of at most 64 MiB, its size checked before reading): a 64-bit
+  // little-endian x86-64 executable (ET_EXEC) whose segments lie inside the file and whose entry
+  // point is in an executable segment. nullopt and `error` otherwise.
   static std::optional<ElfImage> open(const std::string& path, std::string& error);
 
   std::uint64_t entry() const { return entry_; }
