@@ -76,7 +76,7 @@ void Model::clear() {
 void Model::update_stats(const Json& stats) {
   const std::uint64_t duration_ns = u64(stats, "duration_ns");
   // Before a previous answer, and after a reset, the interval is the whole window.
-  const bool continues = !previous_functions_.empty() && duration_ns > stats_duration_ns_;
+  const bool continues = stats_.is_object() && duration_ns > stats_duration_ns_;
   const std::uint64_t interval_ns = continues ? duration_ns - stats_duration_ns_ : duration_ns;
   std::map<std::string, Counts> counts;
   std::map<std::string, int> occurrences;
