@@ -4,6 +4,7 @@
 #pragma once
 
 #include "agent/protocol.hpp"
+#include "agent_client.hpp"
 
 #include <CLI/CLI.hpp>
 
@@ -13,6 +14,11 @@
 #include <vector>
 
 namespace hotscope::cli {
+
+// `hotscope list`'s table of processes: a heading, then PID, NAME, UPTIME, ENABLED for each.
+std::vector<std::string> process_table(const std::vector<AgentProcess>& agents);
+// Writes `text` to `file` ("" is standard output); a Failure (kCannotWriteOutput) if it cannot.
+void write_output(const std::string& file, const std::string& text);
 
 class AgentCommands {
 public:
