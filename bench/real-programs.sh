@@ -88,7 +88,7 @@ EOF
 g++ -std=c++20 -E "$work/heavy.cpp" -o "$work/heavy.ii"
 cc1plus="$(g++ -print-prog-name=cc1plus)"
 
-cat >"$work/json.py" <<'EOF'
+cat >"$work/roundtrip.py" <<'EOF'
 import json
 records = [{"id": i, "name": "item%d" % i, "tags": ["t%d" % (i % 7), "x"], "value": i * 0.5}
            for i in range(60000)]
@@ -125,7 +125,7 @@ git init -q "$git_repo"
 
 declare -A commands=(
   [cc1plus]="$cc1plus -quiet -O2 -std=c++20 $work/heavy.ii -o /dev/null"
-  [python3]="/usr/bin/python3 $work/json.py"
+  [python3]="/usr/bin/python3 $work/roundtrip.py"
   [sort]="sort $work/lines.txt"
   [perl]="perl $work/hash.pl"
   [xz]="xz -6 -c $work/xz-input"
@@ -215,6 +215,8 @@ done
 echo
 echo "Symbolization at exit (sampled runs, every frame resolved there):"
 for program in "${programs[@]}"; do
-  sed "s/^/  $program: /" "$work/$program-sampled.symbolized" | tail -1
+  if [[ -f "$work/$program-sampled.symbolized" ]]; then
+    sed "s/^/  $program: /" "$work/$program-sampled.symbolized" | tail -1
+  fi
 done
 echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg) ($(nproc) cores)"
