@@ -80,18 +80,22 @@ CLI::Validator whole_number(std::uint64_t low, std::uint64_t high) {
       fmt::format("{}..{}", low, high));
 }
 
-CLI::Validator positive_seconds() {
+CLI::Validator number_in(double low, double high, bool low_included) {
+  const std::string expected =
+      high == HUGE_VAL ? fmt::format("{} {}", low_included ? "at least" : "greater than", low)
+                       : fmt::format("from {} to {}", low, high);
   return CLI::Validator(
-      [](std::string& text) -> std::string {
+      [low, high, low_included, expected](std::string& text) -> std::string {
         double value = 0;
         const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+        const bool above_low = low_included ? value >= low : value > low;
         if (error != std::errc() || end != text.data() + text.size() || !std::isfinite(value) ||
-            value <= 0) {
-          return fmt::format("must be greater than 0 (not {})", text);
+            !above_low || value > high) {
+          return fmt::format("must be {} (not {})", expected, text);
         }
         return "";
       },
-      "SECONDS > 0");
+      expected);
 }
 
 } // namespace hotscope::cli

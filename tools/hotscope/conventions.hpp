@@ -6,6 +6,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <cmath>
 #include <cstdint>
 #include <optional>
 
@@ -23,7 +24,8 @@ std::optional<int> parse_command_line(CLI::App& app, int argc, char** argv);
 
 // A whole number in [low, high] (no sign, no fraction, no wrap-around).
 CLI::Validator whole_number(std::uint64_t low, std::uint64_t high);
-// A number of seconds greater than 0 (and finite).
-CLI::Validator positive_seconds();
+// A finite number above `low` (at least `low` when `low_included`) and at most `high` (none when
+// HUGE_VAL): "must be greater than 0", "must be at least 0", "must be from 0.05 to 3600".
+CLI::Validator number_in(double low, double high = HUGE_VAL, bool low_included = false);
 
 } // namespace hotscope::cli

@@ -4,12 +4,15 @@
 // signals on to it and ends as it ended (run_command.hpp).
 //   hotscope list | info | stats | heap | trace | metrics | reset
 // ask a running process's agent (agent_commands.hpp).
+//   hotscope console [-p PID | -n NAME] [--once] ...
+// watches one live in the terminal (console/console.hpp).
 //   hotscope vm run GUEST [--calls N] [--out DIR] [--process] ...
 // runs a guest under guest tracing: hands its arguments to hotscope-vm (vm_main.cpp), installed
 // beside this executable.
 //   hotscope version | --version
 #include "agent_client.hpp"
 #include "agent_commands.hpp"
+#include "console/console.hpp"
 #include "conventions.hpp"
 #include "run_command.hpp"
 
@@ -56,6 +59,7 @@ int main(int argc, char** argv) {
   hotscope::cli::apply_conventions(app);
   app.require_subcommand(1);
   const hotscope::cli::AgentCommands agent_commands(app);
+  const hotscope::cli::console::ConsoleCommand console_command(app);
   CLI::App* run_command = app.add_subcommand("run", "Run a program under the profiler");
   hotscope::cli::RunOptions options;
   std::vector<std::string> command;
@@ -83,6 +87,9 @@ int main(int argc, char** argv) {
     return exec_vm(vm_command->remaining());
   }
   if (const auto status = agent_commands.run()) {
+    return *status;
+  }
+  if (const auto status = console_command.run()) {
     return *status;
   }
   return hotscope::cli::run_program(command, options);
