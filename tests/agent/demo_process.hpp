@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "support/files.hpp"
+#include "support/stats.hpp"
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -208,14 +209,6 @@ private:
   int status_ = -1;
 };
 
-// Calls of `name` in a stats JSON document.
-inline std::uint64_t calls_of(const nlohmann::json& stats, const std::string& name) {
-  for (const auto& function : stats.at("functions")) {
-    if (function.at("name") == name) {
-      return function.at("calls").get<std::uint64_t>();
-    }
-  }
-  return 0;
-}
+using hotscope::test_support::calls_of;
 
 } // namespace hotscope::testing
