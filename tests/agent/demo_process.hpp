@@ -92,12 +92,15 @@ inline CommandResult run(const std::vector<std::string>& words, const Env& env =
   return result;
 }
 
-// hotscope-demo --seconds 0, with HOTSCOPE_RUNTIME_DIR=<scratch>/rt, until the test ends.
+// hotscope-demo --seconds 0, with HOTSCOPE_RUNTIME_DIR=<scratch>/rt (unless `env` names another),
+// until the test ends.
 class Demo {
 public:
   explicit Demo(const Env& env = {}, bool expect_agent = true,
                 const std::vector<std::string>& arguments = {})
-      : runtime_dir_(scratch_.path() / "rt") {
+      : runtime_dir_(env.count("HOTSCOPE_RUNTIME_DIR") != 0
+                         ? fs::path(env.at("HOTSCOPE_RUNTIME_DIR"))
+                         : scratch_.path() / "rt") {
     pid_ = fork();
     if (pid_ == 0) {
       prctl(PR_SET_PDEATHSIG, SIGKILL); // a test killed at its timeout takes the demo along
