@@ -34,9 +34,10 @@
 namespace hotscope::agent {
 namespace {
 
-// A connection waiting for its request (just connected, or kept open after an answer) is closed
-// after 2 s without a byte: idle clients free their places fast. One being answered may stall
-// 10 s (a slow snapshot, a reader that pauses) before it is dropped.
+// A connection waiting for its request is closed after 2 s without a byte: idle clients free
+// their places fast. One being answered may stall 10 s (a slow snapshot, a reader that pauses)
+// before it is dropped. Each connection serves one request (every answer says
+// "Connection: close"), so none waits idle after its answer.
 constexpr unsigned kRequestTimeoutSeconds = 2;
 constexpr unsigned kAnswerTimeoutSeconds = 10;
 // Two threads: one slow snapshot does not hold up every other client.
@@ -213,7 +214,7 @@ MHD_Result collect_argument(void* request, MHD_ValueKind, const char* key, const
   return MHD_YES;
 }
 
-MHD_Result send(MHD_Connection* connection, Response response, bool close_after) {
+MHD_Result send(MHD_Connection* connection, Response response) {
   auto* body = new std::string(std::move(response.body));
   MHD_Response* reply = MHD_create_response_from_buffer_with_free_callback_cls(
       body->size(), body->data(), [](void* text) { delete static_cast<std::string*>(text); }, body);
@@ -225,9 +226,7 @@ MHD_Result send(MHD_Connection* connection, Response response, bool close_after)
   if (!response.allow.empty()) {
     MHD_add_response_header(reply, MHD_HTTP_HEADER_ALLOW, response.allow.c_str());
   }
-  if (close_after) {
-    MHD_add_response_header(reply, MHD_HTTP_HEADER_CONNECTION, "close");
-  }
+  MHD_add_response_header(reply, MHD_HTTP_HEADER_CONNECTION, "close");
   const MHD_Result queued = MHD_queue_response(connection, response.status, reply);
   MHD_destroy_response(reply);
   return queued;
@@ -317,7 +316,7 @@ MHD_Result on_request(void* context, MHD_Connection* connection, const char* url
       return MHD_NO;
     }
     if (peer.uid != 0 && peer.uid != geteuid()) {
-      return send(connection, forbidden(peer.uid, geteuid()), true);
+      return send(connection, forbidden(peer.uid, geteuid()));
     }
   }
   Request request{method, url, {}, has_body, state.query_cut};
@@ -328,17 +327,11 @@ MHD_Result on_request(void* context, MHD_Connection* connection, const char* url
     // (libmicrohttpd restarts it when the timeout is set anew after being 0).
     MHD_set_connection_option(connection, MHD_CONNECTION_OPTION_TIMEOUT, 0u);
     MHD_set_connection_option(connection, MHD_CONNECTION_OPTION_TIMEOUT, kAnswerTimeoutSeconds);
-    return send(connection, std::move(response), has_body);
+    return send(connection, std::move(response));
   } catch (...) {
     return send(connection,
-                Response{500, "application/json", "{\"error\": \"internal error\"}\n", ""}, true);
+                Response{500, "application/json", "{\"error\": \"internal error\"}\n", ""});
   }
-}
-
-// The answer is out, or the connection ends: a connection kept open waits for its next request
-// under the short timeout again.
-void on_completed(void*, MHD_Connection* connection, void**, MHD_RequestTerminationCode) {
-  MHD_set_connection_option(connection, MHD_CONNECTION_OPTION_TIMEOUT, kRequestTimeoutSeconds);
 }
 
 // Connections each listener takes at most: an eighth of the process's file descriptors, between
@@ -362,7 +355,6 @@ MHD_Daemon* serve(int fd, unsigned threads, Listening* context) {
                           MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_THREAD_POOL_SIZE, threads,
                           MHD_OPTION_CONNECTION_TIMEOUT, kRequestTimeoutSeconds,
                           MHD_OPTION_CONNECTION_LIMIT, connection_limit(),
-                          MHD_OPTION_NOTIFY_COMPLETED, &on_completed, nullptr,
                           MHD_OPTION_URI_LOG_CALLBACK, &on_uri, nullptr,
                           MHD_OPTION_UNESCAPE_CALLBACK, &unescape, nullptr, MHD_OPTION_END);
 }
