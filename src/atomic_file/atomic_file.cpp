@@ -125,11 +125,13 @@ int open_temporary(const std::string& path, mode_t mode, Temporary& temporary) {
   return temporary.fd >= 0 ? 0 : errno;
 }
 
-// Flushes the written file, names it and renames it over `path`. Returns the errno of a
-// failure, or 0. Closes the file either way; on failure removes the name it got.
+// Names the written file and renames it over `path`. Returns the errno of a failure, or 0.
+// Closes the file either way (close reports what a network file system could not store); on
+// failure removes the name it got. No fsync: every profiled process writes its profile at exit,
+// and a program that starts many processes would wait for the disk in each of them.
 int commit(const std::string& path, Temporary& temporary) {
-  int error = fsync(temporary.fd) == 0 ? 0 : errno;
-  if (error == 0 && temporary.name.empty()) {
+  int error = 0;
+  if (temporary.name.empty()) {
     const std::string self = "/proc/self/fd/" + std::to_string(temporary.fd);
     if (create_fresh(path, temporary.name, [&self](const std::string& name) {
           return linkat(AT_FDCWD, self.c_str(), AT_FDCWD, name.c_str(), AT_SYMLINK_FOLLOW);

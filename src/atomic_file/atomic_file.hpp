@@ -3,8 +3,8 @@
 //
 // The content goes into a new file in the target's directory: an unnamed one (O_TMPFILE) where
 // the file system allows it, else one under a fresh random name created with
-// O_CREAT|O_EXCL|O_NOFOLLOW. It is flushed to disk, given a random name if it had none, and
-// renamed over the target. Hence:
+// O_CREAT|O_EXCL|O_NOFOLLOW. It is given a random name if it had none and renamed over the
+// target. Hence:
 // - a reader sees the previous file or the new one, never part of one;
 // - a failure (full disk, I/O error, an exception while filling it) leaves the previous file as
 //   it was and no temporary file behind; a process killed while filling an unnamed file leaves
