@@ -61,6 +61,15 @@ int list_agents() {
     std::fprintf(stderr, "hotscope: no process runs a hotscope agent in %s\n", dir.c_str());
     return kOk;
   }
+  for (const std::string& line : process_table(agents)) {
+    std::fputs((line + "\n").c_str(), stdout);
+  }
+  return kOk;
+}
+
+} // namespace
+
+std::vector<std::string> process_table(const std::vector<AgentProcess>& agents) {
   std::vector<std::array<std::string, 4>> rows{{"PID", "NAME", "UPTIME", "ENABLED"}};
   for (const AgentProcess& agent : agents) {
     rows.push_back({std::to_string(agent.pid), agent.name(),
@@ -73,16 +82,14 @@ int list_agents() {
       widths[i] = std::max(widths[i], row[i].size());
     }
   }
+  std::vector<std::string> lines;
   for (const auto& row : rows) {
-    std::fputs(fmt::format("{:>{}}  {:<{}}  {:>{}}  {}\n", row[0], widths[0], row[1], widths[1],
-                           row[2], widths[2], row[3])
-                   .c_str(),
-               stdout);
+    lines.push_back(fmt::format("{:>{}}  {:<{}}  {:>{}}  {}", row[0], widths[0], row[1], widths[1],
+                                row[2], widths[2], row[3]));
   }
-  return kOk;
+  return lines;
 }
 
-// Writes `text` to `file` ("" is standard output).
 void write_output(const std::string& file, const std::string& text) {
   if (file.empty()) {
     if (std::fwrite(text.data(), 1, text.size(), stdout) != text.size() ||
@@ -102,8 +109,6 @@ void write_output(const std::string& file, const std::string& text) {
   }
 }
 
-} // namespace
-
 AgentCommands::AgentCommands(CLI::App& app) {
   list_ = app.add_subcommand("list", "List the running processes that have a hotscope agent");
   add_targeted(app, "info", "Print what the agent says about its process (JSON)");
@@ -119,6 +124,16 @@ AgentCommands::AgentCommands(CLI::App& app) {
       ->capture_default_str();
   trace->add_option("--seconds", trace_seconds_, "Only the last N seconds of the window")
       ->check(CLI::PositiveNumber);
+  CLI::App* threads = add_targeted(app, "threads",
+                                   "Print what every thread is doing now: its open scopes and how "
+                                   "long each has been open, CPU time, state; stuck threads first");
+  threads->add_flag("--json", threads_json_, "Print it as JSON (what GET /v1/threads answers)");
+  threads
+      ->add_option("--stuck", stuck_ms_,
+                   "Mark threads whose innermost scope has been open longer than MS "
+                   "milliseconds as stuck, and list them first")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   add_targeted(app, "metrics", "Print the Prometheus metrics");
   add_targeted(app, "reset",
                "Start a new measuring window for the statistics, the trace and the heap totals "
@@ -177,6 +192,8 @@ int AgentCommands::run_targeted(const CLI::App& command) const {
     if (trace_seconds_ > 0) {
       path += fmt::format("&seconds={}", trace_seconds_);
     }
+  } else if (name == "threads") {
+    path += fmt::format("?stuck_ms={}{}", stuck_ms_, threads_json_ ? "" : "&format=text");
   } else if (name == "heap") {
     path += "?format=" + heap_format_;
   } else if (name == "reset") {

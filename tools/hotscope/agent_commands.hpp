@@ -1,7 +1,10 @@
 // The commands that talk to a running process's agent (docs/agent.md):
 //   hotscope list
-//   hotscope info|stats|heap|trace|metrics|reset (-p PID | -n NAME) [-o FILE]
+//   hotscope info|stats|heap|trace|threads|metrics|reset (-p PID | -n NAME) [-o FILE]
 #pragma once
+
+#include "agent/protocol.hpp"
+#include "agent_client.hpp"
 
 #include <CLI/CLI.hpp>
 
@@ -11,6 +14,11 @@
 #include <vector>
 
 namespace hotscope::cli {
+
+// `hotscope list`'s table of processes: a heading, then PID, NAME, UPTIME, ENABLED for each.
+std::vector<std::string> process_table(const std::vector<AgentProcess>& agents);
+// Writes `text` to `file` ("" is standard output); a Failure (kCannotWriteOutput) if it cannot.
+void write_output(const std::string& file, const std::string& text);
 
 class AgentCommands {
 public:
@@ -37,6 +45,8 @@ private:
   std::string trace_format_ = "chrome";
   double trace_seconds_ = 0;
   std::string heap_format_ = "dhat";
+  bool threads_json_ = false;
+  double stuck_ms_ = agent::kDefaultStuckMs;
 };
 
 } // namespace hotscope::cli
