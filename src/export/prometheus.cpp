@@ -143,6 +143,49 @@ void write_heap_figures(const HeapFigures& heap, std::ostream& out) {
   }
 }
 
+// Queues are one per name already: no series to merge.
+void write_queue_metrics(const std::vector<QueueStats>& queues, std::ostream& out) {
+  if (queues.empty()) {
+    return;
+  }
+  const struct {
+    const char* name;
+    const char* type;
+    const char* help;
+    std::uint64_t QueueStats::*value;
+  } series[] = {
+      {"hotscope_queue_pushed_total", "counter", "Items pushed into a queue in this window.",
+       &QueueStats::pushed},
+      {"hotscope_queue_popped_total", "counter", "Items popped from a queue in this window.",
+       &QueueStats::popped},
+      {"hotscope_queue_depth", "gauge", "Items in a queue now (pushes less pops).",
+       &QueueStats::depth},
+      {"hotscope_queue_pending_given_up_total", "counter",
+       "Waiting items whose wait can no longer be measured (past the per-queue cap).",
+       &QueueStats::pending_given_up},
+  };
+  for (const auto& s : series) {
+    family(out, s.name, s.type, s.help);
+    for (const QueueStats& queue : queues) {
+      out << s.name << label_set({{"queue", queue.name}}) << ' ' << queue.*s.value << '\n';
+    }
+  }
+  family(out, "hotscope_queue_wait_seconds", "summary",
+         "Time an item spent in a queue, from its push to its pop, over the measuring window.");
+  for (const QueueStats& queue : queues) {
+    const std::string labels = label_set({{"queue", queue.name}});
+    const std::string open = labels.substr(0, labels.size() - 1);
+    for (const auto& [quantile, field] : kQuantiles) {
+      out << "hotscope_queue_wait_seconds" << open << ",quantile=\"" << quantile << "\"} "
+          << (queue.wait.calls == 0 ? "NaN" : seconds(static_cast<double>(queue.wait.*field)))
+          << '\n';
+    }
+    out << "hotscope_queue_wait_seconds_sum" << labels << ' '
+        << seconds(static_cast<double>(queue.wait.total_ns)) << '\n';
+    out << "hotscope_queue_wait_seconds_count" << labels << ' ' << queue.wait.calls << '\n';
+  }
+}
+
 } // namespace
 
 void write_prometheus(const Snapshot& snapshot, std::ostream& out) {
@@ -293,6 +336,8 @@ void write_prometheus(const Snapshot& snapshot, std::ostream& out) {
   for (const auto& [labels, counter] : counters) {
     out << "hotscope_series_last_value" << labels << ' ' << counter->last << '\n';
   }
+
+  write_queue_metrics(snapshot.queues, out);
 }
 
 } // namespace hotscope::exporters

@@ -213,6 +213,11 @@ void Aggregator::consume(std::uint32_t thread_index, std::span<const hotscope_re
     case HOTSCOPE_RECORD_ALLOCATION:
       allocate(thread, record.value);
       break;
+    case HOTSCOPE_RECORD_QUEUE_PUSH:
+    case HOTSCOPE_RECORD_QUEUE_POP:
+    case HOTSCOPE_RECORD_QUEUE_CAPACITY:
+      queue_record(thread_index, record);
+      break;
     default:
       break; // unknown kinds are skipped; guests' batches are validated before they get here
     }
@@ -273,6 +278,7 @@ void Aggregator::fold_old_threads() {
 void Aggregator::reset() {
   stats_.clear();
   counters_.clear();
+  queues_.reset();
   folded_thread_stats_.clear();
   folded_records_ = {};
   folded_allocations_ = {};
