@@ -39,8 +39,9 @@ void write_chrome_json(const Snapshot& snapshot, std::ostream& out) {
                      pid, thread.os_tid, json_string(detail::thread_label(thread))));
   }
 
-  // Flow arrows from the scope that pushed an item to the scope that popped it. A flow's ends
-  // must lie inside a slice, and an `f` needs its `s`: pushes outside any scope start no flow.
+  // Flow arrows from the scope that pushed an item to the scope that popped it (or the next
+  // one to begin on the popping thread). A flow's start must lie inside a slice, and an `f`
+  // needs its `s`: pushes outside any scope start no flow.
   std::map<std::pair<std::string_view, std::int64_t>, std::uint64_t> flows_started;
   std::uint64_t next_flow = 1;
   detail::walk_trace(snapshot, [&](const detail::TraceStep& step) {
@@ -81,10 +82,10 @@ void write_chrome_json(const Snapshot& snapshot, std::ostream& out) {
       if (started == flows_started.end()) {
         break;
       }
-      if (!step.open.empty()) {
-        emit(fmt::format(R"({{"ph":"f","bp":"e","id":{},"name":{},"cat":"queue",{}}})",
-                         started->second, json_string(queue), where));
-      }
+      // Inside a scope it binds to that scope ("bp":"e"), else to the next one that begins.
+      emit(fmt::format(R"({{"ph":"f",{}"id":{},"name":{},"cat":"queue",{}}})",
+                       step.open.empty() ? "" : R"("bp":"e",)", started->second, json_string(queue),
+                       where));
       flows_started.erase(started);
       break;
     }

@@ -79,8 +79,18 @@ void QueueTable::add_wait(Queue& queue, std::uint64_t push_ticks, std::uint64_t 
   queue.wait.add(wait);
 }
 
-std::uint64_t QueueTable::depth(const Queue& queue) {
-  return queue.balance > 0 ? static_cast<std::uint64_t>(queue.balance) : 0;
+std::uint64_t QueueTable::depth(std::int64_t balance) {
+  return balance > 0 ? static_cast<std::uint64_t>(balance) : 0;
+}
+
+void QueueTable::apply(std::vector<std::pair<std::uint64_t, int>>& changes, std::int64_t& balance,
+                       std::uint64_t& max_depth) {
+  std::sort(changes.begin(), changes.end()); // at equal times, pops (-1) first
+  for (const auto& [ticks, change] : changes) {
+    balance += change;
+    max_depth = std::max(max_depth, depth(balance));
+  }
+  changes.clear();
 }
 
 // A pop that took no item out of the queue: it leaves the depth alone.
@@ -93,8 +103,10 @@ void QueueTable::push(std::uint32_t index, std::uint32_t thread, std::uint64_t i
                       std::uint64_t ticks) {
   Queue& queue = queues_[index];
   ++queue.pushed;
-  ++queue.balance;
-  queue.max_depth = std::max(queue.max_depth, depth(queue));
+  queue.this_pass.emplace_back(ticks, +1);
+  if (queue.this_pass.size() > pending_per_queue_) { // a pass that long: apply what it has
+    apply(queue.this_pass, queue.balance, queue.max_depth);
+  }
   remember(queue.push_threads, thread);
   if (const auto popped = queue.early_pops.take(id)) {
     add_wait(queue, ticks, popped->ticks);
@@ -114,7 +126,10 @@ void QueueTable::pop(std::uint32_t index, std::uint32_t thread, std::uint64_t id
                      std::uint64_t ticks) {
   Queue& queue = queues_[index];
   ++queue.popped;
-  --queue.balance;
+  queue.this_pass.emplace_back(ticks, -1);
+  if (queue.this_pass.size() > pending_per_queue_) {
+    apply(queue.this_pass, queue.balance, queue.max_depth);
+  }
   remember(queue.pop_threads, thread);
   if (const auto pushed = queue.pending.take(id)) {
     add_wait(queue, pushed->ticks, ticks);
@@ -136,6 +151,7 @@ void QueueTable::set_capacity(std::uint32_t index, std::uint64_t capacity) {
 
 void QueueTable::finish_pass() {
   for (Queue& queue : queues_) {
+    apply(queue.this_pass, queue.balance, queue.max_depth);
     for (const auto* oldest = queue.early_pops.oldest(); oldest != nullptr && oldest->pass < pass_;
          oldest = queue.early_pops.oldest()) {
       queue.early_pops.drop_oldest();
@@ -147,11 +163,12 @@ void QueueTable::finish_pass() {
 
 void QueueTable::reset() {
   for (Queue& queue : queues_) {
+    apply(queue.this_pass, queue.balance, queue.max_depth);
     queue.pushed = queue.popped = queue.waits = queue.wait_total = queue.wait_max = 0;
     queue.wait_min = UINT64_MAX;
     queue.wait = Histogram{};
     queue.popped_never_pushed = queue.pending_given_up = 0;
-    queue.max_depth = depth(queue);
+    queue.max_depth = depth(queue.balance);
     queue.push_threads.clear();
     queue.pop_threads.clear();
   }
@@ -174,8 +191,12 @@ std::vector<QueueStats> QueueTable::snapshot(const Conversion& conversion) const
     stats.name = queue.name;
     stats.pushed = queue.pushed;
     stats.popped = queue.popped;
-    stats.depth = depth(queue);
+    // The pass under way counts too, in time order so far.
+    std::vector<std::pair<std::uint64_t, int>> changes = queue.this_pass;
+    std::int64_t balance = queue.balance;
     stats.max_depth = queue.max_depth;
+    apply(changes, balance, stats.max_depth);
+    stats.depth = depth(balance);
     stats.capacity = queue.capacity;
     if (queue.waits > 0) {
       stats.wait = conversion.durations(queue.waits, queue.wait_total, queue.wait_min,

@@ -5,7 +5,8 @@
 // The collector drains one thread after another, so a pop can arrive before the push it
 // matches (the pusher's ring was drained just before the push). Such a pop waits for its push
 // until the end of the next drain pass, by which every record written before it has arrived;
-// only then is it counted as popped but never pushed.
+// only then is it counted as popped but never pushed. For the same reason the depth is worked
+// out at the end of each pass from the pass's pushes and pops in time order.
 #pragma once
 
 #include "snapshot/snapshot.hpp"
@@ -89,10 +90,11 @@ private:
     std::string name;
     std::uint64_t pushed = 0;
     std::uint64_t popped = 0;
-    // Pushes less pops, not counting pops found never pushed; below 0 while a pop waits for
-    // its push.
+    // Pushes less pops up to the last pass, not counting pops found never pushed; below 0
+    // while a pop waits for its push.
     std::int64_t balance = 0;
     std::uint64_t max_depth = 0;
+    std::vector<std::pair<std::uint64_t, int>> this_pass; // (ticks, +1 push / -1 pop)
     std::uint64_t capacity = 0;
     std::uint64_t waits = 0;
     std::uint64_t wait_total = 0;
@@ -108,7 +110,10 @@ private:
   };
   static void remember(std::vector<std::uint32_t>& threads, std::uint32_t thread);
   static void add_wait(Queue& queue, std::uint64_t push_ticks, std::uint64_t pop_ticks);
-  static std::uint64_t depth(const Queue& queue);
+  static std::uint64_t depth(std::int64_t balance);
+  // Applies a pass's pushes and pops in time order to `balance` and `max_depth`.
+  static void apply(std::vector<std::pair<std::uint64_t, int>>& changes, std::int64_t& balance,
+                    std::uint64_t& max_depth);
   static void never_pushed(Queue& queue);
 
   std::size_t pending_per_queue_;

@@ -136,6 +136,33 @@ TEST(Prometheus, CpuTimeOfLiveThreadsOnly) {
       << text;
 }
 
+TEST(Prometheus, QueueDepthAndWaitSummary) {
+  EXPECT_EQ(prometheus(ht::known_snapshot()).find("hotscope_queue_"), std::string::npos);
+  Snapshot snapshot = ht::known_snapshot();
+  QueueStats jobs;
+  jobs.name = "jobs";
+  jobs.pushed = 10;
+  jobs.popped = 7;
+  jobs.depth = 3;
+  jobs.wait.calls = 7;
+  jobs.wait.total_ns = 7'000'000;
+  jobs.wait.p50_ns = 1'000'000;
+  QueueStats idle;
+  idle.name = "idle";
+  snapshot.queues = {jobs, idle};
+  const std::string text = prometheus(snapshot);
+  EXPECT_EQ(ht::prometheus_problems(text), std::vector<std::string>{}) << text;
+  for (const char* line : {"hotscope_queue_depth{queue=\"jobs\"} 3\n",
+                           "hotscope_queue_pushed_total{queue=\"jobs\"} 10\n",
+                           "hotscope_queue_popped_total{queue=\"jobs\"} 7\n",
+                           "hotscope_queue_wait_seconds{queue=\"jobs\",quantile=\"0.5\"} 0.001\n",
+                           "hotscope_queue_wait_seconds_sum{queue=\"jobs\"} 0.007\n",
+                           "hotscope_queue_wait_seconds_count{queue=\"jobs\"} 7\n",
+                           "hotscope_queue_wait_seconds{queue=\"idle\",quantile=\"0.5\"} NaN\n"}) {
+    EXPECT_NE(text.find(line), std::string::npos) << line << text;
+  }
+}
+
 TEST(Prometheus, LabelValuesAreEscapedAndValidUtf8) {
   Snapshot snapshot = ht::known_snapshot();
   snapshot.functions[0].name = "say \"hi\"\\n\nnow \xff end";
