@@ -247,6 +247,16 @@ void write_prometheus(const Snapshot& snapshot, std::ostream& out) {
   family(out, "hotscope_trace_evicted_total", "counter",
          "Trace events pushed out of the bounded trace window.");
   out << "hotscope_trace_evicted_total " << snapshot.trace_evicted << '\n';
+  family(out, "hotscope_memory_bytes", "gauge",
+         "Memory the profiler holds: the threads' rings, the trace window, the statistics.");
+  const std::pair<const char*, std::uint64_t> memory[] = {
+      {"rings", snapshot.memory.rings},
+      {"trace_window", snapshot.memory.trace_window},
+      {"statistics", snapshot.memory.statistics},
+  };
+  for (const auto& [part, bytes] : memory) {
+    out << "hotscope_memory_bytes" << label_set({{"part", part}}) << ' ' << bytes << '\n';
+  }
 
   std::map<std::string, FunctionSeries> functions;
   for (const FunctionStats& function : snapshot.functions) {

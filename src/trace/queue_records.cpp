@@ -12,11 +12,11 @@ void Aggregator::queue_record(std::uint32_t thread, const hotscope_record& recor
   switch (record.kind) {
   case HOTSCOPE_RECORD_QUEUE_PUSH:
     queues_.push(queue, thread, record.value, record.ticks);
-    push_event({record.ticks, thread, EventKind::QueuePush, location, item, {}});
+    push_event({record.ticks, thread, EventKind::QueuePush, location, item});
     break;
   case HOTSCOPE_RECORD_QUEUE_POP:
     queues_.pop(queue, thread, record.value, record.ticks);
-    push_event({record.ticks, thread, EventKind::QueuePop, location, item, {}});
+    push_event({record.ticks, thread, EventKind::QueuePop, location, item});
     break;
   default:
     queues_.set_capacity(queue, record.value);
