@@ -92,12 +92,13 @@ inline CommandResult run(const std::vector<std::string>& words, const Env& env =
   return result;
 }
 
-// hotscope-demo --seconds 0, with HOTSCOPE_RUNTIME_DIR=<scratch>/rt, until the test ends.
+// hotscope-demo --seconds 0, with HOTSCOPE_RUNTIME_DIR=<scratch>/rt (or `runtime_dir`, which
+// several demos may share), until the test ends.
 class Demo {
 public:
   explicit Demo(const Env& env = {}, bool expect_agent = true,
-                const std::vector<std::string>& arguments = {})
-      : runtime_dir_(scratch_.path() / "rt") {
+                const std::vector<std::string>& arguments = {}, const fs::path& runtime_dir = {})
+      : runtime_dir_(runtime_dir.empty() ? scratch_.path() / "rt" : runtime_dir) {
     pid_ = fork();
     if (pid_ == 0) {
       prctl(PR_SET_PDEATHSIG, SIGKILL); // a test killed at its timeout takes the demo along
