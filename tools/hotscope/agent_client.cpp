@@ -180,7 +180,7 @@ AgentProcess find_by_name(const std::string& dir, const std::string& name) {
   return matches.front();
 }
 
-Reply request(const AgentProcess& process, const std::string& method, const std::string& path) {
+Reply send(const AgentProcess& process, const std::string& method, const std::string& path) {
   static const bool initialized = curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK;
   const std::unique_ptr<CURL, void (*)(CURL*)> curl(initialized ? curl_easy_init() : nullptr,
                                                     curl_easy_cleanup);
@@ -219,8 +219,19 @@ Reply request(const AgentProcess& process, const std::string& method, const std:
                                        curl_easy_strerror(result)));
   }
   curl_easy_getinfo(curl.get(), CURLINFO_RESPONSE_CODE, &reply.status);
+  return reply;
+}
+
+Reply request(const AgentProcess& process, const std::string& method, const std::string& path) {
+  Reply reply = send(process, method, path);
+  check_status(process, method, path, reply);
+  return reply;
+}
+
+void check_status(const AgentProcess& process, const std::string& method, const std::string& path,
+                  const Reply& reply) {
   if (reply.status / 100 == 2) {
-    return reply;
+    return;
   }
   const std::string message = error_text(reply.body);
   switch (reply.status) {

@@ -55,7 +55,13 @@ struct Reply {
   std::string body;
 };
 
-// Sends `method path` to the agent of `process`; a Failure for anything but a 2xx answer.
+// Sends `method path` to the agent of `process` and returns its answer whatever the HTTP status;
+// a Failure only when there is no answer (the agent is gone, or another user's).
+Reply send(const AgentProcess& process, const std::string& method, const std::string& path);
+// As send(), and a Failure for anything but a 2xx answer.
 Reply request(const AgentProcess& process, const std::string& method, const std::string& path);
+// A Failure saying what a `reply` that is not 2xx means (nothing for a 2xx one).
+void check_status(const AgentProcess& process, const std::string& method, const std::string& path,
+                  const Reply& reply);
 
 } // namespace hotscope::cli

@@ -61,6 +61,15 @@ int list_agents() {
     std::fprintf(stderr, "hotscope: no process runs a hotscope agent in %s\n", dir.c_str());
     return kOk;
   }
+  for (const std::string& line : process_table(agents)) {
+    std::fputs((line + "\n").c_str(), stdout);
+  }
+  return kOk;
+}
+
+} // namespace
+
+std::vector<std::string> process_table(const std::vector<AgentProcess>& agents) {
   std::vector<std::array<std::string, 4>> rows{{"PID", "NAME", "UPTIME", "ENABLED"}};
   for (const AgentProcess& agent : agents) {
     rows.push_back({std::to_string(agent.pid), agent.name(),
@@ -73,16 +82,14 @@ int list_agents() {
       widths[i] = std::max(widths[i], row[i].size());
     }
   }
+  std::vector<std::string> lines;
   for (const auto& row : rows) {
-    std::fputs(fmt::format("{:>{}}  {:<{}}  {:>{}}  {}\n", row[0], widths[0], row[1], widths[1],
-                           row[2], widths[2], row[3])
-                   .c_str(),
-               stdout);
+    lines.push_back(fmt::format("{:>{}}  {:<{}}  {:>{}}  {}", row[0], widths[0], row[1], widths[1],
+                                row[2], widths[2], row[3]));
   }
-  return kOk;
+  return lines;
 }
 
-// Writes `text` to `file` ("" is standard output).
 void write_output(const std::string& file, const std::string& text) {
   if (file.empty()) {
     if (std::fwrite(text.data(), 1, text.size(), stdout) != text.size() ||
@@ -101,8 +108,6 @@ void write_output(const std::string& file, const std::string& text) {
                                                   errno != 0 ? std::strerror(errno) : "failed"));
   }
 }
-
-} // namespace
 
 AgentCommands::AgentCommands(CLI::App& app) {
   list_ = app.add_subcommand("list", "List the running processes that have a hotscope agent");

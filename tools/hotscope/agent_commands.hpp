@@ -3,6 +3,8 @@
 //   hotscope info|stats|heap|trace|metrics|reset (-p PID | -n NAME) [-o FILE]
 #pragma once
 
+#include "agent_client.hpp"
+
 #include <CLI/CLI.hpp>
 
 #include <cstdint>
@@ -11,6 +13,11 @@
 #include <vector>
 
 namespace hotscope::cli {
+
+// `hotscope list`'s table of processes: a heading, then PID, NAME, UPTIME, ENABLED for each.
+std::vector<std::string> process_table(const std::vector<AgentProcess>& agents);
+// Writes `text` to `file` ("" is standard output); a Failure (kCannotWriteOutput) if it cannot.
+void write_output(const std::string& file, const std::string& text);
 
 class AgentCommands {
 public:

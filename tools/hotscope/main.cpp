@@ -6,11 +6,14 @@
 // ask a running process's agent (agent_commands.hpp).
 //   hotscope exporter [--listen ADDRESS:PORT] [--allow-remote] [--timeout-ms N]
 // serves every agent's metrics as one Prometheus target (exporter.hpp).
+//   hotscope console [-p PID | -n NAME] [--once] ...
+// watches one live in the terminal (console/console.hpp).
 //   hotscope vm run GUEST [--calls N] [--out DIR] [--process] ...
 // runs a guest under guest tracing: hands its arguments to hotscope-vm (vm_main.cpp), installed
 // beside this executable.
 #include "agent_client.hpp"
 #include "agent_commands.hpp"
+#include "console/console.hpp"
 #include "exporter.hpp"
 
 #include <CLI/CLI.hpp>
@@ -126,6 +129,7 @@ int main(int argc, char** argv) {
   CLI::App app{"hotscope: profile a program, or look inside a running one"};
   app.require_subcommand(1);
   const hotscope::cli::AgentCommands agent_commands(app);
+  const hotscope::cli::console::ConsoleCommand console_command(app);
   CLI::App* run_command = app.add_subcommand("run", "Run a program under the profiler");
   RunOptions options;
   std::vector<std::string> command;
@@ -170,6 +174,9 @@ int main(int argc, char** argv) {
     return exec_vm(vm_command->remaining());
   }
   if (const auto status = agent_commands.run()) {
+    return *status;
+  }
+  if (const auto status = console_command.run()) {
     return *status;
   }
   return run(command, options);

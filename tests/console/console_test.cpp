@@ -1,0 +1,283 @@
+// `hotscope console` through a real terminal (tmux, tmux.hpp) against hotscope-demo and
+// console_program.cpp, and `--once` against `hotscope stats` for the same process.
+#include "agent/demo_process.hpp"
+#include "tmux.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cctype>
+#include <sstream>
+
+namespace {
+
+using namespace hotscope::testing;
+
+// console_program with HOTSCOPE_RUNTIME_DIR=<scratch>/rt, from "ready" (its work done, a thread
+// stuck inside hold_lock > wait_for_peer) until stop() or the end of the test.
+class Program {
+public:
+  // `runtime_dir`: another program's, to run two in one; by default a new one.
+  explicit Program(const fs::path& runtime_dir = {})
+      : runtime_dir_(runtime_dir.empty() ? scratch_.path() / "rt" : runtime_dir) {
+    pid_ = fork();
+    if (pid_ == 0) {
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
+      setenv("HOTSCOPE_RUNTIME_DIR", runtime_dir_.c_str(), 1);
+      freopen((scratch_.path() / "out").c_str(), "w", stdout);
+      freopen((scratch_.path() / "err").c_str(), "w", stderr);
+      execl(CONSOLE_PROGRAM, CONSOLE_PROGRAM, nullptr);
+      _exit(127);
+    }
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while ((slurp(scratch_.path() / "out") != "ready\n" ||
+            !fs::exists(hotscope::agent::info_path(runtime_dir_, pid_))) &&
+           std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    EXPECT_EQ(slurp(scratch_.path() / "out"), "ready\n") << slurp(scratch_.path() / "err");
+  }
+  ~Program() { stop(); }
+  Program(const Program&) = delete;
+  Program& operator=(const Program&) = delete;
+
+  int stop() {
+    if (pid_ > 0) {
+      kill(pid_, SIGTERM);
+      int status = 0;
+      waitpid(pid_, &status, 0);
+      pid_ = 0;
+    }
+    return 0;
+  }
+  pid_t pid() const { return pid_; }
+  const fs::path& runtime_dir() const { return runtime_dir_; }
+
+private:
+  ScratchDir scratch_;
+  fs::path runtime_dir_;
+  pid_t pid_ = 0;
+};
+
+// The shell command line that runs the console on `runtime_dir` with `arguments`.
+std::string console_command(const fs::path& runtime_dir,
+                            const std::vector<std::string>& arguments) {
+  std::string command = "env HOTSCOPE_RUNTIME_DIR=" + quote(runtime_dir) + " LC_ALL=C.UTF-8 " +
+                        quote(HOTSCOPE_CLI) + " console";
+  for (const std::string& argument : arguments) {
+    command += " " + quote(argument);
+  }
+  return command;
+}
+
+CommandResult cli(const fs::path& runtime_dir, std::vector<std::string> arguments) {
+  arguments.insert(arguments.begin(), HOTSCOPE_CLI);
+  return run(arguments, {{"HOTSCOPE_RUNTIME_DIR", runtime_dir}});
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    lines.push_back(line);
+  }
+  return lines;
+}
+
+std::vector<std::string> words_of(const std::string& line) {
+  std::vector<std::string> words;
+  std::istringstream in(line);
+  for (std::string word; in >> word;) {
+    words.push_back(word);
+  }
+  return words;
+}
+
+// The functions tab's rows on a screen: the lines under the heading "Function ...", up to the
+// first line that is not a row.
+std::vector<std::vector<std::string>> function_rows(const std::string& screen) {
+  std::vector<std::vector<std::string>> rows;
+  bool in_table = false;
+  for (const std::string& line : lines_of(screen)) {
+    const std::vector<std::string> words = words_of(line);
+    if (!in_table) {
+      in_table = !words.empty() && words[0].rfind("Function", 0) == 0;
+      continue;
+    }
+    if (words.size() < 8) {
+      break;
+    }
+    rows.push_back(words);
+  }
+  return rows;
+}
+
+// Row words: name, calls/s, time/s (2 words), %core, calls, ...
+constexpr std::size_t kCallsWord = 5;
+
+TEST(ConsoleLive, FunctionsTabSortsFiltersAndQuits) {
+  Demo demo;
+  Tmux tmux(160, 45, console_command(demo.runtime_dir(), {"-p", std::to_string(demo.pid())}));
+  tmux.wait_for("demo::Service::handle ");
+
+  tmux.keys({"n"}); // by name, A to Z
+  const std::string by_name = tmux.wait_for("Function▲");
+  std::vector<std::string> names;
+  for (const auto& row : function_rows(by_name)) {
+    names.push_back(row[0]);
+  }
+  EXPECT_GT(names.size(), 10u) << by_name;
+  EXPECT_TRUE(std::is_sorted(names.begin(), names.end())) << by_name;
+
+  tmux.keys({"a"}); // by the window's calls, most first
+  const std::string by_calls = tmux.wait_for("Calls▼");
+  std::vector<std::uint64_t> calls;
+  std::vector<std::string> order;
+  for (const auto& row : function_rows(by_calls)) {
+    calls.push_back(std::stoull(row[kCallsWord]));
+    order.push_back(row[0]);
+  }
+  EXPECT_TRUE(std::is_sorted(calls.rbegin(), calls.rend())) << by_calls;
+  EXPECT_NE(order, names) << "the order did not change with the sort key";
+
+  tmux.keys({"/", "p", "a", "r", "s", "e", "Enter"});
+  const std::string filtered = tmux.wait_for("matching \"parse\"");
+  const auto rows = function_rows(filtered);
+  EXPECT_GE(rows.size(), 2u) << filtered; // parse_request, demo::parse_document, Parser::...
+  for (const auto& row : rows) {
+    std::string name = row[0];
+    std::transform(name.begin(), name.end(), name.begin(), ::tolower);
+    EXPECT_NE(name.find("parse"), std::string::npos) << filtered;
+  }
+
+  tmux.keys({"q"});
+  EXPECT_EQ(tmux.exit_status(), 0);
+}
+
+TEST(ConsoleLive, MemoryTabShowsSitesOrHowToTurnTheProfilerOn) {
+  {
+    Demo demo(Env{{"HOTSCOPE_HEAP_MODE", "full"}});
+    Tmux tmux(
+        160, 45,
+        console_command(demo.runtime_dir(), {"-p", std::to_string(demo.pid()), "--tab", "memory"}));
+    const std::string screen = tmux.wait_for("service.cpp:");
+    EXPECT_NE(screen.find("Top sites by live bytes"), std::string::npos) << screen;
+    EXPECT_NE(screen.find("live "), std::string::npos) << screen;
+    tmux.keys({"q"});
+    EXPECT_EQ(tmux.exit_status(), 0);
+  }
+  Demo demo; // the heap profiler linked but off
+  Tmux tmux(
+      160, 45,
+      console_command(demo.runtime_dir(), {"-p", std::to_string(demo.pid()), "--tab", "memory"}));
+  const std::string screen = tmux.wait_for("HOTSCOPE_HEAP_MODE=full");
+  EXPECT_EQ(screen.find("Top sites"), std::string::npos) << screen;
+  tmux.keys({"q"});
+  EXPECT_EQ(tmux.exit_status(), 0);
+}
+
+TEST(ConsoleLive, ShowsThatTheTargetExited) {
+  Program program;
+  Tmux tmux(120, 30, console_command(program.runtime_dir(), {"-p", std::to_string(program.pid())}));
+  tmux.wait_for("console_test::many_quick_steps");
+  program.stop();
+  const std::string screen = tmux.wait_for("exited at");
+  EXPECT_NE(screen.find("console_program ("), std::string::npos) << screen;
+  // The last data stays.
+  EXPECT_NE(screen.find("console_test::many_quick_steps"), std::string::npos) << screen;
+  tmux.keys({"q"});
+  EXPECT_EQ(tmux.exit_status(), 0);
+}
+
+TEST(ConsoleLive, ATinyTerminalSaysSoAndAResizeRedraws) {
+  Program program;
+  Tmux tmux(60, 20, console_command(program.runtime_dir(), {"-p", std::to_string(program.pid())}));
+  tmux.wait_for("terminal too small (60x20): the console needs 80x24");
+  tmux.resize(100, 30);
+  tmux.wait_for("console_test::many_quick_steps");
+  tmux.keys({"q"});
+  EXPECT_EQ(tmux.exit_status(), 0);
+}
+
+TEST(ConsoleLive, PicksAmongSeveralProcesses) {
+  Program first;
+  Program second(first.runtime_dir());
+  const std::string low = std::to_string(std::min(first.pid(), second.pid()));
+  const std::string high = std::to_string(std::max(first.pid(), second.pid()));
+  Tmux tmux(120, 30, console_command(first.runtime_dir(), {}));
+  const std::string list = tmux.wait_for("choose the process");
+  EXPECT_NE(list.find(low + "  console_program"), std::string::npos) << list;
+  EXPECT_NE(list.find(high + "  console_program"), std::string::npos) << list;
+  tmux.keys({"Down", "Enter"});
+  tmux.wait_for("console_program (" + high + ")");
+  tmux.keys({"q"});
+  EXPECT_EQ(tmux.exit_status(), 0);
+}
+
+// The functions tab's figures are the statistics' own: --once and `hotscope stats` agree on
+// every function of a process whose work is done.
+TEST(ConsoleOnce, AgreesWithStats) {
+  Program program;
+  const std::string pid = std::to_string(program.pid());
+  const CommandResult once = cli(program.runtime_dir(), {"console", "-p", pid, "--once"});
+  ASSERT_EQ(once.status, 0) << once.err;
+  const CommandResult stats = cli(program.runtime_dir(), {"stats", "-p", pid});
+  ASSERT_EQ(stats.status, 0) << stats.err;
+  EXPECT_EQ(once.out.rfind("hotscope console: console_program (" + pid + ")", 0), 0u) << once.out;
+
+  // The table's rows: name, calls, avg, p50, p95, p99 (a duration is two words).
+  std::size_t compared = 0;
+  const auto once_rows = function_rows(once.out);
+  bool in_table = false;
+  for (const std::string& line : lines_of(stats.out)) {
+    const std::vector<std::string> words = words_of(line);
+    if (!in_table) {
+      in_table = !words.empty() && words[0] == "Function";
+      continue;
+    }
+    if (words.size() < 12 || words[1] == "0") {
+      break;
+    }
+    const auto row = std::find_if(once_rows.begin(), once_rows.end(),
+                                  [&](const auto& r) { return r[0] == words[0]; });
+    ASSERT_NE(row, once_rows.end()) << words[0] << " is missing from:\n" << once.out;
+    const std::vector<std::string>& mine = *row;
+    EXPECT_EQ(mine[kCallsWord], words[1]) << words[0];
+    // P50, P95, P99: words 6-11 of the console's row, 4-9 of the table's.
+    for (std::size_t i = 0; i < 6; ++i) {
+      EXPECT_EQ(mine[kCallsWord + 1 + i], words[4 + i]) << words[0] << " word " << i;
+    }
+    ++compared;
+  }
+  EXPECT_GE(compared, 2u) << stats.out;
+  EXPECT_NE(once.out.find("console_test::many_quick_steps"), std::string::npos);
+}
+
+TEST(ConsoleOnce, PrintsTheChosenTabWhenNotATerminal) {
+  Program program;
+  const std::string pid = std::to_string(program.pid());
+  // No --once: standard output is a file.
+  const CommandResult threads =
+      cli(program.runtime_dir(), {"console", "-p", pid, "--tab", "threads"});
+  EXPECT_EQ(threads.status, 0) << threads.err;
+  EXPECT_NE(threads.out.find("tab threads"), std::string::npos) << threads.out;
+  EXPECT_NE(threads.out.find("stuck-worker"), std::string::npos) << threads.out;
+  const CommandResult tasks = cli(program.runtime_dir(), {"console", "-p", pid, "--tab", "tasks"});
+  EXPECT_NE(tasks.out.find("no task instrumentation in this process yet"), std::string::npos);
+  const CommandResult memory =
+      cli(program.runtime_dir(), {"console", "-p", pid, "--tab", "memory"});
+  EXPECT_NE(memory.out.find("no heap profiler in this process"), std::string::npos) << memory.out;
+}
+
+TEST(ConsoleOnce, BadTargetsGetTheCliExitCodes) {
+  Program program;
+  const CommandResult none = cli(program.runtime_dir(), {"console", "-p", "999999999", "--once"});
+  EXPECT_EQ(none.status, 3) << none.err;
+  EXPECT_NE(none.err.find("no process with pid 999999999"), std::string::npos) << none.err;
+  const CommandResult both = cli(program.runtime_dir(), {"console", "-p", "1", "-n", "x"});
+  EXPECT_EQ(both.status, 2) << both.err;
+  const CommandResult tab = cli(program.runtime_dir(), {"console", "--tab", "nonsense"});
+  EXPECT_EQ(tab.status, 2) << tab.err;
+}
+
+} // namespace

@@ -1,0 +1,261 @@
+// The console's parts without a terminal or a process: rates from two answers, the threads tab
+// from the /v1/threads answer docs/console.md describes (and from an agent without it), queues,
+// heap sites and leak candidates, the flame's tree, the keys, and the text helpers.
+#include "console/input.hpp"
+#include "console/model.hpp"
+#include "console/text.hpp"
+#include "console/view.hpp"
+
+#include <curses.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+namespace {
+
+using namespace hotscope::cli::console;
+using Json = nlohmann::json;
+
+Json stats(std::uint64_t duration_ns, std::uint64_t calls, std::uint64_t total_ns,
+           std::uint64_t self_ns) {
+  return Json{{"duration_ns", duration_ns},
+              {"records", {{"written", 1}, {"kept", 1}, {"dropped", 0}}},
+              {"functions",
+               {{{"name", "work"},
+                 {"file", "a.cpp"},
+                 {"line", 7},
+                 {"calls", calls},
+                 {"total_ns", total_ns},
+                 {"self_ns", self_ns},
+                 {"p50_ns", 1000},
+                 {"p99_ns", 5000}}}}};
+}
+
+bool contains(const std::vector<Line>& lines, const std::string& text) {
+  return std::any_of(lines.begin(), lines.end(),
+                     [&](const Line& line) { return line.text.find(text) != std::string::npos; });
+}
+
+TEST(ConsoleModel, RatesComeFromTwoAnswers) {
+  Model model;
+  model.update_stats(stats(1'000'000'000, 100, 500'000'000, 200'000'000));
+  // Before a second answer: over the whole window.
+  EXPECT_DOUBLE_EQ(model.functions().at(0).calls_rate, 100);
+  model.update_stats(stats(3'000'000'000, 500, 1'500'000'000, 600'000'000));
+  const FunctionRow& row = model.functions().at(0);
+  EXPECT_DOUBLE_EQ(row.calls_rate, 200);        // 400 calls in 2 s
+  EXPECT_DOUBLE_EQ(row.time_rate, 500'000'000); // 1 s of total time in 2 s
+  EXPECT_DOUBLE_EQ(row.core, 20);               // 0.4 s of self time in 2 s
+  EXPECT_EQ(row.calls, 500u);
+  // A reset: the window restarts, so the rate is over the new window.
+  model.update_stats(stats(500'000'000, 10, 1000, 1000));
+  EXPECT_DOUBLE_EQ(model.functions().at(0).calls_rate, 20);
+  ASSERT_NE(model.p99_history(row.key), nullptr);
+  EXPECT_EQ(model.p99_history(row.key)->size(), 3u);
+}
+
+// The answer of GET /v1/threads (docs/console.md, "threads").
+Json threads_answer(std::uint64_t now_ns, std::uint64_t cpu_user_ns) {
+  return Json::parse(R"({
+    "pid": 4242, "process_name": "demo", "now_ns": )" +
+                     std::to_string(now_ns) + R"(, "stuck_threshold_ns": 1000000000,
+    "threads": [
+      { "index": 1, "os_tid": 4244, "name": "worker-2", "exited": false, "state": "S",
+        "cpu_user_ns": )" +
+                     std::to_string(cpu_user_ns) +
+                     R"(, "cpu_system_ns": 0, "voluntary_switches": 1,
+        "involuntary_switches": 0, "records": { "written": 10, "kept": 10, "dropped": 2 },
+        "open_scopes": [
+          { "name": "handle", "file": "service.cpp", "line": 40, "opened_ns": 1, "open_ns": 4000000000 },
+          { "name": "take_lock", "file": "service.cpp", "line": 44, "opened_ns": 2, "open_ns": 3500000000 } ],
+        "stuck": true },
+      { "index": 0, "os_tid": 4243, "name": "", "exited": false, "state": "R",
+        "cpu_user_ns": 0, "cpu_system_ns": 0, "voluntary_switches": 0, "involuntary_switches": 0,
+        "records": { "written": 5, "kept": 5, "dropped": 0 }, "open_scopes": [], "stuck": false }
+    ]})");
+}
+
+TEST(ConsoleThreads, StuckThreadsComeFirstHighlightedWithTheirOpenScopes) {
+  Model model;
+  model.update_threads(threads_answer(10'000'000'000, 1'000'000'000));
+  model.update_threads(threads_answer(12'000'000'000, 2'000'000'000));
+  const ThreadRow& stuck = model.threads().at(0);
+  EXPECT_TRUE(stuck.stuck);
+  ASSERT_TRUE(stuck.user_percent.has_value());
+  EXPECT_DOUBLE_EQ(*stuck.user_percent, 50); // 1 s of CPU in 2 s
+  ViewState state;
+  const Page page = threads_page(model, state, 120);
+  EXPECT_TRUE(contains(page.fixed, "2 threads, 1 stuck (inside one scope longer than 1.00 s)"));
+  ASSERT_EQ(page.rows.size(), 2u);
+  EXPECT_EQ(page.rows[0].style, Style::Alert);
+  EXPECT_NE(page.rows[0].text.find("worker-2"), std::string::npos);
+  EXPECT_NE(page.rows[0].text.find("STUCK 3.50 s in: handle > take_lock"), std::string::npos)
+      << page.rows[0].text;
+  EXPECT_NE(page.rows[0].text.find("50.0%"), std::string::npos) << page.rows[0].text;
+  EXPECT_EQ(page.rows[1].style, Style::Normal);
+  EXPECT_NE(page.rows[1].text.find("thread 4243"), std::string::npos) << page.rows[1].text;
+}
+
+TEST(ConsoleThreads, AnAgentWithoutThreadsGetsOneLine) {
+  Model model;
+  model.update_stats(Json{{"duration_ns", 1'000'000'000},
+                          {"threads",
+                           {{{"index", 0},
+                             {"os_tid", 99},
+                             {"name", "main"},
+                             {"records", {{"written", 3}, {"dropped", 0}}}}}}});
+  model.set_threads_unsupported();
+  ViewState state;
+  const Page page = threads_page(model, state, 120);
+  ASSERT_EQ(page.fixed.size(), 2u); // the line, then the column headings
+  EXPECT_NE(page.fixed[0].text.find("has no /v1/threads"), std::string::npos);
+  ASSERT_EQ(page.rows.size(), 1u);
+  EXPECT_NE(page.rows[0].text.find("main"), std::string::npos);
+}
+
+TEST(ConsoleQueues, RatesAndAFullQueue) {
+  const auto answer = [](std::uint64_t duration_ns, std::uint64_t pushed) {
+    return Json{{"duration_ns", duration_ns},
+                {"queues",
+                 {{{"name", "parse_queue"},
+                   {"pushed", pushed},
+                   {"popped", pushed - 64},
+                   {"depth", 64},
+                   {"capacity", 64},
+                   {"wait_p50_ns", 100},
+                   {"wait_p99_ns", 500},
+                   {"wait_max_ns", 900},
+                   {"push_threads", {"acceptor"}},
+                   {"pop_threads", {"parser"}}}}}};
+  };
+  Model model;
+  ViewState state;
+  EXPECT_TRUE(contains(queues_page(model).fixed, "reports no queues"));
+  model.update_stats(answer(1'000'000'000, 1000));
+  model.update_stats(answer(2'000'000'000, 3000));
+  EXPECT_DOUBLE_EQ(model.queues().at(0).push_rate, 2000);
+  const Page page = queues_page(model);
+  ASSERT_EQ(page.rows.size(), 1u);
+  EXPECT_EQ(page.rows[0].style, Style::Alert); // depth == capacity
+  EXPECT_NE(page.rows[0].text.find("parse_queue"), std::string::npos);
+  EXPECT_NE(page.rows[0].text.find("acceptor"), std::string::npos);
+  model.update_stats(Json{{"duration_ns", 3'000'000'000}, {"queues", Json::array()}});
+  EXPECT_TRUE(contains(queues_page(model).fixed, "no queue in this process"));
+}
+
+Json heap(std::uint64_t end_us, std::uint64_t live, std::uint64_t total) {
+  return Json{{"mode", "cpp-heap"},
+              {"te", end_us},
+              {"ftbl",
+               {"[root]", "0x1: operator new(unsigned long) (new_op.cc:50)",
+                "0x2: cache::grow(std::string const&) (cache.cpp:12)"}},
+              {"pps",
+               {{{"tb", total},
+                 {"tbk", 2},
+                 {"eb", live},
+                 {"ebk", 1},
+                 {"gb", live},
+                 {"gbk", 1},
+                 {"fs", {1, 2}}}}}};
+}
+
+TEST(ConsoleMemory, SitesRatesAndLeakCandidates) {
+  Model model;
+  const Glyphs glyphs;
+  for (std::uint64_t i = 1; i <= 4; ++i) {
+    model.update_heap(heap(i * 1'000'000, i * 1000, i * 4000));
+  }
+  const Memory& memory = model.memory();
+  ASSERT_EQ(memory.sites.size(), 1u);
+  EXPECT_EQ(memory.sites[0].where, "cache::grow (cache.cpp:12)"); // past the allocator
+  EXPECT_DOUBLE_EQ(memory.sites[0].bytes_rate, 4000);             // 4000 B in 1 s
+  EXPECT_EQ(memory.sites[0].growing, 3);
+  const Page page = memory_page(model, glyphs, 120);
+  EXPECT_TRUE(contains(page.fixed, "live 3.91 KiB in 1 blocks"));
+  // Listed under the top sites and under the leak candidates.
+  std::size_t listed = 0;
+  for (const Line& line : page.rows) {
+    listed += line.text.find("cache::grow") != std::string::npos ? 1 : 0;
+  }
+  EXPECT_EQ(listed, 3u);
+  model.set_heap_unavailable("turn it on");
+  EXPECT_TRUE(contains(memory_page(model, glyphs, 120).fixed, "turn it on"));
+}
+
+TEST(ConsoleFlame, FoldedStacksMakeATreeWithCallersAndCallees) {
+  Model model;
+  model.update_flame("proc;t1;a;b 100\nproc;t1;a;c 50\nproc;t2;a 10\nnot a stack\n");
+  const FlameNode& root = model.flame();
+  EXPECT_EQ(root.total_ns, 160u);
+  ASSERT_EQ(root.children.size(), 1u);
+  EXPECT_EQ(root.children[0].name, "a");
+  EXPECT_EQ(root.children[0].self_ns, 10u);
+  ASSERT_EQ(root.children[0].children.size(), 2u);
+  EXPECT_EQ(root.children[0].children[0].name, "b"); // widest first
+  const auto callees = model.callees("a");
+  ASSERT_EQ(callees.size(), 2u);
+  EXPECT_EQ(callees[0], (std::pair<std::string, std::uint64_t>{"b", 100}));
+  EXPECT_EQ(model.callers("c").at(0).first, "a");
+
+  ViewState state;
+  state.tab = Tab::Flame;
+  Page page = flame_page(model, state, 100);
+  ASSERT_EQ(page.keys, std::vector<std::string>{"a"});
+  UiState ui;
+  ui.view = state;
+  handle_key('\n', ui, page); // zoom into a
+  EXPECT_EQ(ui.view.flame_zoom, std::vector<std::string>{"a"});
+  page = flame_page(model, ui.view, 100);
+  EXPECT_EQ(page.keys, (std::vector<std::string>{"b", "c"}));
+  handle_key(KEY_BACKSPACE, ui, page);
+  EXPECT_TRUE(ui.view.flame_zoom.empty());
+}
+
+TEST(ConsoleKeys, SortFilterTabsAndQuit) {
+  Model model;
+  Json answer = stats(1'000'000'000, 10, 100, 100);
+  answer["functions"].push_back({{"name", "other"}, {"file", "b.cpp"}, {"line", 1}, {"calls", 50}});
+  model.update_stats(answer);
+  UiState ui;
+  Page page = functions_page(model, ui.view, Glyphs{}, 0);
+  ASSERT_EQ(page.keys.size(), 2u);
+
+  EXPECT_EQ(handle_key('a', ui, page), Action::None); // by calls, most first
+  page = functions_page(model, ui.view, Glyphs{}, 0);
+  EXPECT_NE(page.rows[0].text.find("other"), std::string::npos);
+  handle_key('a', ui, page); // again: fewest first
+  page = functions_page(model, ui.view, Glyphs{}, 0);
+  EXPECT_NE(page.rows[0].text.find("work"), std::string::npos);
+
+  for (const int key : std::initializer_list<int>{'/', 'O', 't', 'h', 'x', KEY_BACKSPACE, '\r'}) {
+    handle_key(key, ui, page);
+  }
+  EXPECT_EQ(ui.view.filter, "Oth");
+  EXPECT_EQ(ui.prompt, Prompt::None);
+  page = functions_page(model, ui.view, Glyphs{}, 0);
+  ASSERT_EQ(page.rows.size(), 1u); // the filter ignores case
+  EXPECT_NE(page.rows[0].text.find("other"), std::string::npos);
+
+  EXPECT_EQ(handle_key('3', ui, page), Action::Refresh);
+  EXPECT_EQ(ui.view.tab, Tab::Memory);
+  EXPECT_EQ(handle_key(KEY_BTAB, ui, page), Action::Refresh);
+  EXPECT_EQ(ui.view.tab, Tab::Threads);
+  EXPECT_EQ(handle_key('r', ui, page), Action::None); // asks first
+  EXPECT_EQ(handle_key('n', ui, page), Action::None); // not confirmed
+  handle_key('r', ui, page);
+  EXPECT_EQ(handle_key('y', ui, page), Action::Reset);
+  EXPECT_EQ(handle_key('q', ui, page), Action::Quit);
+}
+
+TEST(ConsoleText, ClipsSparklinesAndBars) {
+  const Glyphs unicode{true};
+  EXPECT_EQ(clip("abcdef", 4, unicode), "abc…");
+  EXPECT_EQ(clip("abcdef", 4, Glyphs{}), "abc~");
+  EXPECT_EQ(clip("ab", 4, unicode), "ab");
+  EXPECT_EQ(columns("a…b"), 3u);
+  EXPECT_EQ(sparkline({0, 7, 14}, 10, Glyphs{}), "_=@");
+  EXPECT_EQ(sparkline({0, 7, 14}, 2, unicode), "▅█"); // the last values only
+  EXPECT_EQ(bar(0.5, 4, Glyphs{}), "##");
+  EXPECT_EQ(per_second(1234), "1.23k");
+}
+
+} // namespace

@@ -1,0 +1,184 @@
+#include "input.hpp"
+
+#include <curses.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace hotscope::cli::console {
+namespace {
+
+constexpr int kEscape = 27;
+constexpr int kPageRows = 10;
+
+bool is_enter(int key) {
+  return key == '\n' || key == '\r' || key == KEY_ENTER;
+}
+bool is_backspace(int key) {
+  return key == KEY_BACKSPACE || key == 127 || key == 8;
+}
+
+Action edit_filter(int key, UiState& ui) {
+  std::string& filter = ui.view.filter;
+  if (is_enter(key)) {
+    ui.prompt = Prompt::None;
+  } else if (key == kEscape) {
+    filter.clear();
+    ui.prompt = Prompt::None;
+  } else if (is_backspace(key)) {
+    if (!filter.empty()) {
+      filter.pop_back();
+    }
+  } else if (key >= ' ' && key < 127) {
+    filter += static_cast<char>(key);
+  }
+  return Action::None;
+}
+
+void move_selection(UiState& ui, const Page& page, int delta) {
+  if (page.keys.empty()) {
+    return;
+  }
+  const int last = static_cast<int>(page.keys.size()) - 1;
+  const int row = std::clamp(std::max(page.selected, 0) + delta, 0, last);
+  ui.view.selection() = page.keys[static_cast<std::size_t>(row)];
+}
+
+void switch_tab(UiState& ui, int tab) {
+  ui.view.tab = static_cast<Tab>((tab + kTabCount) % kTabCount);
+  ui.help = false;
+}
+
+// Sorting by the same column again turns the order around; names sort A to Z first.
+void sort_by(ViewState& view, Column column) {
+  if (view.sort == column) {
+    view.descending = !view.descending;
+  } else {
+    view.sort = column;
+    view.descending = column != Column::Name;
+  }
+}
+
+} // namespace
+
+Action handle_key(int key, UiState& ui, const Page& page) {
+  if (ui.prompt == Prompt::Filter) {
+    return edit_filter(key, ui);
+  }
+  if (ui.prompt == Prompt::ConfirmReset) {
+    ui.prompt = Prompt::None;
+    ui.message = key == 'y' || key == 'Y' ? "" : "reset cancelled";
+    return key == 'y' || key == 'Y' ? Action::Reset : Action::None;
+  }
+  ViewState& view = ui.view;
+  const int tab = static_cast<int>(view.tab);
+  if (key >= '1' && key < '1' + kTabCount) {
+    switch_tab(ui, key - '1');
+    return Action::Refresh;
+  }
+  switch (key) {
+  case 'q':
+  case 'Q':
+    return Action::Quit;
+  case '?':
+    ui.help = !ui.help;
+    return Action::None;
+  case '\t':
+    switch_tab(ui, tab + 1);
+    return Action::Refresh;
+  case KEY_BTAB:
+    switch_tab(ui, tab - 1);
+    return Action::Refresh;
+  case 'p':
+    ui.paused = !ui.paused;
+    return Action::None;
+  case 'r':
+    ui.prompt = Prompt::ConfirmReset;
+    return Action::None;
+  case 's':
+    return Action::Snapshot;
+  case kEscape:
+    ui.help = false;
+    view.detail = false;
+    return Action::None;
+  case KEY_UP:
+    move_selection(ui, page, -1);
+    return Action::None;
+  case KEY_DOWN:
+    move_selection(ui, page, 1);
+    return Action::None;
+  case KEY_PPAGE:
+    move_selection(ui, page, -kPageRows);
+    return Action::None;
+  case KEY_NPAGE:
+    move_selection(ui, page, kPageRows);
+    return Action::None;
+  case KEY_HOME:
+    move_selection(ui, page, -static_cast<int>(page.keys.size()));
+    return Action::None;
+  case KEY_END:
+    move_selection(ui, page, static_cast<int>(page.keys.size()));
+    return Action::None;
+  default:
+    break;
+  }
+  if (view.tab == Tab::Functions) {
+    if (key == '/') {
+      ui.prompt = Prompt::Filter;
+      return Action::None;
+    }
+    if (is_enter(key)) {
+      view.detail = !view.detail;
+      return view.detail ? Action::Refresh : Action::None;
+    }
+    if (key == '<' || key == '>') {
+      const int next = static_cast<int>(view.sort) + (key == '>' ? 1 : -1);
+      view.sort = static_cast<Column>((next + kColumnCount) % kColumnCount);
+      view.descending = view.sort != Column::Name;
+      return Action::None;
+    }
+    if (const std::optional<Column> column = column_of_key(key)) {
+      sort_by(view, *column);
+    }
+    return Action::None;
+  }
+  if (view.tab == Tab::Flame) {
+    if (is_enter(key) && page.selected >= 0) {
+      view.flame_zoom.push_back(page.keys[static_cast<std::size_t>(page.selected)]);
+      view.selection().clear();
+    } else if ((is_backspace(key) || key == KEY_LEFT) && !view.flame_zoom.empty()) {
+      view.selection() = view.flame_zoom.back();
+      view.flame_zoom.pop_back();
+    }
+  }
+  return Action::None;
+}
+
+std::vector<std::string> help_lines() {
+  std::vector<std::string> lines{
+      " Keys (any tab)",
+      "   1-7, Tab, Shift-Tab   switch tab (functions threads memory queues tasks guests flame)",
+      "   Up Down PgUp PgDn Home End   move the selection",
+      "   p   pause / resume the refresh",
+      "   r   reset the measuring window (asks first)",
+      "   s   save a snapshot: stats.json, report.txt, trace.json, trace.folded, heap.json",
+      "   ?   this help;  Esc  close the help or the detail pane;  q  quit",
+      "",
+      " Functions tab",
+      "   /   filter by a part of the name (Enter keeps it, Esc clears it)",
+      "   Enter   the selected function's detail pane",
+      "   < >   sort by the previous / next column; a column's key sorts by it (again: reverse)",
+  };
+  std::string keys = "  ";
+  for (int column = 0; column < kColumnCount; ++column) {
+    const auto c = static_cast<Column>(column);
+    keys += fmt::format("  {} {}", column_key(c), column_heading(c));
+  }
+  lines.push_back(keys);
+  lines.insert(
+      lines.end(),
+      {"", " Flame tab", "   Enter   zoom into the selected frame;  Backspace, Left  zoom out"});
+  return lines;
+}
+
+} // namespace hotscope::cli::console

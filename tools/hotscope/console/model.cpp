@@ -1,0 +1,390 @@
+#include "model.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
+#include <sstream>
+
+namespace hotscope::cli::console {
+namespace {
+
+using Json = nlohmann::json;
+
+std::uint64_t u64(const Json& object, const char* key) {
+  const auto found = object.find(key);
+  return found != object.end() && found->is_number() ? found->get<std::uint64_t>() : 0;
+}
+
+// Per second from a cumulative counter's growth over `interval_ns`; a counter that went down
+// (a reset) starts again from 0.
+double rate(std::uint64_t now, std::uint64_t before, std::uint64_t interval_ns) {
+  if (interval_ns == 0) {
+    return 0;
+  }
+  const std::uint64_t grown = now >= before ? now - before : now;
+  return static_cast<double>(grown) * 1e9 / static_cast<double>(interval_ns);
+}
+
+void remember(std::deque<double>& history, double value) {
+  history.push_back(value);
+  if (history.size() > kHistoryLength) {
+    history.pop_front();
+  }
+}
+
+// "0x4011D6: ns::parse(std::string const&) (service.cpp:40)" -> "ns::parse (service.cpp:40)":
+// the parameter types make C++ frames too long to read in a row.
+std::string short_frame(const std::string& frame) {
+  const auto colon = frame.find(": ");
+  std::string text =
+      frame.rfind("0x", 0) == 0 && colon != std::string::npos ? frame.substr(colon + 2) : frame;
+  const auto location = text.rfind(" (");
+  std::size_t end = location == std::string::npos ? text.size() : location;
+  if (end == 0 || text[end - 1] != ')') {
+    return text;
+  }
+  int depth = 0;
+  for (std::size_t i = end; i-- > 0;) {
+    depth += text[i] == ')' ? 1 : text[i] == '(' ? -1 : 0;
+    if (depth == 0) {
+      return text.substr(0, i) + text.substr(end);
+    }
+  }
+  return text;
+}
+
+// Frames of the allocator and of the standard library's headers say nothing about who
+// allocated: the site is named after the first frame past them.
+bool inside_allocator(const std::string& frame) {
+  const auto open = frame.rfind(" (");
+  const std::string location = open == std::string::npos ? "" : frame.substr(open + 2);
+  const auto dot = location.rfind('.');
+  const std::string extension = dot == std::string::npos ? "" : location.substr(dot);
+  const bool header = extension.rfind(".h:", 0) == 0 || extension.rfind(".tcc:", 0) == 0 ||
+                      location.rfind("in ", 0) == 0;
+  return header || frame.rfind("operator new", 0) == 0 || frame.rfind("malloc", 0) == 0 ||
+         frame.rfind("calloc", 0) == 0 || frame.rfind("realloc", 0) == 0;
+}
+
+} // namespace
+
+void Model::clear() {
+  *this = Model();
+}
+
+void Model::update_stats(const Json& stats) {
+  const std::uint64_t duration_ns = u64(stats, "duration_ns");
+  // Before a previous answer, and after a reset, the interval is the whole window.
+  const bool continues = stats_.is_object() && duration_ns > stats_duration_ns_;
+  const std::uint64_t interval_ns = continues ? duration_ns - stats_duration_ns_ : duration_ns;
+  std::map<std::string, Counts> counts;
+  std::map<std::string, int> occurrences;
+  std::vector<FunctionRow> rows;
+  const Json& functions = stats.contains("functions") ? stats["functions"] : Json::array();
+  rows.reserve(functions.size());
+  for (const Json& function : functions) {
+    FunctionRow row;
+    row.name = function.value("name", "");
+    row.file = function.value("file", "");
+    row.line = function.value("line", 0);
+    row.key = fmt::format("{}\t{}:{}", row.name, row.file, row.line);
+    // Template instantiations can share name, file and line: the n-th of them stays the n-th.
+    if (const int seen = occurrences[row.key]++; seen > 0) {
+      row.key += fmt::format("#{}", seen);
+    }
+    row.calls = u64(function, "calls");
+    row.mean_ns = function.value("mean_ns", 0.0);
+    row.min_ns = u64(function, "min_ns");
+    row.p50_ns = u64(function, "p50_ns");
+    row.p90_ns = u64(function, "p90_ns");
+    row.p95_ns = u64(function, "p95_ns");
+    row.p99_ns = u64(function, "p99_ns");
+    row.p999_ns = u64(function, "p999_ns");
+    row.max_ns = u64(function, "max_ns");
+    row.self_ns = u64(function, "self_ns");
+    row.total_ns = u64(function, "total_ns");
+    row.alloc_bytes_self = u64(function, "alloc_bytes_self");
+    row.alloc_blocks_self = u64(function, "alloc_blocks_self");
+    row.alloc_bytes_total = u64(function, "alloc_bytes_total");
+    row.alloc_blocks_total = u64(function, "alloc_blocks_total");
+    Counts before;
+    if (continues) {
+      if (const auto found = previous_functions_.find(row.key);
+          found != previous_functions_.end()) {
+        before = found->second;
+      }
+    }
+    row.calls_rate = rate(row.calls, before.calls, interval_ns);
+    row.time_rate = rate(row.total_ns, before.total_ns, interval_ns);
+    row.core = rate(row.self_ns, before.self_ns, interval_ns) / 1e9 * 100.0;
+    counts[row.key] = Counts{row.calls, row.total_ns, row.self_ns};
+    remember(p99_histories_[row.key], static_cast<double>(row.p99_ns));
+    rows.push_back(std::move(row));
+  }
+  functions_ = std::move(rows);
+  previous_functions_ = std::move(counts);
+  stats_duration_ns_ = duration_ns;
+  stats_ = stats;
+  stats_.erase("functions"); // kept as rows; the rest (threads, queues, counters) stays
+  if (threads_unsupported_ || threads_.empty()) {
+    threads_from_stats();
+  }
+  std::map<std::string, std::pair<std::uint64_t, std::uint64_t>> queue_counts;
+  queues_.clear();
+  for (const Json& queue : stats_.value("queues", Json::array())) {
+    QueueRow row{queue};
+    const std::string name = queue.value("name", "");
+    const std::uint64_t pushed = u64(queue, "pushed");
+    const std::uint64_t popped = u64(queue, "popped");
+    const auto before = continues ? previous_queues_.find(name) : previous_queues_.end();
+    row.push_rate =
+        rate(pushed, before == previous_queues_.end() ? 0 : before->second.first, interval_ns);
+    row.pop_rate =
+        rate(popped, before == previous_queues_.end() ? 0 : before->second.second, interval_ns);
+    queue_counts[name] = {pushed, popped};
+    queues_.push_back(std::move(row));
+  }
+  previous_queues_ = std::move(queue_counts);
+}
+
+// As report.txt: the allocation columns only when the program recorded allocations.
+bool Model::has_allocations() const {
+  return stats_.is_object() && u64(stats_.value("allocations", Json::object()), "blocks") > 0;
+}
+
+const FunctionRow* Model::function(const std::string& key) const {
+  const auto found = std::find_if(functions_.begin(), functions_.end(),
+                                  [&](const FunctionRow& row) { return row.key == key; });
+  return found == functions_.end() ? nullptr : &*found;
+}
+
+const std::deque<double>* Model::p99_history(const std::string& key) const {
+  const auto found = p99_histories_.find(key);
+  return found == p99_histories_.end() ? nullptr : &found->second;
+}
+
+void Model::update_threads(const Json& answer) {
+  threads_unsupported_ = false;
+  const std::uint64_t now_ns = u64(answer, "now_ns");
+  const bool continues = !previous_threads_.empty() && now_ns > threads_now_ns_;
+  const std::uint64_t interval_ns = continues ? now_ns - threads_now_ns_ : 0;
+  stuck_threshold_ns_ = u64(answer, "stuck_threshold_ns");
+  std::map<std::int64_t, Json> seen;
+  std::vector<ThreadRow> rows;
+  for (const Json& thread : answer.value("threads", Json::array())) {
+    ThreadRow row;
+    row.index = thread.value("index", std::int64_t{0});
+    row.tid = thread.value("os_tid", std::int64_t{0});
+    row.name = thread.value("name", "");
+    row.state = thread.value("state", "");
+    row.exited = thread.value("exited", false);
+    const Json records = thread.value("records", Json::object());
+    row.written = u64(records, "written");
+    row.dropped = u64(records, "dropped");
+    const auto before = previous_threads_.find(row.tid);
+    if (interval_ns > 0 && before != previous_threads_.end()) {
+      const Json& old = before->second;
+      row.user_percent =
+          rate(u64(thread, "cpu_user_ns"), u64(old, "cpu_user_ns"), interval_ns) / 1e9 * 100.0;
+      row.system_percent =
+          rate(u64(thread, "cpu_system_ns"), u64(old, "cpu_system_ns"), interval_ns) / 1e9 * 100.0;
+      row.records_rate =
+          rate(row.written, u64(old.value("records", Json::object()), "written"), interval_ns);
+    } else if (now_ns > 0) {
+      row.records_rate = rate(row.written, 0, now_ns);
+    }
+    for (const Json& scope : thread.value("open_scopes", Json::array())) {
+      row.open_scopes.push_back(OpenScope{scope.value("name", ""), scope.value("file", ""),
+                                          scope.value("line", 0), u64(scope, "open_ns")});
+    }
+    row.stuck = thread.value("stuck", false);
+    seen[row.tid] = thread;
+    rows.push_back(std::move(row));
+  }
+  threads_ = std::move(rows);
+  previous_threads_ = std::move(seen);
+  threads_now_ns_ = now_ns;
+}
+
+void Model::set_threads_unsupported() {
+  threads_unsupported_ = true;
+  threads_from_stats();
+}
+
+// Without /v1/threads: names, ids and records from the statistics, nothing about open scopes.
+void Model::threads_from_stats() {
+  threads_.clear();
+  const std::uint64_t duration_ns = stats_duration_ns_;
+  for (const Json& thread : stats_.value("threads", Json::array())) {
+    ThreadRow row;
+    row.index = thread.value("index", std::int64_t{0});
+    row.tid = thread.value("os_tid", std::int64_t{0});
+    row.name = thread.value("name", "");
+    row.state = thread.value("state", "");
+    row.exited = thread.value("exited", false);
+    const Json records = thread.value("records", Json::object());
+    row.written = u64(records, "written");
+    row.dropped = u64(records, "dropped");
+    row.records_rate = rate(row.written, 0, duration_ns);
+    threads_.push_back(std::move(row));
+  }
+}
+
+void Model::update_heap(const Json& dhat) {
+  memory_.available = true;
+  memory_.hint.clear();
+  memory_.mode = dhat.value("mode", "");
+  const std::uint64_t end_us = u64(dhat, "te");
+  const std::uint64_t interval_ns =
+      end_us > heap_end_us_ && !previous_sites_.empty() ? (end_us - heap_end_us_) * 1000 : 0;
+  const Json frames = dhat.value("ftbl", Json::array());
+  std::map<std::string, HeapSite> sites;
+  memory_.live_bytes = memory_.live_blocks = memory_.peak_bytes = memory_.peak_blocks =
+      memory_.total_bytes = 0;
+  for (const Json& point : dhat.value("pps", Json::array())) {
+    HeapSite site;
+    std::string first;
+    for (const Json& index : point.value("fs", Json::array())) {
+      const std::size_t i = index.get<std::size_t>();
+      const std::string frame =
+          i < frames.size() ? short_frame(frames[i].get<std::string>()) : std::string("?");
+      if (first.empty()) {
+        first = frame;
+      }
+      if (site.where.empty() && !inside_allocator(frame)) {
+        site.where = frame;
+      }
+    }
+    if (site.where.empty()) {
+      site.where = first;
+    }
+    site.live_bytes = u64(point, "eb");
+    site.live_blocks = u64(point, "ebk");
+    site.total_bytes = u64(point, "tb");
+    site.total_blocks = u64(point, "tbk");
+    memory_.live_bytes += site.live_bytes;
+    memory_.live_blocks += site.live_blocks;
+    memory_.peak_bytes += u64(point, "gb");
+    memory_.peak_blocks += u64(point, "gbk");
+    memory_.total_bytes += site.total_bytes;
+    // Stacks that differ only below the named frame are one site here.
+    auto [slot, added] = sites.emplace(site.where, site);
+    if (!added) {
+      slot->second.live_bytes += site.live_bytes;
+      slot->second.live_blocks += site.live_blocks;
+      slot->second.total_bytes += site.total_bytes;
+      slot->second.total_blocks += site.total_blocks;
+    }
+  }
+  for (auto& [where, site] : sites) {
+    if (const auto before = previous_sites_.find(where); before != previous_sites_.end()) {
+      site.bytes_rate = rate(site.total_bytes, before->second.total_bytes, interval_ns);
+      site.growing = site.live_bytes > before->second.live_bytes ? before->second.growing + 1 : 0;
+    }
+  }
+  memory_.sites.clear();
+  for (const auto& [where, site] : sites) {
+    memory_.sites.push_back(site);
+  }
+  std::sort(memory_.sites.begin(), memory_.sites.end(),
+            [](const HeapSite& a, const HeapSite& b) { return a.live_bytes > b.live_bytes; });
+  remember(memory_.live_history, static_cast<double>(memory_.live_bytes));
+  previous_sites_ = std::move(sites);
+  heap_end_us_ = end_us;
+}
+
+void Model::set_heap_unavailable(std::string hint) {
+  memory_ = Memory{};
+  memory_.hint = std::move(hint);
+  previous_sites_.clear();
+}
+
+void Model::update_flame(const std::string& folded) {
+  flame_ = FlameNode{"all", 0, 0, {}};
+  stacks_.clear();
+  std::istringstream lines(folded);
+  for (std::string line; std::getline(lines, line);) {
+    const auto space = line.rfind(' ');
+    std::uint64_t ns = 0;
+    if (space == std::string::npos ||
+        std::from_chars(line.data() + space + 1, line.data() + line.size(), ns).ec != std::errc()) {
+      continue;
+    }
+    std::vector<std::string> frames;
+    std::size_t start = 0;
+    while (start <= space) {
+      const auto end = std::min(line.find(';', start), space);
+      frames.push_back(line.substr(start, end - start));
+      start = end + 1;
+    }
+    // The first two frames are the process and the thread: the flame merges threads.
+    if (frames.size() > 2) {
+      frames.erase(frames.begin(), frames.begin() + 2);
+    }
+    FlameNode* node = &flame_;
+    node->total_ns += ns;
+    for (const std::string& frame : frames) {
+      auto child = std::find_if(node->children.begin(), node->children.end(),
+                                [&](const FlameNode& n) { return n.name == frame; });
+      if (child == node->children.end()) {
+        node->children.push_back(FlameNode{frame, 0, 0, {}});
+        child = node->children.end() - 1;
+      }
+      node = &*child;
+      node->total_ns += ns;
+    }
+    node->self_ns += ns;
+    stacks_.emplace_back(std::move(frames), ns);
+  }
+  // Widest first, as a flame graph reads.
+  std::vector<FlameNode*> pending{&flame_};
+  while (!pending.empty()) {
+    FlameNode* node = pending.back();
+    pending.pop_back();
+    std::sort(node->children.begin(), node->children.end(),
+              [](const FlameNode& a, const FlameNode& b) { return a.total_ns > b.total_ns; });
+    for (FlameNode& child : node->children) {
+      pending.push_back(&child);
+    }
+  }
+  has_flame_ = true;
+}
+
+namespace {
+
+std::vector<std::pair<std::string, std::uint64_t>>
+by_time(const std::map<std::string, std::uint64_t>& times) {
+  std::vector<std::pair<std::string, std::uint64_t>> list(times.begin(), times.end());
+  std::sort(list.begin(), list.end(),
+            [](const auto& a, const auto& b) { return a.second > b.second; });
+  return list;
+}
+
+} // namespace
+
+std::vector<std::pair<std::string, std::uint64_t>> Model::callers(const std::string& name) const {
+  std::map<std::string, std::uint64_t> times;
+  for (const auto& [frames, ns] : stacks_) {
+    for (std::size_t i = 1; i < frames.size(); ++i) {
+      if (frames[i] == name) {
+        times[frames[i - 1]] += ns;
+      }
+    }
+  }
+  return by_time(times);
+}
+
+std::vector<std::pair<std::string, std::uint64_t>> Model::callees(const std::string& name) const {
+  std::map<std::string, std::uint64_t> times;
+  for (const auto& [frames, ns] : stacks_) {
+    for (std::size_t i = 0; i + 1 < frames.size(); ++i) {
+      if (frames[i] == name) {
+        times[frames[i + 1]] += ns;
+      }
+    }
+  }
+  return by_time(times);
+}
+
+} // namespace hotscope::cli::console

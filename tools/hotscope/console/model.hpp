@@ -1,0 +1,149 @@
+// The console's data: the agent's answers turned into rows, with rates computed here from two
+// successive answers' cumulative counters (the agent keeps no state per client), and the short
+// histories the sparklines and the leak candidates need.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace hotscope::cli::console {
+
+// How many refreshes a history keeps (the widest sparkline).
+inline constexpr std::size_t kHistoryLength = 120;
+
+struct FunctionRow {
+  std::string key; // name, file and line: the same function across refreshes
+  std::string name;
+  std::string file;
+  int line = 0;
+  // Over the last interval (over the whole window before there is a previous answer).
+  double calls_rate = 0; // calls per second
+  double time_rate = 0;  // ns of total (inclusive) time per second
+  double core = 0;       // self time per second, in % of one core
+  // Over the measuring window.
+  std::uint64_t calls = 0;
+  double mean_ns = 0;
+  std::uint64_t min_ns = 0, p50_ns = 0, p90_ns = 0, p95_ns = 0, p99_ns = 0, p999_ns = 0, max_ns = 0,
+                self_ns = 0, total_ns = 0;
+  std::uint64_t alloc_bytes_self = 0, alloc_blocks_self = 0, alloc_bytes_total = 0,
+                alloc_blocks_total = 0;
+};
+
+struct OpenScope {
+  std::string name;
+  std::string file;
+  int line = 0;
+  std::uint64_t open_ns = 0; // how long it has been open
+};
+
+struct ThreadRow {
+  std::int64_t index = 0;
+  std::int64_t tid = 0;
+  std::string name;
+  std::string state; // the OS's state letter, "" when unknown
+  bool exited = false;
+  std::optional<double> user_percent, system_percent; // of one core, over the interval
+  double records_rate = 0;
+  std::uint64_t written = 0, dropped = 0;
+  std::vector<OpenScope> open_scopes; // outermost first
+  bool stuck = false;
+};
+
+struct QueueRow {
+  nlohmann::json fields; // the agent's object (docs/formats-output.md)
+  double push_rate = 0, pop_rate = 0;
+};
+
+struct HeapSite {
+  std::string where; // the first frame outside the allocator: the site across refreshes
+  std::uint64_t live_bytes = 0, live_blocks = 0, total_bytes = 0, total_blocks = 0;
+  double bytes_rate = 0; // allocated per second over the interval
+  int growing = 0;       // refreshes in a row its live bytes grew
+};
+
+struct Memory {
+  bool available = false;
+  std::string hint; // how to turn the heap profiler on, when it is not
+  std::string mode;
+  std::uint64_t live_bytes = 0, live_blocks = 0, peak_bytes = 0, peak_blocks = 0, total_bytes = 0;
+  std::deque<double> live_history;
+  std::vector<HeapSite> sites; // by live bytes
+};
+
+// One frame of the flame graph of self time: children by time.
+struct FlameNode {
+  std::string name;
+  std::uint64_t self_ns = 0, total_ns = 0;
+  std::vector<FlameNode> children;
+};
+
+class Model {
+public:
+  // GET /v1/stats (the stats.json schema).
+  void update_stats(const nlohmann::json& stats);
+  // GET /v1/threads; threads_unsupported() when the agent has none (an older hotscope).
+  void update_threads(const nlohmann::json& threads);
+  void set_threads_unsupported();
+  // GET /v1/heap (DHAT JSON), or why there is none.
+  void update_heap(const nlohmann::json& dhat);
+  void set_heap_unavailable(std::string hint);
+  // GET /v1/trace?format=folded.
+  void update_flame(const std::string& folded);
+  // A new process (reconnected by name): forget everything.
+  void clear();
+
+  const nlohmann::json& stats() const { return stats_; }
+  bool has_stats() const { return stats_.is_object(); }
+  bool has_allocations() const;
+  const std::vector<FunctionRow>& functions() const { return functions_; }
+  const FunctionRow* function(const std::string& key) const;
+  const std::deque<double>* p99_history(const std::string& key) const;
+  const std::vector<ThreadRow>& threads() const { return threads_; }
+  bool threads_unsupported() const { return threads_unsupported_; }
+  std::uint64_t stuck_threshold_ns() const { return stuck_threshold_ns_; }
+  const std::vector<QueueRow>& queues() const { return queues_; }
+  const Memory& memory() const { return memory_; }
+  const FlameNode& flame() const { return flame_; }
+  bool has_flame() const { return has_flame_; }
+  // Callers and callees of `name` in the trace window, with the time spent: from the folded
+  // stacks, so only once the flame has been fetched.
+  std::vector<std::pair<std::string, std::uint64_t>> callers(const std::string& name) const;
+  std::vector<std::pair<std::string, std::uint64_t>> callees(const std::string& name) const;
+
+private:
+  struct Counts {
+    std::uint64_t calls = 0, total_ns = 0, self_ns = 0;
+  };
+  void threads_from_stats();
+
+  nlohmann::json stats_;
+  std::uint64_t stats_duration_ns_ = 0;
+  std::map<std::string, Counts> previous_functions_;
+  std::vector<FunctionRow> functions_;
+  std::map<std::string, std::deque<double>> p99_histories_;
+
+  bool threads_unsupported_ = false;
+  std::uint64_t threads_now_ns_ = 0;
+  std::uint64_t stuck_threshold_ns_ = 0;
+  std::map<std::int64_t, nlohmann::json> previous_threads_; // by os_tid
+  std::vector<ThreadRow> threads_;
+
+  std::map<std::string, std::pair<std::uint64_t, std::uint64_t>> previous_queues_; // push, pop
+  std::vector<QueueRow> queues_;
+
+  Memory memory_;
+  std::uint64_t heap_end_us_ = 0; // the previous profile's "te": its time, in µs
+  std::map<std::string, HeapSite> previous_sites_;
+
+  FlameNode flame_;
+  bool has_flame_ = false;
+  std::vector<std::pair<std::vector<std::string>, std::uint64_t>> stacks_;
+};
+
+} // namespace hotscope::cli::console

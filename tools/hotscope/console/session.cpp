@@ -1,0 +1,181 @@
+#include "session.hpp"
+
+#include "../agent_commands.hpp"
+#include "input.hpp"
+#include "text.hpp"
+
+#include <curses.h>
+#include <fmt/chrono.h>
+#include <fmt/format.h>
+
+#include <chrono>
+#include <ctime>
+#include <filesystem>
+
+namespace hotscope::cli::console {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+FetchOptions fetch_options(const Options& options) {
+  return FetchOptions{options.stuck_ms, options.flame_seconds};
+}
+
+std::string window(const Model& model) {
+  const nlohmann::json& stats = model.stats();
+  const nlohmann::json records = stats.value("records", nlohmann::json::object());
+  return fmt::format("window {}, {} records dropped", duration(stats.value("duration_ns", 0.0)),
+                     records.value("dropped", std::uint64_t{0}));
+}
+
+// The usual report files, as the agent serves them, into a new directory in the current one.
+std::string save_snapshot(const Source& source) {
+  const AgentProcess& process = source.process();
+  const std::string dir = fmt::format("hotscope-{}-{}-{:%Y%m%d-%H%M%S}", process.name(),
+                                      process.pid, fmt::localtime(std::time(nullptr)));
+  std::error_code error;
+  if (!std::filesystem::create_directory(dir, error)) {
+    throw Failure(kCannotWriteOutput,
+                  fmt::format("cannot create {}: {}", dir,
+                              error ? error.message() : std::string("it exists already")));
+  }
+  const std::vector<std::pair<const char*, const char*>> files{
+      {"stats.json", "/v1/stats"},
+      {"report.txt", "/v1/stats?format=table"},
+      {"trace.json", "/v1/trace?format=chrome"},
+      {"trace.folded", "/v1/trace?format=folded"},
+      {"heap.json", "/v1/heap?format=dhat"}};
+  std::string skipped;
+  for (const auto& [file, path] : files) {
+    const Reply reply = send(process, "GET", path);
+    if (reply.status == 501) { // off in this process (no trace, no heap profiler)
+      skipped += fmt::format(" {}", file);
+      continue;
+    }
+    check_status(process, "GET", path, reply);
+    write_output(dir + "/" + file, reply.body);
+  }
+  return fmt::format("saved the reports in {}/{}", dir,
+                     skipped.empty() ? "" : fmt::format(" (not enabled:{})", skipped));
+}
+
+std::string title(const Source& source, const Model& model, const UiState& ui,
+                  const Options& options) {
+  if (!source.gone().empty()) {
+    return fmt::format(" {}; showing its last data", source.gone());
+  }
+  std::string text = fmt::format(" hotscope console: {}  {}  refresh {} s", source.label(),
+                                 window(model), options.interval_seconds);
+  if (ui.paused) {
+    text += "  PAUSED (p resumes)";
+  }
+  return text;
+}
+
+std::string status(const Source& source, const UiState& ui) {
+  switch (ui.prompt) {
+  case Prompt::Filter:
+    return fmt::format(" filter: {}_   (Enter keeps it, Esc clears it)", ui.view.filter);
+  case Prompt::ConfirmReset:
+    return fmt::format(" reset the measuring window of {}? y to confirm, any other key cancels",
+                       source.label());
+  case Prompt::None:
+    break;
+  }
+  if (!ui.message.empty()) {
+    return " " + ui.message;
+  }
+  return " ? help  1-7 tabs  / filter  < > sort  Enter detail  p pause  r reset  s snapshot  "
+         "q quit";
+}
+
+} // namespace
+
+int print_once(Source& source, const Options& options) {
+  Model model;
+  ViewState view;
+  view.tab = tab_by_name(options.tab).value_or(Tab::Functions);
+  if (!source.fetch(model, view, fetch_options(options))) {
+    throw Failure(kNoAgent, source.gone());
+  }
+  const Page page = build_page(model, view, Glyphs{}, 0);
+  std::string text =
+      fmt::format("hotscope console: {}, {}, tab {}\n", source.label(), window(model), options.tab);
+  for (const std::vector<Line>* lines : {&page.fixed, &page.rows, &page.detail}) {
+    for (const Line& line : *lines) {
+      text += line.text + "\n";
+    }
+  }
+  write_output("", text);
+  return kOk;
+}
+
+int run_live(Screen& screen, Source& source, const Options& options) {
+  Model model;
+  UiState ui;
+  ui.view.tab = tab_by_name(options.tab).value_or(Tab::Functions);
+  const auto interval = std::chrono::duration_cast<Clock::duration>(
+      std::chrono::duration<double>(options.interval_seconds));
+  // The first answer before drawing: an agent error ends the console with its exit code.
+  source.fetch(model, ui.view, fetch_options(options));
+  Clock::time_point next = Clock::now() + interval;
+  const std::vector<std::string> help = help_lines();
+  for (;;) {
+    if (!ui.paused && Clock::now() >= next) {
+      next = Clock::now() + interval;
+      try {
+        if (source.gone().empty() || source.reconnect()) {
+          if (source.gone().empty() && model.has_stats() &&
+              model.stats().value("pid", std::int64_t{0}) != source.process().pid) {
+            model.clear();
+            ui.message = fmt::format("now watching {}", source.label());
+          }
+          source.fetch(model, ui.view, fetch_options(options));
+        }
+      } catch (const Failure& failure) {
+        ui.message = failure.what(); // shown; the console keeps trying
+      }
+    }
+    const Page page =
+        build_page(model, ui.view, screen.glyphs(), static_cast<std::size_t>(screen.width()));
+    screen.draw(Frame{title(source, model, ui, options), ui.view.tab, &page,
+                      ui.help ? &help : nullptr, status(source, ui), !source.gone().empty()});
+    const auto wait = ui.paused ? interval : next - Clock::now();
+    const int key = screen.read_key(
+        static_cast<int>(std::chrono::ceil<std::chrono::milliseconds>(wait).count()));
+    if (key == ERR || key == KEY_RESIZE) {
+      continue;
+    }
+    if (ui.prompt == Prompt::None) {
+      ui.message.clear();
+    }
+    switch (handle_key(key, ui, page)) {
+    case Action::Quit:
+      return kOk;
+    case Action::Refresh:
+      next = Clock::now();
+      break;
+    case Action::Reset:
+      try {
+        request(source.process(), "POST", "/v1/reset");
+        model.clear();
+        ui.message = "a new measuring window starts now";
+      } catch (const Failure& failure) {
+        ui.message = failure.what();
+      }
+      next = Clock::now();
+      break;
+    case Action::Snapshot:
+      try {
+        ui.message = save_snapshot(source);
+      } catch (const Failure& failure) {
+        ui.message = failure.what();
+      }
+      break;
+    case Action::None:
+      break;
+    }
+  }
+}
+
+} // namespace hotscope::cli::console

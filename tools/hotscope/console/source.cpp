@@ -1,0 +1,146 @@
+#include "source.hpp"
+
+#include <fmt/chrono.h>
+#include <fmt/format.h>
+
+#include <signal.h>
+
+#include <cerrno>
+#include <chrono>
+#include <ctime>
+
+namespace hotscope::cli::console {
+namespace {
+
+bool running(std::int64_t pid) {
+  return kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM;
+}
+
+std::string heap_hint(const std::string& heap) {
+  if (heap == "off") {
+    return "the heap profiler is linked but off: start the program with HOTSCOPE_HEAP_MODE=full "
+           "(or sampled) to see its memory here";
+  }
+  return "no heap profiler in this process: link hotscope::heap and set HOTSCOPE_HEAP_MODE=full, "
+         "or start it with `hotscope run --heap`, to see its memory here";
+}
+
+} // namespace
+
+Source::Source(AgentProcess process, std::string follow_name)
+    : process_(std::move(process)), follow_name_(std::move(follow_name)) {}
+
+std::string Source::label() const {
+  return fmt::format("{} ({})", process_.name(), process_.pid);
+}
+
+std::optional<Reply> Source::get(const std::string& path) {
+  if (!gone_.empty()) {
+    return std::nullopt;
+  }
+  try {
+    return send(process_, "GET", path);
+  } catch (const Failure& failure) {
+    // The agent removes its socket as the process exits: no answer and no process is an exit.
+    if ((failure.code == kNoAgent || failure.code == kNoProcess) || !running(process_.pid)) {
+      gone_ = fmt::format("{} exited at {:%H:%M:%S}", label(), fmt::localtime(std::time(nullptr)));
+      return std::nullopt;
+    }
+    throw;
+  }
+}
+
+bool Source::fetch(Model& model, const ViewState& state, const FetchOptions& options) {
+  const std::optional<Reply> stats = get("/v1/stats");
+  if (!stats) {
+    return false;
+  }
+  check_status(process_, "GET", "/v1/stats", *stats);
+  model.update_stats(nlohmann::json::parse(stats->body));
+  switch (state.tab) {
+  case Tab::Threads: {
+    const std::string path = fmt::format("/v1/threads?stuck_ms={}", options.stuck_ms);
+    const std::optional<Reply> threads = get(path);
+    if (!threads) {
+      return false;
+    }
+    if (threads->status == 404) {
+      model.set_threads_unsupported(); // an agent from before /v1/threads
+      break;
+    }
+    check_status(process_, "GET", path, *threads);
+    model.update_threads(nlohmann::json::parse(threads->body));
+    break;
+  }
+  case Tab::Memory:
+    fetch_heap(model);
+    break;
+  case Tab::Functions:
+    if (!state.detail) {
+      break;
+    }
+    [[fallthrough]]; // the detail pane's callers and callees come from the trace
+  case Tab::Flame: {
+    // A trace answer stalls the process's collector while the window is copied (records can
+    // be dropped): asked for once per flame period, not at every refresh.
+    const auto now = std::chrono::steady_clock::now();
+    if (model.has_flame() &&
+        now - last_trace_ < std::chrono::duration<double>(options.flame_seconds)) {
+      break;
+    }
+    last_trace_ = now;
+    const std::optional<Reply> folded =
+        get(fmt::format("/v1/trace?format=folded&seconds={}", options.flame_seconds));
+    if (!folded) {
+      return false;
+    }
+    if (folded->status / 100 == 2) { // 501 without a trace: the flame tab says so
+      model.update_flame(folded->body);
+    }
+    break;
+  }
+  default:
+    break;
+  }
+  return gone_.empty();
+}
+
+void Source::fetch_heap(Model& model) {
+  const nlohmann::json enabled = process_.info.value("enabled", nlohmann::json::object());
+  const std::string heap = enabled.contains("heap") && enabled["heap"].is_string()
+                               ? enabled["heap"].get<std::string>()
+                               : "not linked";
+  if (heap != "full" && heap != "sampled") {
+    model.set_heap_unavailable(heap_hint(heap));
+    return;
+  }
+  const std::optional<Reply> reply = get("/v1/heap?format=dhat");
+  if (!reply) {
+    return;
+  }
+  if (reply->status == 501) {
+    model.set_heap_unavailable(heap_hint(heap));
+    return;
+  }
+  check_status(process_, "GET", "/v1/heap?format=dhat", *reply);
+  model.update_heap(nlohmann::json::parse(reply->body));
+}
+
+bool Source::reconnect() {
+  if (gone_.empty() || follow_name_.empty()) {
+    return false;
+  }
+  try {
+    AgentProcess process = find_by_name(runtime_dir(), follow_name_);
+    if (process.pid == process_.pid) {
+      return false;
+    }
+    process_ = std::move(process);
+    gone_.clear();
+    return true;
+  } catch (const Failure&) {
+    return false; // not back yet
+  }
+}
+
+} // namespace hotscope::cli::console

@@ -1,0 +1,51 @@
+// Where the console's data comes from: the agent of one process, through the CLI's agent client.
+// Notices when the process exits, finds a new process of the same name (-n), and fetches what
+// the visible tab needs into the model.
+#pragma once
+
+#include "../agent_client.hpp"
+#include "model.hpp"
+#include "view.hpp"
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace hotscope::cli::console {
+
+struct FetchOptions {
+  std::uint64_t stuck_ms = 1000; // --stuck: a thread inside one scope longer is stuck
+  double flame_seconds = 5;      // the flame covers the last N seconds of the trace, asked
+                                 // for every N seconds
+};
+
+class Source {
+public:
+  // `follow_name`: with -n, the name to reconnect to when the process ends ("" with -p).
+  Source(AgentProcess process, std::string follow_name);
+
+  const AgentProcess& process() const { return process_; }
+  // "NAME (PID)".
+  std::string label() const;
+  // "" while the process runs, else "NAME (PID) exited at HH:MM:SS".
+  const std::string& gone() const { return gone_; }
+
+  // Asks the agent for what `state`'s tab shows and puts it into `model`. False when the
+  // process has gone (gone() says when); a Failure for an agent error.
+  bool fetch(Model& model, const ViewState& state, const FetchOptions& options);
+  // With a name to follow and the process gone: true when a process of that name runs again
+  // (the source then talks to it).
+  bool reconnect();
+
+private:
+  std::optional<Reply> get(const std::string& path);
+  void fetch_heap(Model& model);
+
+  AgentProcess process_;
+  std::string follow_name_;
+  std::string gone_;
+  std::chrono::steady_clock::time_point last_trace_; // when the flame was last asked for
+};
+
+} // namespace hotscope::cli::console

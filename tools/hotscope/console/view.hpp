@@ -1,0 +1,97 @@
+// What a tab shows: lines of text with a style, built from the model. The screen (screen.cpp)
+// draws them with ncurses and `--once` prints them, so both show the same figures.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace hotscope::cli::console {
+
+class Model;
+
+// How a line is drawn; the selected row is drawn reversed on top of its style.
+enum class Style { Normal, Heading, Alert, Dim };
+
+struct Line {
+  std::string text;
+  Style style = Style::Normal;
+};
+
+enum class Tab { Functions, Threads, Memory, Queues, Tasks, Guests, Flame };
+inline constexpr int kTabCount = 7;
+std::string_view tab_name(Tab tab);
+std::optional<Tab> tab_by_name(std::string_view name);
+
+// The columns of the functions tab, in display order; each sorts the table.
+enum class Column {
+  Name,
+  CallsRate,
+  TimeRate,
+  Core,
+  Calls,
+  P50,
+  P95,
+  P99,
+  Max,
+  Self,
+  Total,
+  Alloc
+};
+inline constexpr int kColumnCount = 12;
+// The key that sorts by `column` (shown in the help and in docs/console.md).
+char column_key(Column column);
+std::optional<Column> column_of_key(int key);
+std::string_view column_heading(Column column);
+
+// What the user chose in the tabs, kept across refreshes.
+struct ViewState {
+  Tab tab = Tab::Functions;
+  Column sort = Column::TimeRate;
+  bool descending = true;
+  std::string filter;
+  // Each tab's selected row, by its key (Page::keys); "" is the first row.
+  std::array<std::string, kTabCount> selected;
+  bool detail = false;                 // the selected function's detail pane is open
+  std::vector<std::string> flame_zoom; // the zoomed frame's stack, root first; empty is all
+
+  std::string& selection() { return selected[static_cast<std::size_t>(tab)]; }
+  const std::string& selection() const { return selected[static_cast<std::size_t>(tab)]; }
+};
+
+// Box and spark characters: UTF-8 where the terminal's locale is, ASCII otherwise.
+struct Glyphs {
+  bool unicode = false;
+};
+
+struct Page {
+  std::vector<Line> fixed;       // above the rows: summaries, column headings
+  std::vector<Line> rows;        // scroll with the selection
+  std::vector<std::string> keys; // one per row when rows can be selected
+  int selected = -1;             // index into rows, -1 for none
+  std::vector<Line> detail;      // under the rows: the detail pane
+};
+
+// `name_width` caps the name column (0: whole names, as --once prints them).
+Page functions_page(const Model& model, ViewState& state, const Glyphs& glyphs,
+                    std::size_t name_width);
+Page function_detail(const Model& model, const ViewState& state, const Glyphs& glyphs,
+                     std::size_t width);
+Page threads_page(const Model& model, ViewState& state, std::size_t width);
+Page memory_page(const Model& model, const Glyphs& glyphs, std::size_t width);
+Page queues_page(const Model& model);
+Page tasks_page();
+Page guests_page(const Model& model);
+Page flame_page(const Model& model, ViewState& state, std::size_t width);
+
+// Points page.selected at the row whose key is the tab's selection (the first row when none
+// is), so that the selection follows its row when the rows move.
+void select_row(Page& page, ViewState& state);
+
+// The tab `state.tab`, with the detail pane when one is open.
+Page build_page(const Model& model, ViewState& state, const Glyphs& glyphs, std::size_t width);
+
+} // namespace hotscope::cli::console
