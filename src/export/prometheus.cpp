@@ -99,6 +99,11 @@ void add_counter(std::vector<MetricFamily>& families, std::string name, std::str
       .counter.value = value;
 }
 
+// Threads are labelled by name: a thread id would make a new series on every restart.
+std::string_view thread_name(const ThreadInfo& thread) {
+  return thread.name.empty() ? "(unnamed)" : thread.name;
+}
+
 double seconds(std::uint64_t ns) {
   return static_cast<double>(ns) / 1e9;
 }
@@ -248,11 +253,9 @@ void write_prometheus(const Snapshot& snapshot, std::ostream& out) {
                 fmt::format("Records {} by the measured threads in this window.", what),
                 static_cast<double>(snapshot.records.*field));
   }
-  // By thread name: a thread id would make a new series on every restart.
   std::map<Labels, std::uint64_t> thread_drops;
   for (const ThreadInfo& thread : snapshot.threads) {
-    thread_drops[labels({{"thread", thread.name.empty() ? "(unnamed)" : thread.name}})] +=
-        thread.records.dropped;
+    thread_drops[labels({{"thread", thread_name(thread)}})] += thread.records.dropped;
   }
   MetricFamily& drops =
       family(families, "hotscope_thread_records_dropped_total",
@@ -260,6 +263,25 @@ void write_prometheus(const Snapshot& snapshot, std::ostream& out) {
              MetricType::Counter);
   for (const auto& [key, dropped] : thread_drops) {
     sample(drops, key).counter.value = static_cast<double>(dropped);
+  }
+  // Live threads only: an ended thread's CPU time can no longer be read.
+  std::map<Labels, std::uint64_t> thread_cpu;
+  for (const ThreadInfo& thread : snapshot.threads) {
+    if (thread.os.state.empty()) {
+      continue;
+    }
+    const std::pair<const char*, std::uint64_t> modes[] = {{"user", thread.os.cpu_user_ns},
+                                                           {"system", thread.os.cpu_system_ns}};
+    for (const auto& [mode, ns] : modes) {
+      thread_cpu[labels({{"thread", thread_name(thread)}, {"mode", mode}})] += ns;
+    }
+  }
+  MetricFamily& cpu = family(families, "hotscope_thread_cpu_seconds_total",
+                             "CPU time of the live threads of this name since they started, in "
+                             "user or system mode.",
+                             MetricType::Counter);
+  for (const auto& [key, ns] : thread_cpu) {
+    sample(cpu, key).counter.value = seconds(ns);
   }
   add_counter(families, "hotscope_trace_evicted_total",
               "Trace events pushed out of the bounded trace window.",

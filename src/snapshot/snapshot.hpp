@@ -122,6 +122,26 @@ struct RecordCounts {
 // kExternalTidBase up, a value no thread id reaches (pid_max is at most 2^22).
 constexpr std::int64_t kExternalTidBase = std::int64_t{1} << 32;
 
+// A scope open on a thread when the snapshot was taken.
+struct OpenScope {
+  std::string name;
+  std::string file;
+  std::uint32_t line = 0;
+  std::uint64_t opened_ns = 0; // since Snapshot's start (0 when it opened before the window)
+  std::uint64_t open_ns = 0;   // how long it has been open at the snapshot, in full
+};
+
+// What the operating system says about a live thread, read by whoever takes the snapshot (from
+// /proc/self/task/TID), never by the thread itself. All zero and `state` empty for threads that
+// have exited, for external tracks and when /proc could not be read.
+struct OsThreadFigures {
+  std::string state;               // /proc's state letter: R running, S sleeping, D disk wait, ...
+  std::uint64_t cpu_user_ns = 0;   // cumulative since the thread started
+  std::uint64_t cpu_system_ns = 0; // cumulative since the thread started
+  std::uint64_t voluntary_switches = 0;
+  std::uint64_t involuntary_switches = 0;
+};
+
 struct ThreadInfo {
   std::uint32_t index = 0; // stable index, referenced by TraceEvent::thread
   std::int64_t os_tid = 0; // kExternalTidBase + n for the n-th external track
@@ -131,6 +151,8 @@ struct ThreadInfo {
   RecordCounts records;
   Allocations allocations;
   std::vector<FunctionStats> functions; // this thread's share, sorted by total_ns descending
+  std::vector<OpenScope> open_scopes;   // outermost first, innermost last
+  OsThreadFigures os;
 };
 
 enum class EventKind : std::uint8_t { Begin, End, Message, Counter };

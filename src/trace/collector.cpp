@@ -342,7 +342,9 @@ void collect_now() {
   collector->collect();
 }
 Snapshot snapshot(Contents contents) {
-  return collector->snapshot(contents);
+  Snapshot taken = collector->snapshot(contents);
+  read_os_thread_figures(taken.threads);
+  return taken;
 }
 void reset() {
   collector->reset();

@@ -123,6 +123,13 @@ Snapshot Aggregator::snapshot(const TimeBase& time, bool with_trace) const {
     info.records.written = thread.records.kept + thread.records.dropped;
     info.allocations = thread.allocations;
     info.functions = all_functions(thread.stats, open_by_thread[index]);
+    for (const Frame& frame : thread.stack) {
+      const LocationText& where = names_[frame.location];
+      const std::uint64_t open_ticks =
+          time.now_ticks > frame.start ? time.now_ticks - frame.start : 0;
+      info.open_scopes.push_back({where.name, where.file, where.line,
+                                  convert.since_start(frame.start), convert.duration(open_ticks)});
+    }
     snapshot.records.kept += thread.records.kept;
     snapshot.records.dropped += thread.records.dropped;
     snapshot.threads.push_back(std::move(info));

@@ -165,6 +165,10 @@ void collect_now();
 enum class Contents { StatisticsOnly, StatisticsAndTrace };
 // Drains every ring and returns a snapshot of everything collected.
 Snapshot snapshot(Contents contents = Contents::StatisticsAndTrace);
+// Fills ThreadInfo::os of every live thread of this process from /proc/self/task/TID (CPU time,
+// context switches, state). snapshot() does it, outside the
+// collector's lock.
+void read_os_thread_figures(std::vector<ThreadInfo>& threads);
 // Starts a new measuring window: statistics, counts and trace restart from now.
 void reset();
 // Stops the collector thread and drains what is left (process exit).

@@ -159,6 +159,30 @@ TEST(Aggregator, MessagesCountersAndThreadNames) {
   EXPECT_EQ(s.records.kept, records.size());
 }
 
+TEST(Aggregator, OpenScopesOfEachThreadWithWhenTheyOpenedAndForHowLong) {
+  Aggregator aggregator(1 << 20, numbered_resolver());
+  const auto a = aggregator.add_thread(42, "a");
+  const auto b = aggregator.add_thread(43, "b");
+  aggregator.consume(a, std::vector{begin(100, 1), begin(200, 2), begin(300, 3), end(350, 3)});
+  aggregator.consume(b, std::vector{begin(10, 4), end(20, 4)});
+  trace::TimeBase time = time_base(1000);
+  time.start_ticks = 150; // f1 opened before the window: opened_ns 0, open_ns in full
+  const Snapshot s = aggregator.snapshot(time);
+  ASSERT_EQ(s.threads.size(), 2u);
+  ASSERT_EQ(s.threads[0].open_scopes.size(), 2u);
+  const OpenScope& outer = s.threads[0].open_scopes[0];
+  const OpenScope& inner = s.threads[0].open_scopes[1];
+  EXPECT_EQ(outer.name, "f1");
+  EXPECT_EQ(outer.file, "x.cpp");
+  EXPECT_EQ(outer.line, 1u);
+  EXPECT_EQ(outer.opened_ns, 0u);
+  EXPECT_EQ(outer.open_ns, 900u);
+  EXPECT_EQ(inner.name, "f2");
+  EXPECT_EQ(inner.opened_ns, 50u);
+  EXPECT_EQ(inner.open_ns, 800u);
+  EXPECT_TRUE(s.threads[1].open_scopes.empty());
+}
+
 TEST(Aggregator, BoundedWindowKeepsEachThreadBalanced) {
   // Room for a few events only: the begins of the outer scopes are evicted.
   Aggregator aggregator(6 * 64, numbered_resolver());
