@@ -100,7 +100,7 @@ void add_counter(std::vector<MetricFamily>& families, std::string name, std::str
 }
 
 // Threads are labelled by name: a thread id would make a new series on every restart.
-std::string_view thread_name(const ThreadInfo& thread) {
+std::string thread_name(const ThreadInfo& thread) {
   return thread.name.empty() ? "(unnamed)" : thread.name;
 }
 
