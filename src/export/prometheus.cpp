@@ -286,6 +286,18 @@ void write_prometheus(const Snapshot& snapshot, std::ostream& out) {
   add_counter(families, "hotscope_trace_evicted_total",
               "Trace events pushed out of the bounded trace window.",
               static_cast<double>(snapshot.trace_evicted));
+  MetricFamily& memory =
+      family(families, "hotscope_memory_bytes",
+             "Memory the profiler holds: the threads' rings, the trace window, the statistics.",
+             MetricType::Gauge);
+  const std::pair<const char*, std::uint64_t> parts[] = {
+      {"rings", snapshot.memory.rings},
+      {"trace_window", snapshot.memory.trace_window},
+      {"statistics", snapshot.memory.statistics},
+  };
+  for (const auto& [part, bytes] : parts) {
+    sample(memory, labels({{"part", part}})).gauge.value = static_cast<double>(bytes);
+  }
 
   add_functions(snapshot, families);
   if (snapshot.heap) {

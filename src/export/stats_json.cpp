@@ -138,6 +138,10 @@ void write_stats_json(const Snapshot& snapshot, std::ostream& out) {
         {"start_ns", snapshot.trace_start_ns},
         {"evicted", snapshot.trace_evicted},
         {"open_scopes", snapshot.trace_open_scopes}}},
+      {"memory",
+       {{"rings_bytes", snapshot.memory.rings},
+        {"trace_window_bytes", snapshot.memory.trace_window},
+        {"statistics_bytes", snapshot.memory.statistics}}},
   };
   write_json(stats, out);
 }

@@ -176,6 +176,13 @@ struct HeapFigures {
   std::uint64_t peak_blocks = 0; // live blocks at that peak
 };
 
+// Memory the profiler holds, in bytes; each part is bounded (docs/architecture.md).
+struct ProfilerMemory {
+  std::uint64_t rings = 0;        // the threads' rings, mapped (HOTSCOPE_RING_RECORDS each)
+  std::uint64_t trace_window = 0; // up to HOTSCOPE_TRACE_MIB
+  std::uint64_t statistics = 0;   // per-function and per-thread statistics, names
+};
+
 struct Snapshot {
   std::string hotscope_version;
   std::int64_t pid = 0;
@@ -187,6 +194,7 @@ struct Snapshot {
   std::uint64_t threads_folded = 0; // exited threads merged into "(exited threads)" to bound memory
   Allocations allocations;          // over all threads
   std::optional<HeapFigures> heap;  // filled by the agent for /v1/metrics, else empty
+  ProfilerMemory memory;
 
   std::vector<FunctionStats> functions; // over all threads, sorted by total_ns descending
   std::vector<ThreadInfo> threads;
