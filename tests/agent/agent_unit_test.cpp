@@ -6,10 +6,19 @@
 #include "export/export.hpp"
 #include "export/snapshot_fixture.hpp"
 #include "prometheus_check.hpp"
+#include "trace/trace.hpp"
+
+#include <hotscope/hotscope.hpp>
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fstream>
 
 #include <map>
 #include <random>
@@ -463,6 +472,50 @@ TEST(Routes, TheTcpListenerServesMetricsOnly) {
   EXPECT_EQ(stats.status, 404u);
   EXPECT_EQ(nlohmann::json::parse(stats.body).at("endpoints"),
             nlohmann::json::array({"GET /v1/metrics"}));
+}
+
+// `hotscope info` printed trace.events 0 whatever the window held: /v1/info takes a
+// statistics-only snapshot, whose trace it does not convert.
+TEST(Routes, InfoCountsTheEventsInTheTraceWindow) {
+  for (int i = 0; i < 5; ++i) {
+    HOTSCOPE_SCOPE("counted_in_the_window");
+  }
+  trace::collect_now();
+  const auto info = nlohmann::json::parse(get("/v1/info").body);
+  const std::uint64_t events = info.at("trace").at("events");
+  EXPECT_GE(events, 10u); // each scope's begin and end
+  EXPECT_LE(events, trace::snapshot().trace.size());
+}
+
+TEST(Routes, AQueryCutForItsLengthIs414) {
+  agent::Process process;
+  agent::Request request{"GET", "/v1/stats", {}, false, true};
+  const auto response = agent::route(process, agent::Listener::Unix, request);
+  EXPECT_EQ(response.status, 414u);
+  EXPECT_NE(response.body.find("more than 64 parameters"), std::string::npos) << response.body;
+}
+
+// The start time that tells a reused pid apart (hotscope list) is the process's own: a child
+// started now started between two readings of the time since boot.
+TEST(AgentFiles, StartTicksAreTheProcessStartTime) {
+  const auto uptime_ticks = [] {
+    double seconds = 0;
+    std::ifstream("/proc/uptime") >> seconds;
+    return seconds * static_cast<double>(sysconf(_SC_CLK_TCK));
+  };
+  const double before = uptime_ticks();
+  const pid_t child = fork();
+  if (child == 0) {
+    pause();
+    _exit(0);
+  }
+  const double after = uptime_ticks();
+  const auto ticks = static_cast<double>(agent::process_start_ticks(child));
+  kill(child, SIGKILL);
+  waitpid(child, nullptr, 0);
+  EXPECT_GE(ticks, before - 2) << "before " << before << " after " << after;
+  EXPECT_LE(ticks, after + 2) << "before " << before << " after " << after;
+  EXPECT_EQ(agent::process_start_ticks(child), 0u); // gone
 }
 
 TEST(Routes, ForbiddenNamesBothUids) {

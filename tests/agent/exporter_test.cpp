@@ -120,7 +120,7 @@ TEST_F(ExporterWithPrometheus, HistogramsAggregateAndTargetsComeAndGo) {
   const fs::path runtime_dir = scratch.path() / "rt";
   std::vector<std::unique_ptr<Demo>> demos;
   for (int i = 0; i < 3; ++i) {
-    demos.push_back(std::make_unique<Demo>(Env{}, true, std::vector<std::string>{}, runtime_dir));
+    demos.push_back(std::make_unique<Demo>(Env{{"HOTSCOPE_RUNTIME_DIR", runtime_dir}}));
   }
   const Background exporter(
       {HOTSCOPE_CLI, "exporter", "--listen", "127.0.0.1:0", "--timeout-ms", "500"},
