@@ -52,9 +52,11 @@ Page flame_page(const Model& model, ViewState& state, std::size_t width) {
     root = &*child;
     path += " > " + name;
   }
-  page.fixed.push_back(Line{fmt::format(" self time in the trace window's last seconds, all "
-                                        "threads: {}  ({})",
-                                        path, duration(static_cast<double>(root->total_ns))),
+  page.fixed.push_back(Line{fmt::format(" self time in the trace's last {} s, all threads: {}  "
+                                        "({}); asked for every {} s",
+                                        model.flame_seconds(), path,
+                                        duration(static_cast<double>(root->total_ns)),
+                                        model.flame_seconds()),
                             Style::Dim});
   const std::size_t columns_wide = width > 2 ? width - 2 : 100;
   std::vector<std::string> lines(kDepth, std::string(columns_wide, ' '));

@@ -300,7 +300,8 @@ void Model::set_heap_unavailable(std::string hint) {
   previous_sites_.clear();
 }
 
-void Model::update_flame(const std::string& folded) {
+void Model::update_flame(const std::string& folded, double seconds) {
+  flame_seconds_ = seconds;
   flame_ = FlameNode{"all", 0, 0, {}};
   stacks_.clear();
   std::istringstream lines(folded);

@@ -95,7 +95,7 @@ bool Source::fetch(Model& model, const ViewState& state, const FetchOptions& opt
       return false;
     }
     if (folded->status / 100 == 2) { // 501 without a trace: the flame tab says so
-      model.update_flame(folded->body);
+      model.update_flame(folded->body, options.flame_seconds);
     }
     break;
   }
