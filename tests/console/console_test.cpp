@@ -189,6 +189,34 @@ TEST(ConsoleLive, ShowsThatTheTargetExited) {
   EXPECT_EQ(tmux.exit_status(), 0);
 }
 
+// The measuring window's length in the title ("window 4.20 s"), or "" when not shown.
+std::string window_shown(const std::string& screen) {
+  const auto start = screen.find("window ");
+  return start == std::string::npos ? "" : screen.substr(start, screen.find(',', start) - start);
+}
+
+// A refresh slower than the interval (the process stopped for a while) must not stop the
+// refreshes: the console once waited forever for a key when its wait came out negative.
+TEST(ConsoleLive, KeepsRefreshingAfterARefreshSlowerThanTheInterval) {
+  Program program;
+  Tmux tmux(120, 30,
+            console_command(program.runtime_dir(),
+                            {"-p", std::to_string(program.pid()), "--interval", "0.2"}));
+  tmux.wait_for("console_test::many_quick_steps");
+  kill(program.pid(), SIGSTOP); // the next answer comes 1 s late
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  kill(program.pid(), SIGCONT);
+  std::string seen = window_shown(tmux.screen());
+  for (int change = 0; change < 3 && !::testing::Test::HasFailure(); ++change) {
+    const std::string screen =
+        tmux.wait_until([&](const std::string& text) { return window_shown(text) != seen; },
+                        "the window's length change after \"" + seen + "\"");
+    seen = window_shown(screen);
+  }
+  tmux.keys({"q"});
+  EXPECT_EQ(tmux.exit_status(), 0);
+}
+
 TEST(ConsoleLive, ATinyTerminalSaysSoAndAResizeRedraws) {
   Program program;
   Tmux tmux(60, 20, console_command(program.runtime_dir(), {"-p", std::to_string(program.pid())}));

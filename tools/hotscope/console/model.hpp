@@ -86,7 +86,7 @@ struct FlameNode {
 class Model {
 public:
   // GET /v1/stats (the stats.json schema).
-  void update_stats(const nlohmann::json& stats);
+  void update_stats(nlohmann::json stats);
   // GET /v1/threads; threads_unsupported() when the agent has none (an older hotscope).
   void update_threads(const nlohmann::json& threads);
   void set_threads_unsupported();

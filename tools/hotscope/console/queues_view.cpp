@@ -13,7 +13,10 @@ namespace {
 std::string names(const nlohmann::json& list) {
   std::string text;
   for (const nlohmann::json& name : list) {
-    text += (text.empty() ? "" : ",") + (name.is_string() ? name.get<std::string>() : "?");
+    if (!text.empty()) {
+      text += ',';
+    }
+    text += name.is_string() ? name.get<std::string>() : std::string("?");
   }
   return text.empty() ? "-" : text;
 }
