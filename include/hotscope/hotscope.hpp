@@ -66,6 +66,9 @@ struct Ring {
   std::uint64_t cached_tail = 0;
   // Slots held back for the END records of open scopes, so a recorded BEGIN always gets its END.
   std::uint64_t reserved_ends = 0;
+  // How full the ring may look (from cached_tail) before the producer reads the real tail: the
+  // wake mark (half the ring) until it passes it, then the capacity. 0 before the first record.
+  std::uint64_t fast_limit = 0;
   std::atomic<std::uint64_t> dropped{0};
   hotscope_record* slots = nullptr;
   std::uint64_t capacity = 0; // a power of two, or 0 for a ring that drops everything
@@ -100,13 +103,17 @@ inline Ring* current_ring() noexcept {
   return ring;
 }
 
+// Reads the real tail; when the ring is past its wake mark, wakes the collector (once per
+// crossing, a futex wake) so it drains before the ring fills. Out of line: rarely taken.
+bool has_room_slow(Ring* ring, std::uint64_t head, std::uint64_t needed) noexcept;
+
 // True when `needed` more records fit beside the slots reserved for pending ENDs.
 inline bool has_room(Ring* ring, std::uint64_t head, std::uint64_t needed) noexcept {
-  if (head - ring->cached_tail + ring->reserved_ends + needed <= ring->capacity) {
+  if (__builtin_expect(head - ring->cached_tail + ring->reserved_ends + needed <= ring->fast_limit,
+                       1)) {
     return true;
   }
-  ring->cached_tail = ring->tail.load(std::memory_order_acquire);
-  return head - ring->cached_tail + ring->reserved_ends + needed <= ring->capacity;
+  return has_room_slow(ring, head, needed);
 }
 
 // Only the owning thread writes `dropped`, so a relaxed load+store is an exact count.

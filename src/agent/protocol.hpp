@@ -17,6 +17,10 @@ namespace hotscope::agent {
 // The number in every endpoint's path (/v1/...) and in every <pid>.json.
 inline constexpr int kApiVersion = 1;
 
+// /v1/threads marks a thread stuck when its innermost scope has been open longer than this
+// (its stuck_ms parameter, `hotscope threads --stuck MS`).
+inline constexpr std::uint64_t kDefaultStuckMs = 1000;
+
 // $HOTSCOPE_RUNTIME_DIR if set and not empty, else $XDG_RUNTIME_DIR/hotscope, else
 // /tmp/hotscope-<uid>.
 inline std::string runtime_dir(const char* hotscope_runtime_dir, const char* xdg_runtime_dir,

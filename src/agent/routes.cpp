@@ -42,6 +42,7 @@ constexpr Endpoint kEndpoints[] = {
      "GET",
      {"format", "seconds"},
      "GET /v1/trace?format=chrome|folded|text&seconds=N"},
+    {"/v1/threads", "GET", {"format", "stuck_ms"}, "GET /v1/threads?format=json|text&stuck_ms=N"},
     {"/v1/metrics", "GET", {}, "GET /v1/metrics"},
     {"/v1/heap", "GET", {"format"}, "GET /v1/heap?format=dhat|pprof"},
     {"/v1/reset", "POST", {}, "POST /v1/reset"},
@@ -151,6 +152,17 @@ Response stats(const Request& request) {
                  exporters::write_stats_json);
 }
 
+// `text` as a finite number in (0, 1e9], or in [0, 1e9] when `zero_allowed`; else nothing.
+std::optional<double> bounded_number(const std::string& text, bool zero_allowed) {
+  double value = 0;
+  const auto [end, problem] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (problem != std::errc() || end != text.data() + text.size() || !std::isfinite(value) ||
+      value < 0 || (value == 0 && !zero_allowed) || value > 1e9) {
+    return std::nullopt;
+  }
+  return value;
+}
+
 Response trace_window(const Process& process, const Request& request) {
   const auto format = parameter(request, "format");
   if (std::string problem = check_choice(format, {"chrome", "folded", "text"}); !problem.empty()) {
@@ -158,14 +170,11 @@ Response trace_window(const Process& process, const Request& request) {
   }
   std::optional<std::uint64_t> recent_ns;
   if (const auto seconds = parameter(request, "seconds")) {
-    double value = 0;
-    const auto [end, problem] =
-        std::from_chars(seconds->data(), seconds->data() + seconds->size(), value);
-    if (problem != std::errc() || end != seconds->data() + seconds->size() ||
-        !std::isfinite(value) || value <= 0 || value > 1e9) {
+    const auto value = bounded_number(*seconds, false);
+    if (!value) {
       return error(400, fmt::format("seconds=\"{}\" is not a number of seconds above 0", *seconds));
     }
-    recent_ns = static_cast<std::uint64_t>(value * 1e9);
+    recent_ns = static_cast<std::uint64_t>(*value * 1e9);
   }
   if (process.trace_window_bytes == 0) {
     return error(501, "the trace window is off in this process (HOTSCOPE_TRACE_MIB=0); start it "
@@ -182,6 +191,30 @@ Response trace_window(const Process& process, const Request& request) {
     return written(kText, snapshot, exporters::write_text_tree);
   }
   return written(kJson, snapshot, exporters::write_chrome_json);
+}
+
+Response threads(const Request& request) {
+  const auto format = parameter(request, "format");
+  if (std::string problem = check_choice(format, {"json", "text"}); !problem.empty()) {
+    return error(400, problem);
+  }
+  std::uint64_t stuck_ns = kDefaultStuckMs * 1'000'000;
+  if (const auto stuck_ms = parameter(request, "stuck_ms")) {
+    const auto value = bounded_number(*stuck_ms, true);
+    if (!value) {
+      return error(400, fmt::format("stuck_ms=\"{}\" is not a number of milliseconds (0 or more)",
+                                    *stuck_ms));
+    }
+    stuck_ns = static_cast<std::uint64_t>(*value * 1e6);
+  }
+  const Snapshot snapshot = trace::snapshot(trace::Contents::StatisticsOnly);
+  std::ostringstream out;
+  if (format == "text") {
+    exporters::write_threads_text(snapshot, stuck_ns, out);
+    return Response{200, kText, std::move(out).str(), ""};
+  }
+  exporters::write_threads_json(snapshot, stuck_ns, out);
+  return Response{200, kJson, std::move(out).str(), ""};
 }
 
 Response heap(const Request& request) {
@@ -266,6 +299,9 @@ Response route(const Process& process, Listener listener, const Request& request
   }
   if (path == "/v1/trace") {
     return trace_window(process, request);
+  }
+  if (path == "/v1/threads") {
+    return threads(request);
   }
   if (path == "/v1/metrics") {
     Snapshot snapshot = trace::snapshot(trace::Contents::StatisticsOnly);

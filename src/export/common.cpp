@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <tuple>
 #include <unordered_map>
 
 namespace hotscope::exporters::detail {
@@ -65,6 +67,26 @@ std::string clock_summary(const ClockInfo& clock) {
 std::string records_summary(const RecordCounts& records) {
   return fmt::format("written={} kept={} dropped={}", records.written, records.kept,
                      records.dropped);
+}
+
+bool is_stuck(const ThreadInfo& thread, std::uint64_t stuck_ns) {
+  return !thread.open_scopes.empty() && thread.open_scopes.back().open_ns > stuck_ns;
+}
+
+std::vector<const ThreadInfo*> stuck_first(const Snapshot& snapshot, std::uint64_t stuck_ns) {
+  std::vector<const ThreadInfo*> threads;
+  for (const ThreadInfo& thread : snapshot.threads) {
+    threads.push_back(&thread);
+  }
+  const auto key = [&](const ThreadInfo* thread) {
+    const bool stuck = is_stuck(*thread, stuck_ns);
+    // Stuck first, longest open first; then by index.
+    return std::make_tuple(!stuck, stuck ? UINT64_MAX - thread->open_scopes.back().open_ns : 0,
+                           thread->index);
+  };
+  std::sort(threads.begin(), threads.end(),
+            [&](const ThreadInfo* a, const ThreadInfo* b) { return key(a) < key(b); });
+  return threads;
 }
 
 void walk_trace(const Snapshot& snapshot, const std::function<void(const TraceStep&)>& visit) {

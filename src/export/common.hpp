@@ -32,6 +32,12 @@ std::string clock_summary(const ClockInfo& clock);
 // "written=10 kept=8 dropped=2".
 std::string records_summary(const RecordCounts& records);
 
+// True when the thread's innermost open scope has been open longer than `stuck_ns`.
+bool is_stuck(const ThreadInfo& thread, std::uint64_t stuck_ns);
+// The threads as /v1/threads lists them: stuck ones first (longest-open innermost scope first),
+// then the rest in index order.
+std::vector<const ThreadInfo*> stuck_first(const Snapshot& snapshot, std::uint64_t stuck_ns);
+
 // One trace event as seen by a walk over the trace window.
 struct TraceStep {
   const TraceEvent& event;

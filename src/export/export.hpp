@@ -19,6 +19,12 @@ void write_table(const Snapshot& snapshot, std::ostream& out);
 // The same statistics, and per-thread figures, as JSON.
 void write_stats_json(const Snapshot& snapshot, std::ostream& out);
 
+// What every thread is doing now (GET /v1/threads, `hotscope threads`): its open scopes and how
+// long each has been open, CPU time, context switches, state. Threads whose innermost scope has
+// been open longer than `stuck_ns` come first, marked stuck. As JSON, and as indented text.
+void write_threads_json(const Snapshot& snapshot, std::uint64_t stuck_ns, std::ostream& out);
+void write_threads_text(const Snapshot& snapshot, std::uint64_t stuck_ns, std::ostream& out);
+
 // Writes report.txt, stats.json, trace.json, trace.folded and trace.txt into `directory`
 // (created if missing). Returns "" on success, else one line naming the path and the problem.
 std::string write_all(const Snapshot& snapshot, const std::string& directory);

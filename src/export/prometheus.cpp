@@ -182,9 +182,38 @@ void write_prometheus(const Snapshot& snapshot, std::ostream& out) {
   for (const auto& [labels, dropped] : thread_drops) {
     out << "hotscope_thread_records_dropped_total" << labels << ' ' << dropped << '\n';
   }
+  // Live threads only: an ended thread's CPU time can no longer be read.
+  std::map<std::string, std::uint64_t> thread_cpu;
+  for (const ThreadInfo& thread : snapshot.threads) {
+    if (thread.os.state.empty()) {
+      continue;
+    }
+    const std::pair<const char*, std::uint64_t> modes[] = {{"user", thread.os.cpu_user_ns},
+                                                           {"system", thread.os.cpu_system_ns}};
+    for (const auto& [mode, ns] : modes) {
+      thread_cpu[label_set(
+          {{"thread", thread.name}, {"tid", std::to_string(thread.os_tid)}, {"mode", mode}})] += ns;
+    }
+  }
+  family(out, "hotscope_thread_cpu_seconds_total", "counter",
+         "CPU time of a live thread since it started, in user or system mode.");
+  for (const auto& [labels, ns] : thread_cpu) {
+    out << "hotscope_thread_cpu_seconds_total" << labels << ' ' << seconds(static_cast<double>(ns))
+        << '\n';
+  }
   family(out, "hotscope_trace_evicted_total", "counter",
          "Trace events pushed out of the bounded trace window.");
   out << "hotscope_trace_evicted_total " << snapshot.trace_evicted << '\n';
+  family(out, "hotscope_memory_bytes", "gauge",
+         "Memory the profiler holds: the threads' rings, the trace window, the statistics.");
+  const std::pair<const char*, std::uint64_t> memory[] = {
+      {"rings", snapshot.memory.rings},
+      {"trace_window", snapshot.memory.trace_window},
+      {"statistics", snapshot.memory.statistics},
+  };
+  for (const auto& [part, bytes] : memory) {
+    out << "hotscope_memory_bytes" << label_set({{"part", part}}) << ' ' << bytes << '\n';
+  }
 
   std::map<std::string, FunctionSeries> functions;
   for (const FunctionStats& function : snapshot.functions) {

@@ -1,5 +1,6 @@
 // The statistics as JSON; docs/formats-output.md documents the schema, which the agent API
 // serves too, so keys change only together with that document.
+#include "export/common.hpp"
 #include "export/export.hpp"
 
 #include <nlohmann/json.hpp>
@@ -48,18 +49,63 @@ Json functions_json(const std::vector<FunctionStats>& functions) {
   return list;
 }
 
+// The keys stats.json's threads and /v1/threads share (docs/formats-output.md).
+void add_os_figures(Json& json, const OsThreadFigures& os) {
+  json["state"] = os.state;
+  json["cpu_user_ns"] = os.cpu_user_ns;
+  json["cpu_system_ns"] = os.cpu_system_ns;
+  json["voluntary_switches"] = os.voluntary_switches;
+  json["involuntary_switches"] = os.involuntary_switches;
+}
+
+void write_json(const Json& json, std::ostream& out) {
+  // Names may hold invalid UTF-8 (text cut at a size limit): replace it rather than fail.
+  out << json.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << '\n';
+}
+
 } // namespace
+
+void write_threads_json(const Snapshot& snapshot, std::uint64_t stuck_ns, std::ostream& out) {
+  Json threads = Json::array();
+  for (const ThreadInfo* thread : detail::stuck_first(snapshot, stuck_ns)) {
+    Json json = {{"index", thread->index},
+                 {"os_tid", thread->os_tid},
+                 {"name", thread->name},
+                 {"exited", thread->exited}};
+    add_os_figures(json, thread->os);
+    json["records"] = records_json(thread->records);
+    Json scopes = Json::array();
+    for (const OpenScope& scope : thread->open_scopes) {
+      scopes.push_back({{"name", scope.name},
+                        {"file", scope.file},
+                        {"line", scope.line},
+                        {"opened_ns", scope.opened_ns},
+                        {"open_ns", scope.open_ns}});
+    }
+    json["open_scopes"] = std::move(scopes);
+    json["stuck"] = detail::is_stuck(*thread, stuck_ns);
+    threads.push_back(std::move(json));
+  }
+  write_json({{"pid", snapshot.pid},
+              {"process_name", snapshot.process_name},
+              {"now_ns", snapshot.duration_ns},
+              {"stuck_threshold_ns", stuck_ns},
+              {"threads", std::move(threads)}},
+             out);
+}
 
 void write_stats_json(const Snapshot& snapshot, std::ostream& out) {
   Json threads = Json::array();
   for (const ThreadInfo& thread : snapshot.threads) {
-    threads.push_back({{"index", thread.index},
-                       {"os_tid", thread.os_tid},
-                       {"name", thread.name},
-                       {"exited", thread.exited},
-                       {"records", records_json(thread.records)},
-                       {"allocations", allocations_json(thread.allocations)},
-                       {"functions", functions_json(thread.functions)}});
+    Json json = {{"index", thread.index},
+                 {"os_tid", thread.os_tid},
+                 {"name", thread.name},
+                 {"exited", thread.exited}};
+    add_os_figures(json, thread.os);
+    json["records"] = records_json(thread.records);
+    json["allocations"] = allocations_json(thread.allocations);
+    json["functions"] = functions_json(thread.functions);
+    threads.push_back(std::move(json));
   }
   Json counters = Json::array();
   for (const CounterStats& counter : snapshot.counters) {
@@ -92,9 +138,12 @@ void write_stats_json(const Snapshot& snapshot, std::ostream& out) {
         {"start_ns", snapshot.trace_start_ns},
         {"evicted", snapshot.trace_evicted},
         {"open_scopes", snapshot.trace_open_scopes}}},
+      {"memory",
+       {{"rings_bytes", snapshot.memory.rings},
+        {"trace_window_bytes", snapshot.memory.trace_window},
+        {"statistics_bytes", snapshot.memory.statistics}}},
   };
-  // Names may hold invalid UTF-8 (text cut at a size limit): replace it rather than fail.
-  out << stats.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << '\n';
+  write_json(stats, out);
 }
 
 } // namespace hotscope::exporters

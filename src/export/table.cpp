@@ -128,7 +128,23 @@ void write_table(const Snapshot& snapshot, std::ostream& out) {
   write_rows(out, function_rows(snapshot.functions, snapshot.functions.size(), snapshot.duration_ns,
                                 with_allocations));
 
-  out << "\nThreads\n";
+  out << "\nThreads (CPU time and context switches since each thread started, read from /proc "
+         "when this report was made; - for threads that had ended)\n";
+  Rows threads{{"Thread", "TID", "State", "CPU User", "CPU System", "Voluntary Sw",
+                "Involuntary Sw", "Records", "Dropped"}};
+  for (const ThreadInfo& thread : snapshot.threads) {
+    const OsThreadFigures& os = thread.os;
+    const bool known = !os.state.empty();
+    const auto figure = [&](std::string text) { return known ? text : std::string("-"); };
+    threads.push_back(
+        {shorten(detail::thread_label(thread)), fmt::format("{}", thread.os_tid), figure(os.state),
+         figure(detail::human_duration(static_cast<double>(os.cpu_user_ns))),
+         figure(detail::human_duration(static_cast<double>(os.cpu_system_ns))),
+         figure(fmt::format("{}", os.voluntary_switches)),
+         figure(fmt::format("{}", os.involuntary_switches)),
+         fmt::format("{}", thread.records.written), fmt::format("{}", thread.records.dropped)});
+  }
+  write_rows(out, threads);
   for (const ThreadInfo& thread : snapshot.threads) {
     out << fmt::format("\n{} records: {}\n", detail::thread_heading(thread),
                        detail::records_summary(thread.records));

@@ -149,7 +149,23 @@ StackId StackTable::intern(std::span<const std::uintptr_t> frames) {
 }
 
 StackId Engine::intern(std::span<const std::uintptr_t> frames) {
-  return stacks_.intern_site(frames, sites_);
+  const StackId id = stacks_.intern_site(frames, sites_);
+  if (synced_.size() < sites_.size()) {
+    synced_.push_back(peak_); // nothing at any earlier peak
+  }
+  return id;
+}
+
+// Before a site's live figures change: if a peak was recorded since they last changed, they are
+// its figures at that peak.
+SiteCounts& Engine::changing(StackId id) {
+  SiteCounts& site = sites_[id];
+  if (synced_[id] != peak_) {
+    site.gmax_bytes = site.curr_bytes;
+    site.gmax_blocks = site.curr_blocks;
+    synced_[id] = peak_;
+  }
+  return site;
 }
 
 // The common tail of an allocation and a growing realloc: a new global peak (">=": of equal
@@ -169,20 +185,18 @@ void Engine::grow(SiteCounts& site, std::uint64_t size, std::uint64_t now) {
 }
 
 // Called before anything lowers the live bytes: if we sit on the (latest) global peak, every
-// site's live figures are the figures at t-gmax.
+// site's live figures are the figures at t-gmax. valgrind copies them for every site here; they
+// are copied per site when it next changes (changing()), or by snapshot(), so a program of
+// 100,000 sites that frees at its peak again and again does not copy them all each time.
 void Engine::check_for_peak() {
-  if (curr_bytes_ != max_bytes_) {
-    return;
-  }
-  for (SiteCounts& site : sites_) {
-    site.gmax_bytes = site.curr_bytes;
-    site.gmax_blocks = site.curr_blocks;
+  if (curr_bytes_ == max_bytes_) {
+    ++peak_;
   }
 }
 
 void Engine::alloc(std::uintptr_t address, std::size_t size, StackId stack, std::uint64_t now) {
   const std::uint64_t bytes = dhat_size(size);
-  SiteCounts& site = sites_[stack];
+  SiteCounts& site = changing(stack);
   ++curr_blocks_;
   curr_bytes_ += bytes;
   ++site.curr_blocks;
@@ -204,7 +218,7 @@ bool Engine::free(std::uintptr_t address, std::uint64_t now) {
 // A block that ends, already out of the live blocks.
 void Engine::retire(const LiveBlock& block, std::uint64_t now) {
   check_for_peak();
-  SiteCounts& site = sites_[block.site];
+  SiteCounts& site = changing(block.site);
   --curr_blocks_;
   curr_bytes_ -= block.size;
   --site.curr_blocks;
@@ -257,7 +271,7 @@ void Engine::realloc_end(std::uint64_t key, std::uintptr_t new_address, std::siz
   if (bytes < block.size) {
     check_for_peak();
   }
-  SiteCounts& site = sites_[block.site];
+  SiteCounts& site = changing(block.site);
   // Block counts are unchanged: the block lives on under its original site.
   curr_bytes_ = curr_bytes_ - block.size + bytes;
   site.curr_bytes = site.curr_bytes - block.size + bytes;
@@ -276,6 +290,7 @@ void Engine::restart(std::uint64_t now) {
     site.total_blocks = site.max_blocks = site.gmax_blocks = site.curr_blocks;
     site.lifetimes = 0;
   }
+  std::fill(synced_.begin(), synced_.end(), peak_);
 }
 
 RawProfile in_microseconds(RawProfile raw, double microseconds_per_unit) {
@@ -301,7 +316,7 @@ RawProfile Engine::snapshot(std::uint64_t now) const {
   for (StackId id = 0; id < sites_.size(); ++id) {
     const auto frames = stacks_.stack(id);
     RawSite& site = raw.sites.emplace_back(RawSite{{frames.begin(), frames.end()}, sites_[id]});
-    if (at_peak) {
+    if (at_peak || synced_[id] != peak_) {
       site.counts.gmax_bytes = site.counts.curr_bytes;
       site.counts.gmax_blocks = site.counts.curr_blocks;
     }

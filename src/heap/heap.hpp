@@ -183,9 +183,14 @@ private:
   void grow(SiteCounts& site, std::uint64_t size, std::uint64_t now);
   void retire(const LiveBlock& block, std::uint64_t now);
   void check_for_peak();
+  SiteCounts& changing(StackId id);
 
   StackTable stacks_;
   std::vector<SiteCounts> sites_; // indexed by StackId
+  // Peaks recorded by check_for_peak, and per site the count when its figures last changed: a
+  // site behind the count holds its figures at the latest peak in curr_*, not gmax_*.
+  std::uint64_t peak_ = 0;
+  std::vector<std::uint64_t> synced_;
   LiveTable live_;
   struct Reallocating {
     std::uint64_t key;

@@ -83,6 +83,26 @@ struct RecordCounts {
   std::uint64_t dropped = 0; // refused by a full ring on the producing thread
 };
 
+// A scope open on a thread when the snapshot was taken.
+struct OpenScope {
+  std::string name;
+  std::string file;
+  std::uint32_t line = 0;
+  std::uint64_t opened_ns = 0; // since Snapshot's start (0 when it opened before the window)
+  std::uint64_t open_ns = 0;   // how long it has been open at the snapshot, in full
+};
+
+// What the operating system says about a live thread, read by whoever takes the snapshot (from
+// /proc/self/task/TID), never by the thread itself. All zero and `state` empty for threads that
+// have exited, for external tracks and when /proc could not be read.
+struct OsThreadFigures {
+  std::string state;               // /proc's state letter: R running, S sleeping, D disk wait, ...
+  std::uint64_t cpu_user_ns = 0;   // cumulative since the thread started
+  std::uint64_t cpu_system_ns = 0; // cumulative since the thread started
+  std::uint64_t voluntary_switches = 0;
+  std::uint64_t involuntary_switches = 0;
+};
+
 struct ThreadInfo {
   std::uint32_t index = 0; // stable index, referenced by TraceEvent::thread
   std::int64_t os_tid = 0;
@@ -91,6 +111,8 @@ struct ThreadInfo {
   RecordCounts records;
   Allocations allocations;
   std::vector<FunctionStats> functions; // this thread's share, sorted by total_ns descending
+  std::vector<OpenScope> open_scopes;   // outermost first, innermost last
+  OsThreadFigures os;
 };
 
 enum class EventKind : std::uint8_t { Begin, End, Message, Counter };
@@ -114,6 +136,13 @@ struct HeapFigures {
   std::uint64_t peak_blocks = 0; // live blocks at that peak
 };
 
+// Memory the profiler holds, in bytes; each part is bounded (docs/architecture.md).
+struct ProfilerMemory {
+  std::uint64_t rings = 0;        // the threads' rings, mapped (HOTSCOPE_RING_RECORDS each)
+  std::uint64_t trace_window = 0; // up to HOTSCOPE_TRACE_MIB
+  std::uint64_t statistics = 0;   // per-function and per-thread statistics, names
+};
+
 struct Snapshot {
   std::string hotscope_version;
   std::int64_t pid = 0;
@@ -125,6 +154,7 @@ struct Snapshot {
   std::uint64_t threads_folded = 0; // exited threads merged into "(exited threads)" to bound memory
   Allocations allocations;          // over all threads
   std::optional<HeapFigures> heap;  // filled by the agent for /v1/metrics, else empty
+  ProfilerMemory memory;
 
   std::vector<FunctionStats> functions; // over all threads, sorted by total_ns descending
   std::vector<ThreadInfo> threads;

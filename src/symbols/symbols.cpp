@@ -172,6 +172,14 @@ private:
   std::vector<Range> ranges_;
 };
 
+// Code no symbol names: the object's file name and the link-time address, as `nm` and
+// `addr2line -e object` take it.
+std::string unnamed_code(const std::string& object, std::uint64_t offset) {
+  char hex[24];
+  std::snprintf(hex, sizeof hex, "+0x%" PRIx64, offset);
+  return base_name(object.c_str()) + hex;
+}
+
 } // namespace
 
 std::string describe(std::uintptr_t address, const Frame& frame) {
@@ -250,6 +258,17 @@ struct Symbolizer::Session {
   LoadedObjects loaded; // when the memory map was read
   // By the address of the unit's DIE; valid while the map is not read again.
   std::unordered_map<const void*, UnitScopes> units;
+  // By module path and load address: kept across rereads of the map for the objects still there.
+  std::map<std::pair<std::string, Dwarf_Addr>, SymbolTable> tables;
+
+  const SymbolTable& table(Dwfl_Module* module, const char* name, Dwarf_Addr low) {
+    auto found = tables.find({name, low});
+    if (found == tables.end()) {
+      found =
+          tables.emplace(std::pair<std::string, Dwarf_Addr>{name, low}, SymbolTable(module)).first;
+    }
+    return found->second;
+  }
 };
 
 Symbolizer::Symbolizer() : session_(std::make_unique<Session>()) {
@@ -279,6 +298,20 @@ void Symbolizer::read_memory_map() {
     dwfl_report_begin(session_->dwfl);
     dwfl_linux_proc_report(session_->dwfl, getpid());
     dwfl_report_end(session_->dwfl, nullptr, nullptr);
+    // The tables of objects no longer loaded go.
+    using Tables = decltype(session_->tables);
+    std::pair<Tables, Tables> old_and_kept{std::move(session_->tables), {}};
+    dwfl_getmodules(
+        session_->dwfl,
+        [](Dwfl_Module*, void**, const char* name, Dwarf_Addr low, void* data) -> int {
+          auto& [old, kept] = *static_cast<std::pair<Tables, Tables>*>(data);
+          if (const auto found = old.find({name, low}); found != old.end()) {
+            kept.insert(old.extract(found));
+          }
+          return DWARF_CB_OK;
+        },
+        &old_and_kept, 0);
+    session_->tables = std::move(old_and_kept.second);
   }
 }
 
@@ -315,10 +348,13 @@ const std::vector<Frame>& Symbolizer::resolve(std::uintptr_t address) {
   Dwfl_Module* module =
       session_->dwfl == nullptr ? nullptr : dwfl_addrmodule(session_->dwfl, address);
   std::string object = "???";
+  const SymbolTable* table = nullptr;
   if (module != nullptr) {
-    if (const char* name = dwfl_module_info(module, nullptr, nullptr, nullptr, nullptr, nullptr,
-                                            nullptr, nullptr)) {
+    Dwarf_Addr low = 0;
+    if (const char* name =
+            dwfl_module_info(module, nullptr, &low, nullptr, nullptr, nullptr, nullptr, nullptr)) {
       object = name;
+      table = &session_->table(module, name, low);
     }
   }
   // The innermost source position, then one frame per enclosing inlined subroutine, whose
@@ -335,12 +371,7 @@ const std::vector<Frame>& Symbolizer::resolve(std::uintptr_t address) {
   }
   // The function containing the address, as the ELF symbol table names it: unlike DWARF it
   // carries the enclosing namespaces and parameter types of every function, as valgrind shows.
-  GElf_Off offset = 0;
-  GElf_Sym symbol;
-  const char* symbol_name =
-      module == nullptr
-          ? nullptr
-          : dwfl_module_addrinfo(module, address, &offset, &symbol, nullptr, nullptr, nullptr);
+  const std::string_view symbol_name = table == nullptr ? "" : table->name_at(address);
   Dwarf_Addr bias = 0;
   Dwarf_Die* cu = module == nullptr ? nullptr : dwfl_module_addrdie(module, address, &bias);
   std::string subprogram; // the DWARF name, for objects without a symbol table
@@ -358,8 +389,11 @@ const std::vector<Frame>& Symbolizer::resolve(std::uintptr_t address) {
       call_site(cu, &scope, file, line);
     }
   }
-  frames.push_back(Frame{symbol_name == nullptr ? subprogram : trace::demangle(symbol_name), file,
-                         line, object});
+  std::string function = symbol_name.empty() ? subprogram : trace::demangle(symbol_name.data());
+  if (function.empty() && table != nullptr) {
+    function = unnamed_code(object, address - table->bias()); // never dropped
+  }
+  frames.push_back(Frame{std::move(function), file, line, object});
   return cache_.emplace(address, std::move(frames)).first->second;
 }
 

@@ -6,13 +6,68 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
+
+struct Dwfl_Module; // libdw's
 
 namespace hotscope::symbols {
 
+// One object's symbols, read once and sorted: address to symbol name by binary search. libdw's
+// own lookup (dwfl_module_addrinfo) scans the whole table for every address, which on a stripped
+// program of 30,000 .dynsym symbols costs more than the program's run.
+// The symbols are those libdw finds for the module: the .symtab of the separate debug file (by
+// build id) or of the object itself, else its .dynsym plus the .gnu_debugdata MiniDebugInfo
+// (xz-compressed) where there is one. The choice among them follows dwfl_module_addrinfo: a
+// global symbol containing the address, else a local one, the closest start first, the smallest
+// first at equal starts; else the closest sizeless label in the same section with no sized symbol
+// between it and the address.
+class SymbolTable {
+public:
+  SymbolTable() = default;
+  explicit SymbolTable(Dwfl_Module* module);
+  // The symbols of the ELF file at `path`, at its link-time addresses. Separate debug files are
+  // looked for by build id under `debug_directories` (':'-separated, as libdw takes them).
+  // Empty when the file cannot be read.
+  static SymbolTable of_file(const std::string& path,
+                             const std::string& debug_directories = "/usr/lib/debug");
+
+  // The (mangled) name of the symbol containing `address`; empty when none does.
+  std::string_view name_at(std::uint64_t address) const;
+  // Loaded address minus link-time address.
+  std::uint64_t bias() const { return bias_; }
+  std::size_t size() const { return globals_.size() + locals_.size() + labels_.size(); }
+
+private:
+  struct Range {
+    std::uint64_t low;
+    std::uint64_t high;
+    std::uint32_t name;          // offset into names_
+    std::int32_t enclosing = -1; // the nearest earlier range ending later; -1: none
+  };
+  struct Label { // a symbol without a size (hand-written assembly)
+    std::uint64_t address;
+    std::uint64_t section_end;
+    std::uint32_t name;
+  };
+  static const Range* containing(const std::vector<Range>& ranges, std::uint64_t address);
+  void add(Dwfl_Module* module);
+  void index();
+
+  std::vector<Range> globals_; // by low, then high descending
+  std::vector<Range> locals_;
+  std::vector<Label> labels_; // by address
+  // By low, over both kinds of range: the largest high of those starting at or before it.
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> reach_;
+  std::string names_; // each name followed by '\0'
+  std::uint64_t bias_ = 0;
+};
+
 // One source-level frame. An address inside inlined code gives several, sharing the address.
 struct Frame {
-  std::string function; // demangled; empty when unknown
+  std::string function; // demangled; "object+0xoffset" when no symbol names it; empty outside
+                        // every object
   std::string file;     // base name of the source file; empty without debug info
   unsigned line = 0;
   std::string object; // path of the loaded object containing the address

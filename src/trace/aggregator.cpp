@@ -42,7 +42,7 @@ void Aggregator::Stats::merge(const Stats& other) {
 }
 
 Aggregator::Aggregator(std::size_t window_bytes, Resolver resolver)
-    : window_bytes_limit_(window_bytes), resolver_(std::move(resolver)) {}
+    : resolver_(std::move(resolver)), window_(window_bytes) {}
 
 std::uint32_t Aggregator::add_thread(std::int64_t os_tid, std::string name) {
   const std::uint32_t index = next_thread_++;
@@ -53,10 +53,16 @@ std::uint32_t Aggregator::add_thread(std::int64_t os_tid, std::string name) {
 }
 
 std::uint32_t Aggregator::intern_location(std::uint64_t ref) {
+  // Locations are 24-byte structs: the low bits of their addresses say little.
+  InternedRef& cached = intern_cache_[((ref >> 3) ^ (ref >> 13)) % kInternCacheSlots];
+  if (cached.ref == ref && cached.id != UINT32_MAX) {
+    return cached.id;
+  }
   const auto [it, inserted] = name_ids_.try_emplace(ref, static_cast<std::uint32_t>(names_.size()));
   if (inserted) {
     names_.push_back(resolver_.location(ref));
   }
+  cached = {ref, it->second};
   return it->second;
 }
 
@@ -66,25 +72,6 @@ std::uint32_t Aggregator::intern_text(std::uint64_t ref) {
     names_.push_back(LocationText{resolver_.text(ref), "", 0});
   }
   return it->second;
-}
-
-std::size_t Aggregator::event_bytes(const WindowEvent& event) {
-  // Short strings live inside the event (SSO); longer ones cost their capacity too.
-  return sizeof(WindowEvent) + (event.text.capacity() > 15 ? event.text.capacity() : 0);
-}
-
-void Aggregator::push_event(WindowEvent event) {
-  if (window_bytes_limit_ == 0) {
-    ++window_evicted_;
-    return;
-  }
-  window_bytes_ += event_bytes(event);
-  window_.push_back(std::move(event));
-  while (window_bytes_ > window_bytes_limit_ && !window_.empty()) {
-    window_bytes_ -= event_bytes(window_.front());
-    window_.pop_front();
-    ++window_evicted_;
-  }
 }
 
 void Aggregator::begin(ThreadState& thread, std::uint32_t location, std::uint64_t ticks) {
@@ -180,21 +167,21 @@ void Aggregator::consume(std::uint32_t thread_index, std::span<const hotscope_re
     case HOTSCOPE_RECORD_BEGIN: {
       const std::uint32_t location = intern_location(record.ref);
       begin(thread, location, record.ticks);
-      push_event({record.ticks, thread_index, EventKind::Begin, location, 0, {}});
+      push_event({record.ticks, thread_index, EventKind::Begin, location, 0});
       break;
     }
     case HOTSCOPE_RECORD_END: {
       const std::uint32_t location = intern_location(record.ref);
       end(thread, location, record.ticks);
-      push_event({record.ticks, thread_index, EventKind::End, location, 0, {}});
+      push_event({record.ticks, thread_index, EventKind::End, location, 0});
       break;
     }
     case HOTSCOPE_RECORD_MESSAGE_STATIC:
-      push_event({record.ticks, thread_index, EventKind::Message, intern_text(record.ref), 0, {}});
+      push_event({record.ticks, thread_index, EventKind::Message, intern_text(record.ref), 0});
       break;
     case HOTSCOPE_RECORD_MESSAGE_INLINE:
-      push_event({record.ticks, thread_index, EventKind::Message, kInlineText, 0,
-                  payload_text(payload_records, record.value)});
+      window_.push_text({record.ticks, thread_index, EventKind::Message, kInlineText, 0},
+                        payload_text(payload_records, record.value));
       break;
     case HOTSCOPE_RECORD_COUNTER: {
       const std::uint32_t location = intern_location(record.ref);
@@ -204,7 +191,7 @@ void Aggregator::consume(std::uint32_t thread_index, std::span<const hotscope_re
       counter.last = value;
       counter.min = std::min(counter.min, value);
       counter.max = std::max(counter.max, value);
-      push_event({record.ticks, thread_index, EventKind::Counter, location, value, {}});
+      push_event({record.ticks, thread_index, EventKind::Counter, location, value});
       break;
     }
     case HOTSCOPE_RECORD_THREAD_NAME:
@@ -263,11 +250,34 @@ void Aggregator::fold_old_threads() {
     thread.stats_folded = true;
     ++threads_folded_;
   }
-  const std::uint64_t oldest_event = window_.empty() ? UINT64_MAX : window_.front().ticks;
+  const std::uint64_t oldest_event = window_.oldest_ticks();
   std::erase_if(threads_, [&](const auto& entry) {
     const ThreadState& thread = entry.second;
     return thread.stats_folded && thread.last_ticks < oldest_event;
   });
+}
+
+// An estimate: the containers' elements and what they point to, not the allocator's overhead.
+std::size_t Aggregator::statistics_bytes() const {
+  const auto table_bytes = [](const std::unordered_map<std::uint32_t, Stats>& table) {
+    std::size_t bytes = table.bucket_count() * sizeof(void*);
+    for (const auto& [location, stats] : table) {
+      bytes += sizeof(std::pair<const std::uint32_t, Stats>) + sizeof(void*) +
+               stats.histogram.allocated_bytes();
+    }
+    return bytes;
+  };
+  std::size_t bytes = table_bytes(stats_) + table_bytes(folded_thread_stats_) +
+                      name_ids_.size() * (sizeof(std::pair<std::uint64_t, std::uint32_t>) + 16) +
+                      sizeof(intern_cache_) + counters_.size() * (sizeof(Counter) + 16);
+  for (const LocationText& name : names_) {
+    bytes += sizeof(LocationText) + name.name.capacity() + name.file.capacity();
+  }
+  for (const auto& [index, thread] : threads_) {
+    bytes += sizeof(ThreadState) + thread.name.capacity() +
+             thread.stack.capacity() * sizeof(Frame) + table_bytes(thread.stats);
+  }
+  return bytes;
 }
 
 void Aggregator::reset() {
@@ -278,8 +288,6 @@ void Aggregator::reset() {
   folded_allocations_ = {};
   threads_folded_ = 0;
   window_.clear();
-  window_bytes_ = 0;
-  window_evicted_ = 0;
   std::erase_if(threads_, [](const auto& entry) { return entry.second.exited; });
   for (auto& [index, thread] : threads_) {
     thread.stats.clear();

@@ -8,9 +8,11 @@
 
 #include <hotscope/hotscope.hpp>
 
+#include <linux/futex.h>
+
 #include <algorithm>
 #include <chrono>
-#include <condition_variable>
+#include <climits>
 #include <cstring>
 #include <fstream>
 #include <memory>
@@ -32,6 +34,25 @@ namespace {
 using detail::Ring;
 
 constexpr std::uint32_t kUnassigned = UINT32_MAX;
+
+// The collector sleeps on this word (a futex) for at most its period. 1: a wake is pending (a
+// ring passed its wake mark, or stop() asked); the collector clears it before each drain, so a
+// mark passed during a drain wakes it again, and only the first producer to set it makes the
+// syscall.
+std::atomic<std::uint32_t> wake_word{0};
+
+void wake_collector() noexcept {
+  if (wake_word.exchange(1, std::memory_order_acq_rel) == 0) {
+    syscall(SYS_futex, &wake_word, FUTEX_WAKE_PRIVATE, INT_MAX, nullptr, nullptr, 0);
+  }
+}
+
+void sleep_until_woken(unsigned period_ms) noexcept {
+  const timespec timeout{static_cast<time_t>(period_ms / 1000),
+                         static_cast<long>(period_ms % 1000) * 1'000'000};
+  // Returns at once if the word is already 1 (EAGAIN); a signal or the timeout ends it too.
+  syscall(SYS_futex, &wake_word, FUTEX_WAIT_PRIVATE, 0, &timeout, nullptr, 0);
+}
 
 // Ring storage is mapped, not allocated: it starts on a page, so no 32-byte record straddles two
 // cache lines, and it goes back to the system when its thread's slot is freed instead of leaving
@@ -137,10 +158,16 @@ public:
   }
 
   Snapshot snapshot(Contents contents) {
-    std::lock_guard lock(state_mutex_);
-    drain_all();
-    const TimeBase time{clock::info(), start_ticks_, clock::now_ticks()};
-    Snapshot snapshot = aggregator_.snapshot(time, contents == Contents::StatisticsAndTrace);
+    CapturedSnapshot captured;
+    {
+      std::lock_guard lock(state_mutex_);
+      drain_all();
+      const TimeBase time{clock::info(), start_ticks_, clock::now_ticks()};
+      captured = aggregator_.capture(time, contents == Contents::StatisticsAndTrace);
+      captured.snapshot.memory.rings = rings_bytes();
+    }
+    // The trace is converted without the lock: the collector drains meanwhile.
+    Snapshot snapshot = complete(std::move(captured));
     snapshot.hotscope_version = HOTSCOPE_VERSION;
     snapshot.process_name = process_name_;
     snapshot.start_unix_ns = start_unix_ns_;
@@ -162,34 +189,28 @@ public:
     // A forked child has no collector thread, and its condition variable may still count the
     // parent's thread as a waiter: only the process that owns the thread wakes and joins it.
     if (thread_runs_here_ && thread_.joinable()) {
-      {
-        std::lock_guard lock(wake_mutex_);
-        stopping_ = true;
-      }
-      wake_.notify_all();
+      stopping_.store(true, std::memory_order_release);
+      wake_collector();
       thread_.join();
     }
     collect();
   }
 
   // fork(): no lock may be held mid-operation at the fork (the collector thread holds
-  // wake_mutex_ each time it wakes), and the child, which has no collector thread, must never
-  // wait for one. The order is every other path's: wake_mutex_ is never held with another lock,
-  // and drain_all takes registry_mutex_ inside state_mutex_.
+  // state_mutex_ while it drains), and the child, which has no collector thread, must never
+  // wait for one. The order is every other path's: drain_all takes registry_mutex_ inside
+  // state_mutex_.
   void before_fork() {
-    wake_mutex_.lock();
     state_mutex_.lock();
     registry_mutex_.lock();
   }
   void after_fork_in_parent() {
     registry_mutex_.unlock();
     state_mutex_.unlock();
-    wake_mutex_.unlock();
   }
   void after_fork_in_child() {
     registry_mutex_.unlock();
     state_mutex_.unlock();
-    wake_mutex_.unlock();
     thread_runs_here_ = false;
   }
 
@@ -212,6 +233,8 @@ public:
 
   // Under state_mutex_: a periodic drain under way when pausing is finished before this returns,
   // and none starts after it.
+  std::uint64_t early_wakes() const { return early_wakes_.load(std::memory_order_relaxed); }
+
   void pause(bool paused) {
     std::lock_guard lock(state_mutex_);
     paused_ = paused;
@@ -223,22 +246,29 @@ private:
     static_cast<ThreadSlot*>(slot)->exited.store(true, std::memory_order_release);
   }
 
+  // Drains every period, or sooner when a ring passes its wake mark (has_room_slow).
   void run() {
-    std::unique_lock lock(wake_mutex_);
-    while (!stopping_) {
-      wake_.wait_for(lock, std::chrono::milliseconds(settings_.period_ms));
-      if (stopping_) {
-        continue;
+    pthread_setname_np(pthread_self(), "hotscope-drain"); // for top -H and the benchmarks
+    while (!stopping_.load(std::memory_order_acquire)) {
+      sleep_until_woken(settings_.period_ms);
+      const bool woken = wake_word.exchange(0, std::memory_order_acq_rel) == 1;
+      if (stopping_.load(std::memory_order_acquire)) {
+        break;
       }
-      lock.unlock();
-      {
-        std::lock_guard state_lock(state_mutex_);
-        if (!paused_) {
-          drain_all();
-        }
+      if (woken) {
+        early_wakes_.fetch_add(1, std::memory_order_relaxed);
       }
-      lock.lock();
+      std::lock_guard state_lock(state_mutex_);
+      if (!paused_) {
+        drain_all();
+      }
     }
+  }
+
+  // Caller holds state_mutex_. The rings as mapped, and the collector's copy of one.
+  std::uint64_t rings_bytes() {
+    std::lock_guard lock(registry_mutex_);
+    return (slots_.size() * settings_.ring_records + scratch_.capacity()) * sizeof(hotscope_record);
   }
 
   // Caller holds state_mutex_. Allocates nothing while no thread starts or ends and no record
@@ -311,9 +341,8 @@ private:
   // Handed out when a ring cannot be allocated: capacity 0, so every record is dropped.
   static thread_local Ring out_of_memory_ring_;
 
-  std::mutex wake_mutex_;
-  std::condition_variable wake_;
-  bool stopping_ = false;
+  std::atomic<bool> stopping_{false};
+  std::atomic<std::uint64_t> early_wakes_{0};
   bool paused_ = false; // guarded by state_mutex_: the periodic drain's, for tests
   std::thread thread_;
   bool thread_runs_here_ = true; // false in a forked child: the thread stayed in the parent
@@ -342,7 +371,9 @@ void collect_now() {
   collector->collect();
 }
 Snapshot snapshot(Contents contents) {
-  return collector->snapshot(contents);
+  Snapshot taken = collector->snapshot(contents);
+  read_os_thread_figures(taken.threads);
+  return taken;
 }
 void reset() {
   collector->reset();
@@ -352,6 +383,9 @@ void stop() {
 }
 void pause_collector_for_testing(bool paused) {
   collector->pause(paused);
+}
+std::uint64_t early_wakes() {
+  return collector->early_wakes();
 }
 std::uint32_t add_external_track(std::string name) {
   return collector->add_external_track(std::move(name));
@@ -367,6 +401,25 @@ void close_external_track(std::uint32_t track) {
 }
 
 } // namespace hotscope::trace
+
+bool hotscope::detail::has_room_slow(Ring* ring, std::uint64_t head,
+                                     std::uint64_t needed) noexcept {
+  ring->cached_tail = ring->tail.load(std::memory_order_acquire);
+  const std::uint64_t used = head - ring->cached_tail + ring->reserved_ends + needed;
+  if (used > ring->capacity) {
+    return false;
+  }
+  const std::uint64_t wake_mark = ring->capacity / 2;
+  if (used <= wake_mark) {
+    ring->fast_limit = wake_mark;
+    return true;
+  }
+  // Past the mark: the fast check now runs up to the capacity, and the collector is woken.
+  // Each later slow call (the ring looks full) wakes it again if it has not drained since.
+  ring->fast_limit = ring->capacity;
+  hotscope::trace::wake_collector();
+  return true;
+}
 
 namespace {
 

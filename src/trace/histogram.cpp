@@ -47,6 +47,14 @@ void Histogram::add(std::uint64_t value, std::uint64_t count) {
   count_ += count;
 }
 
+std::size_t Histogram::allocated_bytes() const {
+  std::size_t bytes = 0;
+  for (const auto& block : blocks_) {
+    bytes += block ? sizeof(Block) : 0;
+  }
+  return bytes;
+}
+
 void Histogram::merge(const Histogram& other) {
   for (int b = 0; b < kBlocks; ++b) {
     if (!other.blocks_[b]) {

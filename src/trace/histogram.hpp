@@ -4,6 +4,7 @@
 #pragma once
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 
@@ -24,6 +25,8 @@ public:
   void add(std::uint64_t value, std::uint64_t count = 1);
   void merge(const Histogram& other);
   std::uint64_t count() const { return count_; }
+  // Heap memory of the bucket blocks allocated so far.
+  std::size_t allocated_bytes() const;
   // The value at quantile q in [0, 1], as the midpoint of its bucket.
   std::uint64_t quantile(double q) const;
 

@@ -33,7 +33,7 @@ void sort_by_total(std::vector<FunctionStats>& functions) {
 
 } // namespace
 
-Snapshot Aggregator::snapshot(const TimeBase& time, bool with_trace) const {
+CapturedSnapshot Aggregator::capture(const TimeBase& time, bool with_trace) const {
   const Converter convert(time);
   Snapshot snapshot;
   snapshot.pid = getpid();
@@ -114,6 +114,13 @@ Snapshot Aggregator::snapshot(const TimeBase& time, bool with_trace) const {
     info.records.written = thread.records.kept + thread.records.dropped;
     info.allocations = thread.allocations;
     info.functions = all_functions(thread.stats, open_by_thread[index]);
+    for (const Frame& frame : thread.stack) {
+      const LocationText& where = names_[frame.location];
+      const std::uint64_t open_ticks =
+          time.now_ticks > frame.start ? time.now_ticks - frame.start : 0;
+      info.open_scopes.push_back({where.name, where.file, where.line,
+                                  convert.since_start(frame.start), convert.duration(open_ticks)});
+    }
     snapshot.records.kept += thread.records.kept;
     snapshot.records.dropped += thread.records.dropped;
     snapshot.threads.push_back(std::move(info));
@@ -137,23 +144,50 @@ Snapshot Aggregator::snapshot(const TimeBase& time, bool with_trace) const {
   std::sort(snapshot.counters.begin(), snapshot.counters.end(),
             [](const auto& a, const auto& b) { return a.name < b.name; });
 
-  snapshot.trace_evicted = window_evicted_;
-  snapshot.trace_window_events = window_.size();
-  if (!with_trace) {
-    for (const auto& [index, state] : threads_) {
-      snapshot.trace_open_scopes += state.stack.size();
-    }
-    return snapshot;
+  snapshot.trace_evicted = window_.evicted();
+  snapshot.trace_window_events = window_.events();
+  snapshot.memory.trace_window = window_.bytes();
+  snapshot.memory.statistics = statistics_bytes();
+  for (const auto& [index, state] : threads_) {
+    snapshot.trace_open_scopes += state.stack.size();
   }
+  CapturedSnapshot captured{std::move(snapshot), time, with_trace, {}, {}};
+  if (with_trace) {
+    captured.window = window_.view();
+    for (const auto& [index, state] : threads_) {
+      std::vector<std::uint32_t> locations;
+      locations.reserve(state.stack.size());
+      for (const Frame& frame : state.stack) {
+        locations.push_back(frame.location);
+      }
+      captured.open_scopes.emplace_back(index, std::move(locations));
+    }
+  }
+  return captured;
+}
 
-  // The trace window, with each thread's scopes balanced (see Snapshot::trace). Threads are
-  // drained one after another, so the window is in time order per thread only: its start is
-  // its earliest event, not its first.
-  if (window_evicted_ > 0 && !window_.empty()) {
-    const auto earliest =
-        std::min_element(window_.begin(), window_.end(),
-                         [](const auto& a, const auto& b) { return a.ticks < b.ticks; });
-    snapshot.trace_start_ns = convert.since_start(earliest->ticks);
+// The trace window, with each thread's scopes balanced (see Snapshot::trace). Threads are
+// drained one after another, so the window is in time order per thread only: its start is its
+// earliest event, not its first.
+Snapshot complete(CapturedSnapshot captured) {
+  Snapshot& snapshot = captured.snapshot;
+  if (!captured.with_trace) {
+    return std::move(snapshot);
+  }
+  const Converter convert(captured.time);
+  const auto for_each_event = [&](auto visit) {
+    for (const WindowPiece& piece : captured.window) {
+      for (std::size_t i = 0; i < piece.events; ++i) {
+        visit(piece, piece.chunk->events[i]);
+      }
+    }
+  };
+  if (snapshot.trace_evicted > 0 && snapshot.trace_window_events > 0) {
+    std::uint64_t earliest = UINT64_MAX;
+    for_each_event([&](const WindowPiece&, const WindowEvent& event) {
+      earliest = std::min(earliest, event.ticks);
+    });
+    snapshot.trace_start_ns = convert.since_start(earliest);
   }
   struct ThreadTrace {
     std::vector<std::uint32_t> open;
@@ -162,20 +196,22 @@ Snapshot Aggregator::snapshot(const TimeBase& time, bool with_trace) const {
   };
   std::unordered_map<std::uint32_t, ThreadTrace> per_thread;
   std::unordered_map<std::string, std::uint32_t> inline_names;
-  snapshot.trace.reserve(window_.size());
-  for (const WindowEvent& event : window_) {
+  snapshot.trace.reserve(snapshot.trace_window_events);
+  for_each_event([&](const WindowPiece& piece, const WindowEvent& event) {
     ThreadTrace& thread = per_thread[event.thread];
     TraceEvent out{convert.since_start(event.ticks), event.thread, event.kind, event.name,
                    event.value};
     out.ns = std::max(out.ns, thread.last_ns); // per-thread order is time order
     thread.last_ns = out.ns;
     if (event.name == kInlineText) {
+      const std::string& text = piece.chunk->texts[static_cast<std::size_t>(event.value)];
       const auto [it, inserted] =
-          inline_names.try_emplace(event.text, static_cast<std::uint32_t>(snapshot.names.size()));
+          inline_names.try_emplace(text, static_cast<std::uint32_t>(snapshot.names.size()));
       if (inserted) {
-        snapshot.names.push_back(event.text);
+        snapshot.names.push_back(text);
       }
       out.name = it->second;
+      out.value = 0;
     }
     if (event.kind == EventKind::Begin) {
       thread.open.push_back(out.name);
@@ -188,28 +224,26 @@ Snapshot Aggregator::snapshot(const TimeBase& time, bool with_trace) const {
       }
     }
     snapshot.trace.push_back(out);
-  }
+  });
   // Scopes open now but begun before the window (or before a reset) get a begin at the
   // window's start; every scope open now gets an end at the snapshot.
-  for (const auto& [index, state] : threads_) {
+  for (const auto& [index, stack] : captured.open_scopes) {
     const ThreadTrace& thread = per_thread[index];
     const std::size_t open_before_window =
-        state.stack.size() > thread.open.size() ? state.stack.size() - thread.open.size() : 0;
+        stack.size() > thread.open.size() ? stack.size() - thread.open.size() : 0;
     for (std::size_t i = 0; i < open_before_window; ++i) {
-      snapshot.trace.push_back(
-          {snapshot.trace_start_ns, index, EventKind::Begin, state.stack[i].location, 0});
+      snapshot.trace.push_back({snapshot.trace_start_ns, index, EventKind::Begin, stack[i], 0});
     }
     for (auto it = thread.orphan_ends.rbegin(); it != thread.orphan_ends.rend(); ++it) {
       snapshot.trace.push_back({snapshot.trace_start_ns, index, EventKind::Begin, *it, 0});
     }
     const std::uint64_t end_ns = std::max(snapshot.duration_ns, thread.last_ns);
-    for (auto it = state.stack.rbegin(); it != state.stack.rend(); ++it) {
-      snapshot.trace.push_back({end_ns, index, EventKind::End, it->location, 0});
+    for (auto it = stack.rbegin(); it != stack.rend(); ++it) {
+      snapshot.trace.push_back({end_ns, index, EventKind::End, *it, 0});
     }
-    snapshot.trace_open_scopes += state.stack.size();
   }
   // Synthetic begins sort before everything at their time, synthetic ends after.
-  const std::size_t window_events = window_.size();
+  const std::size_t window_events = snapshot.trace_window_events;
   std::vector<std::size_t> order(snapshot.trace.size());
   for (std::size_t i = 0; i < order.size(); ++i) {
     order[i] = i;
@@ -227,7 +261,7 @@ Snapshot Aggregator::snapshot(const TimeBase& time, bool with_trace) const {
     sorted.push_back(snapshot.trace[i]);
   }
   snapshot.trace = std::move(sorted);
-  return snapshot;
+  return std::move(snapshot);
 }
 
 } // namespace hotscope::trace

@@ -4,11 +4,12 @@
 
 #include "snapshot/snapshot.hpp"
 #include "trace/histogram.hpp"
+#include "trace/window.hpp"
 
 #include <hotscope/record.h>
 
+#include <array>
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <map>
 #include <span>
@@ -43,6 +44,20 @@ struct TimeBase {
   std::uint64_t now_ticks = 0;
 };
 
+// A snapshot in two steps, so that the collector is held off the rings only for the first:
+// Aggregator::capture (under the collector's lock) copies the statistics and takes the trace
+// window by shared reference; complete() converts the window afterwards, without the lock.
+struct CapturedSnapshot {
+  Snapshot snapshot; // all but the trace
+  TimeBase time;
+  bool with_trace = false;
+  std::vector<WindowPiece> window;
+  // Per thread (ThreadInfo::index), the locations of its open scopes, outermost first.
+  std::vector<std::pair<std::uint32_t, std::vector<std::uint32_t>>> open_scopes;
+};
+// Adds the trace (if it was asked for) to a captured snapshot.
+Snapshot complete(CapturedSnapshot captured);
+
 // Turns records into statistics and a bounded trace. Not thread-safe: the collector owns it.
 class Aggregator {
 public:
@@ -56,7 +71,10 @@ public:
   // Forgets statistics, counts and the trace; open scopes stay open and are timed in full.
   void reset();
 
-  Snapshot snapshot(const TimeBase& time, bool with_trace = true) const;
+  CapturedSnapshot capture(const TimeBase& time, bool with_trace = true) const;
+  Snapshot snapshot(const TimeBase& time, bool with_trace = true) const {
+    return complete(capture(time, with_trace));
+  }
 
   // Exited threads whose own statistics are kept; older ones are merged into one entry.
   static constexpr std::size_t kExitedThreadsKept = 256;
@@ -108,31 +126,28 @@ private:
     Allocations allocations;
     std::uint64_t last_ticks = 0;
   };
-  struct WindowEvent {
-    std::uint64_t ticks;
-    std::uint32_t thread;
-    EventKind kind;
-    std::uint32_t name; // kInlineText: the text is in `text`
-    std::int64_t value;
-    std::string text;
+  // Direct-mapped, in front of name_ids_: a record's ref is found without hashing.
+  struct InternedRef {
+    std::uint64_t ref = 0;
+    std::uint32_t id = UINT32_MAX; // none yet
   };
-  static constexpr std::uint32_t kInlineText = UINT32_MAX;
+  static constexpr std::size_t kInternCacheSlots = 1024;
 
   std::uint32_t intern_location(std::uint64_t ref);
   std::uint32_t intern_text(std::uint64_t ref);
-  void push_event(WindowEvent event);
+  void push_event(const WindowEvent& event) { window_.push(event); }
   void begin(ThreadState& thread, std::uint32_t location, std::uint64_t ticks);
   void end(ThreadState& thread, std::uint32_t location, std::uint64_t ticks);
   static void allocate(ThreadState& thread, std::uint64_t bytes);
   static std::vector<OpenAllocation> open_allocations(const std::vector<Frame>& stack);
   static void forget_open_allocations(std::vector<Frame>& stack);
   void fold_old_threads();
-  static std::size_t event_bytes(const WindowEvent& event);
+  std::size_t statistics_bytes() const;
 
-  std::size_t window_bytes_limit_;
   Resolver resolver_;
   std::vector<LocationText> names_; // index = name id, for locations and static texts
   std::unordered_map<std::uint64_t, std::uint32_t> name_ids_;
+  std::array<InternedRef, kInternCacheSlots> intern_cache_{};
   std::unordered_map<std::uint32_t, Stats> stats_;
   std::unordered_map<std::uint32_t, Counter> counters_;
   std::map<std::uint32_t, ThreadState> threads_;
@@ -141,9 +156,7 @@ private:
   std::uint64_t threads_folded_ = 0;
   RecordCounts folded_records_; // counts of threads whose entry was folded away
   Allocations folded_allocations_;
-  std::deque<WindowEvent> window_;
-  std::size_t window_bytes_ = 0;
-  std::uint64_t window_evicted_ = 0;
+  TraceWindow window_;
 };
 
 // --- The process-wide collector ------------------------------------------------------------
@@ -165,12 +178,18 @@ void collect_now();
 enum class Contents { StatisticsOnly, StatisticsAndTrace };
 // Drains every ring and returns a snapshot of everything collected.
 Snapshot snapshot(Contents contents = Contents::StatisticsAndTrace);
+// Fills ThreadInfo::os of every live thread of this process from /proc/self/task/TID (CPU time,
+// context switches, state). snapshot() does it, outside the
+// collector's lock.
+void read_os_thread_figures(std::vector<ThreadInfo>& threads);
 // Starts a new measuring window: statistics, counts and trace restart from now.
 void reset();
 // Stops the collector thread and drains what is left (process exit).
 void stop();
 // Tests: the collector thread stops draining while paused (collect_now still drains).
 void pause_collector_for_testing(bool paused);
+// How often a ring passing its wake mark woke the collector before its period was over.
+std::uint64_t early_wakes();
 
 // --- External tracks: code running outside this process's threads (guests, docs/guest.md) ---
 // Each shows in snapshots as a thread of its own whose os_tid is kExternalTidBase + n, a value

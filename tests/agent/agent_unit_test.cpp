@@ -122,6 +122,20 @@ TEST(Prometheus, KnownSnapshotFollowsTheFormatRules) {
   EXPECT_NE(text.find("hotscope_series_last_value{series=\"heap\"} 10592\n"), std::string::npos);
 }
 
+TEST(Prometheus, CpuTimeOfLiveThreadsOnly) {
+  Snapshot snapshot = ht::known_snapshot();
+  snapshot.threads[0].os = {"R", 1'500'000'000, 250'000'000, 3, 4};
+  const std::string text = prometheus(snapshot);
+  EXPECT_EQ(ht::prometheus_problems(text), std::vector<std::string>{}) << text;
+  EXPECT_NE(text.find("# TYPE hotscope_thread_cpu_seconds_total counter\n"
+                      "hotscope_thread_cpu_seconds_total{thread=\"main\",tid=\"4242\","
+                      "mode=\"system\"} 0.25\n"
+                      "hotscope_thread_cpu_seconds_total{thread=\"main\",tid=\"4242\","
+                      "mode=\"user\"} 1.5\n#"),
+            std::string::npos)
+      << text;
+}
+
 TEST(Prometheus, LabelValuesAreEscapedAndValidUtf8) {
   Snapshot snapshot = ht::known_snapshot();
   snapshot.functions[0].name = "say \"hi\"\\n\nnow \xff end";
@@ -201,6 +215,19 @@ TEST(Prometheus, HeapFiguresOnlyWhenTheHeapProfilerRuns) {
                            "hotscope_heap_peak_blocks{mode=\"sampled\"} 20\n"}) {
     EXPECT_NE(text.find(line), std::string::npos) << line << text;
   }
+}
+
+TEST(Prometheus, TheProfilersMemoryIsOneGaugePerPart) {
+  Snapshot snapshot = ht::known_snapshot();
+  snapshot.memory = {1 << 20, 65536, 2048};
+  const std::string text = prometheus(snapshot);
+  EXPECT_EQ(ht::prometheus_problems(text), std::vector<std::string>{}) << text;
+  EXPECT_NE(text.find("# TYPE hotscope_memory_bytes gauge\n"
+                      "hotscope_memory_bytes{part=\"rings\"} 1048576\n"
+                      "hotscope_memory_bytes{part=\"trace_window\"} 65536\n"
+                      "hotscope_memory_bytes{part=\"statistics\"} 2048\n"),
+            std::string::npos)
+      << text;
 }
 
 TEST(Prometheus, TheCheckerCatchesBrokenExpositions) {
@@ -350,6 +377,10 @@ TEST(Routes, EveryEndpointAnswers) {
   EXPECT_EQ(get("/v1/stats", {{"format", "table"}}).content_type, "text/plain; charset=utf-8");
   EXPECT_EQ(get("/v1/trace", {{"format", "folded"}, {"seconds", "0.5"}}).status, 200u);
   EXPECT_EQ(get("/v1/metrics").content_type, "text/plain; version=0.0.4; charset=utf-8");
+  EXPECT_EQ(get("/v1/threads", {{"stuck_ms", "0"}}).content_type, "application/json");
+  EXPECT_EQ(get("/v1/threads", {{"format", "text"}}).content_type, "text/plain; charset=utf-8");
+  const auto threads = nlohmann::json::parse(get("/v1/threads", {{"stuck_ms", "2.5"}}).body);
+  EXPECT_EQ(threads.at("stuck_threshold_ns"), 2'500'000);
   const auto stats = nlohmann::json::parse(get("/v1/stats").body);
   EXPECT_TRUE(stats.contains("functions"));
   EXPECT_EQ(nlohmann::json::parse(get("/v1/info").body).at("api_version"), agent::kApiVersion);
@@ -358,12 +389,16 @@ TEST(Routes, EveryEndpointAnswers) {
 TEST(Routes, ErrorsNameTheProblem) {
   const auto missing = get("/v2/info");
   EXPECT_EQ(missing.status, 404u);
-  EXPECT_EQ(nlohmann::json::parse(missing.body).at("endpoints").size(), 6u);
+  EXPECT_EQ(nlohmann::json::parse(missing.body).at("endpoints").size(), 7u);
   EXPECT_EQ(get("/v1/stats", {{"format", "xml"}}).status, 400u);
   EXPECT_EQ(get("/v1/stats", {{"colour", "red"}}).status, 400u);
   for (const char* bad : {"0", "-1", "x", "1e400", "nan", "2s", ""}) {
     EXPECT_EQ(get("/v1/trace", {{"seconds", bad}}).status, 400u) << bad;
   }
+  for (const char* bad : {"-1", "x", "1e400", "nan", ""}) {
+    EXPECT_EQ(get("/v1/threads", {{"stuck_ms", bad}}).status, 400u) << bad;
+  }
+  EXPECT_EQ(get("/v1/threads", {{"format", "xml"}}).status, 400u);
   // This test program is not linked with hotscope::heap: the answer says how to get a profile.
   const auto heap = get("/v1/heap");
   EXPECT_EQ(heap.status, 501u);

@@ -92,12 +92,31 @@ inline CommandResult run(const std::vector<std::string>& words, const Env& env =
   return result;
 }
 
+// Another program to run in the demo's place: it must handle SIGTERM (by ending) like the demo.
+struct Program {
+  std::vector<std::string> command;
+};
+
 // hotscope-demo --seconds 0, with HOTSCOPE_RUNTIME_DIR=<scratch>/rt, until the test ends.
 class Demo {
 public:
   explicit Demo(const Env& env = {}, bool expect_agent = true,
                 const std::vector<std::string>& arguments = {})
       : runtime_dir_(scratch_.path() / "rt") {
+    std::vector<std::string> command{HOTSCOPE_DEMO, "--seconds", "0", "--threads", "2"};
+    command.insert(command.end(), arguments.begin(), arguments.end());
+    start(command, env, expect_agent);
+  }
+  explicit Demo(const Program& program, const Env& env = {})
+      : runtime_dir_(scratch_.path() / "rt") {
+    start(program.command, env, true);
+  }
+  ~Demo() { stop(); }
+  Demo(const Demo&) = delete;
+  Demo& operator=(const Demo&) = delete;
+
+private:
+  void start(const std::vector<std::string>& command, const Env& env, bool expect_agent) {
     pid_ = fork();
     if (pid_ == 0) {
       prctl(PR_SET_PDEATHSIG, SIGKILL); // a test killed at its timeout takes the demo along
@@ -110,12 +129,12 @@ public:
       const std::string out = (scratch_.path() / "demo.out").string();
       freopen(out.c_str(), "w", stdout);
       freopen((scratch_.path() / "demo.err").c_str(), "w", stderr);
-      std::vector<const char*> argv{HOTSCOPE_DEMO, "--seconds", "0", "--threads", "2"};
-      for (const std::string& argument : arguments) {
-        argv.push_back(argument.c_str());
+      std::vector<const char*> argv;
+      for (const std::string& word : command) {
+        argv.push_back(word.c_str());
       }
       argv.push_back(nullptr);
-      execv(HOTSCOPE_DEMO, const_cast<char* const*>(argv.data()));
+      execv(argv[0], const_cast<char* const*>(argv.data()));
       _exit(127);
     }
     // The agent starts at load time, before main: a SIGTERM sent then would kill the demo
@@ -130,10 +149,8 @@ public:
     }
     EXPECT_TRUE(fs::exists(info_path())) << "no agent: " << slurp(scratch_.path() / "demo.err");
   }
-  ~Demo() { stop(); }
-  Demo(const Demo&) = delete;
-  Demo& operator=(const Demo&) = delete;
 
+public:
   // SIGTERM, then the demo returns from main; its exit status.
   int stop() {
     if (pid_ <= 0) {

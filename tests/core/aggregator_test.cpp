@@ -8,6 +8,7 @@
 #include <map>
 #include <ostream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace hotscope {
@@ -139,6 +140,30 @@ TEST(Aggregator, MessagesCountersAndThreadNames) {
   EXPECT_EQ(s.counters[0].max, 8);
   EXPECT_EQ(s.counters[0].last, 8);
   EXPECT_EQ(s.records.kept, records.size());
+}
+
+TEST(Aggregator, OpenScopesOfEachThreadWithWhenTheyOpenedAndForHowLong) {
+  Aggregator aggregator(1 << 20, numbered_resolver());
+  const auto a = aggregator.add_thread(42, "a");
+  const auto b = aggregator.add_thread(43, "b");
+  aggregator.consume(a, std::vector{begin(100, 1), begin(200, 2), begin(300, 3), end(350, 3)});
+  aggregator.consume(b, std::vector{begin(10, 4), end(20, 4)});
+  trace::TimeBase time = time_base(1000);
+  time.start_ticks = 150; // f1 opened before the window: opened_ns 0, open_ns in full
+  const Snapshot s = aggregator.snapshot(time);
+  ASSERT_EQ(s.threads.size(), 2u);
+  ASSERT_EQ(s.threads[0].open_scopes.size(), 2u);
+  const OpenScope& outer = s.threads[0].open_scopes[0];
+  const OpenScope& inner = s.threads[0].open_scopes[1];
+  EXPECT_EQ(outer.name, "f1");
+  EXPECT_EQ(outer.file, "x.cpp");
+  EXPECT_EQ(outer.line, 1u);
+  EXPECT_EQ(outer.opened_ns, 0u);
+  EXPECT_EQ(outer.open_ns, 900u);
+  EXPECT_EQ(inner.name, "f2");
+  EXPECT_EQ(inner.opened_ns, 50u);
+  EXPECT_EQ(inner.open_ns, 800u);
+  EXPECT_TRUE(s.threads[1].open_scopes.empty());
 }
 
 TEST(Aggregator, BoundedWindowKeepsEachThreadBalanced) {
@@ -398,3 +423,56 @@ TEST(Aggregator, FoldedThreadsKeepTheirAllocations) {
 }
 
 } // namespace
+
+TEST(Aggregator, ACapturedSnapshotIsCompletedWhileRecordsArriveAndEvictItsWindow) {
+  // What the collector does while the agent converts a trace: it keeps consuming records,
+  // which push every captured event out of the (small) window.
+  Aggregator aggregator(8 * 64, numbered_resolver());
+  const auto t = aggregator.add_thread(1, "t");
+  std::vector<hotscope_record> records = {begin(0, 1), begin(10, 2), end(20, 2)};
+  append_inline(records, HOTSCOPE_RECORD_MESSAGE_INLINE, 25, std::string(100, 'm'));
+  aggregator.consume(t, records);
+  const Snapshot expected = aggregator.snapshot(time_base(30));
+  trace::CapturedSnapshot captured = aggregator.capture(time_base(30));
+
+  for (std::uint64_t i = 0; i < 100; ++i) {
+    std::vector<hotscope_record> later = {begin(100 + 10 * i, 3), end(105 + 10 * i, 3)};
+    append_inline(later, HOTSCOPE_RECORD_MESSAGE_INLINE, 106 + 10 * i, std::string(90, 'x'));
+    aggregator.consume(t, later);
+  }
+  ASSERT_GT(aggregator.snapshot(time_base(2000), false).trace_evicted, 4u);
+
+  const Snapshot completed = trace::complete(std::move(captured));
+  EXPECT_EQ(completed.names, expected.names);
+  ASSERT_EQ(completed.trace.size(), expected.trace.size());
+  for (std::size_t i = 0; i < expected.trace.size(); ++i) {
+    const TraceEvent& a = completed.trace[i];
+    const TraceEvent& b = expected.trace[i];
+    EXPECT_EQ(std::tie(a.ns, a.thread, a.kind, a.name, a.value),
+              std::tie(b.ns, b.thread, b.kind, b.name, b.value))
+        << "event " << i;
+  }
+  EXPECT_EQ(completed.names[completed.trace.back().name], "f1"); // the open scope's end
+}
+
+TEST(Aggregator, ItsMemoryIsReportedAndTheWindowStaysWithinItsLimit) {
+  constexpr std::size_t kLimit = 64 << 10;
+  Aggregator aggregator(kLimit, numbered_resolver());
+  const auto t = aggregator.add_thread(1, "t");
+  const Snapshot empty = aggregator.snapshot(time_base(0), false);
+  EXPECT_EQ(empty.memory.trace_window, 0u);
+  for (std::uint64_t i = 0; i < 20'000; ++i) {
+    std::vector<hotscope_record> records = {begin(10 * i, 1 + i % 50), end(10 * i + 5, 1 + i % 50)};
+    if (i % 100 == 0) {
+      append_inline(records, HOTSCOPE_RECORD_MESSAGE_INLINE, 10 * i + 6, std::string(120, 'x'));
+    }
+    aggregator.consume(t, records);
+  }
+  const Snapshot s = aggregator.snapshot(time_base(300'000), false);
+  EXPECT_GT(s.trace_evicted, 0u);
+  EXPECT_GT(s.memory.trace_window, kLimit / 2);
+  EXPECT_LE(s.memory.trace_window, kLimit);
+  // 50 functions, each with a histogram block: more than their 50 histogram blocks.
+  EXPECT_GT(s.memory.statistics, 50 * trace::Histogram::kSubBuckets * sizeof(std::uint64_t));
+  EXPECT_GT(s.memory.statistics, empty.memory.statistics);
+}

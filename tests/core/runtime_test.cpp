@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <stdexcept>
 #include <string>
 #include <sys/syscall.h>
@@ -155,10 +156,12 @@ TEST(Runtime, ManyShortLivedThreadsLoseNothing) {
 TEST(Runtime, RingOverflowAccountingIsExact) {
   trace::pause_collector_for_testing(true);
   trace::collect_now();
-  constexpr std::uint64_t kScopes = 50'000; // more than a default ring (32768 records) holds
+  std::uint64_t capacity = 0;
+  const std::uint64_t kScopes = 2 * trace::Settings{}.ring_records; // more than a ring holds
   std::int64_t tid = 0;
   std::thread flood([&] {
     tid = this_tid();
+    capacity = detail::current_ring()->capacity;
     for (std::uint64_t i = 0; i < kScopes; ++i) {
       HOTSCOPE_SCOPE("flood");
     }
@@ -172,11 +175,30 @@ TEST(Runtime, RingOverflowAccountingIsExact) {
   const std::uint64_t written = 2 * kScopes + 1 + 2; // scopes, message header + 2 payload
   EXPECT_EQ(t->records.kept + t->records.dropped, written);
   EXPECT_EQ(t->records.written, written);
-  EXPECT_EQ(t->records.kept, 32768u);
+  EXPECT_EQ(t->records.kept, capacity);
   EXPECT_GT(t->records.dropped, 0u);
   // Every kept BEGIN has its END, so the kept scopes are whole calls.
-  EXPECT_EQ(find(t->functions, "flood")->stats.calls, 32768u / 2);
+  EXPECT_EQ(find(t->functions, "flood")->stats.calls, capacity / 2);
   EXPECT_EQ(s.records.written, s.records.kept + s.records.dropped);
+}
+
+TEST(Runtime, ARingPastHalfFullWakesTheCollector) {
+  trace::pause_collector_for_testing(true); // no periodic drain: the ring surely passes its mark
+  const std::uint64_t wakes_before = trace::early_wakes();
+  std::thread writer([] {
+    const std::uint64_t capacity = detail::current_ring()->capacity;
+    for (std::uint64_t i = 0; i < capacity / 4 + 1; ++i) { // half the ring and one scope
+      HOTSCOPE_SCOPE("fill");
+    }
+  });
+  writer.join();
+  // The collector counts the wake when it runs; not a timing goal, a generous bound.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (trace::early_wakes() == wakes_before && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::yield();
+  }
+  trace::pause_collector_for_testing(false);
+  EXPECT_GT(trace::early_wakes(), wakes_before);
 }
 
 void allocating_leaf(std::size_t bytes) {

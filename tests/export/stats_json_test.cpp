@@ -47,6 +47,7 @@ TEST(ExportStatsJson, TopLevelFiguresRoundTrip) {
   snapshot.trace_evicted = 9;
   snapshot.trace_open_scopes = 1;
   snapshot.trace_window_events = 8;
+  snapshot.memory = {3 << 20, 1 << 20, 4096};
   const json j = stats(snapshot);
   EXPECT_EQ(j["hotscope_version"], "0.1.0");
   EXPECT_EQ(j["pid"], 4242);
@@ -67,6 +68,9 @@ TEST(ExportStatsJson, TopLevelFiguresRoundTrip) {
           {"bytes", 0}, {"blocks", 0}, {"outside_scopes_bytes", 0}, {"outside_scopes_blocks", 0}}));
   EXPECT_EQ(j["trace"],
             (json{{"events", 8}, {"start_ns", 500}, {"evicted", 9}, {"open_scopes", 1}}));
+  EXPECT_EQ(j["memory"], (json{{"rings_bytes", 3 << 20},
+                               {"trace_window_bytes", 1 << 20},
+                               {"statistics_bytes", 4096}}));
 }
 
 TEST(ExportStatsJson, FunctionsThreadsAndCountersRoundTrip) {

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "support/files.hpp"
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -185,6 +186,34 @@ TEST(HeapPreload, FramePointerUnwindingFindsTheCallSites) {
   EXPECT_EQ(run.status, 0) << run.err;
   const std::string profile = slurp(dir / "out" / "heap.json");
   EXPECT_NE(profile.find("behaviours.cpp:"), std::string::npos) << profile;
+}
+
+// A stripped distribution program has only .dynsym: its exported functions are named from it, a
+// static one as the program's file name and offset, and the exit report says what symbolizing
+// took.
+TEST(HeapPreload, StrippedProgramIsNamedFromItsDynamicSymbols) {
+  const hotscope::testing::ScratchDir scratch("preload-stripped");
+  const fs::path& dir = scratch.path();
+  const int status = std::system(("env HOTSCOPE_OUT=" + (dir / "out").string() +
+                                  " LD_PRELOAD=" + HOTSCOPE_PRELOAD + " " + STRIPPED_PROGRAM +
+                                  " >/dev/null 2>" + (dir / "err").string())
+                                     .c_str());
+  const std::string err = slurp(dir / "err");
+  ASSERT_EQ(status, 0) << err;
+  EXPECT_NE(err.find(" code addresses at exit ("), std::string::npos) << err;
+  const auto frames = nlohmann::json::parse(slurp(dir / "out" / "heap.json"))
+                          .at("ftbl")
+                          .get<std::vector<std::string>>();
+  const std::string program = STRIPPED_PROGRAM;
+  const auto has = [&](const std::string& text) {
+    return std::any_of(frames.begin(), frames.end(), [&](const std::string& frame) {
+      return frame.find(text) != std::string::npos;
+    });
+  };
+  EXPECT_TRUE(has(": exported_allocation (in " + program + ")")) << nlohmann::json(frames);
+  EXPECT_TRUE(has(": main (in " + program + ")")) << nlohmann::json(frames);
+  EXPECT_TRUE(has(": " + fs::path(program).filename().string() + "+0x")) << nlohmann::json(frames);
+  EXPECT_FALSE(has("???")) << nlohmann::json(frames);
 }
 
 } // namespace

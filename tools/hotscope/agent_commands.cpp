@@ -124,6 +124,16 @@ AgentCommands::AgentCommands(CLI::App& app) {
       ->capture_default_str();
   trace->add_option("--seconds", trace_seconds_, "Only the last N seconds of the window")
       ->check(CLI::PositiveNumber);
+  CLI::App* threads = add_targeted(app, "threads",
+                                   "Print what every thread is doing now: its open scopes and how "
+                                   "long each has been open, CPU time, state; stuck threads first");
+  threads->add_flag("--json", threads_json_, "Print it as JSON (what GET /v1/threads answers)");
+  threads
+      ->add_option("--stuck", stuck_ms_,
+                   "Mark threads whose innermost scope has been open longer than MS "
+                   "milliseconds as stuck, and list them first")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   add_targeted(app, "metrics", "Print the Prometheus metrics");
   add_targeted(app, "reset",
                "Start a new measuring window for the statistics, the trace and the heap totals "
@@ -182,6 +192,8 @@ int AgentCommands::run_targeted(const CLI::App& command) const {
     if (trace_seconds_ > 0) {
       path += fmt::format("&seconds={}", trace_seconds_);
     }
+  } else if (name == "threads") {
+    path += fmt::format("?stuck_ms={}{}", stuck_ms_, threads_json_ ? "" : "&format=text");
   } else if (name == "heap") {
     path += "?format=" + heap_format_;
   } else if (name == "reset") {

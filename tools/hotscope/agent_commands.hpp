@@ -1,8 +1,9 @@
 // The commands that talk to a running process's agent (docs/agent.md):
 //   hotscope list
-//   hotscope info|stats|heap|trace|metrics|reset (-p PID | -n NAME) [-o FILE]
+//   hotscope info|stats|heap|trace|threads|metrics|reset (-p PID | -n NAME) [-o FILE]
 #pragma once
 
+#include "agent/protocol.hpp"
 #include "agent_client.hpp"
 
 #include <CLI/CLI.hpp>
@@ -44,6 +45,8 @@ private:
   std::string trace_format_ = "chrome";
   double trace_seconds_ = 0;
   std::string heap_format_ = "dhat";
+  bool threads_json_ = false;
+  double stuck_ms_ = agent::kDefaultStuckMs;
 };
 
 } // namespace hotscope::cli

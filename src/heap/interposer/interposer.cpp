@@ -42,6 +42,7 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <iomanip>
 #include <mutex>
 #include <new>
 #include <optional>
@@ -917,6 +918,9 @@ std::string pprof_bytes(const hotscope::HeapProfile& profile, std::int64_t perio
 // it. Called inside the profiler, which made the symbolizer and never destroys it (used by the
 // report at exit).
 std::mutex symbolizer_mutex;
+// Profiles waiting for symbolizer_mutex: the collector, symbolizing ahead, gives way to them
+// after the stack it is on, so a profile (the report at exit) never waits for a batch.
+std::atomic<int> profiles_waiting{0};
 // Set while this thread holds symbolizer_mutex for a profile: a signal handler that calls exit()
 // there must not wait for the lock its own thread holds (write_report).
 __thread bool building_profile __attribute__((tls_model("initial-exec"))) = false;
@@ -926,13 +930,32 @@ hotscope::symbols::Symbolizer& kept_symbolizer() {
   return *symbolizer;
 }
 
-hotscope::HeapProfile profile_of(const heap::RawProfile& raw) {
+// What a profile's symbolization took: the code addresses it resolved itself (the others were
+// resolved ahead, or by an earlier profile), and the time it took to build.
+struct Symbolized {
+  std::size_t addresses = 0;
+  std::size_t ahead = 0;
+  double seconds = 0;
+};
+
+hotscope::HeapProfile profile_of(const heap::RawProfile& raw, Symbolized* symbolized = nullptr) {
+  profiles_waiting.fetch_add(1, std::memory_order_relaxed);
   const std::lock_guard lock(symbolizer_mutex);
+  profiles_waiting.fetch_sub(1, std::memory_order_relaxed);
   building_profile = true;
   struct Done {
     ~Done() { building_profile = false; }
   } done;
-  return heap::build_profile(raw, command_line(), getpid(), kept_symbolizer());
+  hotscope::symbols::Symbolizer& symbolizer = kept_symbolizer();
+  const std::uint64_t start_ns = monotonic_ns();
+  symbolizer.refresh(); // before counting: it may forget addresses
+  const std::size_t cached = symbolizer.cached();
+  hotscope::HeapProfile profile = heap::build_profile(raw, command_line(), getpid(), symbolizer);
+  if (symbolized != nullptr) {
+    *symbolized = {symbolizer.cached() - cached, cached,
+                   static_cast<double>(monotonic_ns() - start_ns) / 1e9};
+  }
+  return profile;
 }
 
 // The full mode's collector resolves new stacks as they appear, beside the program: the report
@@ -946,6 +969,9 @@ void symbolize_ahead(const std::vector<std::vector<std::uintptr_t>>& stacks) {
   hotscope::symbols::Symbolizer& symbolizer = kept_symbolizer();
   symbolizer.refresh();
   for (const std::vector<std::uintptr_t>& stack : stacks) {
+    if (profiles_waiting.load(std::memory_order_relaxed) > 0) {
+      return; // the rest is resolved by the profile, or on the collector's next round
+    }
     heap::symbolize_ahead(stack, symbolizer);
   }
 }
@@ -971,8 +997,10 @@ void symbolize_new_stacks(State& state, std::size_t& done) {
 // accounting runs beside the program instead of on its threads (which drain their own rings
 // only when they find them full and the mutex free). It drains in batches, once a ring is a
 // quarter full or 10 ms after it last drained: handing events over one by one would move a
-// cache line between the two cores for each. It looks every 20 µs while the rings fill, backing
-// off to 10 ms while they stay empty; it ends with recording.
+// cache line between the two cores for each. It looks again sooner while it finds a ring a quarter
+// full (down to every 20 µs), later while it finds them all less than a sixteenth full (up to
+// every 10 ms): a program allocating steadily wakes it about once per quarter ring, not 50,000
+// times a second. It ends with recording.
 void* collect_events(void* pointer) {
   State& state = *static_cast<State*>(pointer);
   prctl(PR_SET_TIMERSLACK, 1000); // 1 µs: sleeps of 20 µs, not of the default slack's 50 µs
@@ -1000,7 +1028,11 @@ void* collect_events(void* pointer) {
       symbolize_new_stacks(state, symbolized_stacks);
       last_symbolized_ns = now_ns;
     }
-    pause_ns = backlog.total > 0 ? busy_pause_ns : std::min(pause_ns * 2, idle_pause_ns);
+    if (backlog.largest >= heap::EventLog::ring_capacity / 4) {
+      pause_ns = std::max(pause_ns / 2, busy_pause_ns);
+    } else if (backlog.largest < heap::EventLog::ring_capacity / 16) {
+      pause_ns = std::min(pause_ns * 2, idle_pause_ns);
+    }
     const timespec pause{0, static_cast<long>(pause_ns)};
     nanosleep(&pause, nullptr);
   }
@@ -1052,7 +1084,8 @@ __attribute__((destructor)) void write_report() {
                 "or a thread stopped while handing one over): the figures miss them");
   }
   const std::uint64_t sampled_allocations = taken->sampled_allocations;
-  const hotscope::HeapProfile profile = profile_of(taken->raw);
+  Symbolized symbolized;
+  const hotscope::HeapProfile profile = profile_of(taken->raw, &symbolized);
   const std::filesystem::path path = report_path(state.options, ".json");
   const std::filesystem::path pprof_path = report_path(state.options, ".pb.gz");
   std::ostringstream dhat;
@@ -1079,6 +1112,9 @@ __attribute__((destructor)) void write_report() {
               << " allocations sampled): the figures are estimates\n";
     }
     hotscope::exporters::write_heap_summary(profile, summary);
+    summary << "==" << profile.pid << "== hotscope heap: symbolized " << symbolized.addresses
+            << " code addresses at exit (" << symbolized.ahead << " ahead), profile built in "
+            << std::fixed << std::setprecision(3) << symbolized.seconds << " s\n";
     summary << "==" << profile.pid << "== hotscope heap: wrote " << path.string() << "\n";
     if (problem.empty()) {
       summary << "==" << profile.pid << "== hotscope heap: wrote " << pprof_path.string() << "\n";

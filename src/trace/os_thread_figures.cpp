@@ -1,0 +1,98 @@
+// Per-thread CPU time, context switches and state, from /proc/self/task/TID. Read by the thread
+// taking a snapshot: a measured thread never reads its own figures.
+#include "trace/trace.hpp"
+
+#include <charconv>
+#include <fstream>
+#include <iterator>
+#include <sstream>
+#include <string_view>
+#include <unistd.h>
+
+namespace hotscope::trace {
+namespace {
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+std::uint64_t number(std::string_view text) {
+  std::uint64_t value = 0;
+  std::from_chars(text.data(), text.data() + text.size(), value);
+  return value;
+}
+
+// "voluntary_ctxt_switches:\t12" in /proc/.../status.
+std::uint64_t status_field(const std::string& status, std::string_view key) {
+  const std::size_t at = status.find(std::string(key) + ":");
+  if (at == std::string::npos) {
+    return 0;
+  }
+  std::size_t start = at + key.size() + 1;
+  while (start < status.size() && (status[start] == ' ' || status[start] == '\t')) {
+    ++start;
+  }
+  return number(std::string_view(status).substr(start));
+}
+
+// Leaves `out` alone when the thread is gone (its /proc entry no longer exists).
+void read_figures(std::int64_t tid, double ns_per_clock_tick, OsThreadFigures& out) {
+  const std::string task = "/proc/self/task/" + std::to_string(tid);
+  const std::string stat = slurp(task + "/stat");
+  // The name (field 2) is in parentheses and may hold anything: count fields from its end.
+  const std::size_t name_end = stat.rfind(')');
+  if (name_end == std::string::npos) {
+    return;
+  }
+  std::istringstream fields(stat.substr(name_end + 1));
+  std::string field;
+  OsThreadFigures figures;
+  std::uint64_t user_ticks = 0;
+  std::uint64_t system_ticks = 0;
+  for (int i = 3; i <= 15 && fields >> field; ++i) {
+    if (i == 3) {
+      figures.state = field;
+    } else if (i == 14) {
+      user_ticks = number(field);
+    } else if (i == 15) {
+      system_ticks = number(field);
+    }
+  }
+  // stat counts in clock ticks (10 ms); schedstat's first field is the time on a CPU in ns. Its
+  // total, split in stat's proportion (as the kernel splits it), is exact to the ns.
+  std::uint64_t on_cpu_ns = 0;
+  std::istringstream(slurp(task + "/schedstat")) >> on_cpu_ns;
+  const std::uint64_t ticks = user_ticks + system_ticks;
+  if (on_cpu_ns == 0) { // no schedstat (a kernel without CONFIG_SCHED_INFO): ticks it is
+    figures.cpu_user_ns =
+        static_cast<std::uint64_t>(static_cast<double>(user_ticks) * ns_per_clock_tick);
+    figures.cpu_system_ns =
+        static_cast<std::uint64_t>(static_cast<double>(system_ticks) * ns_per_clock_tick);
+  } else if (ticks > 0) {
+    figures.cpu_system_ns =
+        static_cast<std::uint64_t>(static_cast<double>(on_cpu_ns) *
+                                   static_cast<double>(system_ticks) / static_cast<double>(ticks));
+    figures.cpu_user_ns = on_cpu_ns - figures.cpu_system_ns;
+  } else {
+    figures.cpu_user_ns = on_cpu_ns; // less than a tick so far: counted as user time
+  }
+  const std::string status = slurp(task + "/status");
+  figures.voluntary_switches = status_field(status, "voluntary_ctxt_switches");
+  figures.involuntary_switches = status_field(status, "nonvoluntary_ctxt_switches");
+  out = std::move(figures);
+}
+
+} // namespace
+
+void read_os_thread_figures(std::vector<ThreadInfo>& threads) {
+  const double ns_per_clock_tick = 1e9 / static_cast<double>(sysconf(_SC_CLK_TCK));
+  for (ThreadInfo& thread : threads) {
+    if (thread.exited || thread.os_tid <= 0 || thread.os_tid >= kExternalTidBase) {
+      continue;
+    }
+    read_figures(thread.os_tid, ns_per_clock_tick, thread.os);
+  }
+}
+
+} // namespace hotscope::trace
