@@ -2,10 +2,10 @@
 # The costs of `hotscope console` (docs/performance.md, "Live console"):
 # 1. hotscope-demo flat out (--rate 1000000) with a console watching it at 1 Hz (in tmux, the
 #    functions tab) vs no console, in one run, repetitions interleaved: requests served per
-#    second and CPU µs per request (user + system), and the console's own CPU in % of a core.
+#    second and per CPU second (user + system), and the console's own CPU in % of a core.
 # 2. One refresh of a process with 10,000 functions (bench/agent_stats_program.cpp): the agent's
 #    answer alone (curl's time_total for GET /v1/stats), `hotscope console --once` (start, fetch,
-#    parse, build the table, print it), and a live console's CPU per refresh.
+#    parse, build the table, print it), and the CPU a live console uses.
 #   bench/console.sh [--build DIR] [--repeats N] [--seconds S]
 # --build: a Release build dir (default build-bench, configured as scripts/bench.sh does, plus
 # the examples); --repeats: runs per setting (default 5); --seconds: length of each demo run
@@ -47,7 +47,6 @@ cleanup() {
 trap cleanup EXIT
 export HOTSCOPE_RUNTIME_DIR="$work/run"
 
-median() { sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 ticks_per_second="$(getconf CLK_TCK)"
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; } # user + system of a process
 
@@ -71,7 +70,7 @@ start_console() {
 stop_console() { tmux -L "$server" kill-server 2>/dev/null || true; }
 
 # ---- 1. The demo with and without a console ----
-demo_run() { # console(0|1) -> "requests/s cpu_us_per_request" (the console's ticks to $work/ticks)
+demo_run() { # console(0|1) -> "requests/s requests/CPU-s" (the console's ticks to $work/ticks)
   rm -rf "$work/out"
   HOTSCOPE_OUT="$work/out" /usr/bin/time -f '%U %S' -o "$work/demo.time" \
     "$build/examples/hotscope-demo" --seconds "$seconds" --rate 1000000 >"$work/demo.txt" \
@@ -89,29 +88,11 @@ demo_run() { # console(0|1) -> "requests/s cpu_us_per_request" (the console's ti
     stop_console
   fi
   wait "$time_pid"
-  local served
-  served="$(sed -n 's/^served \([0-9]*\) of .*/\1/p' "$work/demo.txt")"
-  awk -v served="$served" -v per_s="$(sed -n 's/.*requests in [0-9.]* s (\([0-9]*\)\/s).*/\1/p' \
-    "$work/demo.txt")" '{ printf "%s %.2f\n", per_s, 1e6 * ($1 + $2) / served }' "$work/demo.time"
+  demo_throughput "$work/demo.txt" "$work/demo.time"
 }
-for ((round = 0; round < repeats; ++round)); do
-  # Alternate which setting goes first, so a drift in the machine's load favours neither.
-  if ((round % 2 == 0)); then order=(0 1); else order=(1 0); fi
-  for console in "${order[@]}"; do
-    demo_run "$console" >>"$work/demo-$console"
-  done
-done
+interleave "$repeats" demo_run "$work/demo"
 echo "hotscope-demo flat out, medians of $repeats interleaved runs of $seconds s:"
-for column in 1 2; do
-  off="$(cut -d' ' -f"$column" "$work/demo-0" | median)"
-  on="$(cut -d' ' -f"$column" "$work/demo-1" | median)"
-  unit="requests/s"
-  ((column == 2)) && unit="CPU µs per request (user + system)"
-  echo "  $unit: no console $off, console at 1 Hz $on," \
-    "$(awk -v on="$on" -v off="$off" 'BEGIN { printf "%+.2f %%", 100 * (on - off) / off }')"
-  echo "    runs without console: $(cut -d' ' -f"$column" "$work/demo-0" | tr '\n' ' ')"
-  echo "    runs with console:    $(cut -d' ' -f"$column" "$work/demo-1" | tr '\n' ' ')"
-done
+compare_settings "$work/demo" "no console" "a console at 1 Hz"
 awk -v hz="$ticks_per_second" '{ ticks += $1; s += $2 } END {
   printf "  the console itself: %d CPU ticks in %d s = %.2f %% of a core (goal: <= 2 %%)\n",
     ticks, s, 100 * ticks / hz / s }' "$work/ticks"
@@ -134,13 +115,14 @@ echo "one refresh of $rows functions ($(awk 'NR == 1 { printf "%.1f", $2 / 10485
 echo "  GET /v1/stats alone (curl time_total): $(cut -d' ' -f1 "$work/curl" | median) s"
 echo "  hotscope console --once (wall): $(cut -d' ' -f1 "$work/once" | median) s," \
   "its own CPU $(awk '{ print $2 + $3 }' "$work/once" | median) s"
+# A refresh that takes longer than the interval is followed by the next one at once.
 console_pid="$(start_console "$program_pid" --interval 1)"
 sleep 2
 start="$(cpu_ticks "$console_pid")"
 sleep 20
 used="$(($(cpu_ticks "$console_pid") - start))"
 stop_console
-echo "  a live console at 1 Hz: $used CPU ticks in 20 s = $(awk -v t="$used" -v hz="$ticks_per_second" \
-  'BEGIN { printf "%.1f ms per refresh, %.2f %% of a core", 1000 * t / hz / 20, 100 * t / hz / 20 }')"
+echo "  a live console at --interval 1: $used CPU ticks in 20 s = $(awk -v t="$used" \
+  -v hz="$ticks_per_second" 'BEGIN { printf "%.1f %% of a core", 100 * t / hz / 20 }')"
 echo
 echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
