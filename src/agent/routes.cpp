@@ -133,7 +133,7 @@ Response info(const Process& process) {
   json["records"] = {{"written", snapshot.records.written},
                      {"kept", snapshot.records.kept},
                      {"dropped", snapshot.records.dropped}};
-  json["trace"] = {{"events", snapshot.trace.size()},
+  json["trace"] = {{"events", snapshot.trace_window_events},
                    {"evicted", snapshot.trace_evicted},
                    {"open_scopes", snapshot.trace_open_scopes}};
   json["threads_folded"] = snapshot.threads_folded;
@@ -259,6 +259,11 @@ Response forbidden(uid_t peer_uid, uid_t own_uid) {
 }
 
 Response route(const Process& process, Listener listener, const Request& request) {
+  if (request.query_cut) {
+    return error(414, fmt::format("the query has more than {} parameters (no endpoint takes more "
+                                  "than 2)",
+                                  kMaxParameters));
+  }
   const Endpoint* endpoint = nullptr;
   for (const Endpoint& candidate : kEndpoints) {
     if (request.path == candidate.path &&

@@ -32,11 +32,15 @@ std::string process_json(const Process& process);
 // The Unix socket serves every endpoint; the TCP listener only /v1/metrics.
 enum class Listener { Unix, Tcp };
 
+// No endpoint takes more query parameters than this; a longer query is not parsed (414).
+inline constexpr std::size_t kMaxParameters = 64;
+
 struct Request {
   std::string method;
   std::string path;
   std::vector<std::pair<std::string, std::string>> query; // decoded, in order
   bool has_body = false;
+  bool query_cut = false; // it had more than kMaxParameters parameters, not in `query`
 };
 
 struct Response {

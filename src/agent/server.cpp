@@ -4,36 +4,46 @@
 
 #include "agent/protocol.hpp"
 #include "agent/routes.hpp"
+#include "atomic_file/atomic_file.hpp"
 #include "threads/threads.hpp"
 
 #include <fmt/format.h>
 #include <microhttpd.h>
 
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <string_view>
 
 namespace hotscope::agent {
 namespace {
 
-// A stuck or slow client is dropped after this long without progress.
-constexpr unsigned kConnectionTimeoutSeconds = 10;
-constexpr unsigned kConnectionLimit = 32;
+// A connection waiting for its request is closed after 2 s without a byte: idle clients free
+// their places fast. One being answered may stall 10 s (a slow snapshot, a reader that pauses)
+// before it is dropped. Each connection serves one request (every answer says
+// "Connection: close"), so none waits idle after its answer.
+constexpr unsigned kRequestTimeoutSeconds = 2;
+constexpr unsigned kAnswerTimeoutSeconds = 10;
 // Two threads: one slow snapshot does not hold up every other client.
 constexpr unsigned kUnixThreads = 2;
-constexpr int kListenBacklog = 16;
+// Clients that connect in a burst wait in the queue for their turn instead of being refused.
+constexpr int kListenBacklog = 128;
 
 struct Listening {
   Listener listener;
@@ -74,7 +84,10 @@ std::string errno_text() {
   return std::strerror(errno);
 }
 
-// Creates the runtime directory, or checks an existing one is ours and private.
+// Creates the runtime directory, or checks that an existing one is ours and makes it private.
+// It must hold nothing of another user's: while it was open to others (before it was made
+// private, or a directory someone else could write), a link planted under one of our names
+// would make us write through it.
 std::string prepare_dir(const std::string& dir) {
   std::error_code error;
   const std::filesystem::path parent = std::filesystem::path(dir).parent_path();
@@ -84,44 +97,48 @@ std::string prepare_dir(const std::string& dir) {
   if (mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
     return fmt::format("cannot create the runtime directory {}: {}", dir, errno_text());
   }
-  struct stat status {};
-  if (lstat(dir.c_str(), &status) != 0) {
+  const int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOTDIR || errno == ELOOP) {
+      return fmt::format("the runtime directory {} is not a directory", dir);
+    }
     return fmt::format("cannot use the runtime directory {}: {}", dir, errno_text());
   }
-  if (!S_ISDIR(status.st_mode)) {
-    return fmt::format("the runtime directory {} is not a directory", dir);
-  }
-  // Another user's directory could watch or replace our socket.
-  if (status.st_uid != geteuid()) {
-    return fmt::format("the runtime directory {} belongs to uid {}, not to uid {}", dir,
-                       status.st_uid, geteuid());
-  }
-  if ((status.st_mode & 077) != 0 && chmod(dir.c_str(), 0700) != 0) {
-    return fmt::format("cannot make the runtime directory {} private (mode 0700): {}", dir,
-                       errno_text());
-  }
-  return "";
-}
-
-// Writes `path` (mode 0600) through a temporary file, so a reader never sees half of it.
-std::string write_private_file(const std::string& path, const std::string& text) {
-  const std::string temporary = path + ".tmp";
-  const int fd = open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0) {
-    return fmt::format("cannot write {}: {}", temporary, errno_text());
+  DIR* entries = fdopendir(fd);
+  if (entries == nullptr) {
+    close(fd);
+    return fmt::format("cannot use the runtime directory {}: {}", dir, errno_text());
   }
   std::string problem;
-  const ssize_t wrote = write(fd, text.data(), text.size());
-  if (wrote != static_cast<ssize_t>(text.size())) {
-    problem = fmt::format("cannot write {}: {}", temporary, wrote < 0 ? errno_text() : "disk full");
+  struct stat status {};
+  if (fstat(fd, &status) != 0) {
+    problem = fmt::format("cannot use the runtime directory {}: {}", dir, errno_text());
+  } else if (status.st_uid != geteuid()) { // it could watch or replace our socket
+    problem = fmt::format("the runtime directory {} belongs to uid {}, not to uid {}", dir,
+                          status.st_uid, geteuid());
+  } else if ((status.st_mode & 077) != 0 && fchmod(fd, 0700) != 0) {
+    problem = fmt::format("cannot make the runtime directory {} private (mode 0700): {}", dir,
+                          errno_text());
   }
-  close(fd);
-  if (problem.empty() && rename(temporary.c_str(), path.c_str()) != 0) {
-    problem = fmt::format("cannot write {}: {}", path, errno_text());
+  // Read after it became private: nobody else can add an entry once this loop has started.
+  while (problem.empty()) {
+    const dirent* entry = readdir(entries);
+    if (entry == nullptr) {
+      break;
+    }
+    const std::string_view name = entry->d_name;
+    if (name == "." || name == "..") {
+      continue;
+    }
+    struct stat owner {};
+    if (fstatat(fd, entry->d_name, &owner, AT_SYMLINK_NOFOLLOW) == 0 && owner.st_uid != geteuid()) {
+      problem = fmt::format("the runtime directory {} holds {}, which belongs to uid {}, not to "
+                            "uid {}: remove it, or set HOTSCOPE_RUNTIME_DIR to a directory only "
+                            "this user can write",
+                            dir, entry->d_name, owner.st_uid, geteuid());
+    }
   }
-  if (!problem.empty()) {
-    unlink(temporary.c_str());
-  }
+  closedir(entries);
   return problem;
 }
 
@@ -197,7 +214,7 @@ MHD_Result collect_argument(void* request, MHD_ValueKind, const char* key, const
   return MHD_YES;
 }
 
-MHD_Result send(MHD_Connection* connection, Response response, bool close_after) {
+MHD_Result send(MHD_Connection* connection, Response response) {
   auto* body = new std::string(std::move(response.body));
   MHD_Response* reply = MHD_create_response_from_buffer_with_free_callback_cls(
       body->size(), body->data(), [](void* text) { delete static_cast<std::string*>(text); }, body);
@@ -209,12 +226,62 @@ MHD_Result send(MHD_Connection* connection, Response response, bool close_after)
   if (!response.allow.empty()) {
     MHD_add_response_header(reply, MHD_HTTP_HEADER_ALLOW, response.allow.c_str());
   }
-  if (close_after) {
-    MHD_add_response_header(reply, MHD_HTTP_HEADER_CONNECTION, "close");
-  }
+  MHD_add_response_header(reply, MHD_HTTP_HEADER_CONNECTION, "close");
   const MHD_Result queued = MHD_queue_response(connection, response.status, reply);
   MHD_destroy_response(reply);
   return queued;
+}
+
+// Where a request is between the calls of on_request (its *request_state points at one of these).
+struct Progress {
+  bool headers_in;
+  bool has_body;
+  bool query_cut; // more parameters than kMaxParameters: not parsed (see on_uri)
+};
+constexpr Progress kProgress[] = {{false, false, false}, {false, false, true}, {true, false, false},
+                                  {true, false, true},   {true, true, false},  {true, true, true}};
+
+void* progress(bool headers_in, bool has_body, bool query_cut) {
+  for (const Progress& state : kProgress) {
+    if (state.headers_in == headers_in && state.has_body == has_body &&
+        state.query_cut == query_cut) {
+      return const_cast<Progress*>(&state);
+    }
+  }
+  return nullptr;
+}
+
+// libmicrohttpd (0.9.75) keeps each query parameter in the connection's memory pool and, when
+// the pool runs out (some 500 parameters), neither answers nor closes the connection until its
+// timeout. It calls this with the request's URI before it splits the query: a query with more
+// parameters than any endpoint takes is cut off here (the URI lies in the connection's own
+// buffer) and answered 414 at once.
+void* on_uri(void*, const char* uri, MHD_Connection*) {
+  char* query = uri == nullptr ? nullptr : const_cast<char*>(std::strchr(uri, '?'));
+  std::size_t parameters = 0;
+  for (const char* at = query; at != nullptr && *at != '\0'; ++at) {
+    parameters += *at == '?' || *at == '&' ? 1 : 0;
+  }
+  const bool cut = parameters > kMaxParameters;
+  if (cut) {
+    query[1] = '\0';
+  }
+  return progress(false, false, cut);
+}
+
+// libmicrohttpd decodes %XX in the path and in each query key and value. A decoded NUL would
+// cut the text short ("/v1/info%00.json" would read "/v1/info"): text in which a %XX stands for
+// a control character is left as it came, so it matches no endpoint, parameter or value.
+std::size_t unescape(void*, MHD_Connection*, char* text) {
+  for (const char* at = text; *at != '\0'; ++at) {
+    unsigned value = 0;
+    if (at[0] == '%' && at[1] != '\0' && at[2] != '\0' &&
+        std::from_chars(at + 1, at + 3, value, 16).ptr == at + 3 &&
+        (value < 0x20 || value == 0x7F)) {
+      return std::strlen(text);
+    }
+  }
+  return MHD_http_unescape(text);
 }
 
 // libmicrohttpd calls this first when the headers are in, then with each piece of the body,
@@ -223,18 +290,20 @@ MHD_Result send(MHD_Connection* connection, Response response, bool close_after)
 MHD_Result on_request(void* context, MHD_Connection* connection, const char* url,
                       const char* method, const char*, const char*, std::size_t* upload_size,
                       void** request_state) {
-  static int headers_seen;
-  static int body_seen;
-  if (*request_state == nullptr) {
-    *request_state = &headers_seen;
+  if (*request_state == nullptr) { // on_uri runs first for every request; in case it did not
+    *request_state = progress(false, false, false);
+  }
+  const Progress& state = *static_cast<const Progress*>(*request_state);
+  if (!state.headers_in) {
+    *request_state = progress(true, false, state.query_cut);
     return MHD_YES;
   }
   if (*upload_size != 0) {
     *upload_size = 0;
-    *request_state = &body_seen;
+    *request_state = progress(true, true, state.query_cut);
     return MHD_YES;
   }
-  const bool has_body = *request_state == &body_seen;
+  const bool has_body = state.has_body;
   const Listening& listening = *static_cast<const Listening*>(context);
   if (listening.listener == Listener::Unix) {
     // Only the process's own user and root may look inside it.
@@ -247,32 +316,47 @@ MHD_Result on_request(void* context, MHD_Connection* connection, const char* url
       return MHD_NO;
     }
     if (peer.uid != 0 && peer.uid != geteuid()) {
-      return send(connection, forbidden(peer.uid, geteuid()), true);
+      return send(connection, forbidden(peer.uid, geteuid()));
     }
   }
-  Request request{method, url, {}, has_body};
+  Request request{method, url, {}, has_body, state.query_cut};
   MHD_get_connection_values(connection, MHD_GET_ARGUMENT_KIND, collect_argument, &request);
   try {
     Response response = route(*listening.process, listening.listener, request);
     // A slow snapshot is not the client's idleness: the idle timer restarts for the sending
     // (libmicrohttpd restarts it when the timeout is set anew after being 0).
     MHD_set_connection_option(connection, MHD_CONNECTION_OPTION_TIMEOUT, 0u);
-    MHD_set_connection_option(connection, MHD_CONNECTION_OPTION_TIMEOUT, kConnectionTimeoutSeconds);
-    return send(connection, std::move(response), has_body);
+    MHD_set_connection_option(connection, MHD_CONNECTION_OPTION_TIMEOUT, kAnswerTimeoutSeconds);
+    return send(connection, std::move(response));
   } catch (...) {
     return send(connection,
-                Response{500, "application/json", "{\"error\": \"internal error\"}\n", ""}, true);
+                Response{500, "application/json", "{\"error\": \"internal error\"}\n", ""});
   }
+}
+
+// Connections each listener takes at most: an eighth of the process's file descriptors, between
+// 32 and 512, so that clients never take the descriptors the program needs. Idle ones cost a
+// descriptor and a few KiB each, no thread (epoll).
+unsigned connection_limit() {
+  rlimit files{};
+  if (getrlimit(RLIMIT_NOFILE, &files) != 0 || files.rlim_cur == RLIM_INFINITY) {
+    return 512;
+  }
+  return static_cast<unsigned>(std::clamp<rlim_t>(files.rlim_cur / 8, 32, 512));
 }
 
 // epoll, not poll: libmicrohttpd's poll loop keeps a heap array referenced only from its
 // threads' stacks, which LeakSanitizer reports as leaked in a forked child (no such threads).
+// No per-address limit: on loopback every local client is 127.0.0.1, so such a limit would let
+// one client lock the others out as surely as the overall one.
 MHD_Daemon* serve(int fd, unsigned threads, Listening* context) {
   const hotscope::threads::SignalsBlocked blocked; // libmicrohttpd's threads start here
   return MHD_start_daemon(MHD_USE_EPOLL_INTERNAL_THREAD, 0, nullptr, nullptr, &on_request, context,
                           MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_THREAD_POOL_SIZE, threads,
-                          MHD_OPTION_CONNECTION_TIMEOUT, kConnectionTimeoutSeconds,
-                          MHD_OPTION_CONNECTION_LIMIT, kConnectionLimit, MHD_OPTION_END);
+                          MHD_OPTION_CONNECTION_TIMEOUT, kRequestTimeoutSeconds,
+                          MHD_OPTION_CONNECTION_LIMIT, connection_limit(),
+                          MHD_OPTION_URI_LOG_CALLBACK, &on_uri, nullptr,
+                          MHD_OPTION_UNESCAPE_CALLBACK, &unescape, nullptr, MHD_OPTION_END);
 }
 
 std::string read_link(const char* path) {
@@ -337,7 +421,11 @@ std::vector<std::string> start(const config::Config& config) {
       problem = "cannot start the HTTP server";
     } else {
       agent->unix_fd = fd;
-      problem = write_private_file(info_path(agent->dir, process.pid), process_json(process));
+      const std::string path = info_path(agent->dir, process.pid);
+      if (const std::string reason = atomic_file::write(path, process_json(process), 0600);
+          !reason.empty()) {
+        problem = fmt::format("cannot write {}: {}", path, reason);
+      }
     }
   }
   if (!problem.empty()) {

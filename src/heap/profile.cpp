@@ -4,7 +4,6 @@
 #include "symbols/symbols.hpp"
 
 #include <algorithm>
-#include <map>
 #include <unordered_map>
 
 namespace hotscope::heap {
@@ -25,7 +24,7 @@ public:
 
 private:
   std::vector<std::string>& strings_;
-  std::map<std::string, std::uint32_t> indices_;
+  std::unordered_map<std::string, std::uint32_t> indices_;
 };
 
 void merge_into(HeapSite& into, const HeapSite& from) {
@@ -47,6 +46,16 @@ bool is_main(const std::vector<symbols::Frame>& frames) {
   return std::any_of(frames.begin(), frames.end(),
                      [](const symbols::Frame& frame) { return frame.function == "main"; });
 }
+
+struct FrameVectorHash {
+  std::size_t operator()(const std::vector<std::uint32_t>& frames) const {
+    std::uint64_t hash = 14695981039346656037ull; // FNV-1a over the indices
+    for (const std::uint32_t frame : frames) {
+      hash = (hash ^ frame) * 1099511628211ull;
+    }
+    return static_cast<std::size_t>(hash ^ (hash >> 29));
+  }
+};
 
 } // namespace
 
@@ -77,7 +86,7 @@ HeapProfile build_profile(const RawProfile& raw, std::string command, std::int64
     bool in_main;
   };
   std::unordered_map<std::uintptr_t, AddressFrames> by_address;
-  std::map<std::vector<std::uint32_t>, std::size_t> site_of_frames;
+  std::unordered_map<std::vector<std::uint32_t>, std::size_t, FrameVectorHash> site_of_frames;
   for (const RawSite& raw_site : raw.sites) {
     std::vector<std::uint32_t> frames;
     for (const std::uintptr_t return_address : raw_site.stack) {

@@ -1,6 +1,7 @@
 #include "runtime/runtime.hpp"
 
 #include "agent/agent.hpp"
+#include "atomic_file/atomic_file.hpp"
 #include "clock/clock.hpp"
 #include "export/export.hpp"
 #include "heap/interposer/interposer.hpp"
@@ -8,12 +9,9 @@
 
 #include <hotscope/hotscope.hpp>
 
-#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <mutex>
 #include <new>
 #include <pthread.h>
@@ -117,13 +115,8 @@ HeapOutputs take_heap_profile(int formats) {
 }
 
 std::string write_file(const std::filesystem::path& path, const std::string& bytes) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  out.close();
-  if (!out) {
-    return "cannot write " + path.string() + ": " + std::strerror(errno);
-  }
-  return "";
+  const std::string reason = atomic_file::write(path.string(), bytes);
+  return reason.empty() ? "" : "cannot write " + path.string() + ": " + reason;
 }
 
 } // namespace

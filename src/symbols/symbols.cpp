@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <new>
 #include <unordered_map>
 
@@ -327,7 +328,9 @@ bool Symbolizer::refresh() {
     // range in the old map spanned the hole the new object went into.
     for (const LoadedObjects::Segment& segment : now.segments) {
       if (!before.contains(segment)) {
-        cache_.erase(cache_.lower_bound(segment.begin), cache_.lower_bound(segment.end));
+        std::erase_if(cache_, [&](const auto& entry) {
+          return entry.first >= segment.begin && entry.first < segment.end;
+        });
       }
     }
   } else {

@@ -3,10 +3,10 @@
 #pragma once
 
 #include <cstdint>
-#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -104,7 +104,9 @@ private:
   struct Session;
   void read_memory_map();
   std::unique_ptr<Session> session_;
-  std::map<std::uintptr_t, std::vector<Frame>> cache_; // ordered: refresh() erases ranges
+  // Hashed: the collector looks up every frame of every new stack. Its elements stay where they
+  // are as it grows, so references from resolve() stay valid.
+  std::unordered_map<std::uintptr_t, std::vector<Frame>> cache_;
 };
 
 } // namespace hotscope::symbols

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <grp.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -26,9 +27,11 @@ using Json = nlohmann::json;
 // client queued behind several of them would reach the agent's connection timeout.
 constexpr double kFloodSeconds = 240;
 constexpr int kConcurrentClients = 4;
+constexpr auto kPromptAnswer = std::chrono::seconds(5);
 #else
 constexpr double kFloodSeconds = 60;
 constexpr int kConcurrentClients = 8;
+constexpr auto kPromptAnswer = std::chrono::seconds(2);
 #endif
 
 // The HOTSCOPE_COUNTER the demo's writer updates after each request it served.
@@ -431,7 +434,7 @@ TEST(AgentDemo, AStuckClientIsDroppedAndOthersAreServedMeanwhile) {
   Connection half(demo.socket());
   half.send_all("GET /v1/info HTTP/1.1\r\nHost: x\r\n"); // and never the blank line
   EXPECT_EQ(Json::parse(demo.get("/v1/info")).at("pid"), demo.pid());
-  // The agent's connection timeout is 10 s.
+  // The agent drops a connection that has not sent its request within 2 s.
   stuck.read_until_closed(20'000);
   half.read_until_closed(20'000);
   EXPECT_TRUE(stuck.closed());
@@ -469,6 +472,117 @@ TEST(AgentDemo, AnotherUserIsRefused) {
   EXPECT_NE(refused.out.find("uid 65534 may not use this agent"), std::string::npos) << refused.out;
   EXPECT_EQ(refused.out.substr(refused.out.size() - 3), "403");
   EXPECT_EQ(refused.out.find("functions"), std::string::npos);
+}
+
+// A query of 600 parameters (2.4 KB) got no answer, only a close 10 s later; a NUL or another
+// control character written %XX cut the path short or matched nothing as it should.
+TEST(AgentDemo, LongQueriesAndControlCharactersAreAnsweredAtOnce) {
+  Demo demo;
+  std::string query = "a=1";
+  for (int i = 1; i < 600; ++i) {
+    query += "&a=1";
+  }
+  const auto answer = [&](const std::string& target) {
+    Connection connection(demo.socket());
+    connection.send_all("GET " + target + " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    const auto started = std::chrono::steady_clock::now();
+    const std::string text = connection.read_until_closed(5'000);
+    EXPECT_LT(std::chrono::steady_clock::now() - started, kPromptAnswer) << target;
+    return text.substr(0, text.find("\r\n"));
+  };
+  EXPECT_EQ(answer("/v1/stats?" + query), "HTTP/1.1 414 URI Too Long");
+  EXPECT_EQ(answer("/v1/info%00.json"), "HTTP/1.1 404 Not Found");
+  EXPECT_EQ(answer("/v1/info%00"), "HTTP/1.1 404 Not Found");
+  EXPECT_EQ(answer("/v1/info%0a"), "HTTP/1.1 404 Not Found");
+  EXPECT_EQ(answer("/v1/info%7F"), "HTTP/1.1 404 Not Found");
+  EXPECT_EQ(answer("/v1/info\x01"), "HTTP/1.1 404 Not Found");
+  EXPECT_EQ(answer("/v1/stats?format=json%00table"), "HTTP/1.1 400 Bad Request");
+  EXPECT_EQ(answer("/v1/stats?format%00=json"), "HTTP/1.1 400 Bad Request");
+  // What is allowed still works: 64 parameters, and escapes of ordinary characters.
+  std::string allowed = "format=json";
+  for (int i = 1; i < 64; ++i) {
+    allowed += "&format=json";
+  }
+  EXPECT_EQ(answer("/v1/stats?" + allowed), "HTTP/1.1 200 OK");
+  EXPECT_EQ(answer("/v1/%69nfo?"), "HTTP/1.1 200 OK");
+  EXPECT_EQ(answer("/v1/stats?format=%74able"), "HTTP/1.1 200 OK");
+  const CommandResult detail = demo.curl({"http://localhost/v1/stats?" + query});
+  EXPECT_NE(detail.out.find("more than 64 parameters"), std::string::npos) << detail.out;
+  const CommandResult named = demo.curl({"http://localhost/v1/info%00.json"});
+  EXPECT_NE(named.out.find("no endpoint /v1/info%00.json"), std::string::npos) << named.out;
+  EXPECT_TRUE(advances(demo));
+}
+
+// Links planted in the runtime directory under the names of the agent's files (the issue's
+// trial: <pid>.json.tmp -> a file of root's, overwritten with the process's JSON), for the next
+// pids, since the demo's pid is not known before it starts. With `uid`, planted as that user
+// (setresuid in a child, as setpriv does: a shell loop would use up the pids it plants for).
+void plant_links(const fs::path& dir, const fs::path& target, uid_t uid) {
+  std::ifstream last_pid_file("/proc/sys/kernel/ns_last_pid");
+  int last_pid = 0;
+  last_pid_file >> last_pid;
+  const pid_t child = fork();
+  if (child == 0) {
+    if (uid != geteuid() && (setgroups(0, nullptr) != 0 || setresgid(uid, uid, uid) != 0 ||
+                             setresuid(uid, uid, uid) != 0)) {
+      _exit(1);
+    }
+    for (int pid = last_pid + 1; pid <= last_pid + 3000; ++pid) {
+      for (const char* suffix : {".json.tmp", ".json", ".sock"}) {
+        symlink(target.c_str(), (dir / (std::to_string(pid) + suffix)).c_str());
+      }
+    }
+    _exit(0);
+  }
+  int status = 0;
+  waitpid(child, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+TEST(AgentDemo, LinksPlantedUnderTheAgentsFileNamesAreReplacedNeverFollowed) {
+  ScratchDir scratch;
+  const fs::path target = scratch.path() / "precious";
+  std::ofstream(target) << "precious\n";
+  const fs::path runtime_dir = scratch.path() / "rt";
+  fs::create_directory(runtime_dir);
+  plant_links(runtime_dir, target, geteuid());
+  Demo demo(Env{{"HOTSCOPE_RUNTIME_DIR", runtime_dir}});
+  ASSERT_TRUE(fs::is_symlink(runtime_dir / (std::to_string(demo.pid()) + ".json.tmp")))
+      << "the demo's pid was not among those planted for";
+  EXPECT_EQ(slurp(target), "precious\n");
+  EXPECT_FALSE(fs::is_symlink(demo.info_path()));
+  EXPECT_EQ(Json::parse(slurp(demo.info_path())).at("pid"), demo.pid());
+  EXPECT_EQ(Json::parse(demo.get("/v1/info")).at("pid"), demo.pid());
+  EXPECT_EQ(demo.stop(), 0);
+  EXPECT_EQ(slurp(target), "precious\n");
+}
+
+TEST(AgentDemo, ARuntimeDirectoryHoldingAnotherUsersEntriesIsRefused) {
+  if (geteuid() != 0) {
+    GTEST_SKIP() << "needs root to act as another user (uid 65534)";
+  }
+  ScratchDir scratch;
+  const fs::path target = scratch.path() / "precious";
+  std::ofstream(target) << "precious\n";
+  // A directory another user could write before hotscope made it private.
+  const fs::path runtime_dir = scratch.path() / "rt";
+  fs::create_directory(runtime_dir);
+  fs::permissions(runtime_dir, fs::perms::all);
+  fs::permissions(scratch.path(), fs::perms::others_exec, fs::perm_options::add);
+  plant_links(runtime_dir, target, 65534);
+  Demo demo(Env{{"HOTSCOPE_RUNTIME_DIR", runtime_dir}}, false);
+  const bool planted = fs::is_symlink(runtime_dir / (std::to_string(demo.pid()) + ".json.tmp"));
+  demo.stop();
+  ASSERT_TRUE(planted) << "the demo's pid was not among those planted for";
+  EXPECT_EQ(slurp(target), "precious\n");
+  EXPECT_FALSE(fs::exists(demo.socket()));
+  EXPECT_FALSE(fs::exists(demo.info_path()));
+  const std::string err = demo.stderr_text();
+  EXPECT_NE(err.find("hotscope: agent: the runtime directory " + runtime_dir.string() + " holds "),
+            std::string::npos)
+      << err;
+  EXPECT_NE(err.find("which belongs to uid 65534, not to uid 0"), std::string::npos) << err;
+  EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
 }
 
 TEST(AgentDemo, TcpListenerServesMetricsOnly) {

@@ -3,9 +3,17 @@
 #include "demo_process.hpp"
 #include "prometheus_check.hpp"
 
+#include "support/small_tmpfs.hpp"
+
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+
+#include <algorithm>
 #include <set>
 
 namespace {
@@ -262,11 +270,156 @@ TEST(AgentCli, ListRemovesTheFilesOfEndedProcesses) {
   EXPECT_NE(list.err.find("removed the files of process " + pid + ", which has ended"),
             std::string::npos)
       << list.err;
+  // Pid 1 runs: its pid was reused, it has not ended.
+  EXPECT_EQ(list.err.find("process 1, which has ended"), std::string::npos) << list.err;
+  EXPECT_NE(list.err.find("removed the files of an earlier process 1: that pid now belongs to "
+                          "another process (its start time differs)"),
+            std::string::npos)
+      << list.err;
   EXPECT_NE(list.err.find("no process runs a hotscope agent"), std::string::npos) << list.err;
   EXPECT_FALSE(fs::exists(socket));
   EXPECT_FALSE(fs::exists(info));
   EXPECT_FALSE(fs::exists(reused));
   EXPECT_EQ(cli(killed, {"info", "-p", pid}).status, 3);
+}
+
+// A Unix socket bound at `path` (and listening if asked); the socket's fd.
+int bound_socket(const fs::path& path, bool listening) {
+  const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  std::snprintf(address.sun_path, sizeof(address.sun_path), "%s", path.c_str());
+  EXPECT_EQ(bind(fd, reinterpret_cast<const sockaddr*>(&address), sizeof(address)), 0) << path;
+  if (listening) {
+    EXPECT_EQ(listen(fd, 4), 0);
+  }
+  return fd;
+}
+
+// A <pid>.sock without its <pid>.json whose pid runs was never removed.
+TEST(AgentCli, ListRemovesASocketNobodyListensOn) {
+  Demo demo;
+  const fs::path& dir = demo.runtime_dir();
+  const auto ten_seconds_ago = fs::file_time_type::clock::now() - std::chrono::seconds(10);
+  // Left behind under a pid that now runs (this test's): nobody listens, made 10 s ago.
+  const fs::path stale = hotscope::agent::socket_path(dir, getpid());
+  close(bound_socket(stale, false));
+  fs::last_write_time(stale, ten_seconds_ago);
+  // An agent between its bind() and listen(): nobody listens yet, made just now.
+  const fs::path starting = hotscope::agent::socket_path(dir, 1);
+  const int starting_fd = bound_socket(starting, false);
+  // Someone listens, with no <pid>.json beside it (yet).
+  const fs::path listening = hotscope::agent::socket_path(dir, getppid());
+  const int listening_fd = bound_socket(listening, true);
+  fs::last_write_time(listening, ten_seconds_ago);
+
+  const CommandResult list = cli(demo, {"list"});
+  EXPECT_EQ(list.status, 0) << list.err;
+  EXPECT_EQ(list.err, "hotscope: removed the socket " + stale.string() +
+                          ", on which nobody listens (no " + std::to_string(getpid()) +
+                          ".json beside it)\n");
+  EXPECT_FALSE(fs::exists(stale));
+  EXPECT_TRUE(fs::exists(starting));
+  EXPECT_TRUE(fs::exists(listening));
+  EXPECT_NE(list.out.find(std::to_string(demo.pid()) + "  hotscope-demo"), std::string::npos)
+      << list.out;
+  close(starting_fd);
+  close(listening_fd);
+}
+
+// The sockets an agent's process holds open (listeners and connections).
+std::size_t open_sockets(pid_t pid) {
+  std::size_t count = 0;
+  std::error_code error;
+  for (const auto& entry : fs::directory_iterator("/proc/" + std::to_string(pid) + "/fd", error)) {
+    count += fs::read_symlink(entry.path(), error).string().rfind("socket:", 0) == 0 ? 1 : 0;
+  }
+  return count;
+}
+
+// A client that connects and then says nothing; never waits for the connection.
+int idle_client(const sockaddr* address, socklen_t length) {
+  const int fd = socket(address->sa_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  static_cast<void>(connect(fd, address, length));
+  return fd;
+}
+
+// 32 idle connections made the agent refuse everyone else for the idle timeout (10 s).
+TEST(AgentCli, AHundredIdleConnectionsDelayNoAnswer) {
+  Demo demo(Env{{"HOTSCOPE_AGENT_TCP", "127.0.0.1:0"}});
+  const std::string pid = std::to_string(demo.pid());
+  const std::string address = Json::parse(slurp(demo.info_path())).at("enabled").at("metrics_tcp");
+  sockaddr_un unix_address{};
+  unix_address.sun_family = AF_UNIX;
+  std::snprintf(unix_address.sun_path, sizeof(unix_address.sun_path), "%s", demo.socket().c_str());
+  sockaddr_in tcp_address{};
+  tcp_address.sin_family = AF_INET;
+  tcp_address.sin_port =
+      htons(static_cast<std::uint16_t>(std::stoi(address.substr(address.find(':') + 1))));
+  tcp_address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+
+  const std::size_t sockets_before = open_sockets(demo.pid());
+  std::vector<int> idle;
+  for (int i = 0; i < 100; ++i) {
+    idle.push_back(
+        idle_client(reinterpret_cast<const sockaddr*>(&unix_address), sizeof(unix_address)));
+    idle.push_back(
+        idle_client(reinterpret_cast<const sockaddr*>(&tcp_address), sizeof(tcp_address)));
+  }
+  // The agent holds all 200 (it accepts at once; they would be dropped after 2 s idle).
+  for (int i = 0; i < 100 && open_sockets(demo.pid()) < sockets_before + 200; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  EXPECT_GE(open_sockets(demo.pid()), sockets_before + 200);
+
+  const auto seconds_since = [](std::chrono::steady_clock::time_point start) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
+  auto started = std::chrono::steady_clock::now();
+  const CommandResult stats = cli(demo, {"stats", "-p", pid});
+  const double stats_seconds = seconds_since(started);
+  started = std::chrono::steady_clock::now();
+  const CommandResult scrape =
+      run({CURL, "--silent", "--fail", "--max-time", "20", "http://" + address + "/v1/metrics"});
+  const double scrape_seconds = seconds_since(started);
+  for (const int fd : idle) {
+    close(fd);
+  }
+  EXPECT_EQ(stats.status, 0) << stats.err;
+  EXPECT_NE(stats.out.find("demo::Service::handle"), std::string::npos);
+  EXPECT_LT(stats_seconds, 1.0);
+  EXPECT_EQ(scrape.status, 0) << scrape.err;
+  EXPECT_EQ(prometheus_problems(scrape.out), std::vector<std::string>{});
+  EXPECT_LT(scrape_seconds, 1.0);
+  std::cout << "with 100 idle connections on each listener: hotscope stats " << stats_seconds
+            << " s, a metrics scrape " << scrape_seconds << " s\n";
+}
+
+// A full file system: `hotscope trace -o t.json` truncated the existing file and left 4,096
+// bytes of the new one.
+TEST(AgentCli, OutputToAFullFileSystemKeepsTheEarlierFile) {
+  const hotscope::testing::SmallTmpfs tmpfs;
+  if (!tmpfs.skip_reason().empty()) {
+    GTEST_SKIP() << tmpfs.skip_reason();
+  }
+  Demo demo;
+  const std::string pid = std::to_string(demo.pid());
+  const fs::path file = tmpfs.path() / "t.json";
+  const CommandResult earlier = cli(demo, {"info", "-p", pid, "-o", file});
+  ASSERT_EQ(earlier.status, 0) << earlier.err;
+  const std::string earlier_text = slurp(file);
+  EXPECT_EQ(Json::parse(earlier_text).at("pid"), demo.pid());
+  tmpfs.fill();
+  const CommandResult full = cli(demo, {"trace", "-p", pid, "-o", file});
+  EXPECT_EQ(full.status, 8);
+  EXPECT_EQ(full.err, "hotscope: cannot write " + file.string() + ": No space left on device\n");
+  EXPECT_EQ(slurp(file), earlier_text);
+  std::vector<std::string> names;
+  for (const auto& entry : fs::directory_iterator(tmpfs.path())) {
+    names.push_back(entry.path().filename().string());
+  }
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(names, (std::vector<std::string>{"filler", "t.json"}));
 }
 
 } // namespace

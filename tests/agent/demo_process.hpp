@@ -97,18 +97,18 @@ struct Program {
   std::vector<std::string> command;
 };
 
-// hotscope-demo --seconds 0, with HOTSCOPE_RUNTIME_DIR=<scratch>/rt, until the test ends.
+// hotscope-demo --seconds 0, with HOTSCOPE_RUNTIME_DIR=<scratch>/rt (unless `env` names another),
+// until the test ends.
 class Demo {
 public:
   explicit Demo(const Env& env = {}, bool expect_agent = true,
                 const std::vector<std::string>& arguments = {})
-      : runtime_dir_(scratch_.path() / "rt") {
+      : runtime_dir_(runtime_dir_of(env)) {
     std::vector<std::string> command{HOTSCOPE_DEMO, "--seconds", "0", "--threads", "2"};
     command.insert(command.end(), arguments.begin(), arguments.end());
     start(command, env, expect_agent);
   }
-  explicit Demo(const Program& program, const Env& env = {})
-      : runtime_dir_(scratch_.path() / "rt") {
+  explicit Demo(const Program& program, const Env& env = {}) : runtime_dir_(runtime_dir_of(env)) {
     start(program.command, env, true);
   }
   ~Demo() { stop(); }
@@ -116,6 +116,11 @@ public:
   Demo& operator=(const Demo&) = delete;
 
 private:
+  fs::path runtime_dir_of(const Env& env) const {
+    const auto named = env.find("HOTSCOPE_RUNTIME_DIR");
+    return named != env.end() ? fs::path(named->second) : scratch_.path() / "rt";
+  }
+
   void start(const std::vector<std::string>& command, const Env& env, bool expect_agent) {
     pid_ = fork();
     if (pid_ == 0) {

@@ -1,6 +1,7 @@
 // The preload library's behaviour beyond the figures: unknown pointers, an unwritable output
 // directory, the summary switch and bad settings.
 #include "support/scratch_dir.hpp"
+#include "support/small_tmpfs.hpp"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -145,6 +146,65 @@ TEST(HeapPreload, ExitFromASignalHandlerWhileProfilingEndsTheProgram) {
           << run.err;
     }
   }
+}
+
+// On a full file system a valid earlier heap.json was replaced by the first 4,096 bytes of the
+// new one.
+TEST(HeapPreload, AFullFileSystemKeepsTheEarlierProfile) {
+  const hotscope::testing::SmallTmpfs tmpfs;
+  if (!tmpfs.skip_reason().empty()) {
+    GTEST_SKIP() << tmpfs.skip_reason();
+  }
+  const hotscope::testing::ScratchDir scratch("preload-full");
+  const std::string out = "HOTSCOPE_OUT=" + tmpfs.path().string() + " HOTSCOPE_HEAP_SUMMARY=0";
+  const ProgramRun first = run_preloaded(scratch.path(), out, "lifecycle");
+  ASSERT_EQ(first.status, 0) << first.err;
+  ASSERT_EQ(first.err, "");
+  const std::string earlier = slurp(tmpfs.path() / "heap.json");
+  const std::string earlier_pprof = slurp(tmpfs.path() / "heap.pb.gz");
+  ASSERT_FALSE(nlohmann::json::parse(earlier).at("pps").empty());
+  tmpfs.fill();
+  const ProgramRun full = run_preloaded(scratch.path(), out, "lifecycle");
+  EXPECT_EQ(full.status, 0);
+  EXPECT_EQ(full.err, "hotscope: cannot write the heap profile " +
+                          (tmpfs.path() / "heap.json").string() + ": No space left on device\n");
+  EXPECT_EQ(slurp(tmpfs.path() / "heap.json"), earlier);
+  EXPECT_EQ(slurp(tmpfs.path() / "heap.pb.gz"), earlier_pprof);
+  std::vector<std::string> names;
+  for (const auto& entry : fs::directory_iterator(tmpfs.path())) {
+    names.push_back(entry.path().filename().string());
+  }
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(names, (std::vector<std::string>{"filler", "heap.json", "heap.pb.gz"}));
+}
+
+// A pyenv-style shim (a shell that runs commands, reads their output and execs the next one)
+// left empty heap.<pid>.json files. Every process writes a whole profile or none.
+TEST(HeapPreload, ShellsThatExecAtOnceWriteWholeProfilesOrNone) {
+  const hotscope::testing::ScratchDir scratch("preload-shim");
+  const fs::path& dir = scratch.path();
+  const std::string script =
+      "/bin/true; version=$(/bin/echo 3.11); for i in 1 2 3; do x=$(/bin/true); done; "
+      "exec /bin/sh -c 'exec /bin/true'";
+  // HOTSCOPE_HEAP_PID names no process here: each one writes heap.<pid>.json.
+  const int status =
+      std::system(("env HOTSCOPE_OUT=" + dir.string() +
+                   " HOTSCOPE_HEAP_PID=1 HOTSCOPE_HEAP_SUMMARY=0 LD_PRELOAD=" + HOTSCOPE_PRELOAD +
+                   " /bin/sh -c \"" + script + "\"")
+                      .c_str());
+  EXPECT_EQ(status, 0);
+  std::size_t profiles = 0;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    const std::string name = entry.path().filename().string();
+    EXPECT_TRUE(name.starts_with("heap.")) << name;
+    EXPECT_FALSE(name.ends_with(".tmp")) << name;
+    if (entry.path().extension() == ".json") {
+      ++profiles;
+      const auto profile = nlohmann::json::parse(slurp(entry.path()), nullptr, false);
+      EXPECT_TRUE(profile.is_object() && profile.contains("pps")) << name;
+    }
+  }
+  EXPECT_GT(profiles, 0u);
 }
 
 TEST(HeapPreload, RelativeOutputIsTheStartDirectorys) {

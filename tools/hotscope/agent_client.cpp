@@ -6,12 +6,16 @@
 #include <fmt/format.h>
 
 #include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <charconv>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -41,6 +45,31 @@ std::int64_t pid_of(const fs::path& file) {
 bool alive(std::int64_t pid, const nlohmann::json& info) {
   return process_exists(pid) &&
          agent::process_start_ticks(pid) == info.value("start_ticks", std::uint64_t{0});
+}
+
+// A socket left behind: connecting is refused (nobody listens), and it is older than the moment
+// between an agent's bind() and listen(), so no agent is just starting on it.
+bool nobody_listens(const std::string& path) {
+  struct stat status {};
+  if (lstat(path.c_str(), &status) != 0 || !S_ISSOCK(status.st_mode) ||
+      std::time(nullptr) - status.st_mtime < 2) {
+    return false;
+  }
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  if (path.size() >= sizeof(address.sun_path)) {
+    return false;
+  }
+  std::memcpy(address.sun_path, path.c_str(), path.size() + 1);
+  const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) {
+    return false;
+  }
+  const bool refused =
+      connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof(address)) != 0 &&
+      errno == ECONNREFUSED;
+  close(fd);
+  return refused;
 }
 
 void remove_files(const std::string& dir, std::int64_t pid) {
@@ -95,7 +124,7 @@ std::string runtime_dir() {
                             getuid());
 }
 
-std::vector<AgentProcess> live_agents(const std::string& dir, std::vector<std::int64_t>* removed) {
+std::vector<AgentProcess> live_agents(const std::string& dir, std::vector<std::string>* removed) {
   std::set<std::int64_t> pids;
   std::error_code error;
   for (const fs::directory_entry& entry : fs::directory_iterator(dir, error)) {
@@ -114,13 +143,25 @@ std::vector<AgentProcess> live_agents(const std::string& dir, std::vector<std::i
   for (const std::int64_t pid : pids) {
     std::ifstream in(agent::info_path(dir, pid));
     const nlohmann::json info = nlohmann::json::parse(in, nullptr, false);
-    if (info.is_object() && alive(pid, info)) {
+    std::string why;
+    if (!process_exists(pid)) {
+      why = fmt::format("removed the files of process {}, which has ended", pid);
+    } else if (info.is_object() && !alive(pid, info)) {
+      why = fmt::format("removed the files of an earlier process {}: that pid now belongs to "
+                        "another process (its start time differs)",
+                        pid);
+    } else if (!info.is_object() && nobody_listens(agent::socket_path(dir, pid))) {
+      why = fmt::format("removed the socket {}, on which nobody listens (no {} beside it)",
+                        agent::socket_path(dir, pid),
+                        fs::path(agent::info_path(dir, pid)).filename().string());
+    } else if (info.is_object()) {
       list.push_back(AgentProcess{pid, info, agent::socket_path(dir, pid)});
-    } else if (!process_exists(pid) || info.is_object()) {
-      // Gone, or its pid reused; a live process whose file is not written yet is left alone.
+    }
+    // Else a live process whose agent has bound its socket and not yet written its file.
+    if (!why.empty()) {
       remove_files(dir, pid);
       if (removed != nullptr) {
-        removed->push_back(pid);
+        removed->push_back(std::move(why));
       }
     }
   }

@@ -40,10 +40,12 @@ struct AgentProcess {
 // The directory agents put their files in, by the same rules as the library.
 std::string runtime_dir();
 
-// Every live agent in `dir`, by pid. Files of processes that are gone (or whose pid now belongs
-// to another process) are removed; their pids are added to `removed` if given.
+// Every live agent in `dir`, by pid. What earlier processes left behind is removed: the files
+// of a process that has ended or whose pid now belongs to another process (its start time
+// differs), and a socket without its <pid>.json on which nobody listens. Each removal adds one
+// line to `removed`, if given.
 std::vector<AgentProcess> live_agents(const std::string& dir,
-                                      std::vector<std::int64_t>* removed = nullptr);
+                                      std::vector<std::string>* removed = nullptr);
 
 // The agent of process `pid`, or a Failure saying why there is none.
 AgentProcess find_by_pid(const std::string& dir, std::int64_t pid);

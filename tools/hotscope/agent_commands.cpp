@@ -1,15 +1,18 @@
 #include "agent_commands.hpp"
 
 #include "agent_client.hpp"
+#include "atomic_file/atomic_file.hpp"
 
 #include <fmt/format.h>
+
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 
 namespace hotscope::cli {
 namespace {
@@ -51,11 +54,10 @@ std::string enabled(const nlohmann::json& info) {
 
 int list_agents() {
   const std::string dir = runtime_dir();
-  std::vector<std::int64_t> removed;
+  std::vector<std::string> removed;
   const std::vector<AgentProcess> agents = live_agents(dir, &removed);
-  for (const std::int64_t pid : removed) {
-    std::fprintf(stderr, "hotscope: removed the files of process %lld, which has ended\n",
-                 static_cast<long long>(pid));
+  for (const std::string& line : removed) {
+    std::fprintf(stderr, "hotscope: %s\n", line.c_str());
   }
   if (agents.empty()) {
     std::fprintf(stderr, "hotscope: no process runs a hotscope agent in %s\n", dir.c_str());
@@ -99,15 +101,38 @@ void write_output(const std::string& file, const std::string& text) {
     }
     return;
   }
-  errno = 0;
-  std::ofstream out(file, std::ios::binary | std::ios::trunc);
-  out << text;
-  out.close();
-  if (!out) {
-    throw Failure(kCannotWriteOutput, fmt::format("cannot write {}: {}", file,
-                                                  errno != 0 ? std::strerror(errno) : "failed"));
+  // Whole or not at all: a full disk leaves an earlier file as it was.
+  if (const std::string reason = atomic_file::write(file, text); !reason.empty()) {
+    throw Failure(kCannotWriteOutput, fmt::format("cannot write {}: {}", file, reason));
   }
 }
+
+namespace {
+
+// Why `file` could not be written, checked without creating it ("" if it can be): the
+// directory it goes into must take a new file, and the name must not be a directory.
+std::string unwritable(const std::string& file) {
+  fs::path directory = fs::path(file).parent_path();
+  if (directory.empty()) {
+    directory = ".";
+  }
+  struct stat status {};
+  if (stat(file.c_str(), &status) == 0 && S_ISDIR(status.st_mode)) {
+    return std::strerror(EISDIR);
+  }
+  if (stat(directory.c_str(), &status) != 0) {
+    return std::strerror(errno);
+  }
+  if (!S_ISDIR(status.st_mode)) {
+    return std::strerror(ENOTDIR);
+  }
+  if (access(directory.c_str(), W_OK | X_OK) != 0) {
+    return std::strerror(errno);
+  }
+  return "";
+}
+
+} // namespace
 
 AgentCommands::AgentCommands(CLI::App& app) {
   list_ = app.add_subcommand("list", "List the running processes that have a hotscope agent");
@@ -178,10 +203,8 @@ int AgentCommands::run_targeted(const CLI::App& command) const {
   }
   // Checked before asking: a reset must not happen when its answer cannot be written.
   const std::string& file = target_.output;
-  const bool existed = !file.empty() && fs::exists(file);
-  if (!file.empty() && !std::ofstream(file, std::ios::app)) {
-    throw Failure(kCannotWriteOutput,
-                  fmt::format("cannot write {}: {}", file, std::strerror(errno)));
+  if (const std::string reason = file.empty() ? "" : unwritable(file); !reason.empty()) {
+    throw Failure(kCannotWriteOutput, fmt::format("cannot write {}: {}", file, reason));
   }
   std::string method = "GET";
   std::string path = "/v1/" + name;
@@ -199,22 +222,13 @@ int AgentCommands::run_targeted(const CLI::App& command) const {
   } else if (name == "reset") {
     method = "POST";
   }
-  std::string text;
-  try {
-    const std::string dir = runtime_dir();
-    const AgentProcess process =
-        by_pid ? find_by_pid(dir, target_.pid) : find_by_name(dir, target_.name);
-    text = request(process, method, path).body;
-    if (name == "reset") {
-      text = fmt::format("process {} ({}): a new measuring window starts now\n", process.pid,
-                         process.name());
-    }
-  } catch (const Failure&) {
-    if (!existed && !file.empty()) {
-      std::error_code error;
-      fs::remove(file, error);
-    }
-    throw;
+  const std::string dir = runtime_dir();
+  const AgentProcess process =
+      by_pid ? find_by_pid(dir, target_.pid) : find_by_name(dir, target_.name);
+  std::string text = request(process, method, path).body;
+  if (name == "reset") {
+    text = fmt::format("process {} ({}): a new measuring window starts now\n", process.pid,
+                       process.name());
   }
   write_output(file, text);
   return kOk;

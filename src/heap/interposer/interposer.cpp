@@ -16,6 +16,7 @@
 //   profiler's for their whole life: pthread_create is interposed to mark them.
 #include "heap/interposer/interposer.hpp"
 
+#include "atomic_file/atomic_file.hpp"
 #include "export/export.hpp"
 #include "heap/heap.hpp"
 #include "symbols/symbols.hpp"
@@ -828,19 +829,15 @@ std::filesystem::path report_path(const heap::Options& options, const std::strin
   return std::filesystem::path(options.out_dir) / name;
 }
 
-// Writes one file; "" or one line naming the path and the reason.
+// Writes one file whole or not at all (an earlier profile stays intact); "" or one line naming
+// the path and the reason.
 std::string write_file(const std::filesystem::path& path, const std::string& bytes) {
   std::error_code error;
   std::filesystem::create_directories(path.parent_path(), error);
-  std::ofstream out(path, std::ios::binary);
-  if (out) {
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    out.close();
-  }
-  if (!out) {
-    return "hotscope: cannot write the heap profile " + path.string() + ": " + std::strerror(errno);
-  }
-  return "";
+  const std::string reason = hotscope::atomic_file::write(path.string(), bytes);
+  return reason.empty()
+             ? ""
+             : "hotscope: cannot write the heap profile " + path.string() + ": " + reason;
 }
 
 // A profile's raw figures (times in µs), with what the report at exit also says.

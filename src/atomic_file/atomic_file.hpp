@@ -1,0 +1,34 @@
+// The project's one way to write a file (reports, heap profiles, the agent's files, the CLI's
+// -o): whole or not at all, never through a name someone else planted.
+//
+// The content goes into a new file in the target's directory: an unnamed one (O_TMPFILE) where
+// the file system allows it, else one under a fresh random name created with
+// O_CREAT|O_EXCL|O_NOFOLLOW. It is given a random name if it had none and renamed over the
+// target. Hence:
+// - a reader sees the previous file or the new one, never part of one;
+// - a failure (full disk, I/O error, an exception while filling it) leaves the previous file as
+//   it was and no temporary file behind; a process killed while filling an unnamed file leaves
+//   nothing either;
+// - a symbolic link at the target is replaced, never followed, and no existing name is opened.
+// Usable inside the heap profiler (at exit, with its hooks off for the calling thread): it
+// allocates only through the C++ library, takes no lock and starts no thread.
+#pragma once
+
+#include <sys/types.h>
+
+#include <functional>
+#include <iosfwd>
+#include <string>
+#include <string_view>
+
+namespace hotscope::atomic_file {
+
+// Writes what `fill` puts into the stream to `path` (created with `mode`, less the umask).
+// Returns "" or the reason it failed, as strerror says it ("No space left on device").
+std::string write(const std::string& path, const std::function<void(std::ostream&)>& fill,
+                  mode_t mode = 0666);
+
+// The same for bytes already at hand.
+std::string write(const std::string& path, std::string_view bytes, mode_t mode = 0666);
+
+} // namespace hotscope::atomic_file
