@@ -169,7 +169,8 @@ inline void write_single(std::uint64_t ref, std::uint64_t value, std::uint32_t k
 
 // One block of `bytes` allocated by the calling thread, attributed by the collector to the
 // scopes open on this thread. Called from inside malloc/operator new hooks, so it never
-// registers a ring, allocates, locks, reads the clock or makes a syscall: a thread without a
+// registers a ring, allocates, locks or reads the clock (its one syscall is has_room_slow's
+// futex wake, once per half ring, which neither locks nor allocates): a thread without a
 // ring (no record yet, or past its exit handler) has no open scope to attribute to, and its
 // allocation is not recorded. It respects the slots reserved for pending ENDs like any record,
 // and a full ring counts it as dropped. The record carries no timestamp (ticks = 0).
