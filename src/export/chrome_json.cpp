@@ -7,7 +7,10 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <map>
 #include <ostream>
+#include <string_view>
+#include <utility>
 
 namespace hotscope::exporters {
 namespace {
@@ -18,10 +21,27 @@ std::string json_string(std::string_view text) {
   return nlohmann::json(text).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
+// Perfetto reads pid and tid as 32-bit values: an external track's os_tid (2^32 + n) would
+// collapse onto tid n. Each external track (a guest) becomes a process of its own instead, with
+// a pid above any real one (pid_max is at most 2^22) and its one thread's tid equal to it.
+constexpr std::int64_t kExternalPidBase = std::int64_t{1} << 30;
+
+struct TrackIds {
+  std::int64_t pid;
+  std::int64_t tid;
+};
+
+TrackIds track_ids(const Snapshot& snapshot, const ThreadInfo& thread) {
+  if (thread.external()) {
+    const std::int64_t pid = kExternalPidBase + (thread.os_tid - kExternalTidBase);
+    return {pid, pid};
+  }
+  return {snapshot.pid, thread.os_tid};
+}
+
 } // namespace
 
 void write_chrome_json(const Snapshot& snapshot, std::ostream& out) {
-  const std::int64_t pid = snapshot.pid;
   out << "{\"traceEvents\":[";
   // No separator after the last event: speedscope rejects a trailing empty element.
   bool first = true;
@@ -29,16 +49,29 @@ void write_chrome_json(const Snapshot& snapshot, std::ostream& out) {
     out << (first ? "\n" : ",\n") << event;
     first = false;
   };
-  emit(fmt::format(R"({{"ph":"M","name":"process_name","pid":{},"tid":{},"args":{{"name":{}}}}})",
-                   pid, pid, json_string(detail::process_label(snapshot))));
+  const auto name_process = [&](std::int64_t pid, const std::string& name) {
+    emit(fmt::format(R"({{"ph":"M","name":"process_name","pid":{},"tid":{},"args":{{"name":{}}}}})",
+                     pid, pid, json_string(name)));
+  };
+  name_process(snapshot.pid, detail::process_label(snapshot));
   for (const ThreadInfo& thread : snapshot.threads) {
+    const TrackIds ids = track_ids(snapshot, thread);
+    if (thread.external()) {
+      name_process(ids.pid, detail::thread_label(thread)); // "guest: NAME"
+    }
     emit(fmt::format(R"({{"ph":"M","name":"thread_name","pid":{},"tid":{},"args":{{"name":{}}}}})",
-                     pid, thread.os_tid, json_string(detail::thread_label(thread))));
+                     ids.pid, ids.tid, json_string(detail::thread_label(thread))));
   }
 
+  // Flow arrows from the scope that pushed an item to the scope that popped it (or the next
+  // one to begin on the popping thread). A flow's start must lie inside a slice, and an `f`
+  // needs its `s`: pushes outside any scope start no flow.
+  std::map<std::pair<std::string_view, std::int64_t>, std::uint64_t> flows_started;
+  std::uint64_t next_flow = 1;
   detail::walk_trace(snapshot, [&](const detail::TraceStep& step) {
     const TraceEvent& event = step.event;
-    const std::string where = fmt::format(R"("pid":{},"tid":{},"ts":{})", pid, step.thread.os_tid,
+    const TrackIds ids = track_ids(snapshot, step.thread);
+    const std::string where = fmt::format(R"("pid":{},"tid":{},"ts":{})", ids.pid, ids.tid,
                                           detail::fixed3(event.ns, 1000));
     switch (event.kind) {
     case EventKind::Begin:
@@ -58,6 +91,29 @@ void write_chrome_json(const Snapshot& snapshot, std::ostream& out) {
       emit(fmt::format(R"({{"ph":"C","name":{},{},"args":{{"value":{}}}}})",
                        json_string(snapshot.names.at(event.name)), where, event.value));
       break;
+    case EventKind::QueuePush:
+    case EventKind::QueuePop: {
+      const std::string_view queue = snapshot.names.at(event.name);
+      const auto key = std::make_pair(queue, event.value);
+      if (event.kind == EventKind::QueuePush) {
+        if (!step.open.empty()) {
+          flows_started[key] = next_flow;
+          emit(fmt::format(R"({{"ph":"s","id":{},"name":{},"cat":"queue",{}}})", next_flow++,
+                           json_string(queue), where));
+        }
+        break;
+      }
+      const auto started = flows_started.find(key);
+      if (started == flows_started.end()) {
+        break;
+      }
+      // Inside a scope it binds to that scope ("bp":"e"), else to the next one that begins.
+      emit(fmt::format(R"({{"ph":"f",{}"id":{},"name":{},"cat":"queue",{}}})",
+                       step.open.empty() ? "" : R"("bp":"e",)", started->second, json_string(queue),
+                       where));
+      flows_started.erase(started);
+      break;
+    }
     }
   });
 

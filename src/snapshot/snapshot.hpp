@@ -2,6 +2,7 @@
 // Exporters read snapshots only, never live collector state.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -17,6 +18,38 @@ struct ClockInfo {
   std::string reason;         // why this source was chosen, e.g. "HOTSCOPE_CLOCK=monotonic"
 };
 
+// The fixed upper bounds of the Prometheus duration histogram (docs/agent.md): 1, 2.5 and 5 times
+// each power of ten from 100 ns to 50 s, then 100 s. Every process uses the same, so buckets add
+// up across processes.
+inline constexpr std::array<std::uint64_t, 28> kDurationBucketsNs = {100,
+                                                                     250,
+                                                                     500,
+                                                                     1'000,
+                                                                     2'500,
+                                                                     5'000,
+                                                                     10'000,
+                                                                     25'000,
+                                                                     50'000,
+                                                                     100'000,
+                                                                     250'000,
+                                                                     500'000,
+                                                                     1'000'000,
+                                                                     2'500'000,
+                                                                     5'000'000,
+                                                                     10'000'000,
+                                                                     25'000'000,
+                                                                     50'000'000,
+                                                                     100'000'000,
+                                                                     250'000'000,
+                                                                     500'000'000,
+                                                                     1'000'000'000,
+                                                                     2'500'000'000,
+                                                                     5'000'000'000,
+                                                                     10'000'000'000,
+                                                                     25'000'000'000,
+                                                                     50'000'000'000,
+                                                                     100'000'000'000};
+
 // Timing figures of one function (source location), all in nanoseconds.
 struct DurationStats {
   std::uint64_t calls = 0;
@@ -30,6 +63,8 @@ struct DurationStats {
   std::uint64_t p95_ns = 0;
   std::uint64_t p99_ns = 0;
   std::uint64_t p999_ns = 0;
+  // Calls that took at most kDurationBucketsNs[i] (cumulative); empty when calls is 0.
+  std::vector<std::uint64_t> at_most_bucket;
 };
 
 // Heap blocks allocated by measured threads (hotscope::detail::record_allocation).
@@ -83,6 +118,10 @@ struct RecordCounts {
   std::uint64_t dropped = 0; // refused by a full ring on the producing thread
 };
 
+// A track that is not a thread of this process (a guest, docs/guest.md) has an os_tid from
+// kExternalTidBase up, a value no thread id reaches (pid_max is at most 2^22).
+constexpr std::int64_t kExternalTidBase = std::int64_t{1} << 32;
+
 // A scope open on a thread when the snapshot was taken.
 struct OpenScope {
   std::string name;
@@ -105,7 +144,8 @@ struct OsThreadFigures {
 
 struct ThreadInfo {
   std::uint32_t index = 0; // stable index, referenced by TraceEvent::thread
-  std::int64_t os_tid = 0;
+  std::int64_t os_tid = 0; // kExternalTidBase + n for the n-th external track
+  bool external() const { return os_tid >= kExternalTidBase; }
   std::string name; // empty when the program never named it
   bool exited = false;
   RecordCounts records;
@@ -115,7 +155,27 @@ struct ThreadInfo {
   OsThreadFigures os;
 };
 
-enum class EventKind : std::uint8_t { Begin, End, Message, Counter };
+// QueuePush and QueuePop carry the item id in TraceEvent::value and the queue's name in name.
+enum class EventKind : std::uint8_t { Begin, End, Message, Counter, QueuePush, QueuePop };
+
+// One queue (HOTSCOPE_QUEUE_PUSH / _POP), over the measuring window unless said otherwise.
+struct QueueStats {
+  std::string name;
+  std::uint64_t pushed = 0;
+  std::uint64_t popped = 0;
+  std::uint64_t depth = 0;     // in the queue now: pushes less pops, never below 0; not reset
+  std::uint64_t max_depth = 0; // the largest depth seen in the window
+  std::uint64_t capacity = 0;  // HOTSCOPE_QUEUE_CAPACITY's value, 0 if never given
+  // Time in the queue (push to the pop of the same id): calls = pops matched with their push.
+  // self_ns is not used.
+  DurationStats wait;
+  std::uint64_t popped_never_pushed = 0; // pops of an id not waiting (never pushed, given up)
+  std::uint64_t pending_given_up = 0;    // waiting ids forgotten: past the cap, or pushed again
+  std::uint64_t pending = 0;             // ids pushed and still waiting for their pop
+  std::uint64_t oldest_pending_ns = 0;   // how long the oldest of them has waited (0: none)
+  std::vector<std::string> push_threads; // labels of the threads that pushed, first seen first
+  std::vector<std::string> pop_threads;
+};
 
 struct TraceEvent {
   std::uint64_t ns = 0;     // since Snapshot::start_ns
@@ -159,6 +219,7 @@ struct Snapshot {
   std::vector<FunctionStats> functions; // over all threads, sorted by total_ns descending
   std::vector<ThreadInfo> threads;
   std::vector<CounterStats> counters;
+  std::vector<QueueStats> queues; // sorted by name
 
   // The trace window: the most recent events, per thread in order, sorted by time overall.
   // Each thread's Begin/End events are balanced: a scope whose Begin was evicted from the

@@ -4,6 +4,7 @@
 
 #include "snapshot/snapshot.hpp"
 #include "trace/histogram.hpp"
+#include "trace/queue_table.hpp"
 #include "trace/window.hpp"
 
 #include <hotscope/record.h>
@@ -68,6 +69,9 @@ public:
   void consume(std::uint32_t thread, std::span<const hotscope_record> records);
   void set_dropped(std::uint32_t thread, std::uint64_t dropped);
   void mark_exited(std::uint32_t thread);
+  // Every thread's records written before the pass began have been consumed (queue pops that
+  // arrived before their push wait for it until the next pass ends).
+  void finish_pass();
   // Forgets statistics, counts and the trace; open scopes stay open and are timed in full.
   void reset();
 
@@ -140,6 +144,8 @@ private:
   void begin(ThreadState& thread, std::uint32_t location, std::uint64_t ticks);
   void end(ThreadState& thread, std::uint32_t location, std::uint64_t ticks);
   static void allocate(ThreadState& thread, std::uint64_t bytes);
+  void queue_record(std::uint32_t thread, const hotscope_record& record);
+  std::string thread_label(std::uint32_t thread) const;
   static std::vector<OpenAllocation> open_allocations(const std::vector<Frame>& stack);
   static void forget_open_allocations(std::vector<Frame>& stack);
   void fold_old_threads();
@@ -157,13 +163,14 @@ private:
   std::uint64_t threads_folded_ = 0;
   RecordCounts folded_records_; // counts of threads whose entry was folded away
   Allocations folded_allocations_;
+  QueueTable queues_;
   TraceWindow window_;
 };
 
 // --- The process-wide collector ------------------------------------------------------------
 
 struct Settings {
-  std::size_t ring_records = 32768;
+  std::size_t ring_records = 131072; // 4 MiB: 6.5 ms of 10 M records/s past the wake mark
   std::size_t window_bytes = 32u << 20;
   unsigned period_ms = 10;
 };
@@ -193,9 +200,8 @@ void pause_collector_for_testing(bool paused);
 std::uint64_t early_wakes();
 
 // --- External tracks: code running outside this process's threads (guests, docs/guest.md) ---
-// Each shows in snapshots as a thread of its own whose os_tid is kExternalTidBase + n, a value
-// no real thread id reaches (pid_max is at most 2^22). start() must have run.
-constexpr std::int64_t kExternalTidBase = std::int64_t{1} << 32;
+// Each shows in snapshots as a thread of its own whose os_tid is kExternalTidBase + n
+// (snapshot.hpp). start() must have run.
 std::uint32_t add_external_track(std::string name);
 // Records already in host form: host clock ticks, refs to static data the host owns for the life
 // of the process, scopes well nested, in time order within the track.

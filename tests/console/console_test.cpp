@@ -189,6 +189,72 @@ TEST(ConsoleLive, ShowsThatTheTargetExited) {
   EXPECT_EQ(tmux.exit_status(), 0);
 }
 
+// The line of `screen` that contains `text`, or "".
+std::string line_with(const std::string& screen, const std::string& text) {
+  for (const std::string& line : lines_of(screen)) {
+    if (line.find(text) != std::string::npos) {
+      return line;
+    }
+  }
+  return "";
+}
+
+// console_program's stuck-worker has been inside hold_lock > wait_for_peer since it started: the
+// threads tab lists it first, marked STUCK with its open scopes, on the alert colours (white on
+// red); main, inside nothing, is not. Down moves the selection (reverse video) off the stuck row.
+TEST(ConsoleLive, ThreadsTabHighlightsTheStuckThread) {
+  Program program;
+  Tmux tmux(140, 30,
+            console_command(program.runtime_dir(), {"-p", std::to_string(program.pid()), "--tab",
+                                                    "threads", "--stuck", "300"}));
+  const std::string screen = tmux.wait_for("STUCK");
+  EXPECT_NE(screen.find("1 stuck (inside one scope longer than 300.00 ms)"), std::string::npos)
+      << screen;
+  const std::string stuck = line_with(screen, "stuck-worker");
+  EXPECT_NE(stuck.find("in: hold_lock > console_test::wait_for_peer"), std::string::npos) << screen;
+  EXPECT_LT(screen.find("stuck-worker"), screen.find(" main ")) << screen;
+  tmux.keys({"Down"});
+  // Reverse video is SGR 7: "\x1b[7m", or "\x1b[0;7m" after a reset.
+  const auto reversed = [](const std::string& line) {
+    return line.find("[7m") != std::string::npos || line.find(";7m") != std::string::npos;
+  };
+  const std::string colours =
+      tmux.wait_until([&](const std::string& text) { return reversed(line_with(text, " main ")); },
+                      "main selected (reverse video)", true);
+  EXPECT_NE(line_with(colours, "stuck-worker").find("41m"), std::string::npos) << colours;
+  EXPECT_EQ(line_with(colours, " main ").find("41m"), std::string::npos) << colours;
+  tmux.keys({"q"});
+  EXPECT_EQ(tmux.exit_status(), 0);
+}
+
+// The measuring window's length in the title ("window 4.20 s"), or "" when not shown.
+std::string window_shown(const std::string& screen) {
+  const auto start = screen.find("window ");
+  return start == std::string::npos ? "" : screen.substr(start, screen.find(',', start) - start);
+}
+
+// A refresh slower than the interval (the process stopped for a while) must not stop the
+// refreshes: the console once waited forever for a key when its wait came out negative.
+TEST(ConsoleLive, KeepsRefreshingAfterARefreshSlowerThanTheInterval) {
+  Program program;
+  Tmux tmux(120, 30,
+            console_command(program.runtime_dir(),
+                            {"-p", std::to_string(program.pid()), "--interval", "0.2"}));
+  tmux.wait_for("console_test::many_quick_steps");
+  kill(program.pid(), SIGSTOP); // the next answer comes 1 s late
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  kill(program.pid(), SIGCONT);
+  std::string seen = window_shown(tmux.screen());
+  for (int change = 0; change < 3 && !::testing::Test::HasFailure(); ++change) {
+    const std::string screen =
+        tmux.wait_until([&](const std::string& text) { return window_shown(text) != seen; },
+                        "the window's length change after \"" + seen + "\"");
+    seen = window_shown(screen);
+  }
+  tmux.keys({"q"});
+  EXPECT_EQ(tmux.exit_status(), 0);
+}
+
 TEST(ConsoleLive, ATinyTerminalSaysSoAndAResizeRedraws) {
   Program program;
   Tmux tmux(60, 20, console_command(program.runtime_dir(), {"-p", std::to_string(program.pid())}));

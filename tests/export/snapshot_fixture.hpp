@@ -46,6 +46,15 @@ public:
     return event(thread, ns, EventKind::Counter, name, value);
   }
 
+  SnapshotBuilder& push(std::uint32_t thread, std::uint64_t ns, const std::string& queue,
+                        std::int64_t item) {
+    return event(thread, ns, EventKind::QueuePush, queue, item);
+  }
+  SnapshotBuilder& pop(std::uint32_t thread, std::uint64_t ns, const std::string& queue,
+                       std::int64_t item) {
+    return event(thread, ns, EventKind::QueuePop, queue, item);
+  }
+
   Snapshot& snapshot() { return snapshot_; }
 
   // The snapshot with its trace sorted by time, as the collector delivers it.
@@ -88,6 +97,10 @@ inline FunctionStats function_stats(std::string name, std::uint64_t calls, std::
   f.stats.p95_ns = f.stats.p50_ns + 2;
   f.stats.p99_ns = f.stats.p50_ns + 3;
   f.stats.p999_ns = f.stats.p50_ns + 4;
+  // Every call took total_ns / calls.
+  for (const std::uint64_t bound : kDurationBucketsNs) {
+    f.stats.at_most_bucket.push_back(bound >= total_ns / calls ? calls : 0);
+  }
   return f;
 }
 
