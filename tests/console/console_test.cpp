@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cctype>
 #include <memory>
+#include <regex>
 #include <sstream>
 
 namespace {
@@ -61,9 +62,10 @@ private:
 };
 
 // The shell command line that runs the console on `runtime_dir` with `arguments`.
-std::string console_command(const fs::path& runtime_dir,
-                            const std::vector<std::string>& arguments) {
-  std::string command = "env HOTSCOPE_RUNTIME_DIR=" + quote(runtime_dir) + " LC_ALL=C.UTF-8 " +
+// `environment`: variables for the console, "NAME=value ...", a UTF-8 locale by default.
+std::string console_command(const fs::path& runtime_dir, const std::vector<std::string>& arguments,
+                            const std::string& environment = "LC_ALL=C.UTF-8") {
+  std::string command = "env HOTSCOPE_RUNTIME_DIR=" + quote(runtime_dir) + " " + environment + " " +
                         quote(HOTSCOPE_CLI) + " console";
   for (const std::string& argument : arguments) {
     command += " " + quote(argument);
@@ -267,6 +269,30 @@ TEST(ConsoleLive, ThreadsTabHighlightsTheStuckThread) {
                       "main selected (reverse video)", true);
   EXPECT_NE(line_with(colours, "stuck-worker").find("41m"), std::string::npos) << colours;
   EXPECT_EQ(line_with(colours, " main ").find("41m"), std::string::npos) << colours;
+  tmux.keys({"q"});
+  EXPECT_EQ(tmux.exit_status(), 0);
+}
+
+// NO_COLOR and an ASCII locale: the stuck thread is bold and underlined instead of coloured,
+// and the sort mark is ASCII.
+TEST(ConsoleLive, NoColourAndNoUnicodeWhereTheTerminalHasNone) {
+  Program program;
+  Tmux tmux(
+      140, 30,
+      console_command(program.runtime_dir(),
+                      {"-p", std::to_string(program.pid()), "--tab", "threads", "--stuck", "300"},
+                      "LC_ALL=C NO_COLOR=1"));
+  tmux.wait_for("STUCK");
+  tmux.keys({"Down"}); // the selection (reverse video) off the stuck row
+  const std::string screen = tmux.wait_until(
+      [](const std::string& text) {
+        return line_with(text, "stuck-worker").find("4m") != std::string::npos;
+      },
+      "the stuck row underlined", true);
+  // No colour set: SGR 30-37 or 40-47 (39 and 49, the defaults, come with every reset).
+  EXPECT_FALSE(std::regex_search(screen, std::regex("\x1b\\[[0-9;]*[34][0-7]m"))) << screen;
+  tmux.keys({"1"});
+  tmux.wait_for("Time/s v");
   tmux.keys({"q"});
   EXPECT_EQ(tmux.exit_status(), 0);
 }
