@@ -31,7 +31,7 @@ double ns_per_tick() {
 
 // The host's own scope: batches that fit the thread's ring, drained between batches (not timed).
 double host_scope_ns(std::uint64_t scopes) {
-  constexpr std::uint64_t kBatch = 10000; // 20,000 records: under the default 32,768-record ring
+  constexpr std::uint64_t kBatch = 10000; // 20,000 records: under the default 131,072-record ring
   std::uint64_t ticks = 0;
   for (std::uint64_t done = 0; done < scopes; done += kBatch) {
     const std::uint64_t start = __rdtsc();

@@ -188,7 +188,6 @@ int main(int argc, char** argv) {
       written ? 100.0 * static_cast<double>(dropped) / static_cast<double>(written) : 0.0,
       static_cast<double>(cpu_ns) / 1e9, 100.0 * static_cast<double>(cpu_ns) / 1e9 / elapsed,
       kept ? static_cast<double>(cpu_ns) / static_cast<double>(kept) : 0.0,
-      options.snapshot_clients ? fmt::format(" {} trace snapshots |", snapshots.load()).c_str()
-                               : "");
+      options.snapshot_clients ? fmt::format(" {} |", snapshots.load()).c_str() : "");
   return 0;
 }

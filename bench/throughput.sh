@@ -96,6 +96,8 @@ for threads_rate in "1 2e6" "1 5e6" "1 10e6" "2 2.5e6" "2 5e6" "4 1.25e6" "4 2.5
 done
 echo
 echo "8 threads taking trace snapshots in a loop (as /v1/trace requests) meanwhile:"
+echo "| case | threads x rate asked | written per thread | written | kept | dropped | collector CPU (share of the run) | collector ns per record | snapshots |"
+echo "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
 if [[ -n "$compare" ]]; then
   printf '| before '
   "$compare" --threads 1 --rate 10e6 --seconds "$seconds" --snapshot-clients 8

@@ -62,13 +62,15 @@ if(HOTSCOPE_ENABLE)
   set(HOTSCOPE_PC_CFLAGS " -DHOTSCOPE_ENABLED=1")
   if(HOTSCOPE_CONFIG_LINK_DEPENDENCIES)
     # Only a static archive is installed, so plain `pkg-config --libs` must already list what it
-    # needs; the .private fields would only be read with --static.
-    set(HOTSCOPE_PC_LIBS "-L\${libdir} -lhotscope -pthread")
-    set(HOTSCOPE_PC_REQUIRES "fmt libmicrohttpd")
+    # needs; the .private fields would only be read with --static. libmicrohttpd is named in
+    # Libs, not Requires: its Cflags (-I/usr/include/p11-kit-1, for gnutls) are not ours to hand
+    # on, and pkg-config adds a required package's Cflags even from Requires.private.
+    set(HOTSCOPE_PC_LIBS "-L\${libdir} -lhotscope -lmicrohttpd -pthread")
+    set(HOTSCOPE_PC_REQUIRES "fmt prometheus-cpp-core")
   else()
     set(HOTSCOPE_PC_LIBS "-L\${libdir} -lhotscope")
-    set(HOTSCOPE_PC_LIBS_PRIVATE "-pthread")
-    set(HOTSCOPE_PC_REQUIRES_PRIVATE "fmt libmicrohttpd")
+    set(HOTSCOPE_PC_LIBS_PRIVATE "-lmicrohttpd -pthread")
+    set(HOTSCOPE_PC_REQUIRES_PRIVATE "fmt prometheus-cpp-core")
   endif()
 endif()
 # hotscope_install_pkg_config(<name>): cmake/<name>.pc.in, with the variables above, installed as

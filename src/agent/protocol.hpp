@@ -3,14 +3,17 @@
 // same rules without linking the library (whose runtime would start an agent in the CLI).
 #pragma once
 
+#include <arpa/inet.h>
 #include <sys/types.h>
 
 #include <charconv>
 #include <cstdint>
 #include <fstream>
 #include <iterator>
+#include <optional>
 #include <sstream>
 #include <string>
+#include <string_view>
 
 namespace hotscope::agent {
 
@@ -61,6 +64,50 @@ inline std::uint64_t process_start_ticks(std::int64_t pid) {
     }
   }
   return 0;
+}
+
+// A TCP address to listen on (HOTSCOPE_AGENT_TCP, `hotscope exporter --listen`).
+struct TcpAddress {
+  std::string host; // numeric, IPv6 without its brackets
+  std::uint16_t port = 0;
+  bool v6 = false;
+  bool loopback = false;
+};
+
+// "127.0.0.1:9464" or "[::1]:9464": numeric addresses only, so no name lookup at start.
+inline std::optional<TcpAddress> parse_tcp_address(std::string_view text) {
+  const std::size_t colon = text.rfind(':');
+  if (colon == std::string_view::npos) {
+    return std::nullopt;
+  }
+  std::string host(text.substr(0, colon));
+  const std::string_view port_text = text.substr(colon + 1);
+  unsigned port = 0;
+  const auto [end, error] =
+      std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
+  if (port_text.empty() || error != std::errc() || end != port_text.data() + port_text.size() ||
+      port > 65535) {
+    return std::nullopt;
+  }
+  TcpAddress endpoint;
+  endpoint.port = static_cast<std::uint16_t>(port);
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+    in6_addr address{};
+    if (inet_pton(AF_INET6, host.c_str(), &address) != 1) {
+      return std::nullopt;
+    }
+    endpoint.v6 = true;
+    endpoint.loopback = IN6_IS_ADDR_LOOPBACK(&address);
+  } else {
+    in_addr address{};
+    if (inet_pton(AF_INET, host.c_str(), &address) != 1) {
+      return std::nullopt;
+    }
+    endpoint.loopback = (ntohl(address.s_addr) >> 24) == 127;
+  }
+  endpoint.host = std::move(host);
+  return endpoint;
 }
 
 } // namespace hotscope::agent

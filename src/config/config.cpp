@@ -62,43 +62,6 @@ void read_switch(const Getenv& getenv, const char* name, bool& value,
       fmt::format("hotscope: {}=\"{}\" is not 0 or 1; using {}", name, text, value ? 1 : 0));
 }
 
-struct Endpoint {
-  std::string host;
-  std::uint16_t port = 0;
-  bool loopback = false;
-};
-
-// "127.0.0.1:9464" or "[::1]:9464": numeric addresses only, so no name lookup at start.
-std::optional<Endpoint> parse_endpoint(std::string_view text) {
-  const std::size_t colon = text.rfind(':');
-  if (colon == std::string_view::npos) {
-    return std::nullopt;
-  }
-  std::string host(text.substr(0, colon));
-  const auto port = parse_whole(text.substr(colon + 1));
-  if (!port || *port > 65535) {
-    return std::nullopt;
-  }
-  Endpoint endpoint;
-  endpoint.port = static_cast<std::uint16_t>(*port);
-  if (host.size() > 2 && host.front() == '[' && host.back() == ']') {
-    host = host.substr(1, host.size() - 2);
-    in6_addr address{};
-    if (inet_pton(AF_INET6, host.c_str(), &address) != 1) {
-      return std::nullopt;
-    }
-    endpoint.loopback = IN6_IS_ADDR_LOOPBACK(&address);
-  } else {
-    in_addr address{};
-    if (inet_pton(AF_INET, host.c_str(), &address) != 1) {
-      return std::nullopt;
-    }
-    endpoint.loopback = (ntohl(address.s_addr) >> 24) == 127;
-  }
-  endpoint.host = std::move(host);
-  return endpoint;
-}
-
 void read_agent(const Getenv& getenv, Config& config, std::vector<std::string>& errors) {
   read_switch(getenv, "HOTSCOPE_AGENT", config.agent, errors);
   const char* runtime_dir = getenv("HOTSCOPE_RUNTIME_DIR");
@@ -112,7 +75,7 @@ void read_agent(const Getenv& getenv, Config& config, std::vector<std::string>& 
   if (tcp == nullptr) {
     return;
   }
-  const auto endpoint = parse_endpoint(tcp);
+  const auto endpoint = agent::parse_tcp_address(tcp);
   if (!endpoint) {
     errors.push_back(fmt::format("hotscope: HOTSCOPE_AGENT_TCP=\"{}\" is not a numeric address "
                                  "and port such as 127.0.0.1:9464 or [::1]:9464; no TCP listener",

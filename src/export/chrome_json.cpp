@@ -18,10 +18,27 @@ std::string json_string(std::string_view text) {
   return nlohmann::json(text).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
+// Perfetto reads pid and tid as 32-bit values: an external track's os_tid (2^32 + n) would
+// collapse onto tid n. Each external track (a guest) becomes a process of its own instead, with
+// a pid above any real one (pid_max is at most 2^22) and its one thread's tid equal to it.
+constexpr std::int64_t kExternalPidBase = std::int64_t{1} << 30;
+
+struct TrackIds {
+  std::int64_t pid;
+  std::int64_t tid;
+};
+
+TrackIds track_ids(const Snapshot& snapshot, const ThreadInfo& thread) {
+  if (thread.external()) {
+    const std::int64_t pid = kExternalPidBase + (thread.os_tid - kExternalTidBase);
+    return {pid, pid};
+  }
+  return {snapshot.pid, thread.os_tid};
+}
+
 } // namespace
 
 void write_chrome_json(const Snapshot& snapshot, std::ostream& out) {
-  const std::int64_t pid = snapshot.pid;
   out << "{\"traceEvents\":[";
   // No separator after the last event: speedscope rejects a trailing empty element.
   bool first = true;
@@ -29,16 +46,24 @@ void write_chrome_json(const Snapshot& snapshot, std::ostream& out) {
     out << (first ? "\n" : ",\n") << event;
     first = false;
   };
-  emit(fmt::format(R"({{"ph":"M","name":"process_name","pid":{},"tid":{},"args":{{"name":{}}}}})",
-                   pid, pid, json_string(detail::process_label(snapshot))));
+  const auto name_process = [&](std::int64_t pid, const std::string& name) {
+    emit(fmt::format(R"({{"ph":"M","name":"process_name","pid":{},"tid":{},"args":{{"name":{}}}}})",
+                     pid, pid, json_string(name)));
+  };
+  name_process(snapshot.pid, detail::process_label(snapshot));
   for (const ThreadInfo& thread : snapshot.threads) {
+    const TrackIds ids = track_ids(snapshot, thread);
+    if (thread.external()) {
+      name_process(ids.pid, detail::thread_label(thread)); // "guest: NAME"
+    }
     emit(fmt::format(R"({{"ph":"M","name":"thread_name","pid":{},"tid":{},"args":{{"name":{}}}}})",
-                     pid, thread.os_tid, json_string(detail::thread_label(thread))));
+                     ids.pid, ids.tid, json_string(detail::thread_label(thread))));
   }
 
   detail::walk_trace(snapshot, [&](const detail::TraceStep& step) {
     const TraceEvent& event = step.event;
-    const std::string where = fmt::format(R"("pid":{},"tid":{},"ts":{})", pid, step.thread.os_tid,
+    const TrackIds ids = track_ids(snapshot, step.thread);
+    const std::string where = fmt::format(R"("pid":{},"tid":{},"ts":{})", ids.pid, ids.tid,
                                           detail::fixed3(event.ns, 1000));
     switch (event.kind) {
     case EventKind::Begin:

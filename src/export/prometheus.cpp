@@ -1,12 +1,17 @@
-// Prometheus text exposition 0.0.4 (../shared/formats.md §5). Every family is written as one
-// contiguous group, HELP and TYPE first, and every series once: entries that share their labels
-// (template instantiations shortened to one name, threads whose tid was reused) are merged.
+// Prometheus text exposition 0.0.4 (docs/agent.md, "Prometheus metrics"), serialized by
+// prometheus-cpp's TextSerializer from metric families built here. Every series appears once:
+// entries that share their labels (template instantiations shortened to one name, threads that
+// share a name) are added up.
 #include "export/export.hpp"
 
 #include <fmt/format.h>
+#include <prometheus/metric_family.h>
+#include <prometheus/text_serializer.h>
 
-#include <algorithm>
+#include <array>
 #include <cstdint>
+#include <filesystem>
+#include <limits>
 #include <map>
 #include <ostream>
 #include <string>
@@ -16,6 +21,11 @@
 
 namespace hotscope::exporters {
 namespace {
+
+using prometheus::ClientMetric;
+using prometheus::MetricFamily;
+using prometheus::MetricType;
+using Labels = std::vector<ClientMetric::Label>;
 
 // Copies `text`, replacing each invalid UTF-8 sequence with U+FFFD: the exposition is UTF-8.
 std::string valid_utf8(std::string_view text) {
@@ -57,109 +67,181 @@ std::string valid_utf8(std::string_view text) {
   return out;
 }
 
-// Label values escape backslash, double quote and line feed; nothing else may be escaped.
-std::string label_value(std::string_view text) {
-  std::string out;
-  for (const char c : valid_utf8(text)) {
-    if (c == '\\') {
-      out += "\\\\";
-    } else if (c == '"') {
-      out += "\\\"";
-    } else if (c == '\n') {
-      out += "\\n";
-    } else {
-      out += c;
-    }
+// The exposition is UTF-8 and prometheus-cpp escapes label values but does not check them.
+Labels labels(std::initializer_list<std::pair<const char*, std::string_view>> pairs) {
+  Labels out;
+  for (const auto& [name, value] : pairs) {
+    out.push_back({name, valid_utf8(value)});
   }
   return out;
 }
 
-using Labels = std::vector<std::pair<std::string_view, std::string>>;
-
-// `{name="value",...}` with the values escaped; "" for no labels.
-std::string label_set(const Labels& labels) {
-  if (labels.empty()) {
-    return "";
-  }
-  std::string out = "{";
-  for (const auto& [name, value] : labels) {
-    out += fmt::format("{}{}=\"{}\"", out.size() > 1 ? "," : "", name, label_value(value));
-  }
-  return out + "}";
+MetricFamily& family(std::vector<MetricFamily>& families, std::string name, std::string help,
+                     MetricType type) {
+  return families.emplace_back(MetricFamily{std::move(name), std::move(help), type, {}});
 }
 
-// Go ParseFloat accepts what {fmt} prints for a double: the shortest round-trip form.
-std::string seconds(double ns) {
-  return fmt::format("{}", ns / 1e9);
+ClientMetric& sample(MetricFamily& family, Labels labels = {}) {
+  ClientMetric& metric = family.metric.emplace_back();
+  metric.label = std::move(labels);
+  return metric;
 }
 
-void family(std::ostream& out, std::string_view name, std::string_view type,
-            std::string_view help) {
-  // HELP texts are fixed strings here, without backslashes or line feeds to escape.
-  out << "# HELP " << name << ' ' << help << '\n' << "# TYPE " << name << ' ' << type << '\n';
+void add_gauge(std::vector<MetricFamily>& families, std::string name, std::string help,
+               double value, Labels labels = {}) {
+  sample(family(families, std::move(name), std::move(help), MetricType::Gauge), std::move(labels))
+      .gauge.value = value;
 }
 
+void add_counter(std::vector<MetricFamily>& families, std::string name, std::string help,
+                 double value, Labels labels = {}) {
+  sample(family(families, std::move(name), std::move(help), MetricType::Counter), std::move(labels))
+      .counter.value = value;
+}
+
+// Threads are labelled by name: a thread id would make a new series on every restart.
+std::string thread_name(const ThreadInfo& thread) {
+  return thread.name.empty() ? "(unnamed)" : thread.name;
+}
+
+double seconds(std::uint64_t ns) {
+  return static_cast<double>(ns) / 1e9;
+}
+
+// A function's series: its name, the source file's base name (an absolute build path would differ
+// between builds of the same code) and the line.
 struct FunctionSeries {
   std::uint64_t calls = 0;
   std::uint64_t total_ns = 0;
   std::uint64_t self_ns = 0;
-  // The quantiles of merged entries cannot be combined exactly: the largest is kept, an upper
-  // bound of the merged quantile.
-  std::uint64_t quantiles_ns[5] = {};
+  std::array<std::uint64_t, kDurationBucketsNs.size()> at_most_bucket{};
   AllocationCounts allocated_self;
   AllocationCounts allocated_total;
 };
 
-constexpr std::pair<const char*, std::uint64_t DurationStats::*> kQuantiles[] = {
-    {"0.5", &DurationStats::p50_ns},    {"0.9", &DurationStats::p90_ns},
-    {"0.95", &DurationStats::p95_ns},   {"0.99", &DurationStats::p99_ns},
-    {"0.999", &DurationStats::p999_ns},
-};
+std::map<Labels, FunctionSeries> function_series(const Snapshot& snapshot) {
+  std::map<Labels, FunctionSeries> functions;
+  for (const FunctionStats& function : snapshot.functions) {
+    const DurationStats& s = function.stats;
+    FunctionSeries& series =
+        functions[labels({{"function", function.name},
+                          {"file", std::filesystem::path(function.file).filename().string()},
+                          {"line", std::to_string(function.line)}})];
+    series.calls += s.calls;
+    series.total_ns += s.total_ns;
+    series.self_ns += s.self_ns;
+    series.allocated_self += function.allocated_self;
+    series.allocated_total += function.allocated_total;
+    for (std::size_t i = 0; i < s.at_most_bucket.size() && i < series.at_most_bucket.size(); ++i) {
+      series.at_most_bucket[i] += s.at_most_bucket[i];
+    }
+  }
+  return functions;
+}
+
+void add_functions(const Snapshot& snapshot, std::vector<MetricFamily>& families) {
+  const std::map<Labels, FunctionSeries> functions = function_series(snapshot);
+  // A family's reference is used only until the next family is added (the vector may grow).
+  MetricFamily& calls = family(families, "hotscope_function_calls_total",
+                               "Completed calls of a scope.", MetricType::Counter);
+  for (const auto& [key, series] : functions) {
+    sample(calls, key).counter.value = static_cast<double>(series.calls);
+  }
+  MetricFamily& self =
+      family(families, "hotscope_function_self_seconds_total",
+             "Time inside a scope but not inside its child scopes.", MetricType::Counter);
+  for (const auto& [key, series] : functions) {
+    sample(self, key).counter.value = seconds(series.self_ns);
+  }
+  MetricFamily& duration =
+      family(families, "hotscope_function_duration_seconds",
+             "Duration of one call of a scope (inclusive), over the measuring window; the same "
+             "fixed buckets in every process.",
+             MetricType::Histogram);
+  for (const auto& [key, series] : functions) {
+    ClientMetric::Histogram& histogram = sample(duration, key).histogram;
+    histogram.sample_count = series.calls;
+    histogram.sample_sum = seconds(series.total_ns);
+    for (std::size_t i = 0; i < kDurationBucketsNs.size(); ++i) {
+      histogram.bucket.push_back({series.at_most_bucket[i], seconds(kDurationBucketsNs[i])});
+    }
+    histogram.bucket.push_back({series.calls, std::numeric_limits<double>::infinity()});
+  }
+
+  // Allocation figures only for programs that record allocations, like the table's columns.
+  if (snapshot.allocations.all.blocks == 0) {
+    return;
+  }
+  const std::pair<const char*, std::uint64_t AllocationCounts::*> units[] = {
+      {"bytes", &AllocationCounts::bytes},
+      {"blocks", &AllocationCounts::blocks},
+  };
+  for (const auto& [unit, field] : units) {
+    add_counter(families, fmt::format("hotscope_allocated_{}_total", unit),
+                fmt::format("Heap {} allocated by the measured threads in this window.", unit),
+                static_cast<double>(snapshot.allocations.all.*field));
+  }
+  for (const auto& [unit, field] : units) {
+    MetricFamily& exclusive =
+        family(families, fmt::format("hotscope_function_self_allocated_{}_total", unit),
+               fmt::format("Heap {} allocated while a scope was the innermost one.", unit),
+               MetricType::Counter);
+    for (const auto& [key, series] : functions) {
+      sample(exclusive, key).counter.value = static_cast<double>(series.allocated_self.*field);
+    }
+    MetricFamily& inclusive = family(
+        families, fmt::format("hotscope_function_allocated_{}_total", unit),
+        fmt::format("Heap {} allocated while a scope was open, its child scopes included.", unit),
+        MetricType::Counter);
+    for (const auto& [key, series] : functions) {
+      sample(inclusive, key).counter.value = static_cast<double>(series.allocated_total.*field);
+    }
+  }
+}
 
 // The heap profiler's gauges and counters; in the sampled mode the values are estimates.
-void write_heap_figures(const HeapFigures& heap, std::ostream& out) {
-  const std::string mode = label_set({{"mode", heap.mode}});
+void add_heap_figures(const HeapFigures& heap, std::vector<MetricFamily>& families) {
   const struct {
     const char* name;
-    const char* type;
+    MetricType type;
     const char* help;
     std::uint64_t value;
   } series[] = {
-      {"hotscope_heap_allocated_bytes_total", "counter",
+      {"hotscope_heap_allocated_bytes_total", MetricType::Counter,
        "Heap bytes allocated in this window, every thread (the heap profiler's count).",
        heap.total_bytes},
-      {"hotscope_heap_allocated_blocks_total", "counter",
+      {"hotscope_heap_allocated_blocks_total", MetricType::Counter,
        "Heap blocks allocated in this window, every thread.", heap.total_blocks},
-      {"hotscope_heap_live_bytes", "gauge", "Heap bytes live now.", heap.live_bytes},
-      {"hotscope_heap_live_blocks", "gauge", "Heap blocks live now.", heap.live_blocks},
-      {"hotscope_heap_peak_bytes", "gauge", "The most heap bytes live at once in this window.",
-       heap.peak_bytes},
-      {"hotscope_heap_peak_blocks", "gauge", "Heap blocks live at the peak of live bytes.",
-       heap.peak_blocks},
+      {"hotscope_heap_live_bytes", MetricType::Gauge, "Heap bytes live now.", heap.live_bytes},
+      {"hotscope_heap_live_blocks", MetricType::Gauge, "Heap blocks live now.", heap.live_blocks},
+      {"hotscope_heap_peak_bytes", MetricType::Gauge,
+       "The most heap bytes live at once in this window.", heap.peak_bytes},
+      {"hotscope_heap_peak_blocks", MetricType::Gauge,
+       "Heap blocks live at the peak of live bytes.", heap.peak_blocks},
   };
   for (const auto& s : series) {
-    family(out, s.name, s.type, s.help);
-    out << s.name << mode << ' ' << s.value << '\n';
+    ClientMetric& metric =
+        sample(family(families, s.name, s.help, s.type), labels({{"mode", heap.mode}}));
+    (s.type == MetricType::Counter ? metric.counter.value : metric.gauge.value) =
+        static_cast<double>(s.value);
   }
 }
 
 } // namespace
 
 void write_prometheus(const Snapshot& snapshot, std::ostream& out) {
-  family(out, "hotscope_info", "gauge",
-         "Always 1: the hotscope version and the clock the timings were measured with.");
-  out << "hotscope_info"
-      << label_set({{"version", snapshot.hotscope_version},
+  std::vector<MetricFamily> families;
+  add_gauge(families, "hotscope_info",
+            "Always 1: the hotscope version and the clock the timings were measured with.", 1,
+            labels({{"version", snapshot.hotscope_version},
                     {"clock_source", snapshot.clock.source},
-                    {"frequency_origin", snapshot.clock.frequency_origin}})
-      << " 1\n";
-  family(out, "hotscope_clock_ticks_per_second", "gauge",
-         "Frequency of the clock, used to convert ticks to seconds.");
-  out << "hotscope_clock_ticks_per_second " << fmt::format("{}", snapshot.clock.ticks_per_second)
-      << '\n';
-  family(out, "hotscope_window_seconds", "gauge",
-         "Length of the measuring window: since the start or the last reset.");
-  out << "hotscope_window_seconds " << seconds(static_cast<double>(snapshot.duration_ns)) << '\n';
+                    {"frequency_origin", snapshot.clock.frequency_origin}}));
+  add_gauge(families, "hotscope_clock_ticks_per_second",
+            "Frequency of the clock, used to convert ticks to seconds.",
+            snapshot.clock.ticks_per_second);
+  add_gauge(families, "hotscope_window_seconds",
+            "Length of the measuring window: since the start or the last reset.",
+            seconds(snapshot.duration_ns));
 
   const std::pair<const char*, std::uint64_t RecordCounts::*> records[] = {
       {"written", &RecordCounts::written},
@@ -167,23 +249,23 @@ void write_prometheus(const Snapshot& snapshot, std::ostream& out) {
       {"dropped", &RecordCounts::dropped},
   };
   for (const auto& [what, field] : records) {
-    const std::string name = fmt::format("hotscope_records_{}_total", what);
-    family(out, name, "counter",
-           fmt::format("Records {} by the measured threads in this window.", what));
-    out << name << ' ' << snapshot.records.*field << '\n';
+    add_counter(families, fmt::format("hotscope_records_{}_total", what),
+                fmt::format("Records {} by the measured threads in this window.", what),
+                static_cast<double>(snapshot.records.*field));
   }
-  std::map<std::string, std::uint64_t> thread_drops;
+  std::map<Labels, std::uint64_t> thread_drops;
   for (const ThreadInfo& thread : snapshot.threads) {
-    thread_drops[label_set({{"thread", thread.name}, {"tid", std::to_string(thread.os_tid)}})] +=
-        thread.records.dropped;
+    thread_drops[labels({{"thread", thread_name(thread)}})] += thread.records.dropped;
   }
-  family(out, "hotscope_thread_records_dropped_total", "counter",
-         "Records a thread's full ring refused in this window.");
-  for (const auto& [labels, dropped] : thread_drops) {
-    out << "hotscope_thread_records_dropped_total" << labels << ' ' << dropped << '\n';
+  MetricFamily& drops =
+      family(families, "hotscope_thread_records_dropped_total",
+             "Records the full rings of the threads of this name refused in this window.",
+             MetricType::Counter);
+  for (const auto& [key, dropped] : thread_drops) {
+    sample(drops, key).counter.value = static_cast<double>(dropped);
   }
   // Live threads only: an ended thread's CPU time can no longer be read.
-  std::map<std::string, std::uint64_t> thread_cpu;
+  std::map<Labels, std::uint64_t> thread_cpu;
   for (const ThreadInfo& thread : snapshot.threads) {
     if (thread.os.state.empty()) {
       continue;
@@ -191,118 +273,52 @@ void write_prometheus(const Snapshot& snapshot, std::ostream& out) {
     const std::pair<const char*, std::uint64_t> modes[] = {{"user", thread.os.cpu_user_ns},
                                                            {"system", thread.os.cpu_system_ns}};
     for (const auto& [mode, ns] : modes) {
-      thread_cpu[label_set(
-          {{"thread", thread.name}, {"tid", std::to_string(thread.os_tid)}, {"mode", mode}})] += ns;
+      thread_cpu[labels({{"thread", thread_name(thread)}, {"mode", mode}})] += ns;
     }
   }
-  family(out, "hotscope_thread_cpu_seconds_total", "counter",
-         "CPU time of a live thread since it started, in user or system mode.");
-  for (const auto& [labels, ns] : thread_cpu) {
-    out << "hotscope_thread_cpu_seconds_total" << labels << ' ' << seconds(static_cast<double>(ns))
-        << '\n';
+  MetricFamily& cpu = family(families, "hotscope_thread_cpu_seconds_total",
+                             "CPU time of the live threads of this name since they started, in "
+                             "user or system mode.",
+                             MetricType::Counter);
+  for (const auto& [key, ns] : thread_cpu) {
+    sample(cpu, key).counter.value = seconds(ns);
   }
-  family(out, "hotscope_trace_evicted_total", "counter",
-         "Trace events pushed out of the bounded trace window.");
-  out << "hotscope_trace_evicted_total " << snapshot.trace_evicted << '\n';
-  family(out, "hotscope_memory_bytes", "gauge",
-         "Memory the profiler holds: the threads' rings, the trace window, the statistics.");
-  const std::pair<const char*, std::uint64_t> memory[] = {
+  add_counter(families, "hotscope_trace_evicted_total",
+              "Trace events pushed out of the bounded trace window.",
+              static_cast<double>(snapshot.trace_evicted));
+  MetricFamily& memory =
+      family(families, "hotscope_memory_bytes",
+             "Memory the profiler holds: the threads' rings, the trace window, the statistics.",
+             MetricType::Gauge);
+  const std::pair<const char*, std::uint64_t> parts[] = {
       {"rings", snapshot.memory.rings},
       {"trace_window", snapshot.memory.trace_window},
       {"statistics", snapshot.memory.statistics},
   };
-  for (const auto& [part, bytes] : memory) {
-    out << "hotscope_memory_bytes" << label_set({{"part", part}}) << ' ' << bytes << '\n';
+  for (const auto& [part, bytes] : parts) {
+    sample(memory, labels({{"part", part}})).gauge.value = static_cast<double>(bytes);
   }
 
-  std::map<std::string, FunctionSeries> functions;
-  for (const FunctionStats& function : snapshot.functions) {
-    const DurationStats& s = function.stats;
-    FunctionSeries& series = functions[label_set({{"function", function.name},
-                                                  {"file", function.file},
-                                                  {"line", std::to_string(function.line)}})];
-    series.calls += s.calls;
-    series.total_ns += s.total_ns;
-    series.self_ns += s.self_ns;
-    series.allocated_self += function.allocated_self;
-    series.allocated_total += function.allocated_total;
-    for (std::size_t q = 0; q < std::size(kQuantiles); ++q) {
-      series.quantiles_ns[q] = std::max(series.quantiles_ns[q], s.*kQuantiles[q].second);
-    }
-  }
-  family(out, "hotscope_function_calls_total", "counter", "Completed calls of a scope.");
-  for (const auto& [labels, series] : functions) {
-    out << "hotscope_function_calls_total" << labels << ' ' << series.calls << '\n';
-  }
-  family(out, "hotscope_function_self_seconds_total", "counter",
-         "Time inside a scope but not inside its child scopes.");
-  for (const auto& [labels, series] : functions) {
-    out << "hotscope_function_self_seconds_total" << labels << ' '
-        << seconds(static_cast<double>(series.self_ns)) << '\n';
-  }
-  family(out, "hotscope_function_duration_seconds", "summary",
-         "Duration of one call of a scope (inclusive), over the measuring window.");
-  for (const auto& [labels, series] : functions) {
-    // The quantile label goes last inside the braces.
-    const std::string open = labels.substr(0, labels.size() - 1);
-    for (std::size_t q = 0; q < std::size(kQuantiles); ++q) {
-      // No call has ended yet (an open scope that allocated): no quantile, as client libraries say.
-      out << "hotscope_function_duration_seconds" << open << ",quantile=\"" << kQuantiles[q].first
-          << "\"} "
-          << (series.calls == 0 ? "NaN" : seconds(static_cast<double>(series.quantiles_ns[q])))
-          << '\n';
-    }
-    out << "hotscope_function_duration_seconds_sum" << labels << ' '
-        << seconds(static_cast<double>(series.total_ns)) << '\n';
-    out << "hotscope_function_duration_seconds_count" << labels << ' ' << series.calls << '\n';
-  }
-
-  // Allocation figures only for programs that record allocations, like the table's columns.
-  if (snapshot.allocations.all.blocks > 0) {
-    const std::pair<const char*, std::uint64_t AllocationCounts::*> units[] = {
-        {"bytes", &AllocationCounts::bytes},
-        {"blocks", &AllocationCounts::blocks},
-    };
-    for (const auto& [unit, field] : units) {
-      const std::string name = fmt::format("hotscope_allocated_{}_total", unit);
-      family(out, name, "counter",
-             fmt::format("Heap {} allocated by the measured threads in this window.", unit));
-      out << name << ' ' << snapshot.allocations.all.*field << '\n';
-    }
-    for (const auto& [unit, field] : units) {
-      const std::string self = fmt::format("hotscope_function_self_allocated_{}_total", unit);
-      family(out, self, "counter",
-             fmt::format("Heap {} allocated while a scope was the innermost one.", unit));
-      for (const auto& [labels, series] : functions) {
-        out << self << labels << ' ' << series.allocated_self.*field << '\n';
-      }
-      const std::string total = fmt::format("hotscope_function_allocated_{}_total", unit);
-      family(out, total, "counter",
-             fmt::format("Heap {} allocated while a scope was open, its child scopes included.",
-                         unit));
-      for (const auto& [labels, series] : functions) {
-        out << total << labels << ' ' << series.allocated_total.*field << '\n';
-      }
-    }
-  }
-
+  add_functions(snapshot, families);
   if (snapshot.heap) {
-    write_heap_figures(*snapshot.heap, out);
+    add_heap_figures(*snapshot.heap, families);
   }
 
   // Counter series that share a name: the one updated most often stands for the name.
-  std::map<std::string, const CounterStats*> counters;
+  std::map<Labels, const CounterStats*> counters;
   for (const CounterStats& counter : snapshot.counters) {
-    const CounterStats*& kept = counters[label_set({{"series", counter.name}})];
+    const CounterStats*& kept = counters[labels({{"series", counter.name}})];
     if (kept == nullptr || counter.updates > kept->updates) {
       kept = &counter;
     }
   }
   // promtool objects to a type name ("counter") inside a metric name.
-  family(out, "hotscope_series_last_value", "gauge", "Last value of a HOTSCOPE_COUNTER series.");
-  for (const auto& [labels, counter] : counters) {
-    out << "hotscope_series_last_value" << labels << ' ' << counter->last << '\n';
+  MetricFamily& last = family(families, "hotscope_series_last_value",
+                              "Last value of a HOTSCOPE_COUNTER series.", MetricType::Gauge);
+  for (const auto& [key, counter] : counters) {
+    sample(last, key).gauge.value = static_cast<double>(counter->last);
   }
+  prometheus::TextSerializer().Serialize(out, families);
 }
 
 } // namespace hotscope::exporters

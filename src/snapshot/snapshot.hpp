@@ -2,6 +2,7 @@
 // Exporters read snapshots only, never live collector state.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -17,6 +18,38 @@ struct ClockInfo {
   std::string reason;         // why this source was chosen, e.g. "HOTSCOPE_CLOCK=monotonic"
 };
 
+// The fixed upper bounds of the Prometheus duration histogram (docs/agent.md): 1, 2.5 and 5 times
+// each power of ten from 100 ns to 50 s, then 100 s. Every process uses the same, so buckets add
+// up across processes.
+inline constexpr std::array<std::uint64_t, 28> kDurationBucketsNs = {100,
+                                                                     250,
+                                                                     500,
+                                                                     1'000,
+                                                                     2'500,
+                                                                     5'000,
+                                                                     10'000,
+                                                                     25'000,
+                                                                     50'000,
+                                                                     100'000,
+                                                                     250'000,
+                                                                     500'000,
+                                                                     1'000'000,
+                                                                     2'500'000,
+                                                                     5'000'000,
+                                                                     10'000'000,
+                                                                     25'000'000,
+                                                                     50'000'000,
+                                                                     100'000'000,
+                                                                     250'000'000,
+                                                                     500'000'000,
+                                                                     1'000'000'000,
+                                                                     2'500'000'000,
+                                                                     5'000'000'000,
+                                                                     10'000'000'000,
+                                                                     25'000'000'000,
+                                                                     50'000'000'000,
+                                                                     100'000'000'000};
+
 // Timing figures of one function (source location), all in nanoseconds.
 struct DurationStats {
   std::uint64_t calls = 0;
@@ -30,6 +63,8 @@ struct DurationStats {
   std::uint64_t p95_ns = 0;
   std::uint64_t p99_ns = 0;
   std::uint64_t p999_ns = 0;
+  // Calls that took at most kDurationBucketsNs[i] (cumulative); empty when calls is 0.
+  std::vector<std::uint64_t> at_most_bucket;
 };
 
 // Heap blocks allocated by measured threads (hotscope::detail::record_allocation).
@@ -83,6 +118,10 @@ struct RecordCounts {
   std::uint64_t dropped = 0; // refused by a full ring on the producing thread
 };
 
+// A track that is not a thread of this process (a guest, docs/guest.md) has an os_tid from
+// kExternalTidBase up, a value no thread id reaches (pid_max is at most 2^22).
+constexpr std::int64_t kExternalTidBase = std::int64_t{1} << 32;
+
 // A scope open on a thread when the snapshot was taken.
 struct OpenScope {
   std::string name;
@@ -105,7 +144,8 @@ struct OsThreadFigures {
 
 struct ThreadInfo {
   std::uint32_t index = 0; // stable index, referenced by TraceEvent::thread
-  std::int64_t os_tid = 0;
+  std::int64_t os_tid = 0; // kExternalTidBase + n for the n-th external track
+  bool external() const { return os_tid >= kExternalTidBase; }
   std::string name; // empty when the program never named it
   bool exited = false;
   RecordCounts records;

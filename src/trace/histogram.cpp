@@ -92,4 +92,30 @@ std::uint64_t Histogram::quantile(double q) const {
   return 0; // unreachable while count_ matches the buckets
 }
 
+std::vector<std::uint64_t> Histogram::counts_at_most(std::span<const std::uint64_t> bounds) const {
+  std::vector<std::uint64_t> counts(bounds.size(), 0);
+  std::size_t bound = 0;
+  std::uint64_t seen = 0;
+  for (int b = 0; b < kBlocks && bound < bounds.size(); ++b) {
+    if (!blocks_[b]) {
+      continue;
+    }
+    for (std::uint64_t s = 0; s < kSubBuckets; ++s) {
+      const std::uint64_t in_slot = (*blocks_[b])[s];
+      if (in_slot == 0) {
+        continue;
+      }
+      const std::uint64_t value = midpoint(b, s);
+      for (; bound < bounds.size() && bounds[bound] < value; ++bound) {
+        counts[bound] = seen;
+      }
+      seen += in_slot;
+    }
+  }
+  for (; bound < bounds.size(); ++bound) {
+    counts[bound] = seen;
+  }
+  return counts;
+}
+
 } // namespace hotscope::trace

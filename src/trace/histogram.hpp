@@ -7,6 +7,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <span>
+#include <vector>
 
 namespace hotscope::trace {
 
@@ -29,6 +31,9 @@ public:
   std::size_t allocated_bytes() const;
   // The value at quantile q in [0, 1], as the midpoint of its bucket.
   std::uint64_t quantile(double q) const;
+  // For each bound (ascending), how many values are at most that bound, each bucket counted by
+  // its midpoint as quantile() reports it: a value within 0.4% of a bound may fall on either side.
+  std::vector<std::uint64_t> counts_at_most(std::span<const std::uint64_t> bounds) const;
 
 private:
   using Block = std::array<std::uint64_t, kSubBuckets>;

@@ -16,6 +16,10 @@ public:
   std::uint64_t duration(std::uint64_t ticks) const {
     return static_cast<std::uint64_t>(std::llround(static_cast<double>(ticks) * ns_per_tick_));
   }
+  // The most ticks that last at most `ns`.
+  std::uint64_t ticks(std::uint64_t ns) const {
+    return static_cast<std::uint64_t>(std::floor(static_cast<double>(ns) / ns_per_tick_));
+  }
   std::uint64_t since_start(std::uint64_t ticks) const {
     return ticks > start_ ? duration(ticks - start_) : 0;
   }
@@ -42,6 +46,10 @@ CapturedSnapshot Aggregator::capture(const TimeBase& time, bool with_trace) cons
   snapshot.threads_folded = threads_folded_;
   for (const LocationText& name : names_) {
     snapshot.names.push_back(name.name);
+  }
+  std::array<std::uint64_t, kDurationBucketsNs.size()> bucket_ticks{};
+  for (std::size_t i = 0; i < bucket_ticks.size(); ++i) {
+    bucket_ticks[i] = convert.ticks(kDurationBucketsNs[i]);
   }
 
   const auto function_stats = [&](std::uint32_t location, const Stats& stats) {
@@ -70,6 +78,7 @@ CapturedSnapshot Aggregator::capture(const TimeBase& time, bool with_trace) cons
     d.p95_ns = quantile(0.95);
     d.p99_ns = quantile(0.99);
     d.p999_ns = quantile(0.999);
+    d.at_most_bucket = stats.histogram.counts_at_most(bucket_ticks);
     return out;
   };
   // The statistics of ended calls plus what the calls still open have allocated so far.

@@ -162,7 +162,7 @@ private:
 // --- The process-wide collector ------------------------------------------------------------
 
 struct Settings {
-  std::size_t ring_records = 32768;
+  std::size_t ring_records = 131072; // 4 MiB: 6.5 ms of 10 M records/s past the wake mark
   std::size_t window_bytes = 32u << 20;
   unsigned period_ms = 10;
 };
@@ -192,9 +192,8 @@ void pause_collector_for_testing(bool paused);
 std::uint64_t early_wakes();
 
 // --- External tracks: code running outside this process's threads (guests, docs/guest.md) ---
-// Each shows in snapshots as a thread of its own whose os_tid is kExternalTidBase + n, a value
-// no real thread id reaches (pid_max is at most 2^22). start() must have run.
-constexpr std::int64_t kExternalTidBase = std::int64_t{1} << 32;
+// Each shows in snapshots as a thread of its own whose os_tid is kExternalTidBase + n
+// (snapshot.hpp). start() must have run.
 std::uint32_t add_external_track(std::string name);
 // Records already in host form: host clock ticks, refs to static data the host owns for the life
 // of the process, scopes well nested, in time order within the track.

@@ -10,6 +10,7 @@
 
 #include <hotscope/hotscope.hpp>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -114,21 +115,48 @@ TEST(Prometheus, KnownSnapshotFollowsTheFormatRules) {
                       "line=\"12\"} 1\n"),
             std::string::npos)
       << text;
-  // load: 2 calls, 3 ms in all, p50 = 1.5 ms.
+  // load: 2 calls of 1.5 ms, in the fixed buckets.
   const std::string load = "{function=\"load\",file=\"demo.cpp\",line=\"12\"";
-  EXPECT_NE(text.find("hotscope_function_duration_seconds" + load + ",quantile=\"0.5\"} 0.0015\n"),
+  EXPECT_NE(text.find("# TYPE hotscope_function_duration_seconds histogram\n"), std::string::npos);
+  EXPECT_NE(text.find("hotscope_function_duration_seconds_bucket" + load + ",le=\"1e-07\"} 0\n"),
             std::string::npos);
+  EXPECT_NE(text.find("hotscope_function_duration_seconds_bucket" + load + ",le=\"0.001\"} 0\n"),
+            std::string::npos);
+  EXPECT_NE(text.find("hotscope_function_duration_seconds_bucket" + load + ",le=\"0.0025\"} 2\n"),
+            std::string::npos);
+  EXPECT_NE(text.find("hotscope_function_duration_seconds_bucket" + load + ",le=\"100\"} 2\n"),
+            std::string::npos);
+  EXPECT_NE(text.find("hotscope_function_duration_seconds_bucket" + load + ",le=\"+Inf\"} 2\n"),
+            std::string::npos);
+  EXPECT_EQ(text.find("quantile"), std::string::npos);
   EXPECT_NE(text.find("hotscope_function_duration_seconds_sum" + load + "} 0.003\n"),
             std::string::npos);
   EXPECT_NE(text.find("hotscope_function_duration_seconds_count" + load + "} 2\n"),
             std::string::npos);
   EXPECT_NE(text.find("hotscope_records_dropped_total 2\n"), std::string::npos);
-  EXPECT_NE(text.find("hotscope_thread_records_dropped_total{thread=\"main\",tid=\"4242\"} 1\n"),
+  // Threads by name, never by tid (a new series on every restart).
+  EXPECT_NE(text.find("hotscope_thread_records_dropped_total{thread=\"main\"} 1\n"),
             std::string::npos);
+  EXPECT_NE(text.find("hotscope_thread_records_dropped_total{thread=\"(unnamed)\"} 1\n"),
+            std::string::npos);
+  EXPECT_EQ(text.find("tid"), std::string::npos);
   EXPECT_NE(text.find("hotscope_info{version=\"0.1.0\",clock_source=\"tsc\","
                       "frequency_origin=\"cpuid\"} 1\n"),
             std::string::npos);
   EXPECT_NE(text.find("hotscope_series_last_value{series=\"heap\"} 10592\n"), std::string::npos);
+}
+
+// Prometheus aggregates series across processes: an absolute build path in `file` would split
+// the same function built in two places.
+TEST(Prometheus, FileIsTheBaseName) {
+  Snapshot snapshot = ht::known_snapshot();
+  snapshot.functions[0].file = "/home/builder/work/service/src/demo_main.cpp";
+  const std::string text = prometheus(snapshot);
+  EXPECT_NE(text.find("hotscope_function_calls_total{function=\"main\",file=\"demo_main.cpp\","
+                      "line=\"12\"} 1\n"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("/home/builder"), std::string::npos);
 }
 
 TEST(Prometheus, CpuTimeOfLiveThreadsOnly) {
@@ -137,10 +165,8 @@ TEST(Prometheus, CpuTimeOfLiveThreadsOnly) {
   const std::string text = prometheus(snapshot);
   EXPECT_EQ(ht::prometheus_problems(text), std::vector<std::string>{}) << text;
   EXPECT_NE(text.find("# TYPE hotscope_thread_cpu_seconds_total counter\n"
-                      "hotscope_thread_cpu_seconds_total{thread=\"main\",tid=\"4242\","
-                      "mode=\"system\"} 0.25\n"
-                      "hotscope_thread_cpu_seconds_total{thread=\"main\",tid=\"4242\","
-                      "mode=\"user\"} 1.5\n#"),
+                      "hotscope_thread_cpu_seconds_total{thread=\"main\",mode=\"system\"} 0.25\n"
+                      "hotscope_thread_cpu_seconds_total{thread=\"main\",mode=\"user\"} 1.5\n#"),
             std::string::npos)
       << text;
 }
@@ -157,23 +183,23 @@ TEST(Prometheus, LabelValuesAreEscapedAndValidUtf8) {
 TEST(Prometheus, EntriesWithTheSameLabelsBecomeOneSeries) {
   Snapshot snapshot = ht::known_snapshot();
   // Two instantiations of one template, shortened to the same name at the same line.
-  FunctionStats twin = snapshot.functions[2];
-  twin.stats.calls = 3;
-  twin.stats.total_ns = 9'000'000;
-  twin.stats.p50_ns = 1'000'000;
-  twin.stats.p99_ns = 9'000'000;
-  snapshot.functions.push_back(twin);
+  snapshot.functions.push_back(ht::function_stats("load", 3, 9'000'000, 9'000'000));
   snapshot.threads.push_back(snapshot.threads[0]); // a tid reused under the same name
   const std::string text = prometheus(snapshot);
   EXPECT_EQ(ht::prometheus_problems(text), std::vector<std::string>{}) << text;
   const std::string load = "{function=\"load\",file=\"demo.cpp\",line=\"12\"";
   EXPECT_NE(text.find("hotscope_function_calls_total" + load + "} 5\n"), std::string::npos);
-  // The larger of the quantiles: an upper bound of the merged one.
-  EXPECT_NE(text.find("hotscope_function_duration_seconds" + load + ",quantile=\"0.5\"} 0.0015\n"),
+  // Buckets add up exactly: 2 calls of 1.5 ms and 3 of 3 ms.
+  for (const auto& [le, count] :
+       {std::pair{"0.001", 0}, {"0.0025", 2}, {"0.005", 5}, {"+Inf", 5}}) {
+    EXPECT_NE(text.find(fmt::format("hotscope_function_duration_seconds_bucket{},le=\"{}\"}} {}\n",
+                                    load, le, count)),
+              std::string::npos)
+        << le;
+  }
+  EXPECT_NE(text.find("hotscope_function_duration_seconds_sum" + load + "} 0.012\n"),
             std::string::npos);
-  EXPECT_NE(text.find("hotscope_function_duration_seconds" + load + ",quantile=\"0.99\"} 0.009\n"),
-            std::string::npos);
-  EXPECT_NE(text.find("hotscope_thread_records_dropped_total{thread=\"main\",tid=\"4242\"} 2\n"),
+  EXPECT_NE(text.find("hotscope_thread_records_dropped_total{thread=\"main\"} 2\n"),
             std::string::npos);
 }
 
@@ -203,7 +229,7 @@ TEST(Prometheus, AllocationCountersOnlyWhenAllocationsWereRecorded) {
   EXPECT_NE(text.find("hotscope_function_allocated_blocks_total" + main + " 8\n"),
             std::string::npos);
   const std::string serve = "{function=\"serve\",file=\"demo.cpp\",line=\"40\"";
-  EXPECT_NE(text.find("hotscope_function_duration_seconds" + serve + ",quantile=\"0.5\"} NaN\n"),
+  EXPECT_NE(text.find("hotscope_function_duration_seconds_bucket" + serve + ",le=\"+Inf\"} 0\n"),
             std::string::npos);
   EXPECT_NE(text.find("hotscope_function_duration_seconds_count" + serve + "} 0\n"),
             std::string::npos);
@@ -253,6 +279,18 @@ TEST(Prometheus, TheCheckerCatchesBrokenExpositions) {
                    "# HELP s x\n# TYPE s summary\ns{quantile=\"0.9\"} 1\ns{quantile=\"0.5\"} 1\n"
                    "s_sum 1\ns_count 1\n")
                    .empty()); // quantiles out of order
+  const std::string histogram = "# HELP h x\n# TYPE h histogram\n";
+  EXPECT_TRUE(ht::prometheus_problems(histogram + "h_bucket{le=\"1\"} 1\nh_bucket{le=\"+Inf\"} 2\n"
+                                                  "h_sum 3\nh_count 2\n")
+                  .empty());
+  EXPECT_FALSE(ht::prometheus_problems(histogram + "h_bucket{le=\"1\"} 3\nh_bucket{le=\"+Inf\"} 2\n"
+                                                   "h_sum 3\nh_count 2\n")
+                   .empty()); // not cumulative
+  EXPECT_FALSE(ht::prometheus_problems(histogram + "h_bucket{le=\"2\"} 1\nh_bucket{le=\"1\"} 1\n"
+                                                   "h_bucket{le=\"+Inf\"} 2\nh_sum 3\nh_count 2\n")
+                   .empty()); // le descending
+  EXPECT_FALSE(ht::prometheus_problems(histogram + "h_bucket{le=\"1\"} 1\nh_sum 3\nh_count 2\n")
+                   .empty()); // no +Inf bucket
 }
 
 // Thread 0 runs "outer" from 1 ms to 9 ms with "inner" from 2 to 3 ms and from 6 to 7 ms;

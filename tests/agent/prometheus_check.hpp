@@ -1,5 +1,6 @@
-// Checks a text exposition against the rules of ../shared/formats.md §5, including those
-// promtool 2.42 does not check. Returns one line per problem; none means valid.
+// Checks a text exposition against the rules of Prometheus's text format 0.0.4, including those
+// promtool 2.42 does not check (histograms: le ascending, cumulative counts, +Inf = _count).
+// Returns one line per problem; none means valid.
 #pragma once
 
 #include <cmath>
@@ -19,7 +20,8 @@ inline std::vector<std::string> prometheus_problems(const std::string& text) {
     problems.push_back("the last line does not end with a line feed");
   }
   static const std::regex help(R"(# HELP ([a-zA-Z_:][a-zA-Z0-9_:]*) (.*))");
-  static const std::regex type(R"(# TYPE ([a-zA-Z_:][a-zA-Z0-9_:]*) (counter|gauge|summary))");
+  static const std::regex type(
+      R"(# TYPE ([a-zA-Z_:][a-zA-Z0-9_:]*) (counter|gauge|summary|histogram))");
   static const std::regex sample(R"(([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(.*)\})? (\S+))");
   // One label: a name, then a value whose only escapes are \\, \" and \n.
   static const std::regex label(R"(([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\\n]|\\[\\"n])*)\"(,|$))");
@@ -30,6 +32,14 @@ inline std::vector<std::string> prometheus_problems(const std::string& text) {
   // Per summary series (labels without quantile): the last quantile seen, and _sum/_count.
   std::map<std::string, double> last_quantile;
   std::map<std::string, int> sum_count;
+  // Per histogram series (labels without le): the last bound and count, +Inf's count, _count.
+  struct Buckets {
+    double bound = -INFINITY;
+    double count = 0;
+    double infinite = -1;
+    double total = -1;
+  };
+  std::map<std::string, Buckets> buckets;
 
   std::istringstream lines(text);
   std::string line;
@@ -66,9 +76,11 @@ inline std::vector<std::string> prometheus_problems(const std::string& text) {
     } else if (std::regex_match(line, match, sample)) {
       std::string name = match[1];
       std::string family = name;
-      for (const char* suffix : {"_sum", "_count"}) {
+      for (const char* suffix : {"_sum", "_count", "_bucket"}) {
         const std::string base = name.substr(0, name.size() - std::string(suffix).size());
-        if (name.ends_with(suffix) && types.count(base) != 0 && types[base] == "summary") {
+        if (name.ends_with(suffix) && types.count(base) != 0 &&
+            (types[base] == "histogram" ||
+             (types[base] == "summary" && name != base + "_bucket"))) {
           family = base;
         }
       }
@@ -82,13 +94,16 @@ inline std::vector<std::string> prometheus_problems(const std::string& text) {
       std::string labels = match[3];
       std::string without_quantile;
       double quantile = -1;
+      std::string le;
       for (std::smatch one; !labels.empty(); labels = one.suffix()) {
         if (!std::regex_search(labels, one, label) || one.position(0) != 0) {
           problem("bad label set");
           break;
         }
-        if (one[1] == "quantile") {
+        if (one[1] == "quantile" && types[family] == "summary") {
           quantile = std::strtod(one[2].str().c_str(), nullptr);
+        } else if (one[1] == "le" && types[family] == "histogram") {
+          le = one[2];
         } else {
           without_quantile +=
               (without_quantile.empty() ? "" : ",") + one[1].str() + "=\"" + one[2].str() + "\"";
@@ -99,7 +114,7 @@ inline std::vector<std::string> prometheus_problems(const std::string& text) {
       }
       const std::string value = match[4];
       char* end = nullptr;
-      std::strtod(value.c_str(), &end);
+      const double number = std::strtod(value.c_str(), &end);
       if (*end != '\0' && value != "NaN" && value != "+Inf" && value != "-Inf") {
         problem("value is not a float");
       }
@@ -117,8 +132,34 @@ inline std::vector<std::string> prometheus_problems(const std::string& text) {
           ++sum_count[key];
         }
       }
+      if (types[family] == "histogram") {
+        Buckets& series_buckets = buckets[family + "{" + without_quantile + "}"];
+        if (name == family + "_bucket") {
+          const double bound = le == "+Inf" ? INFINITY : std::strtod(le.c_str(), nullptr);
+          if (le.empty() || bound <= series_buckets.bound) {
+            problem("bucket without an le above the previous one");
+          }
+          if (number < series_buckets.count) {
+            problem("bucket counts not cumulative");
+          }
+          series_buckets.bound = bound;
+          series_buckets.count = number;
+          if (le == "+Inf") {
+            series_buckets.infinite = number;
+          }
+        } else if (name == family + "_count") {
+          series_buckets.total = number;
+        } else if (name == family) {
+          problem("histogram sample without a suffix");
+        }
+      }
     } else if (!line.empty() && line[0] != '#') {
       problem("not a sample");
+    }
+  }
+  for (const auto& [key, series_buckets] : buckets) {
+    if (series_buckets.infinite < 0 || series_buckets.infinite != series_buckets.total) {
+      problems.push_back("histogram " + key + " lacks a +Inf bucket equal to its _count");
     }
   }
   for (const auto& [key, quantile] : last_quantile) {

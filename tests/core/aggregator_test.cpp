@@ -103,6 +103,24 @@ TEST(Aggregator, NestedScopesGiveExactSelfAndInclusiveTimes) {
   EXPECT_EQ(s.trace_open_scopes, 0u);
 }
 
+// The Prometheus histogram's fixed buckets, in ns whatever the clock: calls of 90 ns, 240 ns and
+// 3 µs on a 2 GHz clock.
+TEST(Aggregator, DurationBucketsCountCallsAtMostEachFixedBound) {
+  Aggregator aggregator(1 << 20, numbered_resolver());
+  const auto t = aggregator.add_thread(42, "main");
+  aggregator.consume(t, std::vector{begin(0, 1), end(180, 1), begin(1000, 1), end(1480, 1),
+                                    begin(2000, 1), end(8000, 1)});
+  trace::TimeBase time = time_base(10'000);
+  time.clock.ticks_per_second = 2e9;
+  const DurationStats f1 = find(aggregator.snapshot(time).functions, "f1").stats;
+  ASSERT_EQ(f1.at_most_bucket.size(), kDurationBucketsNs.size());
+  for (std::size_t i = 0; i < kDurationBucketsNs.size(); ++i) {
+    const std::uint64_t bound = kDurationBucketsNs[i];
+    const std::uint64_t expected = (bound >= 90) + (bound >= 240) + (bound >= 3000);
+    EXPECT_EQ(f1.at_most_bucket[i], expected) << "le " << bound << " ns";
+  }
+}
+
 TEST(Aggregator, SameFunctionOnTwoThreadsIsSummedAndKeptPerThread) {
   Aggregator aggregator(1 << 20, numbered_resolver());
   const auto a = aggregator.add_thread(1, "a");

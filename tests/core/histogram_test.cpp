@@ -85,3 +85,31 @@ TEST(Histogram, MergeEqualsAddingEverything) {
 }
 
 } // namespace
+
+// Prometheus buckets come from counts_at_most: exact but for values within 0.4% of a bound.
+TEST(Histogram, CountsAtMostBoundsMatchTheValuesUpToBucketWidth) {
+  std::mt19937_64 rng(3);
+  std::lognormal_distribution<double> dist(9.0, 3.0);
+  std::vector<std::uint64_t> values(100'000);
+  Histogram histogram;
+  for (auto& v : values) {
+    v = static_cast<std::uint64_t>(dist(rng));
+    histogram.add(v);
+  }
+  const std::vector<std::uint64_t> bounds = {0, 5, 127, 128, 1'000, 25'000, 1'000'000, 1ull << 40};
+  const std::vector<std::uint64_t> counts = histogram.counts_at_most(bounds);
+  ASSERT_EQ(counts.size(), bounds.size());
+  for (std::size_t i = 0; i < bounds.size(); ++i) {
+    const double bound = static_cast<double>(bounds[i]);
+    const auto exact = std::count_if(values.begin(), values.end(),
+                                     [&](std::uint64_t v) { return v <= bounds[i]; });
+    const auto near = std::count_if(values.begin(), values.end(), [&](std::uint64_t v) {
+      return bounds[i] >= 128 && std::abs(static_cast<double>(v) - bound) <= bound / 128;
+    });
+    EXPECT_LE(std::abs(static_cast<double>(counts[i]) - static_cast<double>(exact)),
+              static_cast<double>(near))
+        << "bound " << bounds[i];
+  }
+  EXPECT_EQ(counts.back(), values.size());
+  EXPECT_TRUE(std::is_sorted(counts.begin(), counts.end()));
+}

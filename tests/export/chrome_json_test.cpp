@@ -5,7 +5,9 @@
 #include <nlohmann/json.hpp>
 
 #include <map>
+#include <set>
 #include <sstream>
+#include <utility>
 #include <vector>
 
 namespace hotscope {
@@ -147,6 +149,54 @@ TEST(ExportChromeJson, AwkwardNamesRoundTrip) {
   EXPECT_EQ(names_of(trace, "i"), std::vector<std::string>{names[0]});
   EXPECT_EQ(names_of(trace, "C"), std::vector<std::string>{names[1]});
   EXPECT_EQ(trace["traceEvents"][1]["args"]["name"], "thread \"q\" \\ ü");
+}
+
+// Perfetto's JSON importer reads pid and tid as 32-bit values: a guest track's os_tid (2^32 + n)
+// would land on the host's thread n. Each guest is a process of its own, named after it.
+TEST(ExportChromeJson, GuestTracksAreProcessesOfTheirOwnWith32BitIds) {
+  testing::SnapshotBuilder b;
+  const std::uint32_t host = b.thread(4242, "main");
+  const std::uint32_t first = b.thread(kExternalTidBase, "guest: sample");
+  const std::uint32_t second = b.thread(kExternalTidBase + 1, "guest: other");
+  b.begin(host, 10, "dispatch").begin(first, 20, "handle").message(second, 25, "hello");
+  b.end(first, 30, "handle").end(host, 40, "dispatch");
+  const json trace = chrome(b.build());
+
+  std::map<std::int64_t, std::string> process_names;
+  std::map<std::string, std::set<std::pair<std::int64_t, std::int64_t>>> ids_by_name;
+  for (const json& event : trace["traceEvents"]) {
+    const std::int64_t pid = event["pid"];
+    const std::int64_t tid = event["tid"];
+    EXPECT_GE(pid, 0) << event.dump();
+    EXPECT_LE(pid, 0xFFFFFFFF) << event.dump();
+    EXPECT_GE(tid, 0) << event.dump();
+    EXPECT_LE(tid, 0xFFFFFFFF) << event.dump();
+    if (event["name"] == "process_name") {
+      process_names[pid] = event["args"]["name"];
+    } else {
+      ids_by_name[event["name"] == "thread_name" ? event["args"]["name"] : event["name"]].insert(
+          {pid, tid});
+    }
+  }
+  ASSERT_EQ(process_names.size(), 3u);
+  EXPECT_EQ(process_names[4242], "demo");
+  const auto only = [&](const std::string& name) {
+    EXPECT_EQ(ids_by_name[name].size(), 1u) << name;
+    return *ids_by_name[name].begin();
+  };
+  using Ids = std::pair<std::int64_t, std::int64_t>;
+  EXPECT_EQ(only("main"), Ids(4242, 4242));
+  EXPECT_EQ(only("dispatch"), only("main"));
+  const auto [sample_pid, sample_tid] = only("guest: sample");
+  EXPECT_EQ(process_names[sample_pid], "guest: sample");
+  EXPECT_EQ(only("handle"), only("guest: sample"));
+  const auto [other_pid, other_tid] = only("guest: other");
+  EXPECT_EQ(process_names[other_pid], "guest: other");
+  EXPECT_EQ(only("hello"), only("guest: other"));
+  // No real process has such a pid (pid_max is at most 2^22), and the guests differ.
+  EXPECT_GT(sample_pid, 1 << 22);
+  EXPECT_GT(other_pid, 1 << 22);
+  EXPECT_NE(sample_pid, other_pid);
 }
 
 TEST(ExportChromeJson, InvalidUtf8BecomesReplacementCharacter) {

@@ -88,6 +88,10 @@ inline FunctionStats function_stats(std::string name, std::uint64_t calls, std::
   f.stats.p95_ns = f.stats.p50_ns + 2;
   f.stats.p99_ns = f.stats.p50_ns + 3;
   f.stats.p999_ns = f.stats.p50_ns + 4;
+  // Every call took total_ns / calls.
+  for (const std::uint64_t bound : kDurationBucketsNs) {
+    f.stats.at_most_bucket.push_back(bound >= total_ns / calls ? calls : 0);
+  }
   return f;
 }
 

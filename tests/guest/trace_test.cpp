@@ -25,7 +25,7 @@ using guest_test::rec;
 
 const ThreadInfo& guest_thread(const Snapshot& snapshot) {
   for (const ThreadInfo& thread : snapshot.threads) {
-    if (thread.os_tid == trace::kExternalTidBase) {
+    if (thread.os_tid == kExternalTidBase) {
       return thread;
     }
   }
@@ -113,8 +113,17 @@ TEST(GuestTrace, AValidBatchIsItsOwnTrackBesideTheHostsThreads) {
   exporters::write_chrome_json(s, chrome);
   exporters::write_text_tree(s, tree);
   exporters::write_folded(s, folded);
-  EXPECT_NE(chrome.str().find(R"("tid":4294967296)"), std::string::npos);
-  EXPECT_NE(chrome.str().find("guest: sample"), std::string::npos);
+  // The guest is a process of its own in trace.json, with ids Perfetto reads as 32-bit values.
+  EXPECT_NE(
+      chrome.str().find(
+          R"({"ph":"M","name":"process_name","pid":1073741824,"tid":1073741824,"args":{"name":"guest: sample"}})"),
+      std::string::npos)
+      << chrome.str();
+  EXPECT_NE(
+      chrome.str().find(
+          R"("name":"call_guest_function","cat":"function","pid":1073741824,"tid":1073741824)"),
+      std::string::npos);
+  EXPECT_EQ(chrome.str().find("4294967296"), std::string::npos);
   EXPECT_NE(tree.str().find("== guest: sample (tid 4294967296) =="), std::string::npos);
   EXPECT_NE(tree.str().find("[0.001ms  ]   > call_guest_function"), std::string::npos)
       << tree.str();

@@ -1,4 +1,5 @@
-# Builds and runs tests/package/consumer against the hotscope installed in PREFIX. With
+# Builds and runs tests/package/consumer against the hotscope installed in PREFIX, with
+# nlohmann_json out of its reach. With
 # -DHEAP=linked, tests/package/consumer-heap (hotscope::heap) instead, and checks its heap profile;
 # with -DHEAP=missing (a package without the heap library), checks that consumer-heap's
 # find_package(... COMPONENTS heap) fails and says why.
@@ -22,6 +23,8 @@ elseif(HEAP STREQUAL "missing")
   endif()
   message(STATUS "find_package(hotscope ... COMPONENTS heap) failed as expected")
 else()
+  # nlohmann_json is private to the library (header-only, used inside it): a consumer that
+  # cannot find it must still find hotscope.
   build_and_run_consumer(${CMAKE_CURRENT_LIST_DIR}/consumer ${SCRATCH}/find-package
-    -DCMAKE_PREFIX_PATH=${PREFIX})
+    -DCMAKE_PREFIX_PATH=${PREFIX} -DCMAKE_DISABLE_FIND_PACKAGE_nlohmann_json=TRUE)
 endif()

@@ -1,7 +1,7 @@
 # Installs the build tree BUILD's default install component COMPONENT (the library package; the tools are
 # component hotscope_tools, tests/heap/installed_run.cmake) into PREFIX (wiped first) and checks
 # the package files are there: with -DEXPECT_HEAP=1 also libhotscope-heap.so, the pprof module it
-# loads and hotscope-heap.pc.
+# loads and hotscope-heap.pc, the library with the SONAME libhotscope-heap.so.MAJOR.
 include(${CMAKE_CURRENT_LIST_DIR}/common.cmake)
 
 file(REMOVE_RECURSE ${PREFIX})
@@ -25,4 +25,14 @@ if(EXPECT_HEAP)
       message(FATAL_ERROR "not installed: ${LIBDIR}/${file}")
     endif()
   endforeach()
+  # A versioned SONAME, and the file it names installed beside the link-time name.
+  execute_process(COMMAND ${READELF} -d ${PREFIX}/${LIBDIR}/libhotscope-heap.so
+    OUTPUT_VARIABLE dynamic COMMAND_ERROR_IS_FATAL ANY)
+  if(NOT dynamic MATCHES "\\(SONAME\\)[^\n]*\\[(libhotscope-heap\\.so\\.${MAJOR})\\]")
+    message(FATAL_ERROR "libhotscope-heap.so has no SONAME libhotscope-heap.so.${MAJOR}:\n${dynamic}")
+  endif()
+  if(NOT EXISTS ${PREFIX}/${LIBDIR}/${CMAKE_MATCH_1})
+    message(FATAL_ERROR "not installed: ${LIBDIR}/${CMAKE_MATCH_1}, the SONAME")
+  endif()
+  message(STATUS "libhotscope-heap.so: SONAME ${CMAKE_MATCH_1}")
 endif()

@@ -19,6 +19,17 @@ set(ENV{PKG_CONFIG_PATH} ${PREFIX}/${LIBDIR}/pkgconfig)
 execute_process(COMMAND ${PKG_CONFIG} --cflags --libs ${packages}
   OUTPUT_VARIABLE flags OUTPUT_STRIP_TRAILING_WHITESPACE COMMAND_ERROR_IS_FATAL ANY)
 message(STATUS "pkg-config --cflags --libs ${packages}: ${flags}")
+# libmicrohttpd's own include paths (-I/usr/include/p11-kit-1) are not the consumer's business.
+execute_process(COMMAND ${PKG_CONFIG} --cflags ${packages}
+  OUTPUT_VARIABLE cflags OUTPUT_STRIP_TRAILING_WHITESPACE COMMAND_ERROR_IS_FATAL ANY)
+execute_process(COMMAND ${PKG_CONFIG} --cflags libmicrohttpd
+  OUTPUT_VARIABLE microhttpd_cflags OUTPUT_STRIP_TRAILING_WHITESPACE)
+separate_arguments(microhttpd_cflags UNIX_COMMAND "${microhttpd_cflags}")
+foreach(flag IN LISTS microhttpd_cflags)
+  if(" ${cflags} " MATCHES " ${flag} ")
+    message(FATAL_ERROR "pkg-config --cflags ${packages} hands on libmicrohttpd's ${flag}: ${cflags}")
+  endif()
+endforeach()
 separate_arguments(flags UNIX_COMMAND "${flags}")
 separate_arguments(extra UNIX_COMMAND "${CXX_FLAGS}")
 

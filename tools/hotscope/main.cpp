@@ -4,6 +4,8 @@
 // it and exits with its status; the program writes DIR/heap.json when it ends.
 //   hotscope list | info | stats | heap | trace | metrics | reset
 // ask a running process's agent (agent_commands.hpp).
+//   hotscope exporter [--listen ADDRESS:PORT] [--allow-remote] [--timeout-ms N]
+// serves every agent's metrics as one Prometheus target (exporter.hpp).
 //   hotscope console [-p PID | -n NAME] [--once] ...
 // watches one live in the terminal (console/console.hpp).
 //   hotscope vm run GUEST [--calls N] [--out DIR] [--process] ...
@@ -12,6 +14,7 @@
 #include "agent_client.hpp"
 #include "agent_commands.hpp"
 #include "console/console.hpp"
+#include "exporter.hpp"
 
 #include <CLI/CLI.hpp>
 
@@ -138,6 +141,21 @@ int main(int argc, char** argv) {
                         "No heap summary on stderr (sets HOTSCOPE_HEAP_SUMMARY=0)");
   run_command->add_option("command", command, "The program and its arguments, after --")
       ->required();
+  CLI::App* exporter_command = app.add_subcommand(
+      "exporter", "Serve the metrics of every process with an agent as one Prometheus target");
+  hotscope::cli::ExporterOptions exporter;
+  exporter_command
+      ->add_option("--listen", exporter.listen,
+                   "Numeric address and port: 127.0.0.1:9464, [::1]:9464")
+      ->capture_default_str();
+  exporter_command->add_flag("--allow-remote", exporter.allow_remote,
+                             "Allow a non-loopback --listen address (no access control)");
+  long timeout_ms = exporter.timeout.count();
+  exporter_command
+      ->add_option("--timeout-ms", timeout_ms,
+                   "The longest one process may take to answer a scrape, in milliseconds")
+      ->check(CLI::Range(1L, 60'000L))
+      ->capture_default_str();
   CLI::App* vm_command =
       app.add_subcommand("vm", "Guest tracing: `hotscope vm run GUEST [--calls N] [--out DIR] "
                                "[--process]` (see `hotscope vm run --help`)");
@@ -147,6 +165,10 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& error) {
     // --help is not an error; every real usage error has one documented exit code.
     return app.exit(error) == 0 ? 0 : hotscope::cli::kUsage;
+  }
+  if (exporter_command->parsed()) {
+    exporter.timeout = std::chrono::milliseconds(timeout_ms);
+    return hotscope::cli::run_exporter(exporter);
   }
   if (vm_command->parsed()) {
     return exec_vm(vm_command->remaining());
