@@ -51,7 +51,6 @@ cleanup() {
 trap cleanup EXIT
 export HOTSCOPE_RUNTIME_DIR="$work/run"
 
-median() { sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 
 # ---- 1. Throughput, agent idle vs no agent ----
 # CPU ticks (user + system, from /proc/PID/task/*/stat) of the threads named COMM, or of all.
@@ -90,29 +89,11 @@ demo_run() { # agent(0|1) -> "requests/s requests/CPU-s" (and the agent's ticks 
     echo "$(thread_ticks "$pid" MHD-worker) $(thread_ticks "$pid")" >>"$work/ticks"
   fi
   wait "$time_pid"
-  local served
-  served="$(sed -n 's/^served \([0-9]*\) of .*/\1/p' "$work/demo.txt")"
-  awk -v served="$served" -v per_s="$(sed -n 's/.*requests in [0-9.]* s (\([0-9]*\)\/s).*/\1/p' \
-    "$work/demo.txt")" '{ printf "%s %.0f\n", per_s, served / ($1 + $2) }' "$work/demo.time"
+  demo_throughput "$work/demo.txt" "$work/demo.time"
 }
-for ((round = 0; round < repeats; ++round)); do
-  # Alternate which setting goes first, so a drift in the machine's load favours neither.
-  if ((round % 2 == 0)); then order=(0 1); else order=(1 0); fi
-  for agent in "${order[@]}"; do
-    demo_run "$agent" >>"$work/throughput-$agent"
-  done
-done
+interleave "$repeats" demo_run "$work/throughput"
 echo "demo throughput, medians of $repeats interleaved runs of $seconds s:"
-for column in 1 2; do
-  off="$(cut -d' ' -f"$column" "$work/throughput-0" | median)"
-  on="$(cut -d' ' -f"$column" "$work/throughput-1" | median)"
-  unit="requests/s"
-  ((column == 2)) && unit="requests per CPU second (user + system)"
-  echo "  $unit: no agent (HOTSCOPE_AGENT=0) $off, agent idle $on," \
-    "$(awk -v on="$on" -v off="$off" 'BEGIN { printf "%+.2f %%", 100 * (on - off) / off }')"
-  echo "    runs without agent: $(cut -d' ' -f"$column" "$work/throughput-0" | tr '\n' ' ')"
-  echo "    runs with agent:    $(cut -d' ' -f"$column" "$work/throughput-1" | tr '\n' ' ')"
-done
+compare_settings "$work/throughput" "no agent (HOTSCOPE_AGENT=0)" "agent idle"
 echo "  (goal: within 1 %)"
 awk '{ agent += $1; all += $2 } END {
   printf "  the agent'"'"'s own threads (MHD-worker) used %d of the %d CPU ticks of the agent runs" \

@@ -153,6 +153,22 @@ void hotscope_allocation(benchmark::State& state) {
 }
 BENCHMARK(hotscope_allocation)->UseManualTime()->Threads(1);
 
+// An item through a queue: HOTSCOPE_QUEUE_PUSH then HOTSCOPE_QUEUE_POP, two records like a
+// scope's BEGIN and END, so the goal is the scope's cost.
+void hotscope_queue_push_pop(benchmark::State& state) {
+  if (!prepare_ring(state)) {
+    return;
+  }
+  run_batches(state, kPairsPerBatch, [] {
+    for (std::int64_t i = 0; i < kPairsPerBatch; ++i) {
+      HOTSCOPE_QUEUE_PUSH("bench_queue", i);
+      HOTSCOPE_QUEUE_POP("bench_queue", i);
+    }
+  });
+  check_nothing_dropped(state);
+}
+BENCHMARK(hotscope_queue_push_pop)->UseManualTime()->Threads(1);
+
 #if HOTSCOPE_BENCH_LTTNG
 std::atomic<std::uint64_t> lttng_events_emitted{0};
 

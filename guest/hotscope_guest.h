@@ -17,6 +17,8 @@
  *   HOTSCOPE_SCOPE("parse");           time the enclosing block under a literal name
  *   HOTSCOPE_MESSAGE("cache miss");    literal: kept by address; runtime text: copied, cut at 128
  *   HOTSCOPE_COUNTER("depth", n);      sample an integer series
+ *   HOTSCOPE_QUEUE_PUSH("jobs", id);   item `id` (an integer or a pointer) enters queue "jobs";
+ *   HOTSCOPE_QUEUE_POP("jobs", id);    ... and leaves it; HOTSCOPE_QUEUE_CAPACITY("jobs", n)
  *   HOTSCOPE_STACK();                  the return addresses of the calling frames (frame pointers)
  * Scopes close through __attribute__((cleanup)), which GCC and Clang support in C and C++.
  *
@@ -163,14 +165,21 @@ static inline void hotscope_guest_message(int is_literal, const char* text) {
   HOTSCOPE_SCOPE_WITH_ID(__COUNTER__, HOTSCOPE_GUEST_FUNCTION_NAME, HOTSCOPE_GUEST_FUNCTION_FLAGS)
 #define HOTSCOPE_SCOPE(name) HOTSCOPE_SCOPE_WITH_ID(__COUNTER__, "" name "", 0u)
 #define HOTSCOPE_MESSAGE(text) hotscope_guest_message(__builtin_constant_p(text), (text))
-#define HOTSCOPE_COUNTER_WITH_ID(id, name, value)                                                  \
+#define HOTSCOPE_LOCATED_WITH_ID(id, kind, name, value)                                            \
   do {                                                                                             \
     static const struct hotscope_source_location HOTSCOPE_LOCATION_VAR(id) = {                     \
         "" name "", __FILE__, __LINE__, 0u};                                                       \
     hotscope_guest_put(hotscope_guest_ticks(), &HOTSCOPE_LOCATION_VAR(id), (uint64_t)(value),      \
-                       HOTSCOPE_RECORD_COUNTER);                                                   \
+                       kind);                                                                      \
   } while (0)
-#define HOTSCOPE_COUNTER(name, value) HOTSCOPE_COUNTER_WITH_ID(__COUNTER__, name, value)
+#define HOTSCOPE_COUNTER(name, value)                                                              \
+  HOTSCOPE_LOCATED_WITH_ID(__COUNTER__, HOTSCOPE_RECORD_COUNTER, name, value)
+#define HOTSCOPE_QUEUE_PUSH(name, item)                                                            \
+  HOTSCOPE_LOCATED_WITH_ID(__COUNTER__, HOTSCOPE_RECORD_QUEUE_PUSH, name, (uintptr_t)(item))
+#define HOTSCOPE_QUEUE_POP(name, item)                                                             \
+  HOTSCOPE_LOCATED_WITH_ID(__COUNTER__, HOTSCOPE_RECORD_QUEUE_POP, name, (uintptr_t)(item))
+#define HOTSCOPE_QUEUE_CAPACITY(name, capacity)                                                    \
+  HOTSCOPE_LOCATED_WITH_ID(__COUNTER__, HOTSCOPE_RECORD_QUEUE_CAPACITY, name, capacity)
 #define HOTSCOPE_STACK() hotscope_guest_stack()
 
 /* ---- The implementation: in exactly one translation unit. ------------------------------------ */

@@ -57,3 +57,8 @@ rm -rf "$guest_out"
 echo
 echo "== the guest's calls inside the host's, on one timeline ($guest_out/trace.txt, first lines)"
 head -n 40 "$guest_out/trace.txt"
+cat <<EOT
+
+== watch the demo live (a 2-minute run; q quits the console, docs/console.md):
+  HOTSCOPE_HEAP_MODE=full $build/examples/hotscope-demo --seconds 120 >/dev/null & sleep 1; $build/tools/hotscope/hotscope console -n hotscope-demo
+EOT

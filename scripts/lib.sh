@@ -47,3 +47,43 @@ configure_bench_build() {
     cmake -S "$repo" -B "$dir" "$@" >/dev/null
   fi
 }
+
+# median: the middle one of the numbers on standard input, one per line.
+median() { sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+
+# demo_throughput DEMO_OUTPUT TIME_FILE: "requests/s requests-per-CPU-second" of one hotscope-demo
+# run, from its "served N of M requests in S s (R/s)" line and /usr/bin/time -f '%U %S'.
+demo_throughput() {
+  local served
+  served="$(sed -n 's/^served \([0-9]*\) of .*/\1/p' "$1")"
+  awk -v served="$served" -v per_s="$(sed -n 's/.*requests in [0-9.]* s (\([0-9]*\)\/s).*/\1/p' \
+    "$1")" '{ printf "%s %.0f\n", per_s, served / ($1 + $2) }' "$2"
+}
+
+# interleave REPEATS COMMAND PREFIX: runs `COMMAND 0` and `COMMAND 1` REPEATS times each, the
+# order alternating every round so that a drift in the machine's load favours neither; their
+# outputs go to PREFIX-0 and PREFIX-1, one line per run.
+interleave() {
+  local round setting
+  for ((round = 0; round < $1; ++round)); do
+    for setting in $( ((round % 2 == 0)) && echo 0 1 || echo 1 0); do
+      "$2" "$setting" >>"$3-$setting"
+    done
+  done
+}
+
+# compare_settings PREFIX LABEL0 LABEL1: the medians of interleave's runs of demo_throughput,
+# setting 0 against setting 1 with the change in %, and every run.
+compare_settings() {
+  local column off on unit
+  for column in 1 2; do
+    off="$(cut -d' ' -f"$column" "$1-0" | median)"
+    on="$(cut -d' ' -f"$column" "$1-1" | median)"
+    unit="requests/s"
+    ((column == 2)) && unit="requests per CPU second (user + system)"
+    echo "  $unit: $2 $off, $3 $on," \
+      "$(awk -v on="$on" -v off="$off" 'BEGIN { printf "%+.2f %%", 100 * (on - off) / off }')"
+    echo "    runs with $2: $(cut -d' ' -f"$column" "$1-0" | tr '\n' ' ')"
+    echo "    runs with $3: $(cut -d' ' -f"$column" "$1-1" | tr '\n' ' ')"
+  done
+}

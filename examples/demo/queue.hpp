@@ -16,10 +16,15 @@ template <typename T> class BoundedQueue {
 public:
   explicit BoundedQueue(std::size_t capacity) : capacity_(capacity) {}
 
-  // Blocks while the queue is full; returns the depth right after the push.
-  std::size_t push(T item) {
+  std::size_t capacity() const { return capacity_; }
+
+  // Blocks while the queue is full; returns the depth right after the push. `entering(item)` runs
+  // under the queue's lock as the item goes in, `leaving(item)` in pop() as it comes out, so
+  // whatever they record (HOTSCOPE_QUEUE_PUSH / _POP) is in the order the queue saw.
+  template <typename Entering> std::size_t push(T item, Entering entering) {
     std::unique_lock lock(mutex_);
     not_full_.wait(lock, [&] { return items_.size() < capacity_; });
+    entering(item);
     items_.push_back(std::move(item));
     const std::size_t depth = items_.size();
     lock.unlock();
@@ -28,7 +33,7 @@ public:
   }
 
   // Blocks while the queue is empty; nullopt once it is closed and drained.
-  std::optional<T> pop() {
+  template <typename Leaving> std::optional<T> pop(Leaving leaving) {
     std::unique_lock lock(mutex_);
     not_empty_.wait(lock, [&] { return !items_.empty() || closed_; });
     if (items_.empty()) {
@@ -36,6 +41,7 @@ public:
     }
     T item = std::move(items_.front());
     items_.pop_front();
+    leaving(item);
     lock.unlock();
     not_full_.notify_one();
     return item;

@@ -200,6 +200,9 @@ Request to_request(const RawRequest& raw) {
 Service::Service(Options options) : options_(options) {}
 
 void Service::start() {
+  HOTSCOPE_QUEUE_CAPACITY("parse_queue", parse_queue_.capacity());
+  HOTSCOPE_QUEUE_CAPACITY("work_queue", work_queue_.capacity());
+  HOTSCOPE_QUEUE_CAPACITY("write_queue", write_queue_.capacity());
   acceptor_ = std::thread(&Service::accept_loop, this);
   parser_ = std::thread(&Service::parse_loop, this);
   for (unsigned i = 0; i < options_.threads; ++i) {
@@ -254,7 +257,8 @@ void Service::accept_loop() {
     RawRequest raw = generate_request(id, rng);
     {
       HOTSCOPE_SCOPE("enqueue_parse");
-      const std::size_t depth = parse_queue_.push(std::move(raw));
+      const std::size_t depth = parse_queue_.push(
+          std::move(raw), [](const RawRequest& r) { HOTSCOPE_QUEUE_PUSH("parse_queue", r.id); });
       HOTSCOPE_COUNTER("parse_queue_depth", depth);
     }
     ++accepted_;
@@ -270,16 +274,19 @@ void Service::accept_loop() {
 
 void Service::parse_loop() {
   HOTSCOPE_THREAD_NAME("parser");
-  while (std::optional<RawRequest> raw = parse_queue_.pop()) {
+  while (std::optional<RawRequest> raw = parse_queue_.pop(
+             [](const RawRequest& r) { HOTSCOPE_QUEUE_POP("parse_queue", r.id); })) {
     HOTSCOPE_SCOPE("parse_request");
     try {
       Request request = to_request(*raw);
       HOTSCOPE_SCOPE("enqueue_work");
-      const std::size_t depth = work_queue_.push(std::move(request));
+      const std::size_t depth = work_queue_.push(
+          std::move(request), [](const Request& r) { HOTSCOPE_QUEUE_PUSH("work_queue", r.id); });
       HOTSCOPE_COUNTER("work_queue_depth", depth);
     } catch (const ParseError& error) {
       HOTSCOPE_MESSAGE("bad request " + std::to_string(raw->id) + ": " + error.what());
-      write_queue_.push(Response{raw->id, Op::get, 400, error.what(), raw->arrived});
+      write_queue_.push(Response{raw->id, Op::get, 400, error.what(), raw->arrived},
+                        [](const Response& r) { HOTSCOPE_QUEUE_PUSH("write_queue", r.id); });
     }
   }
   work_queue_.close();
@@ -289,10 +296,12 @@ void Service::work_loop(unsigned index) {
   const std::string name = "worker-" + std::to_string(index + 1);
   HOTSCOPE_THREAD_NAME(name);
   std::mt19937_64 rng(100 + index);
-  while (std::optional<Request> request = work_queue_.pop()) {
+  while (std::optional<Request> request =
+             work_queue_.pop([](const Request& r) { HOTSCOPE_QUEUE_POP("work_queue", r.id); })) {
     Response response = handle(*request, rng);
     HOTSCOPE_SCOPE("enqueue_write");
-    const std::size_t depth = write_queue_.push(std::move(response));
+    const std::size_t depth = write_queue_.push(
+        std::move(response), [](const Response& r) { HOTSCOPE_QUEUE_PUSH("write_queue", r.id); });
     HOTSCOPE_COUNTER("write_queue_depth", depth);
   }
 }
@@ -379,7 +388,8 @@ std::string Service::handle_search(const Request& request) {
 
 void Service::write_loop() {
   HOTSCOPE_THREAD_NAME("writer");
-  while (std::optional<Response> response = write_queue_.pop()) {
+  while (std::optional<Response> response =
+             write_queue_.pop([](const Response& r) { HOTSCOPE_QUEUE_POP("write_queue", r.id); })) {
     HOTSCOPE_SCOPE("write_response");
     const std::string text = render_response(*response);
     // The frame is what would go to the socket: length prefix, response, checksum trailer.

@@ -6,6 +6,9 @@
 //                                         HOTSCOPE_INLINE_TEXT_MAX (128) bytes
 //   HOTSCOPE_THREAD_NAME("worker-1");     name the calling thread (copied, same limit)
 //   HOTSCOPE_COUNTER("queue_depth", n);   sample an integer series (literal name)
+//   HOTSCOPE_QUEUE_PUSH("jobs", id);      item `id` (any integer or pointer) enters queue "jobs"
+//   HOTSCOPE_QUEUE_POP("jobs", id);       ... and leaves it: the time between is its wait
+//   HOTSCOPE_QUEUE_CAPACITY("jobs", n);   the queue's bound, once (optional)
 //
 // and a few calls for the whole process (below): the heap profile on demand, the live agent.
 //
@@ -52,6 +55,7 @@ std::string start_agent();
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
+#include <type_traits>
 #if defined(__x86_64__)
 #include <x86intrin.h>
 #endif
@@ -165,7 +169,8 @@ inline void write_single(std::uint64_t ref, std::uint64_t value, std::uint32_t k
 
 // One block of `bytes` allocated by the calling thread, attributed by the collector to the
 // scopes open on this thread. Called from inside malloc/operator new hooks, so it never
-// registers a ring, allocates, locks, reads the clock or makes a syscall: a thread without a
+// registers a ring, allocates, locks or reads the clock (its one syscall is has_room_slow's
+// futex wake, once per half ring, which neither locks nor allocates): a thread without a
 // ring (no record yet, or past its exit handler) has no open scope to attribute to, and its
 // allocation is not recorded. It respects the slots reserved for pending ENDs like any record,
 // and a full ring counts it as dropped. The record carries no timestamp (ticks = 0).
@@ -219,6 +224,22 @@ inline void counter(const hotscope_source_location* location, std::int64_t value
                HOTSCOPE_RECORD_COUNTER);
 }
 
+// A queue item's id: any integer, or a pointer's address.
+inline std::uint64_t queue_item(const volatile void* item) noexcept {
+  return reinterpret_cast<std::uintptr_t>(item);
+}
+template <typename T,
+          typename = std::enable_if_t<std::is_integral_v<T> || std::is_enum_v<T>, std::uint64_t>>
+inline std::uint64_t queue_item(T item) noexcept {
+  return static_cast<std::uint64_t>(item);
+}
+
+// Queue records are single records, like counters: a push or a pop costs what a counter does.
+inline void queue_event(const hotscope_source_location* queue, std::uint64_t value,
+                        std::uint32_t kind) noexcept {
+  write_single(reinterpret_cast<std::uintptr_t>(queue), value, kind);
+}
+
 } // namespace detail
 } // namespace hotscope
 
@@ -243,6 +264,22 @@ inline void counter(const hotscope_source_location* location, std::int64_t value
     ::hotscope::detail::counter(&HOTSCOPE_LOCATION_VAR(id), static_cast<std::int64_t>(value));     \
   } while (0)
 #define HOTSCOPE_COUNTER(name, value) HOTSCOPE_COUNTER_WITH_ID(__COUNTER__, name, value)
+// The queue is named by a literal, like a scope; every place that names it feeds one queue.
+#define HOTSCOPE_QUEUE_WITH_ID(id, kind, name, value)                                              \
+  do {                                                                                             \
+    static constexpr hotscope_source_location HOTSCOPE_LOCATION_VAR(id){"" name "", __FILE__,      \
+                                                                        __LINE__, 0u};             \
+    ::hotscope::detail::queue_event(&HOTSCOPE_LOCATION_VAR(id), value, kind);                      \
+  } while (0)
+#define HOTSCOPE_QUEUE_PUSH(name, item)                                                            \
+  HOTSCOPE_QUEUE_WITH_ID(__COUNTER__, HOTSCOPE_RECORD_QUEUE_PUSH, name,                            \
+                         ::hotscope::detail::queue_item(item))
+#define HOTSCOPE_QUEUE_POP(name, item)                                                             \
+  HOTSCOPE_QUEUE_WITH_ID(__COUNTER__, HOTSCOPE_RECORD_QUEUE_POP, name,                             \
+                         ::hotscope::detail::queue_item(item))
+#define HOTSCOPE_QUEUE_CAPACITY(name, capacity)                                                    \
+  HOTSCOPE_QUEUE_WITH_ID(__COUNTER__, HOTSCOPE_RECORD_QUEUE_CAPACITY, name,                        \
+                         static_cast<std::uint64_t>(capacity))
 
 #else // !HOTSCOPE_ENABLED: nothing is evaluated; sizeof keeps arguments "used" for -Wunused.
 
@@ -269,6 +306,9 @@ inline std::string start_agent() {
 #define HOTSCOPE_MESSAGE(text) static_cast<void>(sizeof(text))
 #define HOTSCOPE_THREAD_NAME(name) static_cast<void>(sizeof(name))
 #define HOTSCOPE_COUNTER(name, value) static_cast<void>(sizeof(name) + sizeof(value))
+#define HOTSCOPE_QUEUE_PUSH(name, item) static_cast<void>(sizeof(name) + sizeof(item))
+#define HOTSCOPE_QUEUE_POP(name, item) static_cast<void>(sizeof(name) + sizeof(item))
+#define HOTSCOPE_QUEUE_CAPACITY(name, capacity) static_cast<void>(sizeof(name) + sizeof(capacity))
 
 #endif // HOTSCOPE_ENABLED
 

@@ -18,8 +18,11 @@ enum hotscope_record_kind {
   HOTSCOPE_RECORD_COUNTER = 5,        /* ref: source location naming the counter; value: int64 */
   HOTSCOPE_RECORD_THREAD_NAME = 6,    /* value: text length; payload records follow */
   HOTSCOPE_RECORD_ALLOCATION = 7,     /* value: bytes of one block allocated by this thread */
-  HOTSCOPE_RECORD_STACK = 8           /* value: frame count; payload records hold the return
+  HOTSCOPE_RECORD_STACK = 8,          /* value: frame count; payload records hold the return
                                          addresses (uint64, innermost first, 4 per record) */
+  HOTSCOPE_RECORD_QUEUE_PUSH = 9,     /* ref: source location naming the queue; value: item id */
+  HOTSCOPE_RECORD_QUEUE_POP = 10,     /* ref: source location naming the queue; value: item id */
+  HOTSCOPE_RECORD_QUEUE_CAPACITY = 11 /* ref: source location naming the queue; value: capacity */
 };
 
 /* Longest inline text (runtime messages, thread names); longer text is cut. */

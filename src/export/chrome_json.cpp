@@ -7,7 +7,10 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <map>
 #include <ostream>
+#include <string_view>
+#include <utility>
 
 namespace hotscope::exporters {
 namespace {
@@ -60,6 +63,11 @@ void write_chrome_json(const Snapshot& snapshot, std::ostream& out) {
                      ids.pid, ids.tid, json_string(detail::thread_label(thread))));
   }
 
+  // Flow arrows from the scope that pushed an item to the scope that popped it (or the next
+  // one to begin on the popping thread). A flow's start must lie inside a slice, and an `f`
+  // needs its `s`: pushes outside any scope start no flow.
+  std::map<std::pair<std::string_view, std::int64_t>, std::uint64_t> flows_started;
+  std::uint64_t next_flow = 1;
   detail::walk_trace(snapshot, [&](const detail::TraceStep& step) {
     const TraceEvent& event = step.event;
     const TrackIds ids = track_ids(snapshot, step.thread);
@@ -83,6 +91,29 @@ void write_chrome_json(const Snapshot& snapshot, std::ostream& out) {
       emit(fmt::format(R"({{"ph":"C","name":{},{},"args":{{"value":{}}}}})",
                        json_string(snapshot.names.at(event.name)), where, event.value));
       break;
+    case EventKind::QueuePush:
+    case EventKind::QueuePop: {
+      const std::string_view queue = snapshot.names.at(event.name);
+      const auto key = std::make_pair(queue, event.value);
+      if (event.kind == EventKind::QueuePush) {
+        if (!step.open.empty()) {
+          flows_started[key] = next_flow;
+          emit(fmt::format(R"({{"ph":"s","id":{},"name":{},"cat":"queue",{}}})", next_flow++,
+                           json_string(queue), where));
+        }
+        break;
+      }
+      const auto started = flows_started.find(key);
+      if (started == flows_started.end()) {
+        break;
+      }
+      // Inside a scope it binds to that scope ("bp":"e"), else to the next one that begins.
+      emit(fmt::format(R"({{"ph":"f",{}"id":{},"name":{},"cat":"queue",{}}})",
+                       step.open.empty() ? "" : R"("bp":"e",)", started->second, json_string(queue),
+                       where));
+      flows_started.erase(started);
+      break;
+    }
     }
   });
 

@@ -227,6 +227,54 @@ void add_heap_figures(const HeapFigures& heap, std::vector<MetricFamily>& famili
   }
 }
 
+// Queues are one per name already: no series to merge. Time in the queue is a histogram with the
+// functions' buckets.
+void add_queues(const std::vector<QueueStats>& queues, std::vector<MetricFamily>& families) {
+  if (queues.empty()) {
+    return;
+  }
+  const struct {
+    const char* name;
+    MetricType type;
+    const char* help;
+    std::uint64_t QueueStats::*value;
+  } series[] = {
+      {"hotscope_queue_pushed_total", MetricType::Counter,
+       "Items pushed into a queue in this window.", &QueueStats::pushed},
+      {"hotscope_queue_popped_total", MetricType::Counter,
+       "Items popped from a queue in this window.", &QueueStats::popped},
+      {"hotscope_queue_depth", MetricType::Gauge, "Items in a queue now (pushes less pops).",
+       &QueueStats::depth},
+      {"hotscope_queue_pending_given_up_total", MetricType::Counter,
+       "Waiting items whose wait can no longer be measured (past the per-queue cap).",
+       &QueueStats::pending_given_up},
+  };
+  for (const auto& s : series) {
+    MetricFamily& metrics = family(families, s.name, s.help, s.type);
+    for (const QueueStats& queue : queues) {
+      ClientMetric& metric = sample(metrics, labels({{"queue", queue.name}}));
+      (s.type == MetricType::Counter ? metric.counter.value : metric.gauge.value) =
+          static_cast<double>(queue.*s.value);
+    }
+  }
+  MetricFamily& wait =
+      family(families, "hotscope_queue_wait_seconds",
+             "Time an item spent in a queue, from its push to its pop, over the measuring "
+             "window; the functions' buckets.",
+             MetricType::Histogram);
+  for (const QueueStats& queue : queues) {
+    ClientMetric::Histogram& histogram = sample(wait, labels({{"queue", queue.name}})).histogram;
+    histogram.sample_count = queue.wait.calls;
+    histogram.sample_sum = seconds(queue.wait.total_ns);
+    for (std::size_t i = 0; i < kDurationBucketsNs.size(); ++i) {
+      const std::uint64_t at_most =
+          i < queue.wait.at_most_bucket.size() ? queue.wait.at_most_bucket[i] : 0;
+      histogram.bucket.push_back({at_most, seconds(kDurationBucketsNs[i])});
+    }
+    histogram.bucket.push_back({queue.wait.calls, std::numeric_limits<double>::infinity()});
+  }
+}
+
 } // namespace
 
 void write_prometheus(const Snapshot& snapshot, std::ostream& out) {
@@ -318,6 +366,7 @@ void write_prometheus(const Snapshot& snapshot, std::ostream& out) {
   for (const auto& [key, counter] : counters) {
     sample(last, key).gauge.value = static_cast<double>(counter->last);
   }
+  add_queues(snapshot.queues, families);
   prometheus::TextSerializer().Serialize(out, families);
 }
 

@@ -58,6 +58,36 @@ void add_os_figures(Json& json, const OsThreadFigures& os) {
   json["involuntary_switches"] = os.involuntary_switches;
 }
 
+Json queues_json(const std::vector<QueueStats>& queues) {
+  Json list = Json::array();
+  for (const QueueStats& queue : queues) {
+    const DurationStats& wait = queue.wait;
+    list.push_back({{"name", queue.name},
+                    {"pushed", queue.pushed},
+                    {"popped", queue.popped},
+                    {"depth", queue.depth},
+                    {"max_depth", queue.max_depth},
+                    {"capacity", queue.capacity},
+                    {"waits", wait.calls},
+                    {"wait_total_ns", wait.total_ns},
+                    {"wait_mean_ns", wait.mean_ns},
+                    {"wait_min_ns", wait.min_ns},
+                    {"wait_p50_ns", wait.p50_ns},
+                    {"wait_p90_ns", wait.p90_ns},
+                    {"wait_p95_ns", wait.p95_ns},
+                    {"wait_p99_ns", wait.p99_ns},
+                    {"wait_p999_ns", wait.p999_ns},
+                    {"wait_max_ns", wait.max_ns},
+                    {"popped_never_pushed", queue.popped_never_pushed},
+                    {"pending", queue.pending},
+                    {"pending_given_up", queue.pending_given_up},
+                    {"oldest_pending_ns", queue.oldest_pending_ns},
+                    {"push_threads", queue.push_threads},
+                    {"pop_threads", queue.pop_threads}});
+  }
+  return list;
+}
+
 void write_json(const Json& json, std::ostream& out) {
   // Names may hold invalid UTF-8 (text cut at a size limit): replace it rather than fail.
   out << json.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << '\n';
@@ -133,6 +163,7 @@ void write_stats_json(const Snapshot& snapshot, std::ostream& out) {
       {"functions", functions_json(snapshot.functions)},
       {"threads", std::move(threads)},
       {"counters", std::move(counters)},
+      {"queues", queues_json(snapshot.queues)},
       {"trace",
        {{"events", snapshot.trace_window_events},
         {"start_ns", snapshot.trace_start_ns},

@@ -3,6 +3,7 @@
 #include "export/export.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <ostream>
@@ -163,6 +164,46 @@ void write_table(const Snapshot& snapshot, std::ostream& out) {
                       fmt::format("{}", counter.max)});
     }
     write_rows(out, rows);
+  }
+
+  if (!snapshot.queues.empty()) {
+    out << "\nQueues (Wait = time in the queue, push to pop of the same id; Pending = pushed, "
+           "not popped yet)\n";
+    Rows rows{{"Queue", "Pushed", "Popped", "Push/s", "Pop/s", "Depth", "Max", "Capacity",
+               "Wait P50", "Wait P95", "Wait P99", "Wait Max", "Pending", "Oldest", "Never Pushed",
+               "Given Up"}};
+    const auto rate = [&](std::uint64_t count) {
+      return snapshot.duration_ns == 0
+                 ? std::string("-")
+                 : fmt::format("{:.1f}", static_cast<double>(count) * 1e9 /
+                                             static_cast<double>(snapshot.duration_ns));
+    };
+    const auto wait = [](const QueueStats& queue, std::uint64_t ns) {
+      return queue.wait.calls == 0 ? std::string("-")
+                                   : detail::human_duration(static_cast<double>(ns));
+    };
+    for (const QueueStats& queue : snapshot.queues) {
+      rows.push_back({shorten(queue.name), fmt::format("{}", queue.pushed),
+                      fmt::format("{}", queue.popped), rate(queue.pushed), rate(queue.popped),
+                      fmt::format("{}", queue.depth), fmt::format("{}", queue.max_depth),
+                      queue.capacity == 0 ? "-" : fmt::format("{}", queue.capacity),
+                      wait(queue, queue.wait.p50_ns), wait(queue, queue.wait.p95_ns),
+                      wait(queue, queue.wait.p99_ns), wait(queue, queue.wait.max_ns),
+                      fmt::format("{}", queue.pending),
+                      queue.pending == 0
+                          ? "-"
+                          : detail::human_duration(static_cast<double>(queue.oldest_pending_ns)),
+                      fmt::format("{}", queue.popped_never_pushed),
+                      fmt::format("{}", queue.pending_given_up)});
+    }
+    write_rows(out, rows);
+    for (const QueueStats& queue : snapshot.queues) {
+      const auto join = [](const std::vector<std::string>& labels) {
+        return labels.empty() ? std::string("-") : fmt::format("{}", fmt::join(labels, ", "));
+      };
+      out << fmt::format("  {}: pushed by {}; popped by {}\n", queue.name, join(queue.push_threads),
+                         join(queue.pop_threads));
+    }
   }
 }
 

@@ -44,6 +44,12 @@ void write_text_tree(const Snapshot& snapshot, std::ostream& out) {
       mark = "#";
       text = fmt::format("{} = {}", snapshot.names.at(event.name), event.value);
       break;
+    case EventKind::QueuePush:
+    case EventKind::QueuePop:
+      mark = event.kind == EventKind::QueuePush ? "→" : "←";
+      text = fmt::format("{} #{}", snapshot.names.at(event.name),
+                         static_cast<std::uint64_t>(event.value));
+      break;
     }
     listings[&step.thread] +=
         fmt::format("[{:<9}] {:{}}{} {}\n", detail::fixed3(event.ns, 1'000'000) + "ms", "",

@@ -36,6 +36,12 @@ const char* kind_name(std::uint32_t kind) {
     return "ALLOCATION";
   case HOTSCOPE_RECORD_STACK:
     return "STACK";
+  case HOTSCOPE_RECORD_QUEUE_PUSH:
+    return "QUEUE_PUSH";
+  case HOTSCOPE_RECORD_QUEUE_POP:
+    return "QUEUE_POP";
+  case HOTSCOPE_RECORD_QUEUE_CAPACITY:
+    return "QUEUE_CAPACITY";
   default:
     return nullptr;
   }
@@ -356,6 +362,9 @@ std::optional<std::string> BatchValidator::State::check_record(std::size_t index
   case HOTSCOPE_RECORD_BEGIN:
   case HOTSCOPE_RECORD_END:
   case HOTSCOPE_RECORD_COUNTER:
+  case HOTSCOPE_RECORD_QUEUE_PUSH:
+  case HOTSCOPE_RECORD_QUEUE_POP:
+  case HOTSCOPE_RECORD_QUEUE_CAPACITY:
     return resolve(index, true);
   case HOTSCOPE_RECORD_MESSAGE_STATIC:
     return resolve(index, false);
@@ -489,6 +498,9 @@ void BatchValidator::State::commit() {
     case HOTSCOPE_RECORD_MESSAGE_STATIC:
     case HOTSCOPE_RECORD_COUNTER:
     case HOTSCOPE_RECORD_ALLOCATION:
+    case HOTSCOPE_RECORD_QUEUE_PUSH:
+    case HOTSCOPE_RECORD_QUEUE_POP:
+    case HOTSCOPE_RECORD_QUEUE_CAPACITY:
       out.push_back({ticks, ref, record.value, record.kind, 0});
       break;
     case HOTSCOPE_RECORD_MESSAGE_INLINE:

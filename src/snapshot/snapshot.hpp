@@ -155,7 +155,27 @@ struct ThreadInfo {
   OsThreadFigures os;
 };
 
-enum class EventKind : std::uint8_t { Begin, End, Message, Counter };
+// QueuePush and QueuePop carry the item id in TraceEvent::value and the queue's name in name.
+enum class EventKind : std::uint8_t { Begin, End, Message, Counter, QueuePush, QueuePop };
+
+// One queue (HOTSCOPE_QUEUE_PUSH / _POP), over the measuring window unless said otherwise.
+struct QueueStats {
+  std::string name;
+  std::uint64_t pushed = 0;
+  std::uint64_t popped = 0;
+  std::uint64_t depth = 0;     // in the queue now: pushes less pops, never below 0; not reset
+  std::uint64_t max_depth = 0; // the largest depth seen in the window
+  std::uint64_t capacity = 0;  // HOTSCOPE_QUEUE_CAPACITY's value, 0 if never given
+  // Time in the queue (push to the pop of the same id): calls = pops matched with their push.
+  // self_ns is not used.
+  DurationStats wait;
+  std::uint64_t popped_never_pushed = 0; // pops of an id not waiting (never pushed, given up)
+  std::uint64_t pending_given_up = 0;    // waiting ids forgotten: past the cap, or pushed again
+  std::uint64_t pending = 0;             // ids pushed and still waiting for their pop
+  std::uint64_t oldest_pending_ns = 0;   // how long the oldest of them has waited (0: none)
+  std::vector<std::string> push_threads; // labels of the threads that pushed, first seen first
+  std::vector<std::string> pop_threads;
+};
 
 struct TraceEvent {
   std::uint64_t ns = 0;     // since Snapshot::start_ns
@@ -199,6 +219,7 @@ struct Snapshot {
   std::vector<FunctionStats> functions; // over all threads, sorted by total_ns descending
   std::vector<ThreadInfo> threads;
   std::vector<CounterStats> counters;
+  std::vector<QueueStats> queues; // sorted by name
 
   // The trace window: the most recent events, per thread in order, sorted by time overall.
   // Each thread's Begin/End events are balanced: a scope whose Begin was evicted from the

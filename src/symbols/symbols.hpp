@@ -33,7 +33,7 @@ public:
   static SymbolTable of_file(const std::string& path,
                              const std::string& debug_directories = "/usr/lib/debug");
 
-  // The (mangled) name of the symbol containing `address`; empty when none does.
+  // The (mangled) name of the symbol containing `address`, NUL-terminated; empty when none does.
   std::string_view name_at(std::uint64_t address) const;
   // Loaded address minus link-time address.
   std::uint64_t bias() const { return bias_; }

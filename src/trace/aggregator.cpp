@@ -200,6 +200,11 @@ void Aggregator::consume(std::uint32_t thread_index, std::span<const hotscope_re
     case HOTSCOPE_RECORD_ALLOCATION:
       allocate(thread, record.value);
       break;
+    case HOTSCOPE_RECORD_QUEUE_PUSH:
+    case HOTSCOPE_RECORD_QUEUE_POP:
+    case HOTSCOPE_RECORD_QUEUE_CAPACITY:
+      queue_record(thread_index, record);
+      break;
     default:
       break; // unknown kinds are skipped; guests' batches are validated before they get here
     }
@@ -283,6 +288,7 @@ std::size_t Aggregator::statistics_bytes() const {
 void Aggregator::reset() {
   stats_.clear();
   counters_.clear();
+  queues_.reset();
   folded_thread_stats_.clear();
   folded_records_ = {};
   folded_allocations_ = {};

@@ -303,6 +303,7 @@ private:
     for (ThreadSlot* slot : finished) {
       delete slot;
     }
+    aggregator_.finish_pass();
   }
 
   void drain(ThreadSlot& slot) {

@@ -52,6 +52,28 @@ CapturedSnapshot Aggregator::capture(const TimeBase& time, bool with_trace) cons
     bucket_ticks[i] = convert.ticks(kDurationBucketsNs[i]);
   }
 
+  // Shared by functions and queue waits, so both have the same figures.
+  const auto durations = [&](std::uint64_t calls, std::uint64_t total, std::uint64_t self,
+                             std::uint64_t min, std::uint64_t max, const Histogram& histogram) {
+    DurationStats d;
+    d.calls = calls;
+    d.total_ns = convert.duration(total);
+    d.self_ns = convert.duration(self);
+    d.min_ns = convert.duration(min);
+    d.max_ns = convert.duration(max);
+    d.mean_ns = static_cast<double>(d.total_ns) / static_cast<double>(calls);
+    // Bucket midpoints may fall outside what was seen: keep quantiles within [min, max].
+    const auto quantile = [&](double q) {
+      return std::clamp(convert.duration(histogram.quantile(q)), d.min_ns, d.max_ns);
+    };
+    d.p50_ns = quantile(0.50);
+    d.p90_ns = quantile(0.90);
+    d.p95_ns = quantile(0.95);
+    d.p99_ns = quantile(0.99);
+    d.p999_ns = quantile(0.999);
+    d.at_most_bucket = histogram.counts_at_most(bucket_ticks);
+    return d;
+  };
   const auto function_stats = [&](std::uint32_t location, const Stats& stats) {
     FunctionStats out;
     out.name = names_[location].name;
@@ -62,23 +84,8 @@ CapturedSnapshot Aggregator::capture(const TimeBase& time, bool with_trace) cons
     if (stats.calls == 0) {
       return out; // only allocations so far, from calls still open
     }
-    DurationStats& d = out.stats;
-    d.calls = stats.calls;
-    d.total_ns = convert.duration(stats.total);
-    d.self_ns = convert.duration(stats.self);
-    d.min_ns = convert.duration(stats.min);
-    d.max_ns = convert.duration(stats.max);
-    d.mean_ns = static_cast<double>(d.total_ns) / static_cast<double>(stats.calls);
-    // Bucket midpoints may fall outside what was seen: keep quantiles within [min, max].
-    const auto quantile = [&](double q) {
-      return std::clamp(convert.duration(stats.histogram.quantile(q)), d.min_ns, d.max_ns);
-    };
-    d.p50_ns = quantile(0.50);
-    d.p90_ns = quantile(0.90);
-    d.p95_ns = quantile(0.95);
-    d.p99_ns = quantile(0.99);
-    d.p999_ns = quantile(0.999);
-    d.at_most_bucket = stats.histogram.counts_at_most(bucket_ticks);
+    out.stats =
+        durations(stats.calls, stats.total, stats.self, stats.min, stats.max, stats.histogram);
     return out;
   };
   // The statistics of ended calls plus what the calls still open have allocated so far.
@@ -152,6 +159,12 @@ CapturedSnapshot Aggregator::capture(const TimeBase& time, bool with_trace) cons
   }
   std::sort(snapshot.counters.begin(), snapshot.counters.end(),
             [](const auto& a, const auto& b) { return a.name < b.name; });
+
+  snapshot.queues = queues_.snapshot(
+      {time.now_ticks, [&](std::uint64_t ticks) { return convert.duration(ticks); },
+       [&](std::uint64_t calls, std::uint64_t total, std::uint64_t min, std::uint64_t max,
+           const Histogram& histogram) { return durations(calls, total, 0, min, max, histogram); },
+       [&](std::uint32_t thread) { return thread_label(thread); }});
 
   snapshot.trace_evicted = window_.evicted();
   snapshot.trace_window_events = window_.events();

@@ -4,6 +4,7 @@
 
 #include "snapshot/snapshot.hpp"
 #include "trace/histogram.hpp"
+#include "trace/queue_table.hpp"
 #include "trace/window.hpp"
 
 #include <hotscope/record.h>
@@ -68,6 +69,9 @@ public:
   void consume(std::uint32_t thread, std::span<const hotscope_record> records);
   void set_dropped(std::uint32_t thread, std::uint64_t dropped);
   void mark_exited(std::uint32_t thread);
+  // Every thread's records written before the pass began have been consumed (queue pops that
+  // arrived before their push wait for it until the next pass ends).
+  void finish_pass();
   // Forgets statistics, counts and the trace; open scopes stay open and are timed in full.
   void reset();
 
@@ -139,6 +143,8 @@ private:
   void begin(ThreadState& thread, std::uint32_t location, std::uint64_t ticks);
   void end(ThreadState& thread, std::uint32_t location, std::uint64_t ticks);
   static void allocate(ThreadState& thread, std::uint64_t bytes);
+  void queue_record(std::uint32_t thread, const hotscope_record& record);
+  std::string thread_label(std::uint32_t thread) const;
   static std::vector<OpenAllocation> open_allocations(const std::vector<Frame>& stack);
   static void forget_open_allocations(std::vector<Frame>& stack);
   void fold_old_threads();
@@ -156,6 +162,7 @@ private:
   std::uint64_t threads_folded_ = 0;
   RecordCounts folded_records_; // counts of threads whose entry was folded away
   Allocations folded_allocations_;
+  QueueTable queues_;
   TraceWindow window_;
 };
 

@@ -171,6 +171,39 @@ TEST(Prometheus, CpuTimeOfLiveThreadsOnly) {
       << text;
 }
 
+TEST(Prometheus, QueueDepthAndWaitHistogram) {
+  EXPECT_EQ(prometheus(ht::known_snapshot()).find("hotscope_queue_"), std::string::npos);
+  Snapshot snapshot = ht::known_snapshot();
+  QueueStats jobs;
+  jobs.name = "jobs";
+  jobs.pushed = 10;
+  jobs.popped = 7;
+  jobs.depth = 3;
+  jobs.wait.calls = 7;
+  jobs.wait.total_ns = 7'000'000;
+  for (const std::uint64_t bound : kDurationBucketsNs) { // 3 waits of 0.5 ms, 4 of 1.5 ms
+    jobs.wait.at_most_bucket.push_back(bound >= 1'500'000 ? 7 : bound >= 500'000 ? 3 : 0);
+  }
+  QueueStats idle;
+  idle.name = "idle";
+  snapshot.queues = {jobs, idle};
+  const std::string text = prometheus(snapshot);
+  EXPECT_EQ(ht::prometheus_problems(text), std::vector<std::string>{}) << text;
+  for (const char* line : {"hotscope_queue_depth{queue=\"jobs\"} 3\n",
+                           "hotscope_queue_pushed_total{queue=\"jobs\"} 10\n",
+                           "hotscope_queue_popped_total{queue=\"jobs\"} 7\n",
+                           "# TYPE hotscope_queue_wait_seconds histogram\n",
+                           "hotscope_queue_wait_seconds_bucket{queue=\"jobs\",le=\"0.00025\"} 0\n",
+                           "hotscope_queue_wait_seconds_bucket{queue=\"jobs\",le=\"0.0005\"} 3\n",
+                           "hotscope_queue_wait_seconds_bucket{queue=\"jobs\",le=\"0.0025\"} 7\n",
+                           "hotscope_queue_wait_seconds_bucket{queue=\"jobs\",le=\"+Inf\"} 7\n",
+                           "hotscope_queue_wait_seconds_sum{queue=\"jobs\"} 0.007\n",
+                           "hotscope_queue_wait_seconds_count{queue=\"jobs\"} 7\n",
+                           "hotscope_queue_wait_seconds_bucket{queue=\"idle\",le=\"+Inf\"} 0\n"}) {
+    EXPECT_NE(text.find(line), std::string::npos) << line << text;
+  }
+}
+
 TEST(Prometheus, LabelValuesAreEscapedAndValidUtf8) {
   Snapshot snapshot = ht::known_snapshot();
   snapshot.functions[0].name = "say \"hi\"\\n\nnow \xff end";

@@ -46,11 +46,12 @@ TEST(ConsoleModel, RatesComeFromTwoAnswers) {
   EXPECT_DOUBLE_EQ(row.time_rate, 500'000'000); // 1 s of total time in 2 s
   EXPECT_DOUBLE_EQ(row.core, 20);               // 0.4 s of self time in 2 s
   EXPECT_EQ(row.calls, 500u);
+  const std::string key = row.key; // the rows are replaced at each answer
   // A reset: the window restarts, so the rate is over the new window.
   model.update_stats(stats(500'000'000, 10, 1000, 1000));
   EXPECT_DOUBLE_EQ(model.functions().at(0).calls_rate, 20);
-  ASSERT_NE(model.p99_history(row.key), nullptr);
-  EXPECT_EQ(model.p99_history(row.key)->size(), 3u);
+  ASSERT_NE(model.p99_history(key), nullptr);
+  EXPECT_EQ(model.p99_history(key)->size(), 3u);
 }
 
 // The answer of GET /v1/threads (docs/console.md, "threads").
@@ -160,6 +161,7 @@ Json heap(std::uint64_t end_us, std::uint64_t live, std::uint64_t total) {
 
 TEST(ConsoleMemory, SitesRatesAndLeakCandidates) {
   Model model;
+  ViewState state;
   const Glyphs glyphs;
   for (std::uint64_t i = 1; i <= 4; ++i) {
     model.update_heap(heap(i * 1'000'000, i * 1000, i * 4000));
@@ -169,7 +171,7 @@ TEST(ConsoleMemory, SitesRatesAndLeakCandidates) {
   EXPECT_EQ(memory.sites[0].where, "cache::grow (cache.cpp:12)"); // past the allocator
   EXPECT_DOUBLE_EQ(memory.sites[0].bytes_rate, 4000);             // 4000 B in 1 s
   EXPECT_EQ(memory.sites[0].growing, 3);
-  const Page page = memory_page(model, glyphs, 120);
+  const Page page = memory_page(model, state, glyphs, 120);
   EXPECT_TRUE(contains(page.fixed, "live 3.91 KiB in 1 blocks"));
   // Listed under the top sites and under the leak candidates.
   std::size_t listed = 0;
@@ -178,12 +180,12 @@ TEST(ConsoleMemory, SitesRatesAndLeakCandidates) {
   }
   EXPECT_EQ(listed, 3u);
   model.set_heap_unavailable("turn it on");
-  EXPECT_TRUE(contains(memory_page(model, glyphs, 120).fixed, "turn it on"));
+  EXPECT_TRUE(contains(memory_page(model, state, glyphs, 120).fixed, "turn it on"));
 }
 
 TEST(ConsoleFlame, FoldedStacksMakeATreeWithCallersAndCallees) {
   Model model;
-  model.update_flame("proc;t1;a;b 100\nproc;t1;a;c 50\nproc;t2;a 10\nnot a stack\n");
+  model.update_flame("proc;t1;a;b 100\nproc;t1;a;c 50\nproc;t2;a 10\nnot a stack\n", 5);
   const FlameNode& root = model.flame();
   EXPECT_EQ(root.total_ns, 160u);
   ASSERT_EQ(root.children.size(), 1u);

@@ -46,6 +46,15 @@ public:
     return event(thread, ns, EventKind::Counter, name, value);
   }
 
+  SnapshotBuilder& push(std::uint32_t thread, std::uint64_t ns, const std::string& queue,
+                        std::int64_t item) {
+    return event(thread, ns, EventKind::QueuePush, queue, item);
+  }
+  SnapshotBuilder& pop(std::uint32_t thread, std::uint64_t ns, const std::string& queue,
+                       std::int64_t item) {
+    return event(thread, ns, EventKind::QueuePop, queue, item);
+  }
+
   Snapshot& snapshot() { return snapshot_; }
 
   // The snapshot with its trace sorted by time, as the collector delivers it.

@@ -139,7 +139,7 @@ TEST(GuestValidator, BufferMustLieInsideGuestMemory) {
 
 TEST(GuestValidator, UnknownKindsAreRejectedAtTheirRecord) {
   Fixture f;
-  for (std::uint32_t kind : {0u, 9u, 0xffffffffu}) {
+  for (std::uint32_t kind : {0u, 12u, 0xffffffffu}) {
     const Diagnostic d = f.rejected({rec(HOTSCOPE_RECORD_BEGIN, 1000, f.outer), rec(kind, 1001)});
     EXPECT_EQ(d.record, 1u);
     EXPECT_NE(d.to_string().find("at record 1: unknown record kind " + std::to_string(kind)),
@@ -428,6 +428,30 @@ TEST(GuestValidator, ThreadNamesCountersAndAllocationsPassThrough) {
             std::string::npos);
   EXPECT_NE(f.rejected({rec(HOTSCOPE_RECORD_BEGIN, 1000, f.outer, 0, 1), hotscope_record{}})
                 .message.find("BEGIN record says 1 payload records where its value 0 needs 0"),
+            std::string::npos);
+}
+
+TEST(GuestValidator, QueueRecordsPassThroughWithTheirQueuesLocation) {
+  Fixture f;
+  const std::uint64_t jobs = f.image.put_location("jobs");
+  const auto result = f.flush({rec(HOTSCOPE_RECORD_QUEUE_CAPACITY, 1000, jobs, 8),
+                               rec(HOTSCOPE_RECORD_QUEUE_PUSH, 1001, jobs, 0xfeedull << 40),
+                               rec(HOTSCOPE_RECORD_QUEUE_POP, 1002, jobs, 0xfeedull << 40)});
+  ASSERT_FALSE(result.rejected) << result.rejected->to_string();
+  EXPECT_EQ(kinds(result.records),
+            (std::vector<std::uint32_t>{HOTSCOPE_RECORD_QUEUE_CAPACITY, HOTSCOPE_RECORD_QUEUE_PUSH,
+                                        HOTSCOPE_RECORD_QUEUE_POP}));
+  for (const hotscope_record& record : result.records) {
+    EXPECT_STREQ(location_at(record.ref).name, "jobs");
+  }
+  EXPECT_EQ(result.records[0].value, 8u);
+  EXPECT_EQ(result.records[2].value, 0xfeedull << 40);
+  EXPECT_EQ(result.records[2].ticks, 5001u); // host ticks
+  // The queue's name is read like a scope's: a bad ref rejects the batch, naming the record.
+  const Diagnostic d = f.rejected({rec(HOTSCOPE_RECORD_QUEUE_POP, 2000, 0, 1)});
+  EXPECT_NE(d.to_string().find("no source location (ref 0)"), std::string::npos) << d.to_string();
+  EXPECT_NE(f.rejected({rec(HOTSCOPE_RECORD_QUEUE_PUSH, 2000, jobs, 1, 1), hotscope_record{}})
+                .message.find("QUEUE_PUSH record says 1 payload records where its value 1 needs 0"),
             std::string::npos);
 }
 

@@ -82,6 +82,36 @@ function expectFromTraceJson(file) {
   return { importer: 'Importing as Trace Event Format profile', profiles };
 }
 
+// The Chrome JSON rules for flows (docs/formats-output.md, trace.json): every "f" has an earlier
+// "s" with its id, name and cat; an "s", and an "f" with "bp":"e", lie inside a scope open on
+// their thread. The demo's queues must give some.
+function flowProblems(file) {
+  const doc = JSON.parse(fs.readFileSync(file, 'utf8'));
+  const open = new Map(); // pid:tid -> depth of open B/E scopes
+  const started = new Map(); // id -> the "s"
+  const problems = [];
+  let finished = 0;
+  for (const e of doc.traceEvents) {
+    const key = `${e.pid}:${e.tid}`;
+    if (e.ph === 'B') open.set(key, (open.get(key) || 0) + 1);
+    if (e.ph === 'E') open.set(key, (open.get(key) || 0) - 1);
+    if (e.ph === 's') {
+      if (!(open.get(key) > 0)) problems.push(`"s" outside any scope: ${JSON.stringify(e)}`);
+      if (started.has(e.id)) problems.push(`flow id ${e.id} started twice`);
+      started.set(e.id, e);
+    }
+    if (e.ph === 'f') {
+      const s = started.get(e.id);
+      if (!s) problems.push(`"f" without an earlier "s": ${JSON.stringify(e)}`);
+      else if (s.name !== e.name || s.cat !== e.cat) problems.push(`"f" and its "s" disagree: ${JSON.stringify([s, e])}`);
+      if (e.bp === 'e' && !(open.get(key) > 0)) problems.push(`"f" with bp "e" outside any scope: ${JSON.stringify(e)}`);
+      ++finished;
+    }
+  }
+  if (finished === 0) problems.push('no flow at all: the demo\'s queues should draw arrows');
+  return { problems: problems.slice(0, 5), started: started.size, finished };
+}
+
 // What speedscope must show for trace.folded: one profile named after the file, whose frames
 // are every frame of every stack line (the process and thread names included).
 function expectFromFolded(file, profileName) {
@@ -349,6 +379,9 @@ async function main() {
   console.log(`speedscope ${speedscopeVersion} from ${appDir}\nchromium ${version} (${args.chromium}), served from ${base}`);
 
   const { report, offsite: reportOffsite, finish } = reporter();
+  const flows = flowProblems(path.join(outDir, 'trace.json'));
+  report(flows.problems.length === 0, 'out/trace.json: every flow "f" has its "s", bound to scopes', 0,
+    flows.problems.length ? flows.problems : [`${flows.finished} arrows from the demo's queues (${flows.started} started)`]);
   for (const c of good) {
     const t = Date.now();
     const shot = path.join(shotDir, `speedscope-${c.file.replace('.', '-')}.png`);

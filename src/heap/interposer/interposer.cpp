@@ -483,7 +483,7 @@ std::size_t drain_events(State& state, std::uint64_t wait_ns = 0) {
           break;
         }
       },
-      wait_ns);
+      wait_ns, [&state](const heap::HeapEvent& event) { state.engine.prefetch(event.address); });
 }
 
 // Events that could not be recorded: no memory for the thread's ring.

@@ -18,7 +18,8 @@ void draw(const FlameNode& node, std::size_t depth, std::size_t x, std::size_t w
   if (depth >= lines.size() || width < 2) {
     return;
   }
-  const std::string label = "|" + clip(node.name, width - 1, Glyphs{});
+  std::string label = clip(node.name, width - 1, Glyphs{});
+  label.insert(label.begin(), '|');
   lines[depth].replace(x, label.size(), label);
   std::size_t child_x = x;
   for (const FlameNode& child : node.children) {
@@ -52,10 +53,12 @@ Page flame_page(const Model& model, ViewState& state, std::size_t width) {
     root = &*child;
     path += " > " + name;
   }
-  page.fixed.push_back(Line{fmt::format(" self time in the trace window's last seconds, all "
-                                        "threads: {}  ({})",
-                                        path, duration(static_cast<double>(root->total_ns))),
-                            Style::Dim});
+  page.fixed.push_back(
+      Line{fmt::format(" self time in the trace's last {} s, all threads: {}  "
+                       "({}); asked for every {} s",
+                       model.flame_seconds(), path, duration(static_cast<double>(root->total_ns)),
+                       model.flame_seconds()),
+           Style::Dim});
   const std::size_t columns_wide = width > 2 ? width - 2 : 100;
   std::vector<std::string> lines(kDepth, std::string(columns_wide, ' '));
   draw(*root, 0, 0, columns_wide, lines);

@@ -43,7 +43,7 @@ void site_table(Page& page, const std::string& title, const std::vector<const He
 
 } // namespace
 
-Page memory_page(const Model& model, const Glyphs& glyphs, std::size_t width) {
+Page memory_page(const Model& model, ViewState& state, const Glyphs& glyphs, std::size_t width) {
   Page page;
   const Memory& memory = model.memory();
   if (!memory.available) {
@@ -90,6 +90,11 @@ Page memory_page(const Model& model, const Glyphs& glyphs, std::size_t width) {
              fmt::format(" Leak candidates: live bytes grew at each of the last {} refreshes",
                          kGrowingRefreshes),
              growing, width);
+  // Every row selectable: the arrows scroll the lists on a short terminal.
+  for (std::size_t i = 0; i < page.rows.size(); ++i) {
+    page.keys.push_back(fmt::format("{}", i));
+  }
+  select_row(page, state);
   return page;
 }
 

@@ -86,15 +86,15 @@ struct FlameNode {
 class Model {
 public:
   // GET /v1/stats (the stats.json schema).
-  void update_stats(const nlohmann::json& stats);
+  void update_stats(nlohmann::json stats);
   // GET /v1/threads; threads_unsupported() when the agent has none (an older hotscope).
   void update_threads(const nlohmann::json& threads);
   void set_threads_unsupported();
   // GET /v1/heap (DHAT JSON), or why there is none.
   void update_heap(const nlohmann::json& dhat);
   void set_heap_unavailable(std::string hint);
-  // GET /v1/trace?format=folded.
-  void update_flame(const std::string& folded);
+  // GET /v1/trace?format=folded&seconds=`seconds`.
+  void update_flame(const std::string& folded, double seconds);
   // A new process (reconnected by name): forget everything.
   void clear();
 
@@ -111,6 +111,7 @@ public:
   const Memory& memory() const { return memory_; }
   const FlameNode& flame() const { return flame_; }
   bool has_flame() const { return has_flame_; }
+  double flame_seconds() const { return flame_seconds_; }
   // Callers and callees of `name` in the trace window, with the time spent: from the folded
   // stacks, so only once the flame has been fetched.
   std::vector<std::pair<std::string, std::uint64_t>> callers(const std::string& name) const;
@@ -143,6 +144,7 @@ private:
 
   FlameNode flame_;
   bool has_flame_ = false;
+  double flame_seconds_ = 0;
   std::vector<std::pair<std::vector<std::string>, std::uint64_t>> stacks_;
 };
 

@@ -48,7 +48,7 @@ Page build_page(const Model& model, ViewState& state, const Glyphs& glyphs, std:
   case Tab::Threads:
     return threads_page(model, state, width);
   case Tab::Memory:
-    return memory_page(model, glyphs, width);
+    return memory_page(model, state, glyphs, width);
   case Tab::Queues:
     return queues_page(model);
   case Tab::Tasks:

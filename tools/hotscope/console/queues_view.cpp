@@ -13,7 +13,10 @@ namespace {
 std::string names(const nlohmann::json& list) {
   std::string text;
   for (const nlohmann::json& name : list) {
-    text += (text.empty() ? "" : ",") + (name.is_string() ? name.get<std::string>() : "?");
+    if (!text.empty()) {
+      text += ',';
+    }
+    text += name.is_string() ? name.get<std::string>() : std::string("?");
   }
   return text.empty() ? "-" : text;
 }
@@ -29,8 +32,9 @@ Page queues_page(const Model& model) {
     return page;
   }
   if (queues.empty()) {
-    page.fixed.push_back(
-        Line{" no queue in this process: the HOTSCOPE_QUEUE_* macros report one", Style::Dim});
+    page.fixed.push_back(Line{" no queue in this process: HOTSCOPE_QUEUE_PUSH(name, item) and "
+                              "HOTSCOPE_QUEUE_POP(name, item) report one",
+                              Style::Dim});
     return page;
   }
   page.fixed.push_back(Line{" rates over the last interval; wait = time in the queue", Style::Dim});

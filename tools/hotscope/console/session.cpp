@@ -8,6 +8,7 @@
 #include <fmt/chrono.h>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <ctime>
 #include <filesystem>
@@ -140,7 +141,9 @@ int run_live(Screen& screen, Source& source, const Options& options) {
         build_page(model, ui.view, screen.glyphs(), static_cast<std::size_t>(screen.width()));
     screen.draw(Frame{title(source, model, ui, options), ui.view.tab, &page,
                       ui.help ? &help : nullptr, status(source, ui), !source.gone().empty()});
-    const auto wait = ui.paused ? interval : next - Clock::now();
+    // A refresh that took longer than the interval leaves no time to wait: poll the keys, then
+    // refresh again (a negative timeout would wait for a key forever).
+    const auto wait = ui.paused ? interval : std::max(next - Clock::now(), Clock::duration::zero());
     const int key = screen.read_key(
         static_cast<int>(std::chrono::ceil<std::chrono::milliseconds>(wait).count()));
     if (key == ERR || key == KEY_RESIZE) {

@@ -81,8 +81,8 @@ bool Source::fetch(Model& model, const ViewState& state, const FetchOptions& opt
     }
     [[fallthrough]]; // the detail pane's callers and callees come from the trace
   case Tab::Flame: {
-    // A trace answer stalls the process's collector while the window is copied (records can
-    // be dropped): asked for once per flame period, not at every refresh.
+    // A trace answer copies and walks the whole trace window in the process: asked for once
+    // per flame period, not at every refresh.
     const auto now = std::chrono::steady_clock::now();
     if (model.has_flame() &&
         now - last_trace_ < std::chrono::duration<double>(options.flame_seconds)) {
@@ -95,7 +95,7 @@ bool Source::fetch(Model& model, const ViewState& state, const FetchOptions& opt
       return false;
     }
     if (folded->status / 100 == 2) { // 501 without a trace: the flame tab says so
-      model.update_flame(folded->body);
+      model.update_flame(folded->body, options.flame_seconds);
     }
     break;
   }

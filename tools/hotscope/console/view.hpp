@@ -81,7 +81,7 @@ Page functions_page(const Model& model, ViewState& state, const Glyphs& glyphs,
 Page function_detail(const Model& model, const ViewState& state, const Glyphs& glyphs,
                      std::size_t width);
 Page threads_page(const Model& model, ViewState& state, std::size_t width);
-Page memory_page(const Model& model, const Glyphs& glyphs, std::size_t width);
+Page memory_page(const Model& model, ViewState& state, const Glyphs& glyphs, std::size_t width);
 Page queues_page(const Model& model);
 Page tasks_page();
 Page guests_page(const Model& model);

@@ -1,0 +1,126 @@
+// Queue statistics, per queue name: items pushed and popped by id, the time each item waited
+// (its push to the pop of the same id), the depth, and the ids still waiting, bounded per queue
+// so that a queue that never pops cannot grow the profiler. Owned by the Aggregator.
+//
+// The collector drains one thread after another, so a pop can arrive before the push it
+// matches (the pusher's ring was drained just before the push). Such a pop waits for its push
+// until the end of the next drain pass, by which every record written before it has arrived;
+// only then is it counted as popped but never pushed. For the same reason the depth is worked
+// out at the end of each pass from the pass's pushes and pops in time order.
+#pragma once
+
+#include "snapshot/snapshot.hpp"
+#include "trace/histogram.hpp"
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+namespace hotscope::trace {
+
+class QueueTable {
+public:
+  // Ids kept waiting per queue (and pops kept waiting for their push); beyond it the oldest is
+  // given up, and counted.
+  static constexpr std::size_t kPendingPerQueue = 65536;
+  // Threads named per queue as pushers, and as poppers.
+  static constexpr std::size_t kThreadsPerQueue = 64;
+
+  explicit QueueTable(std::size_t pending_per_queue = kPendingPerQueue);
+
+  // The queue called `name`, which records at `location` refer to: every place that pushes to
+  // or pops from a queue has a location of its own, and all of them name the same queue.
+  std::uint32_t queue(std::uint32_t location, const std::string& name);
+  void push(std::uint32_t queue, std::uint32_t thread, std::uint64_t id, std::uint64_t ticks);
+  void pop(std::uint32_t queue, std::uint32_t thread, std::uint64_t id, std::uint64_t ticks);
+  void set_capacity(std::uint32_t queue, std::uint64_t capacity);
+  // Every thread's records written so far have been consumed (a drain pass ended).
+  void finish_pass();
+  // Counts, waits and the maximum depth restart; the items still waiting, and so the depth, stay.
+  void reset();
+
+  // What a snapshot needs from the Aggregator: its tick conversions and thread labels.
+  struct Conversion {
+    std::uint64_t now_ticks = 0;
+    std::function<std::uint64_t(std::uint64_t ticks)> duration;
+    std::function<DurationStats(std::uint64_t calls, std::uint64_t total, std::uint64_t min,
+                                std::uint64_t max, const Histogram& histogram)>
+        durations;
+    std::function<std::string(std::uint32_t thread)> thread_label; // "" for a forgotten thread
+  };
+  // Sorted by name.
+  std::vector<QueueStats> snapshot(const Conversion& conversion) const;
+
+private:
+  // Ids with a time, in the order they came: found and removed by id, the oldest known, in O(1)
+  // amortized, in memory proportional to the ids held.
+  class IdsInOrder {
+  public:
+    struct Entry {
+      std::uint64_t ticks = 0;
+      std::uint64_t pass = 0;
+    };
+    // False when the id was there already: its older entry is replaced.
+    bool insert(std::uint64_t id, Entry entry);
+    std::optional<Entry> take(std::uint64_t id);
+    const Entry* oldest() const; // nullptr when empty
+    void drop_oldest();
+    std::size_t size() const { return by_id_.size(); }
+
+  private:
+    struct Stored {
+      Entry entry;
+      std::uint64_t sequence; // tells this insert apart from an older one of the same id
+    };
+    bool stale(const std::pair<std::uint64_t, std::uint64_t>& arrival) const;
+    void drop_stale();
+    std::unordered_map<std::uint64_t, Stored> by_id_;
+    // Ids in insert order, with their sequence. An entry whose id was taken, or inserted again,
+    // since is stale; the front is never stale.
+    std::deque<std::pair<std::uint64_t, std::uint64_t>> order_;
+    std::uint64_t next_sequence_ = 0;
+  };
+
+  struct Queue {
+    std::string name;
+    std::uint64_t pushed = 0;
+    std::uint64_t popped = 0;
+    // Pushes less pops up to the last pass, not counting pops found never pushed; below 0
+    // while a pop waits for its push.
+    std::int64_t balance = 0;
+    std::uint64_t max_depth = 0;
+    std::vector<std::pair<std::uint64_t, int>> this_pass; // (ticks, +1 push / -1 pop)
+    std::uint64_t capacity = 0;
+    std::uint64_t waits = 0;
+    std::uint64_t wait_total = 0;
+    std::uint64_t wait_min = UINT64_MAX;
+    std::uint64_t wait_max = 0;
+    Histogram wait;
+    std::uint64_t popped_never_pushed = 0;
+    std::uint64_t pending_given_up = 0;
+    IdsInOrder pending;    // pushed, not popped yet: the push's time
+    IdsInOrder early_pops; // popped before their push arrived: the pop's time and pass
+    std::vector<std::uint32_t> push_threads;
+    std::vector<std::uint32_t> pop_threads;
+  };
+  static void remember(std::vector<std::uint32_t>& threads, std::uint32_t thread);
+  static void add_wait(Queue& queue, std::uint64_t push_ticks, std::uint64_t pop_ticks);
+  static std::uint64_t depth(std::int64_t balance);
+  // Applies a pass's pushes and pops in time order to `balance` and `max_depth`.
+  static void apply(std::vector<std::pair<std::uint64_t, int>>& changes, std::int64_t& balance,
+                    std::uint64_t& max_depth);
+  static void never_pushed(Queue& queue);
+
+  std::size_t pending_per_queue_;
+  std::uint64_t pass_ = 0;
+  std::vector<Queue> queues_;
+  std::unordered_map<std::uint32_t, std::uint32_t> by_location_;
+  std::unordered_map<std::string, std::uint32_t> by_name_;
+};
+
+} // namespace hotscope::trace
