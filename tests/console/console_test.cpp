@@ -405,6 +405,19 @@ TEST(ConsoleOnce, PrintsTheChosenTabWhenNotATerminal) {
   EXPECT_NE(memory.out.find("no heap profiler in this process"), std::string::npos) << memory.out;
 }
 
+// hotscope-demo's three queues, with who pushes and who pops.
+TEST(ConsoleOnce, QueuesTabListsTheDemosQueues) {
+  Demo demo;
+  const CommandResult queues = cli(demo.runtime_dir(), {"console", "-p", std::to_string(demo.pid()),
+                                                        "--tab", "queues", "--once"});
+  ASSERT_EQ(queues.status, 0) << queues.err;
+  const std::string parse = line_with(queues.out, "parse_queue");
+  EXPECT_NE(parse.find("acceptor"), std::string::npos) << queues.out;
+  EXPECT_NE(parse.find("parser"), std::string::npos) << queues.out;
+  EXPECT_NE(line_with(queues.out, "work_queue").find("worker-1"), std::string::npos) << queues.out;
+  EXPECT_NE(line_with(queues.out, "write_queue").find("writer"), std::string::npos) << queues.out;
+}
+
 TEST(ConsoleOnce, BadTargetsGetTheCliExitCodes) {
   Program program;
   const CommandResult none = cli(program.runtime_dir(), {"console", "-p", "999999999", "--once"});
