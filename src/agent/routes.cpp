@@ -11,8 +11,12 @@
 #include <nlohmann/json.hpp>
 
 #include <array>
+#include <atomic>
 #include <charconv>
+#include <chrono>
 #include <cmath>
+#include <condition_variable>
+#include <mutex>
 #include <optional>
 #include <sstream>
 #include <string_view>
@@ -26,6 +30,7 @@ using Json = nlohmann::ordered_json;
 constexpr const char* kJson = "application/json";
 constexpr const char* kText = "text/plain; charset=utf-8";
 constexpr const char* kPrometheus = "text/plain; version=0.0.4; charset=utf-8";
+constexpr const char* kBinary = "application/octet-stream";
 
 // What 404 lists, and what each endpoint accepts. Constant data: the agent's threads may still
 // read it while static destructors run at exit, before the agent is stopped.
@@ -34,19 +39,31 @@ struct Endpoint {
   const char* method; // GET endpoints answer HEAD too
   std::array<const char*, 2> parameters;
   const char* usage;
+  bool tcp; // also served on the TCP listener: reads only what scrapers need, changes nothing
 };
 constexpr Endpoint kEndpoints[] = {
-    {"/v1/info", "GET", {}, "GET /v1/info"},
-    {"/v1/stats", "GET", {"format"}, "GET /v1/stats?format=json|table"},
+    {"/v1/info", "GET", {}, "GET /v1/info", false},
+    {"/v1/stats", "GET", {"format"}, "GET /v1/stats?format=json|table", false},
     {"/v1/trace",
      "GET",
      {"format", "seconds"},
-     "GET /v1/trace?format=chrome|folded|text&seconds=N"},
-    {"/v1/threads", "GET", {"format", "stuck_ms"}, "GET /v1/threads?format=json|text&stuck_ms=N"},
-    {"/v1/metrics", "GET", {}, "GET /v1/metrics"},
-    {"/v1/heap", "GET", {"format"}, "GET /v1/heap?format=dhat|pprof"},
-    {"/v1/reset", "POST", {}, "POST /v1/reset"},
+     "GET /v1/trace?format=chrome|folded|text&seconds=N",
+     false},
+    {"/v1/threads",
+     "GET",
+     {"format", "stuck_ms"},
+     "GET /v1/threads?format=json|text&stuck_ms=N",
+     false},
+    {"/v1/metrics", "GET", {}, "GET /v1/metrics", true},
+    {"/v1/heap", "GET", {"format"}, "GET /v1/heap?format=dhat|pprof", false},
+    {"/v1/reset", "POST", {}, "POST /v1/reset", false},
+    {"/debug/pprof/heap", "GET", {}, "GET /debug/pprof/heap", true},
+    {"/debug/pprof/profile", "GET", {"seconds"}, "GET /debug/pprof/profile?seconds=N", true},
 };
+
+// Go's default for /debug/pprof/profile, and the longest a profile may ask for.
+constexpr double kDefaultProfileSeconds = 30;
+constexpr double kMostProfileSeconds = 3600;
 
 std::string dump(const Json& json) {
   return json.dump(2, ' ', false, Json::error_handler_t::replace) + '\n';
@@ -163,6 +180,11 @@ std::optional<double> bounded_number(const std::string& text, bool zero_allowed)
   return value;
 }
 
+Response trace_off() {
+  return error(501, "the trace window is off in this process (HOTSCOPE_TRACE_MIB=0); start it "
+                    "with HOTSCOPE_TRACE_MIB set to a size in MiB (default 32) to keep a trace");
+}
+
 Response trace_window(const Process& process, const Request& request) {
   const auto format = parameter(request, "format");
   if (std::string problem = check_choice(format, {"chrome", "folded", "text"}); !problem.empty()) {
@@ -177,8 +199,7 @@ Response trace_window(const Process& process, const Request& request) {
     recent_ns = static_cast<std::uint64_t>(*value * 1e9);
   }
   if (process.trace_window_bytes == 0) {
-    return error(501, "the trace window is off in this process (HOTSCOPE_TRACE_MIB=0); start it "
-                      "with HOTSCOPE_TRACE_MIB set to a size in MiB (default 32) to keep a trace");
+    return trace_off();
   }
   Snapshot snapshot = trace::snapshot();
   if (recent_ns) {
@@ -217,28 +238,71 @@ Response threads(const Request& request) {
   return Response{200, kJson, std::move(out).str(), ""};
 }
 
-Response heap(const Request& request) {
-  const auto format = parameter(request, "format");
-  if (std::string problem = check_choice(format, {"dhat", "pprof"}); !problem.empty()) {
-    return error(400, problem);
-  }
+Response heap(bool pprof) {
   if (std::string reason = runtime::heap_unavailable_reason(); !reason.empty()) {
     return error(501, reason);
   }
-  const bool pprof = format == "pprof";
   std::string profile;
   if (std::string problem =
           hotscope::heap_profile(pprof ? HeapFormat::Pprof : HeapFormat::Dhat, profile);
       !problem.empty()) {
     return error(500, problem);
   }
-  return Response{200, pprof ? "application/octet-stream" : kJson, std::move(profile), ""};
+  return Response{200, pprof ? kBinary : kJson, std::move(profile), ""};
+}
+
+// Set when the agent stops: a profile being taken ends at once instead of delaying the exit.
+struct StopSignal {
+  std::mutex mutex;
+  std::condition_variable changed;
+  bool stopping = false;
+};
+StopSignal& stop_signal() {
+  static auto* signal = new StopSignal; // never destroyed: agent threads may wait during exit
+  return *signal;
+}
+
+// Wall time per scope stack over the next N seconds, from the trace window, as Go's
+// /debug/pprof/profile?seconds=N answers with CPU samples. One at a time: each holds one of the
+// agent's threads for N seconds.
+Response wall_profile(const Process& process, const Request& request) {
+  double seconds = kDefaultProfileSeconds;
+  if (const auto given = parameter(request, "seconds")) {
+    const auto value = bounded_number(*given, false);
+    if (!value || *value > kMostProfileSeconds) {
+      return error(400, fmt::format("seconds=\"{}\" is not a number of seconds above 0 and at "
+                                    "most {}",
+                                    *given, kMostProfileSeconds));
+    }
+    seconds = *value;
+  }
+  if (process.trace_window_bytes == 0) {
+    return trace_off();
+  }
+  static std::atomic<bool> busy{false};
+  if (busy.exchange(true)) {
+    return error(409, "another /debug/pprof/profile is being taken; ask again when it is done");
+  }
+  const std::chrono::duration<double> period(seconds);
+  StopSignal& stop = stop_signal();
+  bool stopping = false;
+  {
+    std::unique_lock lock(stop.mutex);
+    stopping = stop.changed.wait_for(lock, period, [&] { return stop.stopping; });
+  }
+  busy = false;
+  if (stopping) {
+    return error(503, "the process is exiting");
+  }
+  Snapshot snapshot = trace::snapshot();
+  keep_recent_trace(snapshot, static_cast<std::uint64_t>(seconds * 1e9));
+  return written(kBinary, snapshot, exporters::write_pprof_wall);
 }
 
 Response not_found(Listener listener, const std::string& path) {
   Json list = Json::array();
   for (const Endpoint& endpoint : kEndpoints) {
-    if (listener == Listener::Unix || std::string_view(endpoint.path) == "/v1/metrics") {
+    if (listener == Listener::Unix || endpoint.tcp) {
       list.push_back(endpoint.usage);
     }
   }
@@ -248,6 +312,15 @@ Response not_found(Listener listener, const std::string& path) {
 }
 
 } // namespace
+
+void interrupt_waits() {
+  StopSignal& stop = stop_signal();
+  {
+    const std::lock_guard lock(stop.mutex);
+    stop.stopping = true;
+  }
+  stop.changed.notify_all();
+}
 
 std::string process_json(const Process& process) {
   return dump(process_object(process));
@@ -266,8 +339,7 @@ Response route(const Process& process, Listener listener, const Request& request
   }
   const Endpoint* endpoint = nullptr;
   for (const Endpoint& candidate : kEndpoints) {
-    if (request.path == candidate.path &&
-        (listener == Listener::Unix || request.path == "/v1/metrics")) {
+    if (request.path == candidate.path && (listener == Listener::Unix || candidate.tcp)) {
       endpoint = &candidate;
     }
   }
@@ -314,7 +386,17 @@ Response route(const Process& process, Listener listener, const Request& request
     return written(kPrometheus, snapshot, exporters::write_prometheus);
   }
   if (path == "/v1/heap") {
-    return heap(request);
+    const auto format = parameter(request, "format");
+    if (std::string problem = check_choice(format, {"dhat", "pprof"}); !problem.empty()) {
+      return error(400, problem);
+    }
+    return heap(format == "pprof");
+  }
+  if (path == "/debug/pprof/heap") {
+    return heap(true);
+  }
+  if (path == "/debug/pprof/profile") {
+    return wall_profile(process, request);
   }
   trace::reset();
   runtime::reset_heap();

@@ -29,7 +29,7 @@ struct Process {
 // The content of <pid>.json: one JSON object and a line feed.
 std::string process_json(const Process& process);
 
-// The Unix socket serves every endpoint; the TCP listener only /v1/metrics.
+// The Unix socket serves every endpoint; the TCP listener only /v1/metrics and /debug/pprof/*.
 enum class Listener { Unix, Tcp };
 
 // No endpoint takes more query parameters than this; a longer query is not parsed (414).
@@ -51,6 +51,10 @@ struct Response {
 };
 
 Response route(const Process& process, Listener listener, const Request& request);
+
+// Ends the waits of requests that take time (/debug/pprof/profile) at once, with 503: the agent
+// is stopping. Called before the HTTP server is stopped.
+void interrupt_waits();
 
 // The answer to a peer whose uid is neither the process's nor root's.
 Response forbidden(uid_t peer_uid, uid_t own_uid);

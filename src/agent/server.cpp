@@ -453,6 +453,7 @@ void stop() {
     return;
   }
   running_agent = nullptr;
+  interrupt_waits(); // a profile being taken must not hold up the daemons' stop
   if (agent->unix_daemon != nullptr) {
     // Files first: a client that looks now finds no agent rather than a closing one.
     unlink(info_path(agent->dir, agent->process.pid).c_str());

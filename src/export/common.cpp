@@ -118,4 +118,14 @@ void walk_trace(const Snapshot& snapshot, const std::function<void(const TraceSt
   }
 }
 
+std::map<ThreadStack, std::uint64_t> self_time_by_stack(const Snapshot& snapshot) {
+  std::map<ThreadStack, std::uint64_t> self_ns;
+  walk_trace(snapshot, [&](const TraceStep& step) {
+    if (!step.open.empty() && step.event.ns > step.previous_ns) {
+      self_ns[ThreadStack(step.thread.index, step.open)] += step.event.ns - step.previous_ns;
+    }
+  });
+  return self_ns;
+}
+
 } // namespace hotscope::exporters::detail

@@ -5,8 +5,10 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace hotscope::exporters::detail {
@@ -52,5 +54,12 @@ struct TraceStep {
 // pairs Begin and End identically. Events of unknown threads and Ends with no open scope on
 // their thread cannot be placed and are skipped.
 void walk_trace(const Snapshot& snapshot, const std::function<void(const TraceStep&)>& visit);
+
+// One stack of open scopes on one thread: the thread's index and the name indices, outermost
+// first.
+using ThreadStack = std::pair<std::uint32_t, std::vector<std::uint32_t>>;
+// The wall time (ns) each stack was the innermost one open in the trace window: the folded
+// stacks' and the wall-time pprof profile's figures.
+std::map<ThreadStack, std::uint64_t> self_time_by_stack(const Snapshot& snapshot);
 
 } // namespace hotscope::exporters::detail

@@ -38,10 +38,13 @@ void write_heap_summary(const HeapProfile& profile, std::ostream& out);
 // function, record and drop counters, counter series, the clock as an info gauge.
 void write_prometheus(const Snapshot& snapshot, std::ostream& out);
 
-// pprof heap profile, gzip-compressed (formats.md §4, Go's heap convention): alloc_objects,
-// alloc_space, inuse_objects, inuse_space per site, `period` the mean sampling interval in bytes
-// (1 when every allocation is recorded). Built into the heap profiler (hotscope_heap) only: it
-// needs libprotobuf-lite and zlib, which libhotscope does not link.
+// pprof heap profile, gzip-compressed (Go's heap convention): alloc_objects, alloc_space,
+// inuse_objects, inuse_space per site, `period` the mean sampling interval in bytes (1 when
+// every allocation is recorded).
 void write_pprof_heap(const HeapProfile& profile, std::int64_t period, std::ostream& out);
+// pprof wall-time profile, gzip-compressed: sample type wall/nanoseconds, one sample per thread
+// and stack of open scopes with the time that stack was innermost in the trace window, the
+// thread's name as the label `thread`.
+void write_pprof_wall(const Snapshot& snapshot, std::ostream& out);
 
 } // namespace hotscope::exporters

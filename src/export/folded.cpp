@@ -32,21 +32,23 @@ std::string frame(std::string_view name) {
 
 void write_folded(const Snapshot& snapshot, std::ostream& out) {
   const std::string process = frame(detail::process_label(snapshot));
+  std::map<std::uint32_t, const ThreadInfo*> threads;
+  for (const ThreadInfo& thread : snapshot.threads) {
+    threads[thread.index] = &thread;
+  }
   std::map<std::string, std::uint64_t> self_ns; // sorted, so the output is deterministic
-  detail::walk_trace(snapshot, [&](const detail::TraceStep& step) {
-    if (step.open.empty() || step.event.ns <= step.previous_ns) {
-      return;
-    }
+  for (const auto& [thread_stack, ns] : detail::self_time_by_stack(snapshot)) {
+    const auto& [index, open] = thread_stack;
+    const ThreadInfo& thread = *threads.at(index);
     std::string stack =
         process + ';' +
-        frame(step.thread.name.empty() ? fmt::format("thread-{}", step.thread.os_tid)
-                                       : step.thread.name);
-    for (std::uint32_t name : step.open) {
+        frame(thread.name.empty() ? fmt::format("thread-{}", thread.os_tid) : thread.name);
+    for (std::uint32_t name : open) {
       stack += ';';
       stack += frame(snapshot.names.at(name));
     }
-    self_ns[stack] += step.event.ns - step.previous_ns;
-  });
+    self_ns[stack] += ns;
+  }
 
   for (const auto& [stack, ns] : self_ns) {
     out << stack << ' ' << ns << '\n';

@@ -1,11 +1,12 @@
-// pprof heap profile (../shared/formats.md §4): Go's heap convention, gzip-compressed. Built
-// into the heap profiler only (libprotobuf-lite and zlib, linked statically where they can be),
-// never into libhotscope.
+// pprof profiles, gzip-compressed (docs/formats-output.md): the heap profile in Go's heap
+// convention, and wall time per scope stack from the trace window.
+#include "export/common.hpp"
 #include "export/export.hpp"
 #include "export/profile.pb.h"
 
 #include <zlib.h>
 
+#include <algorithm>
 #include <map>
 #include <ostream>
 #include <stdexcept>
@@ -16,6 +17,21 @@ namespace hotscope::exporters {
 namespace {
 
 namespace pb = perftools::profiles;
+
+// The frames an allocation passes through on its way to the allocator: the allocator's own and
+// the standard containers' growth helpers. pprof drops them, and any frame they call, from every
+// sample, so `go tool pprof -top` shows as flat the function that asked for the memory (the user's
+// code, or the container operation it called) rather than the allocator. A regular expression
+// matched against whole function names, after pprof has removed their argument lists and, for
+// names already demangled, their template arguments: `.*` stands for either, and for a function
+// template's return type.
+constexpr const char* kAllocatorFrames =
+    "operator new.*|operator delete.*|malloc|calloc|realloc|free|posix_memalign|aligned_alloc|"
+    "memalign|valloc|pvalloc|reallocarray|hotscope_.*|"
+    "(.* )?(std|__gnu_cxx)::.*::(allocate|_M_allocate.*|_M_create|_M_create_storage|"
+    "_M_realloc_insert|_M_realloc_append|_M_default_append|_M_get_node|_M_create_node|_M_mutate|"
+    "_M_construct|_M_append|_M_replace|_M_push_back_aux|_M_push_front_aux|_M_reallocate_map|"
+    "_M_reserve_map_at_back|_M_reserve_map_at_front|_M_initialize_map|_M_rehash.*)";
 
 // One frame of the frame table, read back from valgrind's syntax (symbols::describe):
 // "0xADDR: func (file:line)", "0xADDR: func (in object)" or "0xADDR: ??? (in object)".
@@ -99,6 +115,11 @@ std::string gzip(const std::string& data) {
   return compressed;
 }
 
+void write_gzipped(const pb::Profile& message, std::ostream& out) {
+  const std::string compressed = gzip(message.SerializeAsString());
+  out.write(compressed.data(), static_cast<std::streamsize>(compressed.size()));
+}
+
 } // namespace
 
 void write_pprof_heap(const HeapProfile& profile, std::int64_t period, std::ostream& out) {
@@ -113,6 +134,9 @@ void write_pprof_heap(const HeapProfile& profile, std::int64_t period, std::ostr
   add_value_type(message.mutable_period_type(), strings, "space", "bytes");
   message.set_period(period);
   message.set_duration_nanos(static_cast<std::int64_t>(profile.end_us) * 1000);
+  // The allocator's own frames, and those the allocations come through, say nothing about who
+  // allocated: pprof drops them (and any frame below them), so the callers show as flat.
+  message.set_drop_frames(strings.index(kAllocatorFrames));
 
   // One Location per frame of the frame table (id = its index, never 0: frame 0 is "[root]"),
   // each with one Line and its Function, so every viewer shows every frame.
@@ -161,8 +185,53 @@ void write_pprof_heap(const HeapProfile& profile, std::int64_t period, std::ostr
       label->set_num(static_cast<std::int64_t>(site.total_bytes / site.total_blocks));
     }
   }
-  const std::string compressed = gzip(message.SerializeAsString());
-  out.write(compressed.data(), static_cast<std::streamsize>(compressed.size()));
+  write_gzipped(message, out);
+}
+
+void write_pprof_wall(const Snapshot& snapshot, std::ostream& out) {
+  pb::Profile message;
+  Strings strings(message);
+  add_value_type(message.add_sample_type(), strings, "wall", "nanoseconds");
+  add_value_type(message.mutable_period_type(), strings, "wall", "nanoseconds");
+  message.set_period(1);
+  message.set_time_nanos(
+      static_cast<std::int64_t>(snapshot.start_unix_ns + snapshot.trace_start_ns));
+  message.set_duration_nanos(static_cast<std::int64_t>(
+      snapshot.duration_ns - std::min(snapshot.duration_ns, snapshot.trace_start_ns)));
+
+  // One Function and one Location per scope name (id = its index + 1): scopes are not code
+  // addresses, so a Location has no address, only its Line.
+  std::vector<bool> added(snapshot.names.size(), false);
+  const auto location_of = [&](std::uint32_t name) {
+    if (!added[name]) {
+      added[name] = true;
+      pb::Function* function = message.add_function();
+      function->set_id(name + 1);
+      function->set_name(strings.index(snapshot.names[name]));
+      function->set_system_name(function->name());
+      pb::Location* location = message.add_location();
+      location->set_id(name + 1);
+      location->add_line()->set_function_id(name + 1);
+    }
+    return static_cast<std::uint64_t>(name) + 1;
+  };
+  std::map<std::uint32_t, std::string> thread_names;
+  for (const ThreadInfo& thread : snapshot.threads) {
+    thread_names[thread.index] = detail::thread_label(thread);
+  }
+  const std::int64_t thread_key = strings.index("thread");
+  for (const auto& [thread_stack, ns] : detail::self_time_by_stack(snapshot)) {
+    const auto& [thread, open] = thread_stack;
+    pb::Sample* sample = message.add_sample();
+    for (auto name = open.rbegin(); name != open.rend(); ++name) {
+      sample->add_location_id(location_of(*name)); // leaf first
+    }
+    sample->add_value(static_cast<std::int64_t>(ns));
+    pb::Label* label = sample->add_label();
+    label->set_key(thread_key);
+    label->set_str(strings.index(thread_names[thread]));
+  }
+  write_gzipped(message, out);
 }
 
 } // namespace hotscope::exporters

@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <memory>
+#include <regex>
 #include <sstream>
 
 namespace {
@@ -60,9 +62,10 @@ private:
 };
 
 // The shell command line that runs the console on `runtime_dir` with `arguments`.
-std::string console_command(const fs::path& runtime_dir,
-                            const std::vector<std::string>& arguments) {
-  std::string command = "env HOTSCOPE_RUNTIME_DIR=" + quote(runtime_dir) + " LC_ALL=C.UTF-8 " +
+// `environment`: variables for the console, "NAME=value ...", a UTF-8 locale by default.
+std::string console_command(const fs::path& runtime_dir, const std::vector<std::string>& arguments,
+                            const std::string& environment = "LC_ALL=C.UTF-8") {
+  std::string command = "env HOTSCOPE_RUNTIME_DIR=" + quote(runtime_dir) + " " + environment + " " +
                         quote(HOTSCOPE_CLI) + " console";
   for (const std::string& argument : arguments) {
     command += " " + quote(argument);
@@ -176,15 +179,58 @@ TEST(ConsoleLive, MemoryTabShowsSitesOrHowToTurnTheProfilerOn) {
   EXPECT_EQ(tmux.exit_status(), 0);
 }
 
-TEST(ConsoleLive, ShowsThatTheTargetExited) {
-  Program program;
-  Tmux tmux(120, 30, console_command(program.runtime_dir(), {"-p", std::to_string(program.pid())}));
+// -n: the console keeps the last data when the process exits, says so, and watches the next
+// process of that name when one starts.
+TEST(ConsoleLive, ShowsThatTheTargetExitedAndFollowsItsName) {
+  auto first = std::make_unique<Program>();
+  const fs::path runtime_dir = first->runtime_dir();
+  const std::string first_pid = std::to_string(first->pid());
+  Tmux tmux(120, 30, console_command(runtime_dir, {"-n", "console_program", "--interval", "0.3"}));
   tmux.wait_for("console_test::many_quick_steps");
-  program.stop();
+  first->stop();
   const std::string screen = tmux.wait_for("exited at");
-  EXPECT_NE(screen.find("console_program ("), std::string::npos) << screen;
+  EXPECT_NE(screen.find("console_program (" + first_pid + ") exited at "), std::string::npos)
+      << screen;
   // The last data stays.
   EXPECT_NE(screen.find("console_test::many_quick_steps"), std::string::npos) << screen;
+  Program second(runtime_dir);
+  tmux.wait_for("now watching console_program (" + std::to_string(second.pid()) + ")");
+  tmux.keys({"q"});
+  EXPECT_EQ(tmux.exit_status(), 0);
+}
+
+// p pauses, r asks and resets the window, s saves the reports into the current directory.
+TEST(ConsoleLive, PauseResetAndSnapshot) {
+  Program program;
+  const std::string pid = std::to_string(program.pid());
+  const fs::path here = program.runtime_dir().parent_path();
+  Tmux tmux(140, 30,
+            "cd " + quote(here) + " && " + console_command(program.runtime_dir(), {"-p", pid}));
+  tmux.wait_for("console_test::many_quick_steps");
+  tmux.keys({"p"});
+  tmux.wait_for("PAUSED (p resumes)");
+  tmux.keys({"p", "r"});
+  tmux.wait_for("reset the measuring window of console_program (" + pid + ")? y to confirm");
+  tmux.keys({"y"});
+  tmux.wait_for("a new measuring window starts now");
+  // The fixed work is gone from the new window: only the stuck thread's open scopes remain.
+  tmux.wait_until(
+      [](const std::string& text) {
+        return text.find("console_test::many_quick_steps") == std::string::npos &&
+               text.find(" functions;") != std::string::npos;
+      },
+      "the functions gone after the reset");
+  tmux.keys({"s"});
+  const std::string saved = tmux.wait_for("saved the reports in ");
+  const auto start = saved.find("saved the reports in ") + 21;
+  const std::string dir = saved.substr(start, saved.find('/', start) - start);
+  EXPECT_EQ(dir.rfind("hotscope-console_program-" + pid + "-", 0), 0u) << saved;
+  for (const char* file : {"stats.json", "report.txt", "trace.json", "trace.folded"}) {
+    EXPECT_TRUE(fs::exists(here / dir / file)) << file;
+  }
+  EXPECT_FALSE(fs::exists(here / dir / "heap.json")); // no heap profiler: said, not written
+  EXPECT_NE(saved.find("(not enabled: heap.json)"), std::string::npos) << saved;
+  EXPECT_EQ(nlohmann::json::parse(slurp(here / dir / "stats.json")).at("pid"), program.pid());
   tmux.keys({"q"});
   EXPECT_EQ(tmux.exit_status(), 0);
 }
@@ -223,6 +269,30 @@ TEST(ConsoleLive, ThreadsTabHighlightsTheStuckThread) {
                       "main selected (reverse video)", true);
   EXPECT_NE(line_with(colours, "stuck-worker").find("41m"), std::string::npos) << colours;
   EXPECT_EQ(line_with(colours, " main ").find("41m"), std::string::npos) << colours;
+  tmux.keys({"q"});
+  EXPECT_EQ(tmux.exit_status(), 0);
+}
+
+// NO_COLOR and an ASCII locale: the stuck thread is bold and underlined instead of coloured,
+// and the sort mark is ASCII.
+TEST(ConsoleLive, NoColourAndNoUnicodeWhereTheTerminalHasNone) {
+  Program program;
+  Tmux tmux(
+      140, 30,
+      console_command(program.runtime_dir(),
+                      {"-p", std::to_string(program.pid()), "--tab", "threads", "--stuck", "300"},
+                      "LC_ALL=C NO_COLOR=1"));
+  tmux.wait_for("STUCK");
+  tmux.keys({"Down"}); // the selection (reverse video) off the stuck row
+  const std::string screen = tmux.wait_until(
+      [](const std::string& text) {
+        return line_with(text, "stuck-worker").find("4m") != std::string::npos;
+      },
+      "the stuck row underlined", true);
+  // No colour set: SGR 30-37 or 40-47 (39 and 49, the defaults, come with every reset).
+  EXPECT_FALSE(std::regex_search(screen, std::regex("\x1b\\[[0-9;]*[34][0-7]m"))) << screen;
+  tmux.keys({"1"});
+  tmux.wait_for("Time/s v");
   tmux.keys({"q"});
   EXPECT_EQ(tmux.exit_status(), 0);
 }
@@ -333,6 +403,19 @@ TEST(ConsoleOnce, PrintsTheChosenTabWhenNotATerminal) {
   const CommandResult memory =
       cli(program.runtime_dir(), {"console", "-p", pid, "--tab", "memory"});
   EXPECT_NE(memory.out.find("no heap profiler in this process"), std::string::npos) << memory.out;
+}
+
+// hotscope-demo's three queues, with who pushes and who pops.
+TEST(ConsoleOnce, QueuesTabListsTheDemosQueues) {
+  Demo demo;
+  const CommandResult queues = cli(demo.runtime_dir(), {"console", "-p", std::to_string(demo.pid()),
+                                                        "--tab", "queues", "--once"});
+  ASSERT_EQ(queues.status, 0) << queues.err;
+  const std::string parse = line_with(queues.out, "parse_queue");
+  EXPECT_NE(parse.find("acceptor"), std::string::npos) << queues.out;
+  EXPECT_NE(parse.find("parser"), std::string::npos) << queues.out;
+  EXPECT_NE(line_with(queues.out, "work_queue").find("worker-1"), std::string::npos) << queues.out;
+  EXPECT_NE(line_with(queues.out, "write_queue").find("writer"), std::string::npos) << queues.out;
 }
 
 TEST(ConsoleOnce, BadTargetsGetTheCliExitCodes) {

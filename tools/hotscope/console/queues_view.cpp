@@ -38,8 +38,10 @@ Page queues_page(const Model& model) {
     return page;
   }
   page.fixed.push_back(Line{" rates over the last interval; wait = time in the queue", Style::Dim});
-  std::vector<Cells> table{{"Queue", "Depth", "Max", "Cap", "Push/s", "Pop/s", "Wait p50", "p99",
-                            "max", "Oldest", "Pushers", "Poppers"}};
+  std::vector<Cells> table{
+      {"Queue", "Depth", "Max", "Cap", "Push/s", "Pop/s", "Wait p50", "p99", "max", "Oldest"}};
+  // The threads last, left-aligned: lists of names vary in length.
+  std::vector<std::string> threads{"Pushed by -> popped by"};
   for (const QueueRow& row : queues) {
     const nlohmann::json& q = row.fields;
     const auto ns = [&](const char* key) { return duration(q.value(key, 0.0)); };
@@ -48,17 +50,17 @@ Page queues_page(const Model& model) {
                      fmt::format("{}", q.value("max_depth", std::uint64_t{0})),
                      capacity == 0 ? "-" : fmt::format("{}", capacity), per_second(row.push_rate),
                      per_second(row.pop_rate), ns("wait_p50_ns"), ns("wait_p99_ns"),
-                     ns("wait_max_ns"), ns("oldest_pending_ns"),
-                     names(q.value("push_threads", nlohmann::json::array())),
-                     names(q.value("pop_threads", nlohmann::json::array()))});
+                     ns("wait_max_ns"), ns("oldest_pending_ns")});
+    threads.push_back(names(q.value("push_threads", nlohmann::json::array())) + " -> " +
+                      names(q.value("pop_threads", nlohmann::json::array())));
   }
   const std::vector<std::string> lines = align(table, 0, Glyphs{});
-  page.fixed.push_back(Line{lines[0], Style::Heading});
+  page.fixed.push_back(Line{lines[0] + "  " + threads[0], Style::Heading});
   for (std::size_t i = 1; i < lines.size(); ++i) {
     const nlohmann::json& q = queues[i - 1].fields;
     const std::uint64_t capacity = q.value("capacity", std::uint64_t{0});
     const bool full = capacity > 0 && q.value("depth", std::uint64_t{0}) >= capacity;
-    page.rows.push_back(Line{lines[i], full ? Style::Alert : Style::Normal});
+    page.rows.push_back(Line{lines[i] + "  " + threads[i], full ? Style::Alert : Style::Normal});
   }
   return page;
 }

@@ -1,0 +1,127 @@
+// The agent's pprof endpoints as Go's net/http/pprof serves them, read by `go tool pprof` over the
+// TCP listener (HOTSCOPE_AGENT_TCP) while hotscope-demo runs: /debug/pprof/heap (the heap
+// profile now) and /debug/pprof/profile?seconds=N (wall time per scope stack over the next N
+// seconds, from the trace window).
+#include "demo_process.hpp"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <regex>
+
+namespace {
+
+using namespace hotscope::testing;
+using Json = nlohmann::json;
+
+// `go tool pprof ARGS`, with its downloaded copies kept in the scratch directory.
+CommandResult go_pprof(const Demo& demo, std::vector<std::string> arguments) {
+  arguments.insert(arguments.begin(), {GO, "tool", "pprof"});
+  return run(arguments, {{"PPROF_TMPDIR", demo.scratch() / "pprof"}});
+}
+
+std::string tcp_address(const Demo& demo) {
+  return Json::parse(slurp(demo.info_path())).at("enabled").at("metrics_tcp");
+}
+
+// The flat column's function names of `go tool pprof -top` output, in its order.
+std::vector<std::string> top_functions(const std::string& output) {
+  std::vector<std::string> names;
+  static const std::regex row(R"(^\s*\S+\s+\S+%\s+\S+%\s+\S+\s+\S+%\s+(.+)$)");
+  std::istringstream lines(output);
+  for (std::string line; std::getline(lines, line);) {
+    std::smatch match;
+    if (std::regex_match(line, match, row)) {
+      names.push_back(match[1]);
+    }
+  }
+  return names;
+}
+
+TEST(AgentPprof, GoToolPprofReadsTheWallProfileOverTcp) {
+  // A window that holds more than the two seconds asked for (the tests' demos keep 2 MiB).
+  Demo demo(Env{{"HOTSCOPE_AGENT_TCP", "127.0.0.1:0"}, {"HOTSCOPE_TRACE_MIB", "32"}});
+  const std::string address = tcp_address(demo);
+  const CommandResult top = go_pprof(
+      demo, {"-top", "-nodefraction=0", "http://" + address + "/debug/pprof/profile?seconds=2"});
+  ASSERT_EQ(top.status, 0) << top.err;
+  EXPECT_NE(top.out.find("Type: wall"), std::string::npos) << top.out;
+  const std::vector<std::string> functions = top_functions(top.out);
+  // The demo's scopes, each with the time it was the innermost one open.
+  for (const char* name : {"demo::Service::handle_get", "backend_query", "parse_request"}) {
+    EXPECT_NE(std::find(functions.begin(), functions.end(), name), functions.end())
+        << name << " not in\n"
+        << top.out;
+  }
+  // Two seconds of wall time: at most two seconds per thread inside scopes.
+  EXPECT_NE(top.out.find("Duration: 2"), std::string::npos) << top.out;
+  std::smatch total;
+  ASSERT_TRUE(std::regex_search(top.out, total, std::regex(R"(of ([0-9.]+)(s|ms|us) total)")))
+      << top.out;
+  const double seconds =
+      std::stod(total[1]) / (total[2] == "ms" ? 1e3 : total[2] == "us" ? 1e6 : 1);
+  EXPECT_GT(seconds, 0);
+  EXPECT_LT(seconds, 2.1 * 8); // the demo's threads: acceptor, parser, two workers, writer...
+}
+
+TEST(AgentPprof, TheHeapProfileOverTcpShowsTheServiceNotTheAllocator) {
+  if (!DEMO_HEAP) {
+    GTEST_SKIP() << "hotscope-demo has no heap profiler in sanitizer builds";
+  }
+  Demo demo(Env{{"HOTSCOPE_AGENT_TCP", "127.0.0.1:0"}, {"HOTSCOPE_HEAP_MODE", "full"}});
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  const CommandResult top = go_pprof(demo, {"-top", "-sample_index=alloc_space",
+                                            "http://" + tcp_address(demo) + "/debug/pprof/heap"});
+  ASSERT_EQ(top.status, 0) << top.err;
+  const std::vector<std::string> functions = top_functions(top.out);
+  ASSERT_FALSE(functions.empty()) << top.out;
+  bool service = false;
+  for (const std::string& name : functions) {
+    service = service || name.find("demo::") != std::string::npos;
+    // drop_frames: the allocator's own frames are never the flat ones.
+    EXPECT_EQ(name.find("operator new"), std::string::npos) << top.out;
+    EXPECT_EQ(name.find("allocate"), std::string::npos) << top.out;
+  }
+  EXPECT_TRUE(service) << top.out;
+}
+
+// On the Unix socket too; the TCP listener serves only what scrapers read, nothing that resets.
+TEST(AgentPprof, EndpointsOnTheSocketAndWhatTcpRefuses) {
+  Demo demo(Env{{"HOTSCOPE_AGENT_TCP", "127.0.0.1:0"}});
+  const CommandResult profile = demo.curl({"--fail", "--output", demo.scratch() / "wall.pb.gz",
+                                           "http://localhost/debug/pprof/profile?seconds=0.5"});
+  ASSERT_EQ(profile.status, 0) << profile.err;
+  const std::string bytes = slurp(demo.scratch() / "wall.pb.gz");
+  ASSERT_GT(bytes.size(), 2u);
+  EXPECT_EQ(static_cast<unsigned char>(bytes[0]), 0x1f); // gzip
+  for (const char* bad : {"seconds=0", "seconds=-1", "seconds=x", "seconds=100000", "depth=3"}) {
+    const CommandResult answer =
+        demo.curl({"--write-out", "%{http_code}",
+                   std::string("http://localhost/debug/pprof/profile?") + bad});
+    EXPECT_EQ(answer.out.substr(answer.out.size() - 3), "400") << bad << answer.out;
+  }
+  const std::string tcp = "http://" + tcp_address(demo);
+  for (const auto& [method, path] :
+       std::vector<std::pair<std::string, std::string>>{{"POST", "/v1/reset"},
+                                                        {"GET", "/v1/stats"},
+                                                        {"GET", "/v1/trace"},
+                                                        {"GET", "/v1/heap"}}) {
+    const CommandResult answer =
+        run({CURL, "--silent", "--write-out", "%{http_code}", "-X", method, tcp + path});
+    EXPECT_EQ(answer.out.substr(answer.out.size() - 3), "404") << method << " " << path;
+  }
+  // The 404 lists what TCP serves.
+  const CommandResult listing = run({CURL, "--silent", tcp + "/nothing"});
+  const Json endpoints = Json::parse(listing.out).at("endpoints");
+  EXPECT_EQ(endpoints, (Json{"GET /v1/metrics", "GET /debug/pprof/heap",
+                             "GET /debug/pprof/profile?seconds=N"}));
+  // A profile being taken does not delay the exit.
+  std::thread slow([&] { demo.curl({"http://localhost/debug/pprof/profile?seconds=60"}); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  const auto asked = std::chrono::steady_clock::now();
+  EXPECT_EQ(demo.stop(), 0);
+  EXPECT_LT(std::chrono::steady_clock::now() - asked, std::chrono::seconds(10));
+  slow.join();
+}
+
+} // namespace
