@@ -216,4 +216,12 @@ private:
 
 using hotscope::test_support::calls_of;
 
+#ifdef HOTSCOPE_CLI
+// hotscope ARGS with the runtime directory of `process`.
+inline CommandResult cli(const Demo& process, std::vector<std::string> arguments) {
+  arguments.insert(arguments.begin(), HOTSCOPE_CLI);
+  return run(arguments, {{"HOTSCOPE_RUNTIME_DIR", process.runtime_dir()}});
+}
+#endif
+
 } // namespace hotscope::testing
