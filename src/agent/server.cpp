@@ -34,12 +34,12 @@
 namespace hotscope::agent {
 namespace {
 
-// A connection waiting for its request is closed after 2 s without a byte: idle clients free
-// their places fast. One being answered may stall 10 s (a slow snapshot, a reader that pauses)
-// before it is dropped. Each connection serves one request (every answer says
-// "Connection: close"), so none waits idle after its answer.
-constexpr unsigned kRequestTimeoutSeconds = 2;
-constexpr unsigned kAnswerTimeoutSeconds = 10;
+// A connection is dropped after 10 s without progress. Not shorter for one still waiting for its
+// request: libmicrohttpd checks its timeouts before it reads a request that arrived while its
+// thread was building a slow snapshot for another client, and would drop it unanswered. Each
+// connection serves one request (every answer says "Connection: close"), so none waits idle
+// after its answer; idle clients are borne by the connection limit (connection_limit()).
+constexpr unsigned kConnectionTimeoutSeconds = 10;
 // Two threads: one slow snapshot does not hold up every other client.
 constexpr unsigned kUnixThreads = 2;
 // Clients that connect in a burst wait in the queue for their turn instead of being refused.
@@ -326,7 +326,7 @@ MHD_Result on_request(void* context, MHD_Connection* connection, const char* url
     // A slow snapshot is not the client's idleness: the idle timer restarts for the sending
     // (libmicrohttpd restarts it when the timeout is set anew after being 0).
     MHD_set_connection_option(connection, MHD_CONNECTION_OPTION_TIMEOUT, 0u);
-    MHD_set_connection_option(connection, MHD_CONNECTION_OPTION_TIMEOUT, kAnswerTimeoutSeconds);
+    MHD_set_connection_option(connection, MHD_CONNECTION_OPTION_TIMEOUT, kConnectionTimeoutSeconds);
     return send(connection, std::move(response));
   } catch (...) {
     return send(connection,
@@ -353,7 +353,7 @@ MHD_Daemon* serve(int fd, unsigned threads, Listening* context) {
   const hotscope::threads::SignalsBlocked blocked; // libmicrohttpd's threads start here
   return MHD_start_daemon(MHD_USE_EPOLL_INTERNAL_THREAD, 0, nullptr, nullptr, &on_request, context,
                           MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_THREAD_POOL_SIZE, threads,
-                          MHD_OPTION_CONNECTION_TIMEOUT, kRequestTimeoutSeconds,
+                          MHD_OPTION_CONNECTION_TIMEOUT, kConnectionTimeoutSeconds,
                           MHD_OPTION_CONNECTION_LIMIT, connection_limit(),
                           MHD_OPTION_URI_LOG_CALLBACK, &on_uri, nullptr,
                           MHD_OPTION_UNESCAPE_CALLBACK, &unescape, nullptr, MHD_OPTION_END);

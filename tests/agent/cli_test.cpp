@@ -366,7 +366,7 @@ TEST(AgentCli, AHundredIdleConnectionsDelayNoAnswer) {
     idle.push_back(
         idle_client(reinterpret_cast<const sockaddr*>(&tcp_address), sizeof(tcp_address)));
   }
-  // The agent holds all 200 (it accepts at once; they would be dropped after 2 s idle).
+  // The agent holds all 200 (it accepts at once; they would be dropped after 10 s idle).
   for (int i = 0; i < 100 && open_sockets(demo.pid()) < sockets_before + 200; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
