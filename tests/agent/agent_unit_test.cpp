@@ -469,7 +469,7 @@ TEST(Routes, EveryEndpointAnswers) {
 TEST(Routes, ErrorsNameTheProblem) {
   const auto missing = get("/v2/info");
   EXPECT_EQ(missing.status, 404u);
-  EXPECT_EQ(nlohmann::json::parse(missing.body).at("endpoints").size(), 7u);
+  EXPECT_EQ(nlohmann::json::parse(missing.body).at("endpoints").size(), 9u);
   EXPECT_EQ(get("/v1/stats", {{"format", "xml"}}).status, 400u);
   EXPECT_EQ(get("/v1/stats", {{"colour", "red"}}).status, 400u);
   for (const char* bad : {"0", "-1", "x", "1e400", "nan", "2s", ""}) {
@@ -499,12 +499,13 @@ TEST(Routes, ErrorsNameTheProblem) {
   EXPECT_EQ(body.status, 413u);
 }
 
-TEST(Routes, TheTcpListenerServesMetricsOnly) {
+TEST(Routes, TheTcpListenerServesMetricsAndPprofOnly) {
   EXPECT_EQ(get("/v1/metrics", {}, agent::Listener::Tcp).status, 200u);
   const auto stats = get("/v1/stats", {}, agent::Listener::Tcp);
   EXPECT_EQ(stats.status, 404u);
   EXPECT_EQ(nlohmann::json::parse(stats.body).at("endpoints"),
-            nlohmann::json::array({"GET /v1/metrics"}));
+            nlohmann::json::array({"GET /v1/metrics", "GET /debug/pprof/heap",
+                                   "GET /debug/pprof/profile?seconds=N"}));
 }
 
 // `hotscope info` printed trace.events 0 whatever the window held: /v1/info takes a

@@ -21,12 +21,6 @@ namespace {
 using namespace hotscope::testing;
 using Json = nlohmann::json;
 
-// hotscope ARGS with the demo's runtime directory.
-CommandResult cli(const Demo& demo, std::vector<std::string> arguments) {
-  arguments.insert(arguments.begin(), HOTSCOPE_CLI);
-  return run(arguments, {{"HOTSCOPE_RUNTIME_DIR", demo.runtime_dir()}});
-}
-
 std::set<std::string> function_names(const Json& stats) {
   std::set<std::string> names;
   for (const Json& function : stats.at("functions")) {

@@ -213,6 +213,14 @@ private:
   int status_ = -1;
 };
 
+#ifdef HOTSCOPE_CLI
+// hotscope ARGS with the runtime directory of `process`.
+inline CommandResult cli(const Demo& process, std::vector<std::string> arguments) {
+  arguments.insert(arguments.begin(), HOTSCOPE_CLI);
+  return run(arguments, {{"HOTSCOPE_RUNTIME_DIR", process.runtime_dir()}});
+}
+#endif
+
 // Calls of `name` in a stats JSON document.
 inline std::uint64_t calls_of(const nlohmann::json& stats, const std::string& name) {
   for (const auto& function : stats.at("functions")) {

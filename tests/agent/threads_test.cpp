@@ -12,11 +12,6 @@ namespace {
 using namespace hotscope::testing;
 using Json = nlohmann::json;
 
-CommandResult cli(const Demo& program, std::vector<std::string> arguments) {
-  arguments.insert(arguments.begin(), HOTSCOPE_CLI);
-  return run(arguments, {{"HOTSCOPE_RUNTIME_DIR", program.runtime_dir()}});
-}
-
 Json threads_json(const Demo& program) {
   const CommandResult result =
       cli(program, {"threads", "-p", std::to_string(program.pid()), "--json", "--stuck", "500"});

@@ -41,7 +41,7 @@ Snapshot queue_snapshot() {
   jobs.depth = 0;
   jobs.max_depth = 3;
   jobs.capacity = 64;
-  jobs.wait = {3, 3'300, 0, 1'000, 1'100, 1'100.0, 1'100, 1'100, 1'100, 1'100, 1'100};
+  jobs.wait = {3, 3'300, 0, 1'000, 1'100, 1'100.0, 1'100, 1'100, 1'100, 1'100, 1'100, {}};
   jobs.popped_never_pushed = 1;
   jobs.pending_given_up = 2;
   jobs.pending = 1;
