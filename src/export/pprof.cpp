@@ -33,46 +33,6 @@ constexpr const char* kAllocatorFrames =
     "_M_construct|_M_append|_M_replace|_M_push_back_aux|_M_push_front_aux|_M_reallocate_map|"
     "_M_reserve_map_at_back|_M_reserve_map_at_front|_M_initialize_map|_M_rehash.*)";
 
-// One frame of the frame table, read back from valgrind's syntax (symbols::describe):
-// "0xADDR: func (file:line)", "0xADDR: func (in object)" or "0xADDR: ??? (in object)".
-struct ParsedFrame {
-  std::uint64_t address = 0;
-  std::string function;
-  std::string file; // the source file, else the object
-  std::int64_t line = 0;
-};
-
-ParsedFrame parse_frame(std::string_view text) {
-  ParsedFrame frame;
-  const std::size_t colon = text.find(": ");
-  if (colon == std::string_view::npos) {
-    frame.function = text;
-    return frame;
-  }
-  frame.address = std::strtoull(std::string(text.substr(0, colon)).c_str(), nullptr, 16);
-  std::string_view rest = text.substr(colon + 2);
-  const std::size_t open = rest.rfind(" (");
-  if (open == std::string_view::npos || rest.back() != ')') {
-    frame.function = rest;
-    return frame;
-  }
-  frame.function = rest.substr(0, open);
-  const std::string_view where = rest.substr(open + 2, rest.size() - open - 3);
-  const std::size_t separator = where.rfind(':');
-  if (where.starts_with("in ")) {
-    frame.file = where.substr(3);
-  } else if (separator != std::string_view::npos) {
-    frame.file = where.substr(0, separator);
-    frame.line = std::strtoll(std::string(where.substr(separator + 1)).c_str(), nullptr, 10);
-  } else {
-    frame.file = where;
-  }
-  if (frame.function == "???") {
-    frame.function = std::string(text.substr(0, colon)); // unknown code: named by its address
-  }
-  return frame;
-}
-
 class Strings {
 public:
   explicit Strings(pb::Profile& profile) : profile_(profile) { index(""); }
@@ -138,20 +98,25 @@ void write_pprof_heap(const HeapProfile& profile, std::int64_t period, std::ostr
   // allocated: pprof drops them (and any frame below them), so the callers show as flat.
   message.set_drop_frames(strings.index(kAllocatorFrames));
 
-  // One Location per frame of the frame table (id = its index, never 0: frame 0 is "[root]"),
-  // each with one Line and its Function, so every viewer shows every frame.
-  std::vector<bool> used(profile.frames.size(), false);
-  for (const HeapSite& site : profile.sites) {
-    for (const std::uint32_t frame : site.frames) {
-      used[frame] = true;
-    }
+  // One Mapping per object with code in the process, so that a frame keeps its object and
+  // offset; the program itself comes first, where pprof looks for the main binary.
+  for (std::size_t i = 0; i < profile.mappings.size(); ++i) {
+    const HeapMapping& object = profile.mappings[i];
+    pb::Mapping* mapping = message.add_mapping();
+    mapping->set_id(i + 1);
+    mapping->set_memory_start(object.start);
+    mapping->set_memory_limit(object.limit);
+    mapping->set_file_offset(object.offset);
+    mapping->set_filename(strings.index(object.path));
+    mapping->set_has_functions(true); // symbolized already: pprof need not look again
+    mapping->set_has_filenames(true);
+    mapping->set_has_line_numbers(true);
+    mapping->set_has_inline_frames(true);
   }
+  // One Location per address: its frames (the frame table's, as the symbolizer resolved them),
+  // innermost first, are its Lines, inlined functions before the one they were inlined into.
   std::map<std::pair<std::string, std::string>, std::uint64_t> functions;
-  for (std::uint32_t index = 1; index < profile.frames.size(); ++index) {
-    if (!used[index]) {
-      continue;
-    }
-    const ParsedFrame frame = parse_frame(profile.frames[index]);
+  const auto function_id = [&](const HeapFrame& frame) {
     const auto [function, inserted] =
         functions.emplace(std::pair(frame.function, frame.file), functions.size() + 1);
     if (inserted) {
@@ -161,19 +126,42 @@ void write_pprof_heap(const HeapProfile& profile, std::int64_t period, std::ostr
       added->set_system_name(added->name());
       added->set_filename(strings.index(frame.file));
     }
-    pb::Location* location = message.add_location();
-    location->set_id(index);
-    location->set_address(frame.address);
-    pb::Line* line = location->add_line();
-    line->set_function_id(function->second);
-    line->set_line(frame.line);
-  }
+    return function->second;
+  };
+  std::map<std::vector<std::uint32_t>, std::uint64_t> locations; // by frame indices
+  const auto location_id = [&](const std::vector<std::uint32_t>& frames) {
+    const auto [location, inserted] = locations.emplace(frames, locations.size() + 1);
+    if (inserted) {
+      const HeapFrame& innermost = profile.frame_details.at(frames.front());
+      pb::Location* added = message.add_location();
+      added->set_id(location->second);
+      added->set_address(innermost.address);
+      added->set_mapping_id(innermost.mapping);
+      for (const std::uint32_t index : frames) {
+        const HeapFrame& frame = profile.frame_details.at(index);
+        if (!frame.function.empty()) { // unknown code: the address in its mapping says it all
+          pb::Line* line = added->add_line();
+          line->set_function_id(function_id(frame));
+          line->set_line(frame.line);
+        }
+      }
+    }
+    return location->second;
+  };
 
   const std::int64_t bytes_key = strings.index("bytes");
   for (const HeapSite& site : profile.sites) {
     pb::Sample* sample = message.add_sample();
+    std::vector<std::uint32_t> address_frames; // one address's frames, innermost first
     for (const std::uint32_t frame : site.frames) {
-      sample->add_location_id(frame); // innermost first: pprof's leaf first
+      address_frames.push_back(frame);
+      if (!profile.frame_details.at(frame).inlined) {
+        sample->add_location_id(location_id(address_frames)); // leaf first, as pprof's
+        address_frames.clear();
+      }
+    }
+    if (!address_frames.empty()) {
+      sample->add_location_id(location_id(address_frames));
     }
     sample->add_value(static_cast<std::int64_t>(site.total_blocks));
     sample->add_value(static_cast<std::int64_t>(site.total_bytes));

@@ -4,6 +4,9 @@
 #include "symbols/symbols.hpp"
 
 #include <algorithm>
+#include <cinttypes>
+#include <cstdio>
+#include <fstream>
 #include <unordered_map>
 
 namespace hotscope::heap {
@@ -57,6 +60,40 @@ struct FrameVectorHash {
   }
 };
 
+// The process's executable mappings, by address, from /proc/self/maps ("start-end perms offset
+// dev inode path"): where each object's code is, for pprof's Mappings.
+std::vector<HeapMapping> code_mappings() {
+  std::vector<HeapMapping> mappings;
+  std::ifstream maps("/proc/self/maps");
+  for (std::string line; std::getline(maps, line);) {
+    HeapMapping mapping;
+    char perms[5] = {};
+    int path_at = 0;
+    if (std::sscanf(line.c_str(), "%" SCNx64 "-%" SCNx64 " %4s %" SCNx64 " %*s %*s %n",
+                    &mapping.start, &mapping.limit, perms, &mapping.offset, &path_at) < 4 ||
+        perms[2] != 'x' || path_at <= 0 || static_cast<std::size_t>(path_at) >= line.size() ||
+        line[static_cast<std::size_t>(path_at)] != '/') {
+      continue; // not code, or code of no file ([vdso], JIT code)
+    }
+    mapping.path = line.substr(static_cast<std::size_t>(path_at));
+    mappings.push_back(std::move(mapping));
+  }
+  std::sort(mappings.begin(), mappings.end(),
+            [](const HeapMapping& a, const HeapMapping& b) { return a.start < b.start; });
+  return mappings;
+}
+
+// 1 + the index of the mapping holding `address`, or 0.
+std::uint32_t mapping_of(const std::vector<HeapMapping>& mappings, std::uint64_t address) {
+  const auto after = std::upper_bound(
+      mappings.begin(), mappings.end(), address,
+      [](std::uint64_t value, const HeapMapping& mapping) { return value < mapping.start; });
+  if (after == mappings.begin() || address >= std::prev(after)->limit) {
+    return 0;
+  }
+  return static_cast<std::uint32_t>(after - mappings.begin());
+}
+
 } // namespace
 
 void symbolize_ahead(std::span<const std::uintptr_t> stack, symbols::Symbolizer& symbolizer) {
@@ -79,6 +116,8 @@ HeapProfile build_profile(const RawProfile& raw, std::string command, std::int64
 
   symbolizer.refresh();
   FrameTable table(profile.frames);
+  profile.frame_details.assign(1, HeapFrame{}); // the root
+  profile.mappings = code_mappings();
   // Each distinct address is symbolized and described once; sites share far more addresses
   // than they have.
   struct AddressFrames {
@@ -95,8 +134,16 @@ HeapProfile build_profile(const RawProfile& raw, std::string command, std::int64
         // The call instruction ends just before the return address.
         const std::uintptr_t call = return_address - 1;
         const std::vector<symbols::Frame>& resolved = symbolizer.resolve(call);
-        for (const symbols::Frame& frame : resolved) {
-          known->second.indices.push_back(table.index(symbols::describe(call, frame)));
+        for (std::size_t i = 0; i < resolved.size(); ++i) {
+          const symbols::Frame& frame = resolved[i];
+          const std::uint32_t index = table.index(symbols::describe(call, frame));
+          known->second.indices.push_back(index);
+          if (index == profile.frame_details.size()) { // new to the table
+            // All but the last of an address's frames are inlined into the next one.
+            profile.frame_details.push_back(HeapFrame{call, frame.function, frame.file, frame.line,
+                                                      mapping_of(profile.mappings, call),
+                                                      i + 1 < resolved.size()});
+          }
         }
         known->second.in_main = is_main(resolved);
       }

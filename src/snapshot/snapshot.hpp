@@ -252,6 +252,25 @@ struct HeapSite {
   std::vector<std::uint32_t> frames; // indices into HeapProfile::frames, innermost first; unique
 };
 
+// A frame of the frame table as the symbolizer resolved it (HeapProfile::frame_details), for
+// writers that keep the structure: pprof's Locations, Lines and Mappings.
+struct HeapFrame {
+  std::uint64_t address = 0; // the call instruction (return address - 1); 0 for the root
+  std::string function;      // demangled; empty when unknown
+  std::string file;          // the source file's base name; empty without debug info
+  std::uint32_t line = 0;
+  std::uint32_t mapping = 0; // 1 + index into HeapProfile::mappings; 0: in none
+  bool inlined = false;      // inlined into the next frame of its sites (at the same address)
+};
+
+// Where a loaded object's code was in the profiled process (an executable mapping).
+struct HeapMapping {
+  std::uint64_t start = 0;
+  std::uint64_t limit = 0;  // one past the end
+  std::uint64_t offset = 0; // the file offset mapped at `start`
+  std::string path;
+};
+
 struct HeapProfile {
   std::string command; // the command line, arguments joined by single spaces
   std::int64_t pid = 0;
@@ -260,6 +279,8 @@ struct HeapProfile {
   // The frame table: frames[0] is "[root]", then one distinct string per frame, in valgrind's
   // syntax ("0x4011A6: make_node(int) (tree.cpp:12)").
   std::vector<std::string> frames;
+  std::vector<HeapFrame> frame_details; // frames[i] as the symbolizer resolved it; [0] the root
+  std::vector<HeapMapping> mappings;    // the objects with code in the process, by address
   std::vector<HeapSite> sites;
   std::uint64_t unknown_frees = 0;    // frees of pointers the profiler never saw allocated
   std::uint64_t unknown_reallocs = 0; // reallocs of such pointers, counted as new allocations

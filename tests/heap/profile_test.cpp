@@ -92,6 +92,17 @@ TEST(HeapProfileBuild, SymbolizesTrimsBelowMainAndMergesEqualSites) {
     names_this_file = names_this_file || frame.find("stack_through_main") != std::string::npos;
   }
   EXPECT_TRUE(names_this_file);
+  // The same frames, as the symbolizer resolved them, for pprof: in this test's own mapping.
+  ASSERT_EQ(profile.frame_details.size(), profile.frames.size());
+  const HeapFrame& innermost = profile.frame_details.at(merged.frames.front());
+  EXPECT_NE(innermost.address, 0u);
+  ASSERT_NE(innermost.mapping, 0u);
+  const HeapMapping& object = profile.mappings.at(innermost.mapping - 1);
+  EXPECT_LE(object.start, innermost.address);
+  EXPECT_LT(innermost.address, object.limit);
+  EXPECT_NE(object.path.find("heap_unit_test"), std::string::npos) << object.path;
+  EXPECT_EQ(profile.frame_details.at(merged.frames.back()).function, "main");
+  EXPECT_FALSE(profile.frame_details.at(merged.frames.back()).inlined);
   EXPECT_NE(profile.frames.at(merged.frames.back()).find(": main ("), std::string::npos);
   EXPECT_TRUE(profile.sites[1].frames.empty());
 }

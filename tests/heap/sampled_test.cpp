@@ -1,6 +1,7 @@
 // The sampled mode end to end, under the preload library: the estimates on a workload whose
 // totals are known exactly, with two fixed seeds, and heap.pb.gz read by `go tool pprof`, whose
 // totals must be heap.json's.
+#include "export/export.hpp"
 #include "support/scratch_dir.hpp"
 
 #include <gtest/gtest.h>
@@ -132,6 +133,41 @@ TEST(HeapSampled, GoToolPprofReadsTheProfileAndAgreesWithHeapJson) {
   const std::string allocated =
       output_of(std::string(GO) + " tool pprof -top -sample_index=alloc_space " + pprof.string());
   EXPECT_NE(allocated.find(" main\n"), std::string::npos) << allocated;
+}
+
+// pprof's structure from the symbolizer's: an address's inlined frames are Lines of one Location
+// (innermost first), each Location in its object's Mapping, unknown code kept as an address in
+// its object.
+TEST(HeapSampled, PprofKeepsInlinedFramesInOneLocationAndItsMappings) {
+  const hotscope::testing::ScratchDir scratch("sampled-structure");
+  hotscope::HeapProfile profile;
+  profile.frames = {"[root]", "0x401010: leaf (a.h:3)", "0x401010: caller (a.cpp:9)",
+                    "0x402020: ??? (in /opt/lib/libx.so)", "0x401040: main (a.cpp:20)"};
+  profile.frame_details = {{},
+                           {0x401010, "leaf", "a.h", 3, 1, true},
+                           {0x401010, "caller", "a.cpp", 9, 1, false},
+                           {0x7f0000002020, "", "", 0, 2, false},
+                           {0x401040, "main", "a.cpp", 20, 1, false}};
+  profile.mappings = {{0x400000, 0x500000, 0, "/opt/bin/prog"},
+                      {0x7f0000000000, 0x7f0000100000, 0x1000, "/opt/lib/libx.so"}};
+  profile.sites.push_back(hotscope::HeapSite{4096, 4, 0, 0, 0, 0, 0, 1024, 1, {1, 2, 3, 4}});
+  const fs::path file = scratch.path() / "structure.pb.gz";
+  {
+    std::ofstream out(file, std::ios::binary);
+    hotscope::exporters::write_pprof_heap(profile, 1, out);
+  }
+  const std::string raw = output_of(std::string(GO) + " tool pprof -raw " + file.string());
+  // -raw lists each Location as "ID: ADDRESS M=MAPPING FUNCTION FILE:LINE", its further Lines
+  // on the next lines, then the Mappings.
+  EXPECT_TRUE(std::regex_search(
+      raw, std::regex(R"(\d+: 0x401010 M=1 leaf a\.h:3 s=0\s+caller a\.cpp:9 s=0)")))
+      << raw;
+  EXPECT_TRUE(std::regex_search(raw, std::regex(R"(\d+: 0x7f0000002020 M=2\s)"))) << raw;
+  EXPECT_NE(raw.find("0x400000/0x500000/0x0 /opt/bin/prog"), std::string::npos) << raw;
+  EXPECT_NE(raw.find("0x7f0000000000/0x7f0000100000/0x1000 /opt/lib/libx.so"), std::string::npos)
+      << raw;
+  const std::string top = output_of(std::string(GO) + " tool pprof -top " + file.string());
+  EXPECT_EQ(top.find("Main binary filename not available"), std::string::npos) << top;
 }
 
 // In the full mode heap.pb.gz holds every block: period 1, the exact figures.

@@ -190,6 +190,8 @@ TEST(HeapSampling, SettingsAndTheirErrors) {
 TEST(HeapSampling, PprofIsGzip) {
   HeapProfile profile;
   profile.frames = {"[root]", "0x401000: make(int) (a.cpp:3)", "0x402000: main (a.cpp:9)"};
+  profile.frame_details = {
+      {}, {0x401000, "make(int)", "a.cpp", 3, 0, false}, {0x402000, "main", "a.cpp", 9, 0, false}};
   profile.sites.push_back(HeapSite{4096, 4, 0, 0, 0, 0, 0, 1024, 1, {1, 2}});
   std::ostringstream out;
   exporters::write_pprof_heap(profile, 524288, out);
