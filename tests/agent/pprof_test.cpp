@@ -58,8 +58,9 @@ TEST(AgentPprof, GoToolPprofReadsTheWallProfileOverTcp) {
   std::smatch total;
   ASSERT_TRUE(std::regex_search(top.out, total, std::regex(R"(of ([0-9.]+)(s|ms|us) total)")))
       << top.out;
-  const double seconds =
-      std::stod(total[1]) / (total[2] == "ms" ? 1e3 : total[2] == "us" ? 1e6 : 1);
+  const double seconds = std::stod(total[1]) / (total[2] == "ms"   ? 1e3
+                                                : total[2] == "us" ? 1e6
+                                                                   : 1);
   EXPECT_GT(seconds, 0);
   EXPECT_LT(seconds, 2.1 * 8); // the demo's threads: acceptor, parser, two workers, writer...
 }
