@@ -67,6 +67,20 @@ bool inside_allocator(const std::string& frame) {
          frame.rfind("calloc", 0) == 0 || frame.rfind("realloc", 0) == 0;
 }
 
+// The fields /v1/threads and the statistics' threads share.
+ThreadRow thread_row(const Json& thread) {
+  ThreadRow row;
+  row.index = thread.value("index", std::int64_t{0});
+  row.tid = thread.value("os_tid", std::int64_t{0});
+  row.name = thread.value("name", "");
+  row.state = thread.value("state", "");
+  row.exited = thread.value("exited", false);
+  const Json records = thread.value("records", Json::object());
+  row.written = u64(records, "written");
+  row.dropped = u64(records, "dropped");
+  return row;
+}
+
 } // namespace
 
 void Model::clear() {
@@ -174,15 +188,7 @@ void Model::update_threads(const Json& answer) {
   std::map<std::int64_t, Json> seen;
   std::vector<ThreadRow> rows;
   for (const Json& thread : answer.value("threads", Json::array())) {
-    ThreadRow row;
-    row.index = thread.value("index", std::int64_t{0});
-    row.tid = thread.value("os_tid", std::int64_t{0});
-    row.name = thread.value("name", "");
-    row.state = thread.value("state", "");
-    row.exited = thread.value("exited", false);
-    const Json records = thread.value("records", Json::object());
-    row.written = u64(records, "written");
-    row.dropped = u64(records, "dropped");
+    ThreadRow row = thread_row(thread);
     const auto before = previous_threads_.find(row.tid);
     if (interval_ns > 0 && before != previous_threads_.end()) {
       const Json& old = before->second;
@@ -218,15 +224,7 @@ void Model::threads_from_stats() {
   threads_.clear();
   const std::uint64_t duration_ns = stats_duration_ns_;
   for (const Json& thread : stats_.value("threads", Json::array())) {
-    ThreadRow row;
-    row.index = thread.value("index", std::int64_t{0});
-    row.tid = thread.value("os_tid", std::int64_t{0});
-    row.name = thread.value("name", "");
-    row.state = thread.value("state", "");
-    row.exited = thread.value("exited", false);
-    const Json records = thread.value("records", Json::object());
-    row.written = u64(records, "written");
-    row.dropped = u64(records, "dropped");
+    ThreadRow row = thread_row(thread);
     row.records_rate = rate(row.written, 0, duration_ns);
     threads_.push_back(std::move(row));
   }
