@@ -1,8 +1,9 @@
 // libFuzzer target on the guest batch validator (docs/guest.md, "Fuzzing"). The input is the
 // guest's whole memory: a header that says where up to four batches lie, followed by anything.
 // Whatever the bytes, the validator must neither crash nor read outside the input (ASan), and an
-// accepted batch must come out in host form: known kinds, refs to readable host copies, ticks
-// in order, scopes well nested, payloads inside the output.
+// accepted batch must come out in host form: known kinds (a queue record names its queue by a
+// location, as scopes and counters do), refs to readable host copies, ticks in order, scopes
+// well nested, payloads inside the output.
 #include "guest/guest.hpp"
 
 #include <cstdint>
@@ -44,7 +45,10 @@ void check_host_form(std::span<const hotscope_record> records, std::size_t& dept
     switch (record.kind) {
     case HOTSCOPE_RECORD_BEGIN:
     case HOTSCOPE_RECORD_END:
-    case HOTSCOPE_RECORD_COUNTER: {
+    case HOTSCOPE_RECORD_COUNTER:
+    case HOTSCOPE_RECORD_QUEUE_PUSH:
+    case HOTSCOPE_RECORD_QUEUE_POP:
+    case HOTSCOPE_RECORD_QUEUE_CAPACITY: {
       const auto* location = reinterpret_cast<const hotscope_source_location*>(record.ref);
       touch(location->name);
       touch(location->file);
