@@ -919,8 +919,8 @@ std::mutex symbolizer_mutex;
 // Profiles waiting for symbolizer_mutex: the collector, symbolizing ahead, gives way to them
 // after the stack it is on, so a profile (the report at exit) never waits for a batch.
 std::atomic<int> profiles_waiting{0};
-// Set while this thread holds symbolizer_mutex for a profile: a signal handler that calls exit()
-// there must not wait for the lock its own thread holds (write_report).
+// Set while this thread waits for or holds symbolizer_mutex for a profile: a signal handler that
+// calls exit() there must not wait for the lock its own thread holds (write_report).
 __thread bool building_profile __attribute__((tls_model("initial-exec"))) = false;
 
 hotscope::symbols::Symbolizer& kept_symbolizer() {
@@ -937,13 +937,19 @@ struct Symbolized {
 };
 
 hotscope::HeapProfile profile_of(const heap::RawProfile& raw, Symbolized* symbolized = nullptr) {
+  // Set before the lock is taken and cleared after it is released, so that no instant of holding
+  // it goes unmarked for a signal handler that calls exit().
+  building_profile = true;
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  struct Done {
+    ~Done() {
+      std::atomic_signal_fence(std::memory_order_seq_cst);
+      building_profile = false;
+    }
+  } done;
   profiles_waiting.fetch_add(1, std::memory_order_relaxed);
   const std::lock_guard lock(symbolizer_mutex);
   profiles_waiting.fetch_sub(1, std::memory_order_relaxed);
-  building_profile = true;
-  struct Done {
-    ~Done() { building_profile = false; }
-  } done;
   hotscope::symbols::Symbolizer& symbolizer = kept_symbolizer();
   const std::uint64_t start_ns = monotonic_ns();
   symbolizer.refresh(); // before counting: it may forget addresses
