@@ -4,10 +4,14 @@
 #pragma once
 
 #include <arpa/inet.h>
+#include <sys/socket.h>
 #include <sys/types.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <charconv>
 #include <cstdint>
+#include <cstring>
 #include <fstream>
 #include <iterator>
 #include <optional>
@@ -108,6 +112,44 @@ inline std::optional<TcpAddress> parse_tcp_address(std::string_view text) {
   }
   endpoint.host = std::move(host);
   return endpoint;
+}
+
+// A listening, non-blocking TCP socket on `endpoint` (the agent's and the exporter's), or -1 with
+// `reason` (strerror). `bound` gets "host:port" with the port actually bound (port 0 picks one).
+inline int listen_tcp(const TcpAddress& endpoint, int backlog, std::string& bound,
+                      std::string& reason) {
+  sockaddr_storage storage{};
+  socklen_t length = 0;
+  if (endpoint.v6) {
+    auto* address = reinterpret_cast<sockaddr_in6*>(&storage);
+    address->sin6_family = AF_INET6;
+    address->sin6_port = htons(endpoint.port);
+    inet_pton(AF_INET6, endpoint.host.c_str(), &address->sin6_addr);
+    length = sizeof(sockaddr_in6);
+  } else {
+    auto* address = reinterpret_cast<sockaddr_in*>(&storage);
+    address->sin_family = AF_INET;
+    address->sin_port = htons(endpoint.port);
+    inet_pton(AF_INET, endpoint.host.c_str(), &address->sin_addr);
+    length = sizeof(sockaddr_in);
+  }
+  const int fd = socket(storage.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  const int on = 1;
+  if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on)) != 0 ||
+      bind(fd, reinterpret_cast<const sockaddr*>(&storage), length) != 0 ||
+      listen(fd, backlog) != 0 ||
+      getsockname(fd, reinterpret_cast<sockaddr*>(&storage), &length) != 0) {
+    reason = std::strerror(errno);
+    if (fd >= 0) {
+      close(fd);
+    }
+    return -1;
+  }
+  const std::uint16_t port =
+      ntohs(endpoint.v6 ? reinterpret_cast<sockaddr_in6*>(&storage)->sin6_port
+                        : reinterpret_cast<sockaddr_in*>(&storage)->sin_port);
+  bound = (endpoint.v6 ? "[" + endpoint.host + "]" : endpoint.host) + ":" + std::to_string(port);
+  return fd;
 }
 
 } // namespace hotscope::agent

@@ -174,38 +174,13 @@ int listen_unix(const std::string& path, std::string& problem) {
 // address actually bound ("127.0.0.1:41234" when port 0 let the kernel choose).
 int listen_tcp(const std::string& host, std::uint16_t port, std::string& bound,
                std::string& problem) {
-  sockaddr_storage storage{};
-  socklen_t length = 0;
-  const bool v6 = host.find(':') != std::string::npos;
-  if (v6) {
-    auto* address = reinterpret_cast<sockaddr_in6*>(&storage);
-    address->sin6_family = AF_INET6;
-    address->sin6_port = htons(port);
-    inet_pton(AF_INET6, host.c_str(), &address->sin6_addr);
-    length = sizeof(sockaddr_in6);
-  } else {
-    auto* address = reinterpret_cast<sockaddr_in*>(&storage);
-    address->sin_family = AF_INET;
-    address->sin_port = htons(port);
-    inet_pton(AF_INET, host.c_str(), &address->sin_addr);
-    length = sizeof(sockaddr_in);
-  }
-  const int fd = socket(storage.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-  const int on = 1;
-  if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on)) != 0 ||
-      bind(fd, reinterpret_cast<const sockaddr*>(&storage), length) != 0 ||
-      listen(fd, kListenBacklog) != 0 ||
-      getsockname(fd, reinterpret_cast<sockaddr*>(&storage), &length) != 0) {
+  const TcpAddress endpoint{host, port, host.find(':') != std::string::npos, false};
+  std::string reason;
+  const int fd = agent::listen_tcp(endpoint, kListenBacklog, bound, reason);
+  if (fd < 0) {
     problem = fmt::format("HOTSCOPE_AGENT_TCP: cannot listen on {}:{}: {}",
-                          v6 ? "[" + host + "]" : host, port, errno_text());
-    if (fd >= 0) {
-      close(fd);
-    }
-    return -1;
+                          endpoint.v6 ? "[" + host + "]" : host, port, reason);
   }
-  const std::uint16_t actual = ntohs(v6 ? reinterpret_cast<sockaddr_in6*>(&storage)->sin6_port
-                                        : reinterpret_cast<sockaddr_in*>(&storage)->sin_port);
-  bound = fmt::format("{}:{}", v6 ? "[" + host + "]" : host, actual);
   return fd;
 }
 

@@ -108,38 +108,13 @@ MHD_Result on_request(void* context, MHD_Connection* connection, const char* url
 
 // A listening socket on the endpoint; `bound` becomes "HOST:PORT" with the port in use.
 int listen_on(const agent::TcpAddress& endpoint, std::string& bound) {
-  sockaddr_storage storage{};
-  socklen_t length = 0;
-  if (endpoint.v6) {
-    auto* address = reinterpret_cast<sockaddr_in6*>(&storage);
-    address->sin6_family = AF_INET6;
-    address->sin6_port = htons(endpoint.port);
-    inet_pton(AF_INET6, endpoint.host.c_str(), &address->sin6_addr);
-    length = sizeof(sockaddr_in6);
-  } else {
-    auto* address = reinterpret_cast<sockaddr_in*>(&storage);
-    address->sin_family = AF_INET;
-    address->sin_port = htons(endpoint.port);
-    inet_pton(AF_INET, endpoint.host.c_str(), &address->sin_addr);
-    length = sizeof(sockaddr_in);
+  std::string reason;
+  const int fd = agent::listen_tcp(endpoint, 16, bound, reason);
+  if (fd < 0) {
+    throw Failure(kFailed, fmt::format("exporter: cannot listen on {}:{}: {}",
+                                       endpoint.v6 ? "[" + endpoint.host + "]" : endpoint.host,
+                                       endpoint.port, reason));
   }
-  const std::string host = endpoint.v6 ? "[" + endpoint.host + "]" : endpoint.host;
-  const int fd = socket(storage.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-  const int on = 1;
-  if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on)) != 0 ||
-      bind(fd, reinterpret_cast<const sockaddr*>(&storage), length) != 0 || listen(fd, 16) != 0 ||
-      getsockname(fd, reinterpret_cast<sockaddr*>(&storage), &length) != 0) {
-    const std::string reason = std::strerror(errno);
-    if (fd >= 0) {
-      close(fd);
-    }
-    throw Failure(kFailed,
-                  fmt::format("exporter: cannot listen on {}:{}: {}", host, endpoint.port, reason));
-  }
-  const std::uint16_t port =
-      ntohs(endpoint.v6 ? reinterpret_cast<sockaddr_in6*>(&storage)->sin6_port
-                        : reinterpret_cast<sockaddr_in*>(&storage)->sin_port);
-  bound = fmt::format("{}:{}", host, port);
   return fd;
 }
 
