@@ -1,6 +1,7 @@
 // `hotscope console` through a real terminal (tmux, tmux.hpp) against hotscope-demo and
 // console_program.cpp, and `--once` against `hotscope stats` for the same process.
 #include "agent/demo_process.hpp"
+#include "support/files.hpp"
 #include "tmux.hpp"
 
 #include <gtest/gtest.h>
@@ -10,6 +11,8 @@
 #include <memory>
 #include <regex>
 #include <sstream>
+
+using hotscope::test_support::lines_of;
 
 namespace {
 
@@ -76,15 +79,6 @@ std::string console_command(const fs::path& runtime_dir, const std::vector<std::
 CommandResult cli(const fs::path& runtime_dir, std::vector<std::string> arguments) {
   arguments.insert(arguments.begin(), HOTSCOPE_CLI);
   return run(arguments, {{"HOTSCOPE_RUNTIME_DIR", runtime_dir}});
-}
-
-std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> lines;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) {
-    lines.push_back(line);
-  }
-  return lines;
 }
 
 std::vector<std::string> words_of(const std::string& line) {

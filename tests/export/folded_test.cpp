@@ -1,5 +1,6 @@
 #include "export/export.hpp"
 #include "snapshot_fixture.hpp"
+#include "support/files.hpp"
 
 #include <gtest/gtest.h>
 
@@ -9,21 +10,14 @@
 #include <vector>
 
 namespace hotscope {
+using hotscope::test_support::lines_of;
+
 namespace {
 
 std::string folded(const Snapshot& snapshot) {
   std::ostringstream out;
   exporters::write_folded(snapshot, out);
   return out.str();
-}
-
-std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> lines;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) {
-    lines.push_back(line);
-  }
-  return lines;
 }
 
 std::vector<std::string> split(const std::string& stack, char separator) {
