@@ -118,11 +118,22 @@ TEST(ConsoleLive, FunctionsTabSortsFiltersAndQuits) {
   tmux.wait_for("demo::Service::handle ");
 
   tmux.keys({"n"}); // by name, A to Z
-  const std::string by_name = tmux.wait_for("Function▲");
-  std::vector<std::string> names;
-  for (const auto& row : function_rows(by_name)) {
-    names.push_back(row[0]);
-  }
+  // The header is drawn before the rows: wait for both (a capture can fall in between).
+  const auto names_on = [](const std::string& screen) {
+    std::vector<std::string> names;
+    for (const auto& row : function_rows(screen)) {
+      names.push_back(row[0]);
+    }
+    return names;
+  };
+  const std::string by_name = tmux.wait_until(
+      [&](const std::string& screen) {
+        const std::vector<std::string> shown = names_on(screen);
+        return screen.find("Function▲") != std::string::npos &&
+               std::is_sorted(shown.begin(), shown.end());
+      },
+      "the functions sorted by name");
+  const std::vector<std::string> names = names_on(by_name);
   EXPECT_GT(names.size(), 10u) << by_name;
   EXPECT_TRUE(std::is_sorted(names.begin(), names.end())) << by_name;
 
