@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The README's test command, and what CI runs: installs what is missing, then builds and tests
 # every configuration: the normal build (all tests), ASan+UBSan (all but packaging), TSan (the
-# concurrent parts), the disabled build (HOTSCOPE_ENABLE=OFF), the formatting check, and a
+# concurrent parts), the disabled build (HOTSCOPE_ENABLE=OFF), the build without the agent
+# (HOTSCOPE_AGENT=OFF: the library, the demo and the runtime tests), the formatting check, and a
 # bounded libFuzzer run on the guest batch validator.
 # TSan skips the forked-child tests: TSan does not support threads in a child forked from a
 # multi-threaded process (it reports its own "dup thread" error there).
@@ -26,6 +27,12 @@ step "disabled build: HOTSCOPE_ENABLE=OFF"
 configure build/disabled -DHOTSCOPE_ENABLE=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo
 ninja -C build/disabled
 ctest --test-dir build/disabled --output-on-failure
+
+step "build without the agent: HOTSCOPE_AGENT=OFF (no libmicrohttpd)"
+configure build/no-agent -DHOTSCOPE_AGENT=OFF -DHOTSCOPE_HEAP=OFF -DHOTSCOPE_BUILD_BENCH=OFF \
+  -DCMAKE_BUILD_TYPE=RelWithDebInfo
+ninja -C build/no-agent hotscope hotscope-demo core_runtime_test
+ctest --test-dir build/no-agent --output-on-failure -R 'Runtime\.'
 
 step "ASan + UBSan build"
 configure build/asan -DCMAKE_BUILD_TYPE=Debug -DHOTSCOPE_SANITIZE=address,undefined \

@@ -1,7 +1,9 @@
-// What the agent and its clients (the hotscope CLI) agree on: the API version, where the
-// runtime directory is and what the files in it are called. Header-only, so the CLI uses the
+// What the agent and its clients (the hotscope CLI) agree on: the API version and what the files
+// in the runtime directory (config::runtime_dir) are called. Header-only, so the CLI uses the
 // same rules without linking the library (whose runtime would start an agent in the CLI).
 #pragma once
+
+#include "config/config.hpp"
 
 #include <arpa/inet.h>
 #include <sys/socket.h>
@@ -27,19 +29,6 @@ inline constexpr int kApiVersion = 1;
 // /v1/threads marks a thread stuck when its innermost scope has been open longer than this
 // (its stuck_ms parameter, `hotscope threads --stuck MS`).
 inline constexpr std::uint64_t kDefaultStuckMs = 1000;
-
-// $HOTSCOPE_RUNTIME_DIR if set and not empty, else $XDG_RUNTIME_DIR/hotscope, else
-// /tmp/hotscope-<uid>.
-inline std::string runtime_dir(const char* hotscope_runtime_dir, const char* xdg_runtime_dir,
-                               uid_t uid) {
-  if (hotscope_runtime_dir != nullptr && *hotscope_runtime_dir != '\0') {
-    return hotscope_runtime_dir;
-  }
-  if (xdg_runtime_dir != nullptr && *xdg_runtime_dir != '\0') {
-    return std::string(xdg_runtime_dir) + "/hotscope";
-  }
-  return "/tmp/hotscope-" + std::to_string(uid);
-}
 
 inline std::string socket_path(const std::string& dir, std::int64_t pid) {
   return dir + "/" + std::to_string(pid) + ".sock";
@@ -70,53 +59,9 @@ inline std::uint64_t process_start_ticks(std::int64_t pid) {
   return 0;
 }
 
-// A TCP address to listen on (HOTSCOPE_AGENT_TCP, `hotscope exporter --listen`).
-struct TcpAddress {
-  std::string host; // numeric, IPv6 without its brackets
-  std::uint16_t port = 0;
-  bool v6 = false;
-  bool loopback = false;
-};
-
-// "127.0.0.1:9464" or "[::1]:9464": numeric addresses only, so no name lookup at start.
-inline std::optional<TcpAddress> parse_tcp_address(std::string_view text) {
-  const std::size_t colon = text.rfind(':');
-  if (colon == std::string_view::npos) {
-    return std::nullopt;
-  }
-  std::string host(text.substr(0, colon));
-  const std::string_view port_text = text.substr(colon + 1);
-  unsigned port = 0;
-  const auto [end, error] =
-      std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
-  if (port_text.empty() || error != std::errc() || end != port_text.data() + port_text.size() ||
-      port > 65535) {
-    return std::nullopt;
-  }
-  TcpAddress endpoint;
-  endpoint.port = static_cast<std::uint16_t>(port);
-  if (host.size() > 2 && host.front() == '[' && host.back() == ']') {
-    host = host.substr(1, host.size() - 2);
-    in6_addr address{};
-    if (inet_pton(AF_INET6, host.c_str(), &address) != 1) {
-      return std::nullopt;
-    }
-    endpoint.v6 = true;
-    endpoint.loopback = IN6_IS_ADDR_LOOPBACK(&address);
-  } else {
-    in_addr address{};
-    if (inet_pton(AF_INET, host.c_str(), &address) != 1) {
-      return std::nullopt;
-    }
-    endpoint.loopback = (ntohl(address.s_addr) >> 24) == 127;
-  }
-  endpoint.host = std::move(host);
-  return endpoint;
-}
-
 // A listening, non-blocking TCP socket on `endpoint` (the agent's and the exporter's), or -1 with
 // `reason` (strerror). `bound` gets "host:port" with the port actually bound (port 0 picks one).
-inline int listen_tcp(const TcpAddress& endpoint, int backlog, std::string& bound,
+inline int listen_tcp(const config::TcpAddress& endpoint, int backlog, std::string& bound,
                       std::string& reason) {
   sockaddr_storage storage{};
   socklen_t length = 0;

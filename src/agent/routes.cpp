@@ -2,7 +2,7 @@
 
 #include "agent/protocol.hpp"
 #include "export/export.hpp"
-#include "runtime/runtime.hpp"
+#include "heap_link/heap_link.hpp"
 #include "trace/trace.hpp"
 
 #include <hotscope/hotscope.hpp>
@@ -125,7 +125,7 @@ Json enabled_json(const Process& process) {
   return {{"timing", true},
           {"trace", process.trace_window_bytes > 0},
           {"trace_window_bytes", process.trace_window_bytes},
-          {"heap", runtime::heap_mode_name()},
+          {"heap", heap_link::mode_name()},
           {"metrics_tcp", process.metrics_tcp.empty() ? Json(nullptr) : Json(process.metrics_tcp)}};
 }
 
@@ -239,7 +239,7 @@ Response threads(const Request& request) {
 }
 
 Response heap(bool pprof) {
-  if (std::string reason = runtime::heap_unavailable_reason(); !reason.empty()) {
+  if (std::string reason = heap_link::unavailable_reason(); !reason.empty()) {
     return error(501, reason);
   }
   std::string profile;
@@ -382,7 +382,7 @@ Response route(const Process& process, Listener listener, const Request& request
   }
   if (path == "/v1/metrics") {
     Snapshot snapshot = trace::snapshot(trace::Contents::StatisticsOnly);
-    snapshot.heap = runtime::heap_figures();
+    snapshot.heap = heap_link::figures();
     return written(kPrometheus, snapshot, exporters::write_prometheus);
   }
   if (path == "/v1/heap") {
@@ -399,7 +399,7 @@ Response route(const Process& process, Listener listener, const Request& request
     return wall_profile(process, request);
   }
   trace::reset();
-  runtime::reset_heap();
+  heap_link::reset();
   return json_response(200, {{"reset", true}});
 }
 

@@ -174,7 +174,7 @@ int listen_unix(const std::string& path, std::string& problem) {
 // address actually bound ("127.0.0.1:41234" when port 0 let the kernel choose).
 int listen_tcp(const std::string& host, std::uint16_t port, std::string& bound,
                std::string& problem) {
-  const TcpAddress endpoint{host, port, host.find(':') != std::string::npos, false};
+  const config::TcpAddress endpoint{host, port, host.find(':') != std::string::npos, false};
   std::string reason;
   const int fd = agent::listen_tcp(endpoint, kListenBacklog, bound, reason);
   if (fd < 0) {

@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdint>
+#include <filesystem>
 #include <ostream>
 #include <streambuf>
 #include <system_error>
@@ -196,6 +197,12 @@ std::string write(const std::string& path, std::string_view bytes, mode_t mode) 
         out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
       },
       mode);
+}
+
+std::string write_creating_directory(const std::string& path, std::string_view bytes) {
+  std::error_code ignored; // a directory that cannot be made fails the write, which says why
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ignored);
+  return write(path, bytes);
 }
 
 } // namespace hotscope::atomic_file

@@ -31,4 +31,7 @@ std::string write(const std::string& path, const std::function<void(std::ostream
 // The same for bytes already at hand.
 std::string write(const std::string& path, std::string_view bytes, mode_t mode = 0666);
 
+// As write(), first creating the directory `path` goes into (and its parents) where missing.
+std::string write_creating_directory(const std::string& path, std::string_view bytes);
+
 } // namespace hotscope::atomic_file

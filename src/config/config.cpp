@@ -1,7 +1,5 @@
 #include "config/config.hpp"
 
-#include "agent/protocol.hpp"
-
 #include <fmt/format.h>
 
 #include <arpa/inet.h>
@@ -64,18 +62,18 @@ void read_switch(const Getenv& getenv, const char* name, bool& value,
 
 void read_agent(const Getenv& getenv, Config& config, std::vector<std::string>& errors) {
   read_switch(getenv, "HOTSCOPE_AGENT", config.agent, errors);
-  const char* runtime_dir = getenv("HOTSCOPE_RUNTIME_DIR");
-  if (runtime_dir != nullptr && *runtime_dir == '\0') {
+  const char* configured_dir = getenv("HOTSCOPE_RUNTIME_DIR");
+  if (configured_dir != nullptr && *configured_dir == '\0') {
     errors.push_back("hotscope: HOTSCOPE_RUNTIME_DIR is set but empty; using the default");
   }
-  config.runtime_dir = agent::runtime_dir(runtime_dir, getenv("XDG_RUNTIME_DIR"), getuid());
+  config.runtime_dir = runtime_dir(configured_dir, getenv("XDG_RUNTIME_DIR"), getuid());
   bool allow_remote = false;
   read_switch(getenv, "HOTSCOPE_AGENT_TCP_ALLOW_REMOTE", allow_remote, errors);
   const char* tcp = getenv("HOTSCOPE_AGENT_TCP");
   if (tcp == nullptr) {
     return;
   }
-  const auto endpoint = agent::parse_tcp_address(tcp);
+  const auto endpoint = parse_tcp_address(tcp);
   if (!endpoint) {
     errors.push_back(fmt::format("hotscope: HOTSCOPE_AGENT_TCP=\"{}\" is not a numeric address "
                                  "and port such as 127.0.0.1:9464 or [::1]:9464; no TCP listener",

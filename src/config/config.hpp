@@ -4,10 +4,14 @@
 
 #include "clock/clock.hpp"
 
+#include <sys/types.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace hotscope::config {
@@ -47,5 +51,20 @@ bool read_on_signal(const Getenv& getenv, std::vector<std::string>& errors);
 // Creates `dir` if needed; returns "" if reports can be written there, else one line why not,
 // naming the directory as `named` + dir ("HOTSCOPE_OUT=out", "--out out").
 std::string check_out_dir(const std::string& dir, const std::string& named = "HOTSCOPE_OUT=");
+
+// $HOTSCOPE_RUNTIME_DIR if set and not empty, else $XDG_RUNTIME_DIR/hotscope, else
+// /tmp/hotscope-<uid>: where agents put their sockets and the CLI looks for them.
+std::string runtime_dir(const char* hotscope_runtime_dir, const char* xdg_runtime_dir, uid_t uid);
+
+// A TCP address to listen on (HOTSCOPE_AGENT_TCP, `hotscope exporter --listen`).
+struct TcpAddress {
+  std::string host; // numeric, IPv6 without its brackets
+  std::uint16_t port = 0;
+  bool v6 = false;
+  bool loopback = false;
+};
+
+// "127.0.0.1:9464" or "[::1]:9464": numeric addresses only, so no name lookup at start.
+std::optional<TcpAddress> parse_tcp_address(std::string_view text);
 
 } // namespace hotscope::config

@@ -48,14 +48,7 @@ struct RawSite {
 
 // The process-wide figures at one moment, for gauges (/v1/metrics): everything allocated in the
 // measuring window, what is live now, and the peak of live bytes (with its blocks).
-struct Totals {
-  std::uint64_t total_bytes = 0;
-  std::uint64_t total_blocks = 0;
-  std::uint64_t live_bytes = 0;
-  std::uint64_t live_blocks = 0;
-  std::uint64_t peak_bytes = 0;
-  std::uint64_t peak_blocks = 0;
-};
+using Totals = HeapTotals;
 
 struct RawProfile {
   std::uint64_t end_time = 0;  // te

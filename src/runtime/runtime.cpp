@@ -1,36 +1,21 @@
 #include "runtime/runtime.hpp"
 
-#include "agent/agent.hpp"
-#include "atomic_file/atomic_file.hpp"
 #include "clock/clock.hpp"
 #include "export/export.hpp"
-#include "heap/interposer/interposer.hpp"
+#include "heap_link/heap_link.hpp"
 #include "signals/signals.hpp"
 #include "trace/trace.hpp"
+#if HOTSCOPE_WITH_AGENT
+#include "agent/agent.hpp"
+#endif
 
 #include <hotscope/hotscope.hpp>
 
 #include <cstdio>
 #include <cstdlib>
-#include <filesystem>
 #include <mutex>
 #include <new>
 #include <pthread.h>
-
-// The heap library's C interface (heap/interposer/interposer.hpp), when the program has one:
-// weak, so a program without it links and finds them null.
-extern "C" {
-__attribute__((weak)) int hotscope_heap_mode(void);
-__attribute__((weak)) void hotscope_heap_enter(void);
-__attribute__((weak)) void hotscope_heap_leave(void);
-__attribute__((weak)) int hotscope_heap_profile(int formats, hotscope_heap_sink sink,
-                                                void* context);
-__attribute__((weak)) void hotscope_heap_reset(void);
-__attribute__((weak)) int hotscope_heap_read_totals(struct hotscope_heap_totals* out);
-__attribute__((weak)) void
-hotscope_heap_observe_allocations(hotscope_heap_allocation_observer observer);
-__attribute__((weak)) void hotscope_heap_report_on_signal(void (*write)(void));
-}
 
 namespace hotscope::runtime {
 namespace {
@@ -52,6 +37,29 @@ void print_line(const std::string& line) {
   std::fprintf(stderr, "%s\n", line.c_str());
 }
 
+using heap_link::ProfilerSection;
+
+#if HOTSCOPE_WITH_AGENT
+std::vector<std::string> start_agent_once(const config::Config& config) {
+  return agent::start(config);
+}
+bool agent_running() {
+  return agent::running();
+}
+void stop_agent() {
+  agent::stop();
+}
+#else
+std::vector<std::string> start_agent_once(const config::Config&) {
+  return {"hotscope: this hotscope was built without the live agent (HOTSCOPE_AGENT=OFF)"};
+}
+bool agent_running() {
+  return false;
+}
+void stop_agent() {}
+#endif
+constexpr bool built_with_agent = HOTSCOPE_WITH_AGENT;
+
 void start_once() {
   // The collector and the agent, and their threads, are the profiler's own.
   const ProfilerSection section;
@@ -71,11 +79,10 @@ void start_once() {
   }
   clock::init(s.config.clock);
   trace::start({s.config.ring_records, s.config.trace_window_bytes, s.config.collect_period_ms});
-  if (hotscope_heap_observe_allocations != nullptr) { // memory per function
-    hotscope_heap_observe_allocations([](std::size_t bytes) { detail::record_allocation(bytes); });
-  }
-  if (s.config.agent) {
-    for (const std::string& problem : agent::start(s.config)) {
+  // Memory per function, when there is a heap library.
+  heap_link::observe_allocations([](std::size_t bytes) { detail::record_allocation(bytes); });
+  if (built_with_agent && s.config.agent) {
+    for (const std::string& problem : start_agent_once(s.config)) {
       print_line(problem);
     }
   }
@@ -95,36 +102,6 @@ void start_once() {
 // instrumented code never runs, and configuration errors show up at once.
 [[maybe_unused]] const bool started_at_load = (ensure_started(), true);
 
-// Both heap outputs of one copy of the figures, or the reason there are none.
-struct HeapOutputs {
-  std::string dhat;
-  std::string pprof;
-  std::string error;
-};
-
-HeapOutputs take_heap_profile(int formats) {
-  HeapOutputs outputs;
-  if (outputs.error = heap_unavailable_reason(); !outputs.error.empty()) {
-    return outputs;
-  }
-  hotscope_heap_profile(
-      formats,
-      [](void* context, int format, const char* data, std::size_t size) {
-        auto& into = *static_cast<HeapOutputs*>(context);
-        (format == HOTSCOPE_HEAP_DHAT    ? into.dhat
-         : format == HOTSCOPE_HEAP_PPROF ? into.pprof
-                                         : into.error)
-            .assign(data, size);
-      },
-      &outputs);
-  return outputs;
-}
-
-std::string write_file(const std::filesystem::path& path, const std::string& bytes) {
-  const std::string reason = atomic_file::write(path.string(), bytes);
-  return reason.empty() ? "" : "cannot write " + path.string() + ": " + reason;
-}
-
 } // namespace
 
 const config::Config& ensure_started() {
@@ -138,10 +115,11 @@ void report_on_signal(void (*write)()) {
     return;
   }
   // One handler per process: the heap library's, when there is one, calls `write` too.
-  if (hotscope_heap_report_on_signal != nullptr) {
-    hotscope_heap_report_on_signal(write);
-  } else if (const std::string problem = signals::report_on_signal(&::sigaction, write);
-             !problem.empty()) {
+  if (heap_link::report_on_signal(write)) {
+    return;
+  }
+  if (const std::string problem = signals::report_on_signal(&::sigaction, write);
+      !problem.empty()) {
     print_line(problem);
   }
 }
@@ -157,7 +135,7 @@ void finish() {
   s.finished = true;
   {
     const std::lock_guard lock(state().agent_mutex);
-    agent::stop(); // first: no client may ask for a snapshot while the collector stops
+    stop_agent(); // first: no client may ask for a snapshot while the collector stops
   }
   trace::stop();
   if (!s.reports_enabled) {
@@ -169,123 +147,23 @@ void finish() {
   }
 }
 
-ProfilerSection::ProfilerSection() {
-  if (hotscope_heap_enter != nullptr) {
-    hotscope_heap_enter();
-  }
-}
-
-ProfilerSection::~ProfilerSection() {
-  if (hotscope_heap_leave != nullptr) {
-    hotscope_heap_leave();
-  }
-}
-
-void reset_heap() {
-  if (hotscope_heap_reset != nullptr) {
-    hotscope_heap_reset();
-  }
-}
-
-const char* heap_mode_name() {
-  switch (hotscope::heap_mode()) {
-  case HeapMode::Full:
-    return "full";
-  case HeapMode::Sampled:
-    return "sampled";
-  case HeapMode::Off:
-    return "off";
-  case HeapMode::NotLinked:
-    break;
-  }
-  return "not linked";
-}
-
-std::optional<HeapFigures> heap_figures() {
-  hotscope_heap_totals totals{};
-  if (!heap_unavailable_reason().empty() || hotscope_heap_read_totals == nullptr ||
-      hotscope_heap_read_totals(&totals) != 0) {
-    return std::nullopt;
-  }
-  return HeapFigures{heap_mode_name(),   totals.total_bytes, totals.total_blocks, totals.live_bytes,
-                     totals.live_blocks, totals.peak_bytes,  totals.peak_blocks};
-}
-
-std::string heap_unavailable_reason() {
-  switch (hotscope::heap_mode()) {
-  case HeapMode::Full:
-  case HeapMode::Sampled:
-    return "";
-  case HeapMode::Off:
-    return "heap profiling is off in this process: start it with HOTSCOPE_HEAP_MODE=full (every "
-           "allocation) or HOTSCOPE_HEAP_MODE=sampled";
-  case HeapMode::NotLinked:
-    break;
-  }
-  return "this program has no heap profiler: link it with the CMake target hotscope::heap (built "
-         "when HOTSCOPE_HEAP=ON and HOTSCOPE_SANITIZE is empty) and start it with "
-         "HOTSCOPE_HEAP_MODE=full or sampled; or run it with `hotscope run --heap -- PROGRAM`, "
-         "which writes heap.json when it exits";
-}
-
 } // namespace hotscope::runtime
 
 hotscope::detail::Ring* hotscope::detail::register_thread() noexcept {
   runtime::ensure_started();
-  const runtime::ProfilerSection section; // the thread's ring is the profiler's
+  const hotscope::heap_link::ProfilerSection section; // the thread's ring is the profiler's
   return trace::register_current_thread();
-}
-
-hotscope::HeapMode hotscope::heap_mode() noexcept {
-  if (hotscope_heap_mode == nullptr) {
-    return HeapMode::NotLinked;
-  }
-  switch (hotscope_heap_mode()) {
-  case HOTSCOPE_HEAP_FULL:
-    return HeapMode::Full;
-  case HOTSCOPE_HEAP_SAMPLED:
-    return HeapMode::Sampled;
-  default:
-    return HeapMode::Off;
-  }
-}
-
-std::string hotscope::heap_profile(HeapFormat format, std::string& out) {
-  const bool pprof = format == HeapFormat::Pprof;
-  runtime::HeapOutputs outputs =
-      runtime::take_heap_profile(pprof ? HOTSCOPE_HEAP_PPROF : HOTSCOPE_HEAP_DHAT);
-  if (outputs.error.empty()) {
-    out = std::move(pprof ? outputs.pprof : outputs.dhat);
-  }
-  return outputs.error;
-}
-
-std::string hotscope::write_heap_profile(const std::string& dir) {
-  const runtime::ProfilerSection section; // the copies here are the profiler's own
-  runtime::HeapOutputs outputs =
-      runtime::take_heap_profile(HOTSCOPE_HEAP_DHAT | HOTSCOPE_HEAP_PPROF);
-  if (!outputs.error.empty()) {
-    return outputs.error;
-  }
-  std::error_code error;
-  std::filesystem::create_directories(dir, error);
-  const std::filesystem::path base(dir);
-  std::string problem = runtime::write_file(base / "heap.json", outputs.dhat);
-  if (problem.empty()) {
-    problem = runtime::write_file(base / "heap.pb.gz", outputs.pprof);
-  }
-  return problem;
 }
 
 std::string hotscope::start_agent() {
   const config::Config& config = runtime::ensure_started();
-  const runtime::ProfilerSection section;
+  const hotscope::heap_link::ProfilerSection section;
   const std::lock_guard lock(runtime::state().agent_mutex);
-  if (agent::running()) {
+  if (runtime::agent_running()) {
     return "";
   }
   std::string problems;
-  for (const std::string& problem : agent::start(config)) {
+  for (const std::string& problem : runtime::start_agent_once(config)) {
     problems += (problems.empty() ? "" : "\n") + problem;
   }
   return problems;

@@ -185,15 +185,20 @@ struct TraceEvent {
   std::int64_t value = 0; // counter value
 };
 
-// The heap profiler's process-wide figures, when it runs (estimates in the sampled mode).
-struct HeapFigures {
-  std::string mode;              // "full" or "sampled"
+// The heap profiler's process-wide figures at one moment (estimates in the sampled mode): the
+// engines' totals, what the heap libraries hand libhotscope (heap_link) and what /v1/metrics shows.
+struct HeapTotals {
   std::uint64_t total_bytes = 0; // allocated in the measuring window
   std::uint64_t total_blocks = 0;
   std::uint64_t live_bytes = 0; // live now
   std::uint64_t live_blocks = 0;
   std::uint64_t peak_bytes = 0;  // the most live bytes in the window
   std::uint64_t peak_blocks = 0; // live blocks at that peak
+};
+
+// The heap profiler's figures, when it runs.
+struct HeapFigures : HeapTotals {
+  std::string mode; // "full" or "sampled"
 };
 
 // Memory the profiler holds, in bytes; each part is bounded (docs/architecture.md).

@@ -46,9 +46,9 @@ TEST(AgentConfig, OnByDefaultInTheXdgRuntimeDirectory) {
 }
 
 TEST(AgentConfig, RuntimeDirectoryFallsBackToTmpPerUser) {
-  EXPECT_EQ(agent::runtime_dir(nullptr, nullptr, 1000), "/tmp/hotscope-1000");
-  EXPECT_EQ(agent::runtime_dir("", "", 1000), "/tmp/hotscope-1000");
-  EXPECT_EQ(agent::runtime_dir("/x/y", "/run/user/1000", 1000), "/x/y");
+  EXPECT_EQ(config::runtime_dir(nullptr, nullptr, 1000), "/tmp/hotscope-1000");
+  EXPECT_EQ(config::runtime_dir("", "", 1000), "/tmp/hotscope-1000");
+  EXPECT_EQ(config::runtime_dir("/x/y", "/run/user/1000", 1000), "/x/y");
   EXPECT_EQ(agent::socket_path("/x", 42), "/x/42.sock");
   EXPECT_EQ(agent::info_path("/x", 42), "/x/42.json");
 }
@@ -271,7 +271,7 @@ TEST(Prometheus, AllocationCountersOnlyWhenAllocationsWereRecorded) {
 TEST(Prometheus, HeapFiguresOnlyWhenTheHeapProfilerRuns) {
   EXPECT_EQ(prometheus(ht::known_snapshot()).find("hotscope_heap_"), std::string::npos);
   Snapshot snapshot = ht::known_snapshot();
-  snapshot.heap = HeapFigures{"sampled", 5000, 40, 1200, 7, 3000, 20};
+  snapshot.heap = HeapFigures{{5000, 40, 1200, 7, 3000, 20}, "sampled"};
   const std::string text = prometheus(snapshot);
   EXPECT_EQ(ht::prometheus_problems(text), std::vector<std::string>{}) << text;
   for (const char* line : {"hotscope_heap_allocated_bytes_total{mode=\"sampled\"} 5000\n",

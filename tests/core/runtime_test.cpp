@@ -372,3 +372,12 @@ TEST(Runtime, ACountersLastValueIsTheLatestByTimeInEveryOutput) {
 }
 
 } // namespace
+
+#if !HOTSCOPE_WITH_AGENT
+// A build without the agent (HOTSCOPE_AGENT=OFF) records as usual; asked for the agent, it says
+// why there is none.
+TEST(Runtime, WithoutTheAgentStartAgentSaysItIsNotBuilt) {
+  EXPECT_EQ(hotscope::start_agent(),
+            "hotscope: this hotscope was built without the live agent (HOTSCOPE_AGENT=OFF)");
+}
+#endif

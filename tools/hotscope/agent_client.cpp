@@ -120,8 +120,8 @@ std::string error_text(const std::string& body) {
 } // namespace
 
 std::string runtime_dir() {
-  return agent::runtime_dir(std::getenv("HOTSCOPE_RUNTIME_DIR"), std::getenv("XDG_RUNTIME_DIR"),
-                            getuid());
+  return config::runtime_dir(std::getenv("HOTSCOPE_RUNTIME_DIR"), std::getenv("XDG_RUNTIME_DIR"),
+                             getuid());
 }
 
 std::vector<AgentProcess> live_agents(const std::string& dir, std::vector<std::string>* removed) {

@@ -107,7 +107,7 @@ MHD_Result on_request(void* context, MHD_Connection* connection, const char* url
 }
 
 // A listening socket on the endpoint; `bound` becomes "HOST:PORT" with the port in use.
-int listen_on(const agent::TcpAddress& endpoint, std::string& bound) {
+int listen_on(const config::TcpAddress& endpoint, std::string& bound) {
   std::string reason;
   const int fd = agent::listen_tcp(endpoint, 16, bound, reason);
   if (fd < 0) {
@@ -122,7 +122,7 @@ int listen_on(const agent::TcpAddress& endpoint, std::string& bound) {
 
 int run_exporter(const ExporterOptions& options) {
   try {
-    const auto endpoint = agent::parse_tcp_address(options.listen);
+    const auto endpoint = config::parse_tcp_address(options.listen);
     if (!endpoint) {
       throw Failure(kUsage, fmt::format("exporter: --listen {} is not a numeric address and port "
                                         "such as 127.0.0.1:9464 or [::1]:9464",

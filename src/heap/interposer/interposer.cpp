@@ -833,9 +833,7 @@ std::filesystem::path report_path(const heap::Options& options, const std::strin
 // Writes one file whole or not at all (an earlier profile stays intact); "" or one line naming
 // the path and the reason.
 std::string write_file(const std::filesystem::path& path, const std::string& bytes) {
-  std::error_code error;
-  std::filesystem::create_directories(path.parent_path(), error);
-  const std::string reason = hotscope::atomic_file::write(path.string(), bytes);
+  const std::string reason = hotscope::atomic_file::write_creating_directory(path.string(), bytes);
   return reason.empty()
              ? ""
              : "hotscope: cannot write the heap profile " + path.string() + ": " + reason;
@@ -1233,20 +1231,15 @@ HOTSCOPE_EXPORT int hotscope_heap_profile(int formats, hotscope_heap_sink sink, 
   return failed ? -1 : 0;
 }
 
-HOTSCOPE_EXPORT int hotscope_heap_read_totals(struct hotscope_heap_totals* out) {
+HOTSCOPE_EXPORT int hotscope_heap_read_totals(hotscope::HeapTotals* out) {
   const Inside inside;
   State* state = recording_state();
   if (state == nullptr) {
     return -1;
   }
-  heap::Totals totals;
-  {
-    const std::lock_guard lock(state->mutex);
-    drain_events(*state);
-    totals = sampling ? state->sampled.totals() : state->engine.totals();
-  }
-  *out = {totals.total_bytes, totals.total_blocks, totals.live_bytes,
-          totals.live_blocks, totals.peak_bytes,   totals.peak_blocks};
+  const std::lock_guard lock(state->mutex);
+  drain_events(*state);
+  *out = sampling ? state->sampled.totals() : state->engine.totals();
   return 0;
 }
 
