@@ -181,6 +181,19 @@ std::uint64_t monotonic_ns() {
   return read_monotonic_ns();
 }
 
+FreeRunningClock::FreeRunningClock()
+    : tsc_(cpu_has_invariant_tsc()), start_ticks_(0), start_ns_(monotonic_ns()) {
+  start_ticks_ = ticks();
+}
+
+double FreeRunningClock::microseconds_per_tick(std::uint64_t elapsed_ticks) const {
+  if (!tsc_) {
+    return 1e-3;
+  }
+  const double elapsed_us = static_cast<double>(monotonic_ns() - start_ns_) / 1e3;
+  return elapsed_ticks == 0 ? 0.0 : elapsed_us / static_cast<double>(elapsed_ticks);
+}
+
 void use_manual_clock_for_testing() {
   State& s = state();
   std::lock_guard lock(s.mutex);

@@ -6,6 +6,9 @@
 
 #include <cstdint>
 #include <optional>
+#if defined(__x86_64__)
+#include <x86intrin.h>
+#endif
 
 namespace hotscope::clock {
 
@@ -25,6 +28,37 @@ double ticks_per_second();
 ClockInfo info();
 std::uint64_t now_ticks();
 std::uint64_t monotonic_ns();
+
+// A clock that needs no init(), for code that runs before anything is set up (the heap libraries'
+// hooks, from the process's first allocation on): TSC ticks where CPUID says the TSC is invariant,
+// else CLOCK_MONOTONIC in ns. Copyable, no lock, no allocation.
+class FreeRunningClock {
+public:
+  // Chooses the source and reads the start.
+  FreeRunningClock();
+  std::uint64_t ticks() const {
+#if defined(__x86_64__)
+    if (tsc_) {
+      return __rdtsc();
+    }
+#endif
+    return monotonic_ns();
+  }
+  bool tsc() const {
+    return tsc_;
+  }
+  std::uint64_t start_ticks() const {
+    return start_ticks_;
+  }
+  // µs per tick, measured against CLOCK_MONOTONIC over the time since the start, given the ticks
+  // counted since then (`elapsed_ticks`, 0 gives 0).
+  double microseconds_per_tick(std::uint64_t elapsed_ticks) const;
+
+private:
+  bool tsc_ = false;
+  std::uint64_t start_ticks_ = 0;
+  std::uint64_t start_ns_ = 0;
+};
 
 // Tests: a clock that only moves when told to; one tick is one nanosecond.
 void use_manual_clock_for_testing();

@@ -1,9 +1,10 @@
 #include "config/config.hpp"
 
+#include "config/variables.hpp"
+
 #include <fmt/format.h>
 
 #include <arpa/inet.h>
-#include <charconv>
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -14,51 +15,8 @@
 namespace hotscope::config {
 namespace {
 
-std::optional<unsigned long long> parse_whole(std::string_view text) {
-  unsigned long long value = 0;
-  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (error != std::errc() || end != text.data() + text.size() || text.empty()) {
-    return std::nullopt;
-  }
-  return value;
-}
-
-// Reads an integer variable in [low, high]; on a bad value records an error and keeps `value`.
-template <class T>
-void read_number(const Getenv& getenv, const char* name, unsigned long long low,
-                 unsigned long long high, const char* what, bool power_of_two, T& value,
-                 std::vector<std::string>& errors) {
-  const char* text = getenv(name);
-  if (text == nullptr) {
-    return;
-  }
-  const auto parsed = parse_whole(text);
-  const bool ok = parsed && *parsed >= low && *parsed <= high &&
-                  (!power_of_two || (*parsed & (*parsed - 1)) == 0);
-  if (!ok) {
-    errors.push_back(fmt::format("hotscope: {}=\"{}\" is not {} between {} and {}{}; using {}",
-                                 name, text, what, low, high,
-                                 power_of_two ? " that is a power of two" : "", value));
-    return;
-  }
-  value = static_cast<T>(*parsed);
-}
-
-// Reads a 0/1 switch; on a bad value records an error and keeps `value`.
-void read_switch(const Getenv& getenv, const char* name, bool& value,
-                 std::vector<std::string>& errors) {
-  const char* text = getenv(name);
-  if (text == nullptr) {
-    return;
-  }
-  const std::string_view switch_text = text;
-  if (switch_text == "0" || switch_text == "1") {
-    value = switch_text == "1";
-    return;
-  }
-  errors.push_back(
-      fmt::format("hotscope: {}=\"{}\" is not 0 or 1; using {}", name, text, value ? 1 : 0));
-}
+using variables::read_number;
+using variables::read_switch;
 
 void read_agent(const Getenv& getenv, Config& config, std::vector<std::string>& errors) {
   read_switch(getenv, "HOTSCOPE_AGENT", config.agent, errors);
@@ -95,14 +53,7 @@ void read_agent(const Getenv& getenv, Config& config, std::vector<std::string>& 
 Parsed parse(const Getenv& getenv) {
   Parsed parsed;
   Config& config = parsed.config;
-  if (const char* out = getenv("HOTSCOPE_OUT")) {
-    if (*out == '\0') {
-      parsed.errors.push_back(
-          "hotscope: HOTSCOPE_OUT is set but empty; set it to a directory for the reports");
-    } else {
-      config.out_dir = out;
-    }
-  }
+  config.out_dir = variables::read_out_dir(getenv, parsed.errors).value_or("");
   if (const char* clock_name = getenv("HOTSCOPE_CLOCK")) {
     const std::string_view value = clock_name;
     if (value == "auto") {

@@ -48,6 +48,39 @@ Parsed parse(const Getenv& getenv);
 // libraries, which do not run parse(), read it here too. A bad value adds one line to `errors`.
 bool read_on_signal(const Getenv& getenv, std::vector<std::string>& errors);
 
+// ---- The heap profiler's variables, read by the heap libraries (heap_options.cpp) ----
+
+// HOTSCOPE_HEAP_MODE: every block, a sample of them, or nothing at all.
+enum class HeapMode { Off, Full, Sampled };
+
+// HOTSCOPE_HEAP_UNWIND. Libunwind: libunwind with a per-thread cache of stacks, each reused only
+// while every return address is still in the slot it was read from (docs/heap.md);
+// LibunwindUncached: libunwind's unw_backtrace on every call; FramePointers: the frame-pointer
+// chain.
+enum class Unwinder { Libunwind, LibunwindUncached, FramePointers };
+
+struct HeapOptions {
+  std::string out_dir = ".";               // HOTSCOPE_OUT: heap.json is written there
+  bool out_set = false;                    // HOTSCOPE_OUT was given
+  std::size_t depth = 32;                  // HOTSCOPE_HEAP_DEPTH: frames kept, 1..256
+  Unwinder unwinder = Unwinder::Libunwind; // HOTSCOPE_HEAP_UNWIND=libunwind|libunwind-uncached|fp
+  bool summary = true;                     // HOTSCOPE_HEAP_SUMMARY=0 turns the stderr lines off
+  HeapMode mode = HeapMode::Full;          // HOTSCOPE_HEAP_MODE=full|sampled|off
+  std::uint64_t sample_bytes = 512 * 1024; // HOTSCOPE_HEAP_SAMPLE_BYTES: mean interval, >= 1
+  std::uint64_t seed = 0;                  // HOTSCOPE_HEAP_SAMPLE_SEED
+  bool seed_set = false;                   // else a seed from the clock and the pid
+};
+
+struct ParsedHeap {
+  HeapOptions options;
+  std::vector<std::string> errors; // one line each, naming the variable
+};
+
+// `default_mode` applies when HOTSCOPE_HEAP_MODE is unset: the preload library records
+// everything, a program linked with hotscope::heap nothing until asked. An empty HOTSCOPE_OUT is
+// one line, as in parse(), and the default directory is kept.
+ParsedHeap parse_heap(const Getenv& getenv, HeapMode default_mode = HeapMode::Full);
+
 // Creates `dir` if needed; returns "" if reports can be written there, else one line why not,
 // naming the directory as `named` + dir ("HOTSCOPE_OUT=out", "--out out").
 std::string check_out_dir(const std::string& dir, const std::string& named = "HOTSCOPE_OUT=");

@@ -1,7 +1,7 @@
-// DHAT JSON (../shared/formats.md §1), as the recommended C++ heap mode: mode "cpp-heap",
-// lifetimes recorded, no access counts, times in µs. Written by hand, streaming, so a profile of
-// many sites needs no document tree. No fmt here: the preload library links this file and must
-// not bring a shared C++ library into a C program.
+// DHAT JSON (valgrind's dhat/dh_main.c writes the format; docs/heap.md), as the recommended C++
+// heap mode: mode "cpp-heap", lifetimes recorded, no access counts, times in µs. Written by hand,
+// streaming, so a profile of many sites needs no document tree. No fmt here: the preload library
+// links this file and must not bring a shared C++ library into a C program.
 #include "export/export.hpp"
 
 #include <cstdio>

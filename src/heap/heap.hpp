@@ -1,4 +1,4 @@
-// The heap profiler's core: DHAT's accounting (../shared/formats.md §1.7, as valgrind's
+// The heap profiler's core: DHAT's accounting (docs/heap.md, "Accounting", as valgrind's
 // dhat/dh_main.c computes it), call stacks interned once each, stack capture, and the step that
 // turns the raw figures into a symbolized HeapProfile for the exporters.
 //
@@ -7,6 +7,7 @@
 // observes: the owner marks the calling thread as "inside the profiler" first.
 #pragma once
 
+#include "config/config.hpp"
 #include "snapshot/snapshot.hpp"
 
 #include <atomic>
@@ -391,7 +392,7 @@ public:
   }
 
   // Where the countdown of bytes to the next sample point is: the x86-64 malloc entry
-  // (interposer.cpp) reads it without a call.
+  // (heap/interposer/hooks.cpp) reads it without a call.
   static constexpr std::size_t countdown_offset() { return offsetof(Sampler, remaining_); }
 
 private:
@@ -426,7 +427,7 @@ public:
     return (bits_[i / 64].load(std::memory_order_relaxed) >> (i % 64) & 1) != 0;
   }
 
-  // The hash and the layout the x86-64 free entry (interposer.cpp) repeats in assembly.
+  // The hash and the layout the x86-64 free entry (heap/interposer/hooks.cpp) repeats in assembly.
   static constexpr unsigned bits = 16;
   static constexpr std::uint64_t multiplier = 0x9E3779B97F4A7C15ull;
   static constexpr std::size_t bits_offset() { return offsetof(SampledAddresses, bits_); }
@@ -480,10 +481,8 @@ private:
 
 // ---- Stack capture ----
 
-// Libunwind: libunwind with a per-thread cache of stacks, each reused only while every return
-// address is still in the slot it was read from (docs/heap.md); LibunwindUncached: libunwind's
-// unw_backtrace on every call; FramePointers: the frame-pointer chain.
-enum class Unwinder { Libunwind, LibunwindUncached, FramePointers };
+// How stacks are walked: chosen by HOTSCOPE_HEAP_UNWIND (config::Unwinder).
+using Unwinder = config::Unwinder;
 
 // Address ranges [begin, end) of code that is the profiler's or the allocator's own: leading
 // frames inside them are dropped, so a stack starts at the allocation's call site.
@@ -507,33 +506,6 @@ CodeRanges own_and_allocator_code(const void* address_in_own_object);
 inline constexpr StackId unknown_stack = ~StackId{0};
 std::size_t capture_stack(Unwinder unwinder, const CodeRanges& skip, std::span<std::uintptr_t> out,
                           StackId** remembered = nullptr);
-
-// ---- Options (environment) ----
-
-// HOTSCOPE_HEAP_MODE: every block, a sample of them, or nothing at all.
-enum class Mode { Off, Full, Sampled };
-
-struct Options {
-  std::string out_dir = ".";               // HOTSCOPE_OUT: heap.json is written there
-  bool out_set = false;                    // HOTSCOPE_OUT was given
-  std::size_t depth = 32;                  // HOTSCOPE_HEAP_DEPTH: frames kept, 1..256
-  Unwinder unwinder = Unwinder::Libunwind; // HOTSCOPE_HEAP_UNWIND=libunwind|libunwind-uncached|fp
-  bool summary = true;                     // HOTSCOPE_HEAP_SUMMARY=0 turns the stderr lines off
-  Mode mode = Mode::Full;                  // HOTSCOPE_HEAP_MODE=full|sampled|off
-  std::uint64_t sample_bytes = 512 * 1024; // HOTSCOPE_HEAP_SAMPLE_BYTES: mean interval, >= 1
-  std::uint64_t seed = 0;                  // HOTSCOPE_HEAP_SAMPLE_SEED
-  bool seed_set = false;                   // else a seed from the clock and the pid
-};
-
-struct ParsedOptions {
-  Options options;
-  std::vector<std::string> errors; // one line each, naming the variable
-};
-
-// `default_mode` applies when HOTSCOPE_HEAP_MODE is unset: the preload library records
-// everything, a program linked with hotscope::heap nothing until asked.
-ParsedOptions parse_options(const std::function<const char*(const char*)>& getenv,
-                            Mode default_mode = Mode::Full);
 
 // ---- From raw figures to the exporters' model ----
 

@@ -241,7 +241,7 @@ struct Snapshot {
 
 namespace hotscope {
 
-// ---- Heap profile: DHAT's model (../shared/formats.md §1), times in µs since start ----
+// ---- Heap profile: DHAT's model (docs/heap.md, "Accounting"), times in µs since start ----
 
 // One program point (allocation site).
 struct HeapSite {

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <map>
 #include <string>
+#include <string_view>
 
 namespace {
 
@@ -86,6 +87,117 @@ TEST(Config, OutDirIsCreatedOrRefusedWithAReason) {
   const std::string problem = config::check_out_dir((base / "file" / "sub").string());
   EXPECT_NE(problem.find("HOTSCOPE_OUT="), std::string::npos);
   EXPECT_NE(problem.find("cannot create"), std::string::npos);
+}
+
+TEST(HeapConfig, ReadsTheEnvironmentAndReportsBadValues) {
+  const auto defaults = config::parse_heap([](const char*) -> const char* { return nullptr; });
+  EXPECT_TRUE(defaults.errors.empty());
+  EXPECT_EQ(defaults.options.out_dir, ".");
+  EXPECT_EQ(defaults.options.depth, 32u);
+  EXPECT_EQ(defaults.options.unwinder, config::Unwinder::Libunwind);
+  EXPECT_TRUE(defaults.options.summary);
+
+  const auto set = config::parse_heap([](const char* name) -> const char* {
+    const std::string_view n = name;
+    return n == "HOTSCOPE_OUT"            ? "/tmp/x"
+           : n == "HOTSCOPE_HEAP_DEPTH"   ? "8"
+           : n == "HOTSCOPE_HEAP_UNWIND"  ? "fp"
+           : n == "HOTSCOPE_HEAP_SUMMARY" ? "0"
+                                          : nullptr;
+  });
+  EXPECT_TRUE(set.errors.empty());
+  EXPECT_EQ(set.options.out_dir, "/tmp/x");
+  EXPECT_EQ(set.options.depth, 8u);
+  EXPECT_EQ(set.options.unwinder, config::Unwinder::FramePointers);
+  EXPECT_FALSE(set.options.summary);
+
+  const auto bad = config::parse_heap([](const char* name) -> const char* {
+    const std::string_view n = name;
+    return n == "HOTSCOPE_HEAP_DEPTH" ? "0" : n == "HOTSCOPE_HEAP_UNWIND" ? "dwarf" : nullptr;
+  });
+  ASSERT_EQ(bad.errors.size(), 2u);
+  EXPECT_EQ(bad.errors[0], "hotscope: HOTSCOPE_HEAP_DEPTH=\"0\" is not a frame count between 1 "
+                           "and 256; using 32");
+  EXPECT_EQ(
+      bad.errors[1],
+      "hotscope: HOTSCOPE_HEAP_UNWIND=\"dwarf\" is not one of libunwind, libunwind-uncached, fp; "
+      "using libunwind");
+  EXPECT_EQ(bad.options.depth, 32u);
+}
+
+TEST(HeapConfig, SamplingSettingsAndTheirErrors) {
+  const auto set = config::parse_heap([](const char* name) -> const char* {
+    const std::string_view n = name;
+    return n == "HOTSCOPE_HEAP_MODE"           ? "sampled"
+           : n == "HOTSCOPE_HEAP_SAMPLE_BYTES" ? "65536"
+           : n == "HOTSCOPE_HEAP_SAMPLE_SEED"  ? "42"
+                                               : nullptr;
+  });
+  EXPECT_TRUE(set.errors.empty());
+  EXPECT_EQ(set.options.mode, config::HeapMode::Sampled);
+  EXPECT_EQ(set.options.sample_bytes, 65536u);
+  EXPECT_TRUE(set.options.seed_set);
+  EXPECT_EQ(set.options.seed, 42u);
+
+  const auto defaults = config::parse_heap([](const char*) -> const char* { return nullptr; });
+  EXPECT_EQ(defaults.options.mode, config::HeapMode::Full);
+  EXPECT_EQ(defaults.options.sample_bytes, 512u * 1024);
+  EXPECT_FALSE(defaults.options.seed_set);
+
+  const auto bad = config::parse_heap([](const char* name) -> const char* {
+    const std::string_view n = name;
+    return n == "HOTSCOPE_HEAP_MODE"           ? "fast"
+           : n == "HOTSCOPE_HEAP_SAMPLE_BYTES" ? "0"
+           : n == "HOTSCOPE_HEAP_SAMPLE_SEED"  ? "-1"
+                                               : nullptr;
+  });
+  ASSERT_EQ(bad.errors.size(), 3u);
+  EXPECT_EQ(bad.errors[0],
+            "hotscope: HOTSCOPE_HEAP_MODE=\"fast\" is not one of full, sampled, off; using full");
+  EXPECT_EQ(bad.errors[1], "hotscope: HOTSCOPE_HEAP_SAMPLE_BYTES=\"0\" is not a byte count of at "
+                           "least 1; using 524288");
+  EXPECT_EQ(bad.errors[2], "hotscope: HOTSCOPE_HEAP_SAMPLE_SEED=\"-1\" is not an unsigned 64-bit "
+                           "integer; using a random seed");
+  EXPECT_EQ(bad.options.mode, config::HeapMode::Full);
+
+  // A program linked with hotscope::heap records nothing unless asked.
+  const auto linked =
+      config::parse_heap([](const char*) -> const char* { return nullptr; }, config::HeapMode::Off);
+  EXPECT_EQ(linked.options.mode, config::HeapMode::Off);
+  EXPECT_FALSE(linked.options.out_set);
+  const auto linked_bad = config::parse_heap(
+      [](const char* name) -> const char* {
+        return std::string_view(name) == "HOTSCOPE_HEAP_MODE" ? "on" : nullptr;
+      },
+      config::HeapMode::Off);
+  ASSERT_EQ(linked_bad.errors.size(), 1u);
+  EXPECT_EQ(linked_bad.errors[0],
+            "hotscope: HOTSCOPE_HEAP_MODE=\"on\" is not one of full, sampled, off; using off");
+  const auto off = config::parse_heap([](const char* name) -> const char* {
+    const std::string_view n = name;
+    return n == "HOTSCOPE_HEAP_MODE" ? "off" : n == "HOTSCOPE_OUT" ? "/tmp/x" : nullptr;
+  });
+  EXPECT_EQ(off.options.mode, config::HeapMode::Off);
+  EXPECT_TRUE(off.options.out_set);
+}
+
+// Both readers treat an empty HOTSCOPE_OUT alike: one line, and the default directory (none for
+// libhotscope's reports, the current one for the preload library's heap.json).
+TEST(HeapConfig, AnEmptyOutDirectoryIsOneLineInBothReaders) {
+  const std::string line =
+      "hotscope: HOTSCOPE_OUT is set but empty; set it to a directory for the reports";
+  const auto empty = [](const char* name) -> const char* {
+    return std::string_view(name) == "HOTSCOPE_OUT" ? "" : nullptr;
+  };
+  const config::ParsedHeap heap = config::parse_heap(empty);
+  ASSERT_EQ(heap.errors.size(), 1u);
+  EXPECT_EQ(heap.errors[0], line);
+  EXPECT_EQ(heap.options.out_dir, ".");
+  EXPECT_FALSE(heap.options.out_set);
+  const config::Parsed library = config::parse(empty);
+  ASSERT_EQ(library.errors.size(), 1u);
+  EXPECT_EQ(library.errors[0], line);
+  EXPECT_EQ(library.config.out_dir, "");
 }
 
 } // namespace

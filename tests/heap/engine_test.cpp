@@ -349,41 +349,5 @@ TEST(HeapEngine, RestartKeepsTheLiveBlocksAsTheNewWindowsStart) {
   EXPECT_EQ(counts(raw, b).total_bytes, 0u);
 }
 
-TEST(HeapOptions, ReadsTheEnvironmentAndReportsBadValues) {
-  const auto defaults = parse_options([](const char*) -> const char* { return nullptr; });
-  EXPECT_TRUE(defaults.errors.empty());
-  EXPECT_EQ(defaults.options.out_dir, ".");
-  EXPECT_EQ(defaults.options.depth, 32u);
-  EXPECT_EQ(defaults.options.unwinder, Unwinder::Libunwind);
-  EXPECT_TRUE(defaults.options.summary);
-
-  const auto set = parse_options([](const char* name) -> const char* {
-    const std::string_view n = name;
-    return n == "HOTSCOPE_OUT"            ? "/tmp/x"
-           : n == "HOTSCOPE_HEAP_DEPTH"   ? "8"
-           : n == "HOTSCOPE_HEAP_UNWIND"  ? "fp"
-           : n == "HOTSCOPE_HEAP_SUMMARY" ? "0"
-                                          : nullptr;
-  });
-  EXPECT_TRUE(set.errors.empty());
-  EXPECT_EQ(set.options.out_dir, "/tmp/x");
-  EXPECT_EQ(set.options.depth, 8u);
-  EXPECT_EQ(set.options.unwinder, Unwinder::FramePointers);
-  EXPECT_FALSE(set.options.summary);
-
-  const auto bad = parse_options([](const char* name) -> const char* {
-    const std::string_view n = name;
-    return n == "HOTSCOPE_HEAP_DEPTH" ? "0" : n == "HOTSCOPE_HEAP_UNWIND" ? "dwarf" : nullptr;
-  });
-  ASSERT_EQ(bad.errors.size(), 2u);
-  EXPECT_EQ(bad.errors[0], "hotscope: HOTSCOPE_HEAP_DEPTH=\"0\" is not a frame count between 1 "
-                           "and 256; using 32");
-  EXPECT_EQ(
-      bad.errors[1],
-      "hotscope: HOTSCOPE_HEAP_UNWIND=\"dwarf\" is not one of libunwind, libunwind-uncached, fp; "
-      "using libunwind");
-  EXPECT_EQ(bad.options.depth, 32u);
-}
-
 } // namespace
 } // namespace hotscope::heap

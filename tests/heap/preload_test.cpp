@@ -64,6 +64,19 @@ TEST(HeapPreload, UnwritableOutputGetsOneLineAndTheProgramsResultStands) {
                      "/proc/hotscope-cannot-write/heap.json: No such file or directory\n");
 }
 
+// An empty HOTSCOPE_OUT is a bad value as for libhotscope (config::parse_heap): one line, and
+// heap.json goes where it goes by default, the directory the program started in.
+TEST(HeapPreload, AnEmptyOutDirectoryIsOneLineAndTheDefaultIsUsed) {
+  const hotscope::testing::ScratchDir scratch("preload-empty-out");
+  const fs::path& dir = scratch.path();
+  const ProgramRun run = run_preloaded(
+      dir, "-C " + dir.string() + " HOTSCOPE_OUT= HOTSCOPE_HEAP_SUMMARY=0", "lifecycle");
+  EXPECT_EQ(run.status, 0);
+  EXPECT_EQ(run.err,
+            "hotscope: HOTSCOPE_OUT is set but empty; set it to a directory for the reports\n");
+  EXPECT_TRUE(fs::exists(dir / "heap.json"));
+}
+
 TEST(HeapPreload, SummaryCanBeTurnedOffAndBadSettingsAreNamed) {
   const hotscope::testing::ScratchDir scratch("preload-settings");
   const fs::path& dir = scratch.path();

@@ -132,61 +132,6 @@ TEST(HeapSampling, SampledAddressesKnowTheLiveBlocksOnly) {
   }
 }
 
-TEST(HeapSampling, SettingsAndTheirErrors) {
-  const auto set = parse_options([](const char* name) -> const char* {
-    const std::string_view n = name;
-    return n == "HOTSCOPE_HEAP_MODE"           ? "sampled"
-           : n == "HOTSCOPE_HEAP_SAMPLE_BYTES" ? "65536"
-           : n == "HOTSCOPE_HEAP_SAMPLE_SEED"  ? "42"
-                                               : nullptr;
-  });
-  EXPECT_TRUE(set.errors.empty());
-  EXPECT_EQ(set.options.mode, Mode::Sampled);
-  EXPECT_EQ(set.options.sample_bytes, 65536u);
-  EXPECT_TRUE(set.options.seed_set);
-  EXPECT_EQ(set.options.seed, 42u);
-
-  const auto defaults = parse_options([](const char*) -> const char* { return nullptr; });
-  EXPECT_EQ(defaults.options.mode, Mode::Full);
-  EXPECT_EQ(defaults.options.sample_bytes, 512u * 1024);
-  EXPECT_FALSE(defaults.options.seed_set);
-
-  const auto bad = parse_options([](const char* name) -> const char* {
-    const std::string_view n = name;
-    return n == "HOTSCOPE_HEAP_MODE"           ? "fast"
-           : n == "HOTSCOPE_HEAP_SAMPLE_BYTES" ? "0"
-           : n == "HOTSCOPE_HEAP_SAMPLE_SEED"  ? "-1"
-                                               : nullptr;
-  });
-  ASSERT_EQ(bad.errors.size(), 3u);
-  EXPECT_EQ(bad.errors[0],
-            "hotscope: HOTSCOPE_HEAP_MODE=\"fast\" is not one of full, sampled, off; using full");
-  EXPECT_EQ(bad.errors[1], "hotscope: HOTSCOPE_HEAP_SAMPLE_BYTES=\"0\" is not a byte count of at "
-                           "least 1; using 524288");
-  EXPECT_EQ(bad.errors[2], "hotscope: HOTSCOPE_HEAP_SAMPLE_SEED=\"-1\" is not an unsigned 64-bit "
-                           "integer; using a random seed");
-  EXPECT_EQ(bad.options.mode, Mode::Full);
-
-  // A program linked with hotscope::heap records nothing unless asked.
-  const auto linked = parse_options([](const char*) -> const char* { return nullptr; }, Mode::Off);
-  EXPECT_EQ(linked.options.mode, Mode::Off);
-  EXPECT_FALSE(linked.options.out_set);
-  const auto linked_bad = parse_options(
-      [](const char* name) -> const char* {
-        return std::string_view(name) == "HOTSCOPE_HEAP_MODE" ? "on" : nullptr;
-      },
-      Mode::Off);
-  ASSERT_EQ(linked_bad.errors.size(), 1u);
-  EXPECT_EQ(linked_bad.errors[0],
-            "hotscope: HOTSCOPE_HEAP_MODE=\"on\" is not one of full, sampled, off; using off");
-  const auto off = parse_options([](const char* name) -> const char* {
-    const std::string_view n = name;
-    return n == "HOTSCOPE_HEAP_MODE" ? "off" : n == "HOTSCOPE_OUT" ? "/tmp/x" : nullptr;
-  });
-  EXPECT_EQ(off.options.mode, Mode::Off);
-  EXPECT_TRUE(off.options.out_set);
-}
-
 TEST(HeapSampling, PprofIsGzip) {
   HeapProfile profile;
   profile.frames = {"[root]", "0x401000: make(int) (a.cpp:3)", "0x402000: main (a.cpp:9)"};

@@ -136,7 +136,7 @@ TEST(HeapSymbols, LibunwindStackResolvesToFunctionFileAndLine) {
   ASSERT_NE(outer, nullptr);
   EXPECT_EQ(outer->file, "symbols_test.cpp");
   EXPECT_EQ(outer->line, captured.line);
-  EXPECT_NE(outer->function.find("hotscope::heap::Unwinder"), std::string::npos)
+  EXPECT_NE(outer->function.find("hotscope::config::Unwinder"), std::string::npos)
       << "demangled with its parameters: " << outer->function;
   EXPECT_NE(find_function(frames, "LibunwindStackResolvesToFunctionFileAndLine"), nullptr);
 }

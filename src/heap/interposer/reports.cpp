@@ -1,0 +1,257 @@
+#include "heap/interposer/reports.hpp"
+
+#include "atomic_file/atomic_file.hpp"
+#include "export/export.hpp"
+#include "heap/interposer/interposer.hpp"
+#include "heap/interposer/real_allocator.hpp"
+#include "heap/interposer/recording.hpp"
+#include "signals/signals.hpp"
+#include "symbols/symbols.hpp"
+
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iomanip>
+#include <mutex>
+#include <sstream>
+
+namespace hotscope::heap::interposer {
+namespace {
+
+void print_error(const std::string& line) {
+  std::fprintf(stderr, "%s\n", line.c_str());
+}
+
+std::string command_line() {
+  std::ifstream in("/proc/self/cmdline", std::ios::binary);
+  std::string command;
+  std::string argument;
+  while (std::getline(in, argument, '\0')) {
+    command += (command.empty() ? "" : " ") + argument;
+  }
+  return command;
+}
+
+// heap.json (or heap.pb.gz, by `extension`) for the profiled program; a process it starts
+// (exec) under the same preload writes heap.<pid>.json beside it. `hotscope run` names the
+// program's pid in HOTSCOPE_HEAP_PID.
+std::filesystem::path report_path(const config::HeapOptions& options,
+                                  const std::string& extension) {
+  const char* profiled = getenv("HOTSCOPE_HEAP_PID");
+  const std::string pid = std::to_string(getpid());
+  const std::string name =
+      profiled == nullptr || pid == profiled ? "heap" + extension : "heap." + pid + extension;
+  return std::filesystem::path(options.out_dir) / name;
+}
+
+// Writes one file whole or not at all (an earlier profile stays intact); "" or one line naming
+// the path and the reason.
+std::string write_file(const std::filesystem::path& path, const std::string& bytes) {
+  const std::string reason = atomic_file::write_creating_directory(path.string(), bytes);
+  return reason.empty()
+             ? ""
+             : "hotscope: cannot write the heap profile " + path.string() + ": " + reason;
+}
+
+// heap.pb.gz's bytes, from libhotscope-pprof.so in this library's directory. "" or the reason it
+// could not.
+std::string pprof_bytes(const HeapProfile& profile, std::int64_t period, std::string& out) {
+  Dl_info self{};
+  dladdr(reinterpret_cast<const void*>(&pprof_bytes), &self);
+  const std::filesystem::path module =
+      std::filesystem::path(self.dli_fname == nullptr ? "" : self.dli_fname).parent_path() /
+      "libhotscope-pprof.so";
+  void* handle = dlopen(module.c_str(), RTLD_NOW | RTLD_LOCAL);
+  using Sink = void (*)(void*, const char*, std::size_t);
+  using Writer = void (*)(const HeapProfile*, std::int64_t, Sink, void*);
+  const auto writer =
+      handle == nullptr ? nullptr : reinterpret_cast<Writer>(dlsym(handle, "hotscope_pprof_heap"));
+  if (writer == nullptr) {
+    const char* reason = dlerror();
+    return reason == nullptr ? "no pprof writer in " + module.string() : reason;
+  }
+  writer(
+      &profile, period,
+      [](void* text, const char* data, std::size_t size) {
+        static_cast<std::string*>(text)->append(data, size);
+      },
+      &out);
+  return "";
+}
+
+// The profile of `raw`, symbolized by one symbolizer kept for the process's life: repeated
+// profiles resolve each address once. Its cache holds one entry per distinct return address of
+// the interned stacks, which are never forgotten, so it grows no further than they do; after a
+// dlopen or dlclose it forgets what they may have changed (build_profile). Its own mutex serializes
+// profiles (agent threads, the library calls, the report at exit); the heap lock is never held with
+// it. Called inside the profiler, which made the symbolizer and never destroys it (used by the
+// report at exit).
+std::mutex symbolizer_mutex;
+// Profiles waiting for symbolizer_mutex: the collector, symbolizing ahead, gives way to them
+// after the stack it is on, so a profile (the report at exit) never waits for a batch.
+std::atomic<int> profiles_waiting{0};
+// Set while this thread waits for or holds symbolizer_mutex for a profile: a signal handler that
+// calls exit() there must not wait for the lock its own thread holds (write_report).
+__thread bool building_profile __attribute__((tls_model("initial-exec"))) = false;
+
+symbols::Symbolizer& kept_symbolizer() {
+  static auto* const symbolizer = new symbols::Symbolizer;
+  return *symbolizer;
+}
+
+// What a profile's symbolization took: the code addresses it resolved itself (the others were
+// resolved ahead, or by an earlier profile), and the time it took to build.
+struct Symbolized {
+  std::size_t addresses = 0;
+  std::size_t ahead = 0;
+  double seconds = 0;
+};
+
+HeapProfile profile_of(const RawProfile& raw, Symbolized* symbolized = nullptr) {
+  // Set before the lock is taken and cleared after it is released, so that no instant of holding
+  // it goes unmarked for a signal handler that calls exit().
+  building_profile = true;
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  struct Done {
+    ~Done() {
+      std::atomic_signal_fence(std::memory_order_seq_cst);
+      building_profile = false;
+    }
+  } done;
+  profiles_waiting.fetch_add(1, std::memory_order_relaxed);
+  const std::lock_guard lock(symbolizer_mutex);
+  profiles_waiting.fetch_sub(1, std::memory_order_relaxed);
+  symbols::Symbolizer& symbolizer = kept_symbolizer();
+  const std::uint64_t start_ns = clock::monotonic_ns();
+  symbolizer.refresh(); // before counting: it may forget addresses
+  const std::size_t cached = symbolizer.cached();
+  HeapProfile profile = build_profile(raw, command_line(), getpid(), symbolizer);
+  if (symbolized != nullptr) {
+    *symbolized = {symbolizer.cached() - cached, cached,
+                   static_cast<double>(clock::monotonic_ns() - start_ns) / 1e9};
+  }
+  return profile;
+}
+
+// DHAT's summary lines on stderr, with what the symbolization took and where the files went.
+void print_summary(const Recorder& recorder, const HeapProfile& profile,
+                   std::uint64_t sampled_allocations, const Symbolized& symbolized,
+                   const std::filesystem::path& path, const std::filesystem::path& pprof_path,
+                   bool pprof_written) {
+  std::ostringstream summary;
+  if (recorder.sampling()) {
+    summary << "==" << profile.pid << "== hotscope heap: sampled, one sample point per "
+            << recorder.options().sample_bytes << " bytes on average (" << sampled_allocations
+            << " allocations sampled): the figures are estimates\n";
+  }
+  exporters::write_heap_summary(profile, summary);
+  summary << "==" << profile.pid << "== hotscope heap: symbolized " << symbolized.addresses
+          << " code addresses at exit (" << symbolized.ahead << " ahead), profile built in "
+          << std::fixed << std::setprecision(3) << symbolized.seconds << " s\n";
+  summary << "==" << profile.pid << "== hotscope heap: wrote " << path.string() << "\n";
+  if (pprof_written) {
+    summary << "==" << profile.pid << "== hotscope heap: wrote " << pprof_path.string() << "\n";
+  }
+  std::fputs(summary.str().c_str(), stderr);
+}
+
+} // namespace
+
+void write_report_now() {
+  signals::wait_for_signal_report(); // its reporter writes this report, then ends us
+  if (phase.load(std::memory_order_acquire) != Recording) {
+    return;
+  }
+  const Inside inside;
+  Recorder& recorder = *recorder_pointer;
+  if (flavour.report_needs_out && !recorder.options().out_set) {
+    return; // a linked program writes its reports only where HOTSCOPE_OUT says
+  }
+  if (building_profile) {
+    print_error("hotscope heap: no heap profile: exit() was called (by a signal handler) while "
+                "this thread was building one, whose lock it holds");
+    return;
+  }
+  const std::optional<Recorder::Taken> taken = recorder.take(stop_recording);
+  if (!taken) {
+    print_error("hotscope heap: no heap profile: the profiler's lock stayed held at exit (a "
+                "signal handler that called exit() interrupted a thread holding it)");
+    return;
+  }
+  if (taken->lost_events > 0) {
+    print_error("hotscope heap: " + std::to_string(taken->lost_events) +
+                " allocation events could not be recorded (no memory for a thread's event ring, "
+                "or a thread stopped while handing one over): the figures miss them");
+  }
+  Symbolized symbolized;
+  const HeapProfile profile = profile_of(taken->raw, &symbolized);
+  const std::filesystem::path path = report_path(recorder.options(), ".json");
+  const std::filesystem::path pprof_path = report_path(recorder.options(), ".pb.gz");
+  std::ostringstream dhat;
+  exporters::write_dhat_json(profile, dhat);
+  if (const std::string problem = write_file(path, std::move(dhat).str()); !problem.empty()) {
+    print_error(problem);
+    return; // the directory is unusable: one line is enough
+  }
+  std::string pprof;
+  std::string problem = pprof_bytes(profile, recorder.pprof_period(), pprof);
+  if (problem.empty()) {
+    problem = write_file(pprof_path, pprof);
+  } else {
+    problem = "hotscope: cannot write the heap profile " + pprof_path.string() + ": " + problem;
+  }
+  if (!problem.empty()) {
+    print_error(problem);
+  }
+  if (recorder.options().summary) {
+    print_summary(recorder, profile, taken->sampled_allocations, symbolized, path, pprof_path,
+                  problem.empty());
+  }
+}
+
+void build_outputs(int formats, Outputs& outputs) {
+  Recorder* recorder = recording_state();
+  if (recorder == nullptr) {
+    outputs.error = "heap profiling is off in this process";
+    return;
+  }
+  const HeapProfile profile = profile_of(recorder->take()->raw);
+  if ((formats & HOTSCOPE_HEAP_DHAT) != 0) {
+    std::ostringstream dhat;
+    exporters::write_dhat_json(profile, dhat);
+    outputs.dhat = std::move(dhat).str();
+  }
+  if ((formats & HOTSCOPE_HEAP_PPROF) != 0) {
+    outputs.error = pprof_bytes(profile, recorder->pprof_period(), outputs.pprof);
+  }
+}
+
+// The full mode's collector resolves new stacks as they appear, beside the program: the report
+// at exit then finds most of its frames resolved (the first look into an object's debug
+// information, which may be compressed, is the slow part).
+void symbolize_ahead(const std::vector<std::vector<std::uintptr_t>>& stacks) {
+  const std::lock_guard lock(symbolizer_mutex);
+  if (phase.load(std::memory_order_acquire) != Recording) {
+    return; // the report was written: other libraries' destructors may be running
+  }
+  symbols::Symbolizer& symbolizer = kept_symbolizer();
+  symbolizer.refresh();
+  for (const std::vector<std::uintptr_t>& stack : stacks) {
+    if (profiles_waiting.load(std::memory_order_relaxed) > 0) {
+      return; // the rest is resolved by the profile, or on the collector's next round
+    }
+    heap::symbolize_ahead(stack, symbolizer);
+  }
+}
+
+} // namespace hotscope::heap::interposer
+
+// This library's destructor runs after the program's own destructors and atexit handlers.
+__attribute__((destructor)) static void write_report_at_exit() {
+  hotscope::heap::interposer::write_report_now();
+}

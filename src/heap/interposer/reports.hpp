@@ -1,0 +1,31 @@
+// The heap libraries' profiles: symbolized by one symbolizer kept for the process's life, written
+// as heap.json and heap.pb.gz at exit (this library's destructor) and on a signal
+// (write_report_now, interposer.hpp), built on demand for the C interface.
+// The pprof writer is loaded from libhotscope-pprof.so (heap/pprof says why it is separate).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#pragma GCC visibility push(hidden)
+
+namespace hotscope::heap::interposer {
+
+// The outputs of one on-demand profile, in the formats of the bit set `formats`
+// (HOTSCOPE_HEAP_DHAT, HOTSCOPE_HEAP_PPROF), or the reason there is none. Called inside the
+// profiler.
+struct Outputs {
+  std::string dhat;
+  std::string pprof;
+  std::string error;
+};
+void build_outputs(int formats, Outputs& outputs);
+
+// Resolves `stacks`' frames ahead of the next profile (the full mode's collector), unless a
+// profile waits for the symbolizer or recording has ended.
+void symbolize_ahead(const std::vector<std::vector<std::uintptr_t>>& stacks);
+
+} // namespace hotscope::heap::interposer
+
+#pragma GCC visibility pop

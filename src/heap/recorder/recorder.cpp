@@ -1,0 +1,145 @@
+#include "heap/recorder/recorder.hpp"
+
+#include <sched.h>
+
+#include <algorithm>
+#include <chrono>
+
+namespace hotscope::heap {
+
+Recorder::Recorder(config::HeapOptions options, SampledAddresses& addresses, CodeRanges skip)
+    : options_(std::move(options)), sampled_addresses_(addresses), skip_(std::move(skip)) {
+  if (sampling()) {
+    sampled_ = SampledEngine(static_cast<double>(options_.sample_bytes));
+  }
+}
+
+std::uint64_t Recorder::time_of(std::uint64_t ticks) {
+  const std::uint64_t start = clock_.start_ticks();
+  const std::uint64_t time = ticks > start ? ticks - start : 0;
+  latest_time_ = std::max(latest_time_, time);
+  return latest_time_;
+}
+
+StackId Recorder::current_stack() {
+  std::uintptr_t frames[256];
+  StackId* remembered = nullptr;
+  const std::size_t depth =
+      capture_stack(options_.unwinder, skip_, {frames, options_.depth}, &remembered);
+  if (remembered != nullptr && *remembered != unknown_stack) {
+    return *remembered;
+  }
+  // Never unwind while holding the mutex: the unwinder takes the loader's lock, and a thread
+  // holding that lock may be waiting in malloc for this mutex.
+  const std::lock_guard lock(mutex_);
+  const StackId id =
+      sampling() ? sampled_.intern({frames, depth}) : engine_.intern({frames, depth});
+  if (remembered != nullptr) {
+    *remembered = id;
+  }
+  return id;
+}
+
+void Recorder::make_room(std::uint64_t& waiting_since_ns) {
+  const std::uint64_t now_ns = clock::monotonic_ns();
+  if (waiting_since_ns == 0) {
+    waiting_since_ns = now_ns;
+  }
+  if (mutex_.try_lock()) {
+    drain(now_ns - waiting_since_ns >= event_wait_ns ? event_wait_ns : 0);
+    mutex_.unlock();
+  } else {
+    sched_yield();
+  }
+}
+
+void Recorder::sampled_alloc(std::uintptr_t address, std::size_t size, StackId stack) {
+  const std::lock_guard lock(mutex_);
+  sampled_.alloc(address, size, stack, now());
+  sampled_addresses_.add(address);
+}
+
+void Recorder::forget_sampled(std::uintptr_t address) {
+  if (sampled_.free(address, now())) {
+    sampled_addresses_.remove(address);
+  }
+}
+
+std::size_t Recorder::drain(std::uint64_t wait_ns) {
+  return events_.drain(
+      [this](const HeapEvent& event, std::uintptr_t source) {
+        const std::uint64_t time = time_of(event.time);
+        switch (event.kind) {
+        case HeapEvent::Alloc:
+          engine_.alloc(event.address, event.size, event.stack, time);
+          break;
+        case HeapEvent::Free:
+          engine_.free(event.address, time);
+          break;
+        case HeapEvent::ReallocBegin:
+          engine_.realloc_begin(source, event.address);
+          break;
+        case HeapEvent::ReallocEnd:
+          engine_.realloc_end(source, event.address, event.size, event.stack, time);
+          break;
+        }
+      },
+      wait_ns, [this](const HeapEvent& event) { engine_.prefetch(event.address); });
+}
+
+std::optional<Recorder::Taken> Recorder::take(void (*stop)()) {
+  std::unique_lock lock(mutex_, std::defer_lock);
+  if (stop == nullptr) {
+    lock.lock();
+  } else if (!lock.try_lock_for(std::chrono::seconds(1))) {
+    stop();
+    return std::nullopt;
+  }
+  Taken taken;
+  taken.sampled_allocations = sampled_.sampled_allocations();
+  drain(event_wait_ns);
+  taken.lost_events = events_.lost() + events_without_ring_.load(std::memory_order_relaxed);
+  const std::uint64_t end_time = now();
+  taken.raw = sampling() ? sampled_.snapshot(end_time) : engine_.snapshot(end_time);
+  if (stop != nullptr) {
+    stop();
+  }
+  const double microseconds = clock_.microseconds_per_tick(end_time);
+  lock.unlock();
+  taken.raw = in_microseconds(std::move(taken.raw), microseconds);
+  // Sites whose blocks all ended before a reset have nothing left in this window.
+  std::erase_if(taken.raw.sites, [](const RawSite& site) { return site.counts.total_blocks == 0; });
+  return taken;
+}
+
+HeapTotals Recorder::totals() {
+  const std::lock_guard lock(mutex_);
+  drain();
+  return sampling() ? sampled_.totals() : engine_.totals();
+}
+
+void Recorder::restart() {
+  const std::lock_guard lock(mutex_);
+  if (sampling()) {
+    sampled_.restart(now());
+  } else {
+    drain(event_wait_ns);
+    engine_.restart(now());
+  }
+}
+
+std::vector<std::vector<std::uintptr_t>> Recorder::stacks_since(std::size_t& done) {
+  std::vector<std::vector<std::uintptr_t>> stacks;
+  const std::lock_guard lock(mutex_);
+  for (; done < engine_.stack_count(); ++done) {
+    const auto stack = engine_.stack(static_cast<StackId>(done));
+    stacks.emplace_back(stack.begin(), stack.end());
+  }
+  return stacks;
+}
+
+std::int64_t Recorder::pprof_period() const {
+  return sampling() ? static_cast<std::int64_t>(options_.sample_bytes) : std::int64_t{1};
+}
+
+} // namespace hotscope::heap

@@ -1,0 +1,126 @@
+// The heap libraries' recorder: what the hooks record goes here, and profiles come out of it.
+// In the full mode the allocating threads hand their events over through the EventLog, without a
+// lock, and whoever holds the mutex applies them to the Engine in one order; in the sampled mode
+// the sample points go to the SampledEngine under the mutex. It keeps the timestamps' clock, and
+// gives the raw profile, the totals and a restart. One per process in the heap libraries
+// (src/heap/interposer owns it, its modes and its threads); it needs no hooks, so tests drive it
+// from plain threads.
+#pragma once
+
+#include "clock/clock.hpp"
+#include "config/config.hpp"
+#include "heap/heap.hpp"
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <vector>
+
+namespace hotscope::heap {
+
+class Recorder {
+public:
+  // How long a drain waits for an event numbered before it but not visible yet (its thread is
+  // a few instructions from making it so, unless it was preempted, stopped or left that window by
+  // a signal handler's longjmp): beyond it the event is given up on and counted. Profiles and
+  // reports wait this long at once; the collector and a thread with a full ring after this long
+  // without progress. A second: on an overloaded machine a thread preempted in that window can
+  // wait for a core longer than 100 ms, and giving up its event would lose a real allocation.
+  static constexpr std::uint64_t event_wait_ns = 1'000'000'000;
+
+  // `addresses`: the sampled blocks' filter that the free hooks read without the mutex, kept up
+  // to date here. `skip`: the code whose leading frames captured stacks drop (the profiler's own
+  // and the allocator's).
+  Recorder(config::HeapOptions options, SampledAddresses& addresses, CodeRanges skip);
+  Recorder(const Recorder&) = delete;
+  Recorder& operator=(const Recorder&) = delete;
+
+  const config::HeapOptions& options() const { return options_; }
+  bool sampling() const { return options_.mode == config::HeapMode::Sampled; }
+  const clock::FreeRunningClock& clock() const { return clock_; }
+  // Serializes the engines. Held only for short copies and drains: never while unwinding.
+  std::timed_mutex& mutex() { return mutex_; }
+
+  // The calling thread's stack above the hooks, interned: its id is kept with the thread's cached
+  // copy of the stack, so only a stack seen for the first time on this thread takes the mutex.
+  StackId current_stack();
+
+  // ---- The full mode: any thread, no lock ----
+
+  EventLog::Ring* open_ring() { return events_.open_ring(); } // nullptr without memory
+  void close_ring(EventLog::Ring& ring) { events_.close_ring(ring); }
+  // Appends one event to the calling thread's `ring`. While the ring is full, drains the rings on
+  // this thread unless another one holds the mutex (that one drains, or will).
+  void append(EventLog::Ring& ring, HeapEvent::Kind kind, std::uintptr_t address,
+              std::uint64_t size = 0, StackId stack = 0) {
+    std::uint64_t waiting_since_ns = 0;
+    HeapEvent& event = events_.reserve(ring, [&] { make_room(waiting_since_ns); });
+    event.kind = kind;
+    event.time = clock_.ticks();
+    event.address = address;
+    event.size = size;
+    event.stack = stack;
+    events_.commit(ring);
+  }
+  // An event that could not be recorded: no memory for its thread's ring.
+  void count_event_without_ring() { events_without_ring_.fetch_add(1, std::memory_order_relaxed); }
+
+  // ---- The sampled mode ----
+
+  // A sampled block; takes the mutex.
+  void sampled_alloc(std::uintptr_t address, std::size_t size, StackId stack);
+  // The block at `address` is freed, if it was sampled. With the mutex held.
+  void forget_sampled(std::uintptr_t address);
+
+  // Applies the full mode's events whose turn has come to the engine, with the mutex held. With
+  // `wait_ns`, waits that long at most for an event whose thread is between taking its number and
+  // making it visible. Returns how many it applied.
+  std::size_t drain(std::uint64_t wait_ns = 0);
+
+  // A profile's raw figures (times in µs), with what the report at exit also says.
+  struct Taken {
+    RawProfile raw;
+    std::uint64_t sampled_allocations = 0;
+    std::uint64_t lost_events = 0; // given up on, or without a ring to go to
+  };
+  // The raw figures now, the events drained first, under the mutex only while they are copied.
+  // With `stop` (at exit), `stop` is called with the copy, under the mutex, so that nothing is
+  // recorded after it; the mutex is then waited for a second at most (a signal handler may have
+  // called exit() on a thread that holds it): nothing when it stayed held.
+  std::optional<Taken> take(void (*stop)() = nullptr);
+  // The process-wide figures now, the events drained first.
+  HeapTotals totals();
+  // A new measuring window (Engine::restart), the events drained first.
+  void restart();
+
+  // ---- For the collector ----
+
+  EventLog::Backlog backlog() const { return events_.backlog(); }
+  // Copies of the stacks interned since the first `done` of them were; `done` moves on.
+  std::vector<std::vector<std::uintptr_t>> stacks_since(std::size_t& done);
+  // pprof's sampling period: the mean interval in bytes, or 1 when every block is recorded.
+  std::int64_t pprof_period() const;
+
+private:
+  // The time of raw `ticks`, with the mutex held. Another core's TSC may lag a little, and events
+  // are applied after they happened: time never goes back.
+  std::uint64_t time_of(std::uint64_t ticks);
+  std::uint64_t now() { return time_of(clock_.ticks()); }
+  // The calling thread's ring is full. After event_wait_ns without room, a number that is never
+  // made visible is given up on.
+  void make_room(std::uint64_t& waiting_since_ns);
+
+  std::timed_mutex mutex_;
+  Engine engine_;         // full mode, fed through events_
+  EventLog events_;       // full mode: drained by whoever holds mutex_
+  SampledEngine sampled_; // sampled mode
+  config::HeapOptions options_;
+  SampledAddresses& sampled_addresses_;
+  CodeRanges skip_;
+  clock::FreeRunningClock clock_;
+  std::atomic<std::uint64_t> events_without_ring_{0};
+  alignas(64) std::uint64_t latest_time_ = 0; // guarded by mutex_; apart from what hooks read
+};
+
+} // namespace hotscope::heap

@@ -1,0 +1,212 @@
+// The heap libraries' recorder without the hooks (no LD_PRELOAD): events from plain threads in
+// the full mode, sample points in the sampled mode, full rings drained by the appending thread,
+// the totals, a restart, and the report's stop under the mutex.
+#include "heap/recorder/recorder.hpp"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <memory>
+#include <thread>
+#include <vector>
+
+namespace hotscope::heap {
+namespace {
+
+config::HeapOptions options_for(config::HeapMode mode) {
+  config::HeapOptions options;
+  options.mode = mode;
+  options.sample_bytes = 4096;
+  return options;
+}
+
+// A recorder in static-like storage: the sampled addresses are 264 KiB, too much for a stack.
+struct Recorded {
+  explicit Recorded(config::HeapMode mode)
+      : addresses(std::make_unique<SampledAddresses>()),
+        recorder(std::make_unique<Recorder>(options_for(mode), *addresses, CodeRanges{})) {}
+  std::unique_ptr<SampledAddresses> addresses;
+  std::unique_ptr<Recorder> recorder;
+};
+
+// A block freed on one thread and allocated again at the same address on another is applied in
+// that order, whoever drains: no unknown free, and the second block is the live one.
+TEST(HeapRecorder, EventsFromTwoThreadsAreAppliedInTheOrderTheyHappened) {
+  Recorded recorded(config::HeapMode::Full);
+  Recorder& recorder = *recorded.recorder;
+  const StackId stack = recorder.current_stack();
+  std::atomic<bool> freed{false};
+  std::thread first([&] {
+    EventLog::Ring* ring = recorder.open_ring();
+    ASSERT_NE(ring, nullptr);
+    for (std::uintptr_t i = 0; i < 100; ++i) {
+      recorder.append(*ring, HeapEvent::Alloc, 0x10000 + i * 64, 10, stack);
+    }
+    recorder.append(*ring, HeapEvent::Free, 0x10000);
+    freed.store(true);
+    recorder.close_ring(*ring);
+  });
+  std::thread second([&] {
+    EventLog::Ring* ring = recorder.open_ring();
+    ASSERT_NE(ring, nullptr);
+    while (!freed.load()) {
+      std::this_thread::yield();
+    }
+    recorder.append(*ring, HeapEvent::Alloc, 0x10000, 1000, stack);
+    recorder.close_ring(*ring);
+  });
+  first.join();
+  second.join();
+  const HeapTotals totals = recorder.totals();
+  EXPECT_EQ(totals.total_blocks, 101u);
+  EXPECT_EQ(totals.total_bytes, 100u * 10 + 1000);
+  EXPECT_EQ(totals.live_blocks, 100u);
+  EXPECT_EQ(totals.live_bytes, 99u * 10 + 1000);
+  const std::optional<Recorder::Taken> taken = recorder.take();
+  ASSERT_TRUE(taken);
+  EXPECT_EQ(taken->raw.unknown_frees, 0u);
+  EXPECT_EQ(taken->lost_events, 0u);
+  ASSERT_EQ(taken->raw.sites.size(), 1u);
+  EXPECT_EQ(taken->raw.sites[0].counts.total_blocks, 101u);
+}
+
+// Nobody else drains: a thread whose ring fills drains it itself, so nothing is lost.
+TEST(HeapRecorder, AThreadWithAFullRingDrainsItItself) {
+  Recorded recorded(config::HeapMode::Full);
+  Recorder& recorder = *recorded.recorder;
+  const StackId stack = recorder.current_stack();
+  EventLog::Ring* ring = recorder.open_ring();
+  ASSERT_NE(ring, nullptr);
+  const std::uintptr_t blocks = 3 * EventLog::ring_capacity;
+  for (std::uintptr_t i = 0; i < blocks; ++i) {
+    recorder.append(*ring, HeapEvent::Alloc, 0x100000 + i * 16, 8, stack);
+    if (i % 2 == 1) {
+      recorder.append(*ring, HeapEvent::Free, 0x100000 + i * 16);
+    }
+  }
+  recorder.close_ring(*ring);
+  const HeapTotals totals = recorder.totals();
+  EXPECT_EQ(totals.total_blocks, blocks);
+  EXPECT_EQ(totals.live_blocks, blocks / 2);
+  EXPECT_EQ(recorder.take()->lost_events, 0u);
+}
+
+// A realloc's two events, with the real call between them, move the block and count it again.
+TEST(HeapRecorder, AReallocKeepsItsSiteAndCountsTheNewSize) {
+  Recorded recorded(config::HeapMode::Full);
+  Recorder& recorder = *recorded.recorder;
+  const StackId stack = recorder.current_stack();
+  EventLog::Ring* ring = recorder.open_ring();
+  ASSERT_NE(ring, nullptr);
+  recorder.append(*ring, HeapEvent::Alloc, 0x2000, 100, stack);
+  recorder.append(*ring, HeapEvent::ReallocBegin, 0x2000);
+  recorder.append(*ring, HeapEvent::ReallocEnd, 0x3000, 300, stack);
+  recorder.close_ring(*ring);
+  const HeapTotals totals = recorder.totals();
+  EXPECT_EQ(totals.total_blocks, 2u);
+  EXPECT_EQ(totals.total_bytes, 400u);
+  EXPECT_EQ(totals.live_blocks, 1u);
+  EXPECT_EQ(totals.live_bytes, 300u);
+}
+
+// Events without a ring (no memory for one) are counted with the report.
+TEST(HeapRecorder, EventsWithoutARingAreCounted) {
+  Recorded recorded(config::HeapMode::Full);
+  recorded.recorder->count_event_without_ring();
+  recorded.recorder->count_event_without_ring();
+  EXPECT_EQ(recorded.recorder->take()->lost_events, 2u);
+}
+
+// A restart keeps the live blocks and starts the totals again from them.
+TEST(HeapRecorder, ARestartKeepsTheLiveBlocks) {
+  Recorded recorded(config::HeapMode::Full);
+  Recorder& recorder = *recorded.recorder;
+  const StackId stack = recorder.current_stack();
+  EventLog::Ring* ring = recorder.open_ring();
+  ASSERT_NE(ring, nullptr);
+  recorder.append(*ring, HeapEvent::Alloc, 0x4000, 50, stack);
+  recorder.append(*ring, HeapEvent::Alloc, 0x5000, 70, stack);
+  recorder.append(*ring, HeapEvent::Free, 0x5000);
+  recorder.restart();
+  recorder.append(*ring, HeapEvent::Alloc, 0x6000, 5, stack);
+  recorder.close_ring(*ring);
+  const HeapTotals totals = recorder.totals();
+  EXPECT_EQ(totals.live_blocks, 2u);
+  EXPECT_EQ(totals.live_bytes, 55u);
+  // The window starts with the block live at the restart, as if allocated then; the one freed
+  // before it is gone.
+  EXPECT_EQ(totals.total_blocks, 2u);
+  EXPECT_EQ(totals.total_bytes, 55u);
+}
+
+// The sampled mode: a sample point is weighted, and the free hooks' filter knows the block
+// until it is freed.
+TEST(HeapRecorder, SampledBlocksAreWeightedAndKnownToTheFreeFilter) {
+  Recorded recorded(config::HeapMode::Sampled);
+  Recorder& recorder = *recorded.recorder;
+  ASSERT_TRUE(recorder.sampling());
+  EXPECT_EQ(recorder.pprof_period(), 4096);
+  const StackId stack = recorder.current_stack();
+  recorder.sampled_alloc(0x7000, 1024, stack);
+  EXPECT_TRUE(recorded.addresses->may_contain(0x7000));
+  const double weight = 1.0 / (1.0 - std::exp(-1024.0 / 4096.0));
+  EXPECT_EQ(recorder.totals().total_blocks, static_cast<std::uint64_t>(std::llround(weight)));
+  {
+    const std::lock_guard lock(recorder.mutex());
+    recorder.forget_sampled(0x7000);
+  }
+  EXPECT_FALSE(recorded.addresses->may_contain(0x7000));
+  EXPECT_EQ(recorder.totals().live_blocks, 0u);
+}
+
+// Equal stacks get one id, from wherever they are captured.
+TEST(HeapRecorder, TheSameCallSiteIsOneStack) {
+  Recorded recorded(config::HeapMode::Full);
+  Recorder& recorder = *recorded.recorder;
+  std::vector<StackId> ids;
+  for (int i = 0; i < 3; ++i) {
+    ids.push_back(recorder.current_stack());
+  }
+  EXPECT_EQ(ids[0], ids[1]);
+  EXPECT_EQ(ids[1], ids[2]);
+  std::size_t done = 0;
+  EXPECT_EQ(recorder.stacks_since(done).size(), 1u);
+  EXPECT_EQ(done, 1u);
+  EXPECT_TRUE(recorder.stacks_since(done).empty());
+}
+
+int stops = 0;
+void count_stop() {
+  ++stops;
+}
+
+// At exit the report stops recording with its copy, under the mutex; a mutex that stays held
+// (a signal handler called exit() on a thread holding it) gives no copy, and recording stops.
+TEST(HeapRecorder, TheReportStopsRecordingWithItsCopyOrWithoutOne) {
+  Recorded recorded(config::HeapMode::Full);
+  Recorder& recorder = *recorded.recorder;
+  stops = 0;
+  EXPECT_TRUE(recorder.take(count_stop));
+  EXPECT_EQ(stops, 1);
+  std::atomic<bool> held{false};
+  std::atomic<bool> done{false};
+  std::thread holder([&] {
+    const std::lock_guard lock(recorder.mutex());
+    held.store(true);
+    while (!done.load()) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+  });
+  while (!held.load()) {
+    std::this_thread::yield();
+  }
+  EXPECT_FALSE(recorder.take(count_stop));
+  EXPECT_EQ(stops, 2);
+  done.store(true);
+  holder.join();
+}
+
+} // namespace
+} // namespace hotscope::heap
