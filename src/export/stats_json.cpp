@@ -164,6 +164,7 @@ void write_stats_json(const Snapshot& snapshot, std::ostream& out) {
       {"threads", std::move(threads)},
       {"counters", std::move(counters)},
       {"queues", queues_json(snapshot.queues)},
+      {"guest_images", detail::guest_images_json(snapshot.guest_images)},
       {"trace",
        {{"events", snapshot.trace_window_events},
         {"start_ns", snapshot.trace_start_ns},
