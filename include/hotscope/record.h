@@ -26,9 +26,9 @@ enum hotscope_record_kind {
   /* A guest's heap (HOTSCOPE_GUEST_ALLOC, _FREE, _REALLOC). Payload: uint64 slots, 4 per record;
    * a realloc's first slot is the old block's address; then the return addresses of the calling
    * frames, innermost first, up to HOTSCOPE_STACK_FRAMES_MAX; unused slots are 0. */
-  HOTSCOPE_RECORD_HEAP_ALLOC = 12,  /* ref: the block's address; value: its size in bytes */
-  HOTSCOPE_RECORD_HEAP_FREE = 13,   /* ref: the block's address */
-  HOTSCOPE_RECORD_HEAP_REALLOC = 14 /* ref: the new block's address (0: the call failed); value:
+  HOTSCOPE_RECORD_HEAP_ALLOC = 17,  /* ref: the block's address; value: its size in bytes */
+  HOTSCOPE_RECORD_HEAP_FREE = 18,   /* ref: the block's address */
+  HOTSCOPE_RECORD_HEAP_REALLOC = 19 /* ref: the new block's address (0: the call failed); value:
                                        its size in bytes */
 };
 

@@ -68,33 +68,38 @@ std::vector<hotscope::guest::HostFunction> host_functions() {
   return {{"host_time_ns", [](std::uint64_t) { return hotscope::clock::monotonic_ns(); }}};
 }
 
-// DIR/guest-NAME.heap.json and the summary line, when the guest's allocator reported anything.
-// Returns "" or the problem.
-std::string write_heap_profile(const hotscope::guest::Runner& runner, const std::string& command) {
+// The guest's heap profile, written when its allocator reported anything.
+struct HeapOutput {
+  std::string problem; // "" or why it could not be written
+  std::string file;    // "guest-NAME.heap.json", or "" when not written
+  std::string summary; // DHAT's Total / At t-gmax / At t-end, and what did not add up
+};
+
+HeapOutput write_heap_profile(const hotscope::guest::Runner& runner, const std::string& command) {
   const hotscope::guest::GuestHeap& heap = runner.heap();
   if (!heap.used()) {
-    return "";
+    return {};
   }
-  const std::string name = std::filesystem::path(runner.image().path).stem().string();
-  const std::string path =
-      (std::filesystem::path(reports_dir) / ("guest-" + name + ".heap.json")).string();
+  HeapOutput output;
+  output.file =
+      "guest-" + std::filesystem::path(runner.image().path).stem().string() + ".heap.json";
+  const std::string path = (std::filesystem::path(reports_dir) / output.file).string();
   const hotscope::HeapProfile profile = heap.profile(hotscope::clock::now_ticks(), command);
   if (const std::string problem = hotscope::atomic_file::write(
           path, [&](std::ostream& out) { hotscope::exporters::write_dhat_json(profile, out); });
       !problem.empty()) {
-    return "cannot write " + path + ": " + problem;
+    output.problem = "cannot write " + path + ": " + problem;
+    return output;
   }
   const hotscope::heap::Totals totals = heap.totals();
   const hotscope::guest::GuestHeapCounts& counts = heap.counts();
-  std::printf("%s",
-              fmt::format("hotscope vm: guest heap: Total: {} bytes in {} blocks; At t-gmax: "
-                          "{} bytes in {} blocks; At t-end: {} bytes in {} blocks; {} "
-                          "unknown frees, {} double frees, {} unknown reallocs; {}\n",
-                          totals.total_bytes, totals.total_blocks, totals.peak_bytes,
-                          totals.peak_blocks, totals.live_bytes, totals.live_blocks,
-                          counts.unknown_frees, counts.double_frees, counts.unknown_reallocs, path)
-                  .c_str());
-  return "";
+  output.summary = fmt::format(
+      "hotscope vm: guest heap: Total: {} bytes in {} blocks; At t-gmax: {} bytes in {} blocks; "
+      "At t-end: {} bytes in {} blocks; {} unknown frees, {} double frees, {} unknown reallocs",
+      totals.total_bytes, totals.total_blocks, totals.peak_bytes, totals.peak_blocks,
+      totals.live_bytes, totals.live_blocks, counts.unknown_frees, counts.double_frees,
+      counts.unknown_reallocs);
+  return output;
 }
 
 } // namespace
@@ -173,23 +178,28 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     command += std::string(" ") + argv[i];
   }
-  for (const std::string& problem : {write_reports(), write_heap_profile(*runner, command)}) {
-    if (!problem.empty()) {
-      std::fprintf(stderr, "hotscope: %s\n", problem.c_str());
-      return kCannotStart;
-    }
+  if (const std::string problem = write_reports(); !problem.empty()) {
+    std::fprintf(stderr, "hotscope: %s\n", problem.c_str());
+    return kCannotStart;
+  }
+  const HeapOutput heap = write_heap_profile(*runner, command);
+  if (!heap.problem.empty()) {
+    std::fprintf(stderr, "hotscope: %s\n", heap.problem.c_str());
+    return kCannotStart;
   }
   const hotscope::guest::RunnerCounts& counts = runner->counts();
   const hotscope::guest::GuestCounts& records = runner->trace_counts();
   std::printf("%s",
               fmt::format("hotscope vm: {} of {} calls returned; {} flushes: {} batches accepted "
                           "({} records), {} rejected ({} records); {} nesting repairs; {} prints; "
-                          "{} diagnostics\nreports in {}/ (trace.txt, trace.json, report.txt, "
-                          "stats.json, trace.folded)\n",
+                          "{} host calls; {} diagnostics\n{}reports in {}/ (trace.txt, "
+                          "trace.json, report.txt, stats.json, trace.folded{})\n",
                           returned, options.calls, counts.flushes, records.batches_accepted,
                           records.records_accepted, records.batches_rejected,
                           records.records_rejected, records.nesting_repairs, counts.prints,
-                          counts.diagnostics, options.out_dir)
+                          counts.host_calls, counts.diagnostics,
+                          heap.summary.empty() ? "" : heap.summary + "\n", options.out_dir,
+                          heap.file.empty() ? "" : ", " + heap.file)
                   .c_str());
   return runner->stopped() || counts.diagnostics != 0 ? kGuestMisbehaved : 0;
 }

@@ -57,10 +57,10 @@ heap::StackId GuestHeap::stack_id(std::span<const std::uint64_t> stack) {
   if (stack.empty()) {
     stack = no_stack;
   }
-  std::vector<std::uint64_t> key(stack.begin(), stack.end());
-  if (const auto found = stack_ids_.find(key); found != stack_ids_.end()) {
+  if (const auto found = stack_ids_.find(stack); found != stack_ids_.end()) {
     return found->second;
   }
+  std::vector<std::uint64_t> key(stack.begin(), stack.end());
   if (stack_ids_.size() >= kMaxStacks) {
     ++counts_.stacks_over_bound;
     if (counts_.stacks_over_bound == 1) {

@@ -8,6 +8,7 @@
 #include "guest/guest.hpp"
 #include "heap/heap.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -69,7 +70,14 @@ private:
   std::string image_name_;
   std::function<void(const std::string&)> report_;
   heap::Engine engine_;
-  std::map<std::vector<std::uint64_t>, heap::StackId> stack_ids_;
+  // Stacks by content, looked up without a copy (the stack of every event is looked up).
+  struct StackOrder {
+    using is_transparent = void;
+    bool operator()(std::span<const std::uint64_t> a, std::span<const std::uint64_t> b) const {
+      return std::lexicographical_compare(a.begin(), a.end(), b.begin(), b.end());
+    }
+  };
+  std::map<std::vector<std::uint64_t>, heap::StackId, StackOrder> stack_ids_;
   heap::StackId pooled_stack_ = 0; // where new stacks past kMaxStacks go
   std::unordered_set<std::uint64_t> freed_;
   GuestHeapCounts counts_;
