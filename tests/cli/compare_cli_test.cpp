@@ -111,7 +111,7 @@ TEST_F(CompareCli, SlowdownComesFirstAndFailsTheGate) {
   }
 
   const Result text = hotscope("diff " + path("base/stats.json") + " " + path("new/stats.json") +
-                               " --fail-on p50>+30%");
+                               " --fail-on 'p50>+30%'");
   EXPECT_EQ(text.status, 1);
   const std::vector<std::string> lines = lines_of(text.out);
   // The first row's first line: its name, then "base".

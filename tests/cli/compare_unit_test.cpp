@@ -244,7 +244,7 @@ TEST(FlameUnit, SvgHasOneFramePerNodeAndEscapesNames) {
       report::flame_tree({{{"p", "std::vector<int>::push_back"}, 3}, {{"p", "a&b \"c\""}, 1}});
   const std::string svg =
       report::flame_svg(root, {"title <1>", "", report::FlameUnit::Nanoseconds, true});
-  const std::regex frame("<g class=\"frame\"");
+  const std::regex frame("<g class=\"frame\" data-name=");
   EXPECT_EQ(
       std::distance(std::sregex_iterator(svg.begin(), svg.end(), frame), std::sregex_iterator()),
       4);

@@ -20,35 +20,35 @@
 #include <thread>
 #include <vector>
 
-namespace {
-
+// Functions at file scope (static), not in an anonymous namespace, so that their names are just
+// "regressed" and so on.
 using std::chrono::microseconds;
 
-void spin_for(microseconds duration) {
+static void spin_for(microseconds duration) {
   const auto end = std::chrono::steady_clock::now() + duration;
   while (std::chrono::steady_clock::now() < end) {
   }
 }
 
-void* kept[50]; // the leak: never freed (an array, so that keeping them allocates nothing)
-int kept_count = 0;
+static void* kept[50]; // the leak: never freed (an array, so that keeping them allocates nothing)
+static int kept_count = 0;
 
-__attribute__((noinline)) void steady_parse() {
+__attribute__((noinline)) static void steady_parse() {
   HOTSCOPE_FUNCTION();
   spin_for(microseconds(200));
 }
 
-__attribute__((noinline)) void regressed(bool slow) {
+__attribute__((noinline)) static void regressed(bool slow) {
   HOTSCOPE_FUNCTION();
   spin_for(microseconds(slow ? 1000 : 200));
 }
 
-__attribute__((noinline)) void steady_io() {
+__attribute__((noinline)) static void steady_io() {
   HOTSCOPE_FUNCTION();
   spin_for(microseconds(100));
 }
 
-__attribute__((noinline)) void leaky_site(bool leak, int request) {
+__attribute__((noinline)) static void leaky_site(bool leak, int request) {
   HOTSCOPE_FUNCTION();
   auto* block = static_cast<volatile char*>(std::malloc(4096));
   block[0] = static_cast<char>(request);
@@ -59,13 +59,13 @@ __attribute__((noinline)) void leaky_site(bool leak, int request) {
   }
 }
 
-__attribute__((noinline)) void cache_site(int request) {
+__attribute__((noinline)) static void cache_site(int request) {
   HOTSCOPE_FUNCTION();
   std::vector<char> cache(1024, static_cast<char>(request));
   static_cast<volatile char*>(cache.data())[1] = 0;
 }
 
-void handle_request(bool slow, bool leak, int request) {
+static void handle_request(bool slow, bool leak, int request) {
   HOTSCOPE_FUNCTION();
   steady_parse();
   regressed(slow);
@@ -74,14 +74,12 @@ void handle_request(bool slow, bool leak, int request) {
   cache_site(request);
 }
 
-__attribute__((noinline)) void background_task() {
+__attribute__((noinline)) static void background_task() {
   HOTSCOPE_FUNCTION();
   spin_for(microseconds(200));
 }
 
-volatile sig_atomic_t stop = 0;
-
-} // namespace
+static volatile sig_atomic_t stop = 0;
 
 int main(int argc, char** argv) {
   bool slow = false, leak = false, wait = false;

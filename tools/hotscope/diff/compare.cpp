@@ -31,7 +31,10 @@ struct FunctionFigures {
   int line = 0;
   std::uint64_t calls = 0;
   std::vector<std::optional<double>> values;
-  double self_ns = 0; // over all calls: the impact of a row on one side only
+  // The self time of a typical call: self time per call scaled by the median call over the
+  // mean one, so that a few calls stretched by preemption (or a page fault) weigh as little in
+  // the impact as they do in the median.
+  double typical_self_ns = 0;
 };
 
 FunctionFigures function_side(const Json& function) {
@@ -40,7 +43,6 @@ FunctionFigures function_side(const Json& function) {
   side.file = function.value("file", "");
   side.line = function.value("line", 0);
   side.calls = function.value("calls", std::uint64_t{0});
-  side.self_ns = number(function, "self_ns");
   side.values.emplace_back(static_cast<double>(side.calls));
   const double calls = static_cast<double>(side.calls);
   const auto per_call = [&](double value) -> std::optional<double> {
@@ -50,7 +52,10 @@ FunctionFigures function_side(const Json& function) {
   side.values.push_back(per_call(number(function, "p50_ns")));
   side.values.push_back(per_call(number(function, "p95_ns")));
   side.values.push_back(per_call(number(function, "p99_ns")));
-  side.values.push_back(per_call(side.self_ns / std::max(calls, 1.0)));
+  const double self_per_call = number(function, "self_ns") / std::max(calls, 1.0);
+  const double mean = number(function, "mean_ns");
+  side.typical_self_ns = mean > 0 ? self_per_call * number(function, "p50_ns") / mean : 0;
+  side.values.push_back(per_call(self_per_call));
   side.values.push_back(per_call(number(function, "total_ns") / std::max(calls, 1.0)));
   side.values.push_back(per_call(number(function, "alloc_bytes_total") / std::max(calls, 1.0)));
   side.values.push_back(per_call(number(function, "alloc_blocks_total") / std::max(calls, 1.0)));
@@ -69,13 +74,6 @@ std::vector<FunctionFigures> function_sides(const profiles::Profile& profile) {
                                       profile.source, error.what()));
   }
   return sides;
-}
-
-std::size_t column_index(const std::string& key) {
-  const std::vector<Column>& all = columns(Kind::Stats);
-  return static_cast<std::size_t>(
-      std::find_if(all.begin(), all.end(), [&](const Column& c) { return key == c.key; }) -
-      all.begin());
 }
 
 bool significant(const Column& column, const FunctionFigures& base, const FunctionFigures& now,
@@ -107,17 +105,13 @@ Row timing_row(const FunctionFigures* base, const FunctionFigures* now) {
         cell.base && cell.now && significant(all[i], *base, *now, *cell.base, *cell.now);
     row.cells.push_back(cell);
   }
-  if (base == nullptr) {
-    row.impact = now->self_ns;
-  } else if (now == nullptr) {
-    row.impact = -base->self_ns;
-  } else {
-    // Added self time per call times calls: where the added time is spent (a caller's total
-    // time grows with its callee's, its self time does not).
-    const std::size_t self = column_index("self");
-    row.impact = (now->values[self].value_or(0) - base->values[self].value_or(0)) *
-                 static_cast<double>(now->calls);
-  }
+  // Added self time per typical call times the calls: where the added time is spent (a
+  // caller's total time grows with its callee's, its self time does not).
+  const auto time_in = [](const FunctionFigures* side) {
+    return side == nullptr ? 0.0 : side->typical_self_ns;
+  };
+  row.impact = (time_in(now) - time_in(base)) *
+               static_cast<double>(now != nullptr ? now->calls : base->calls);
   return row;
 }
 

@@ -118,11 +118,14 @@ std::string aligned(const std::vector<std::vector<std::string>>& lines, std::siz
   return text;
 }
 
+// "parse (parse.cpp:40)": the file without its directories (--json has the whole path).
 std::string row_label(const Row& row) {
   if (row.file.empty()) {
     return row.name;
   }
-  return fmt::format("{} ({}:{})", row.name, row.file, row.line);
+  const std::size_t slash = row.file.rfind('/');
+  return fmt::format("{} ({}:{})", row.name,
+                     slash == std::string::npos ? row.file : row.file.substr(slash + 1), row.line);
 }
 
 } // namespace
@@ -132,10 +135,12 @@ std::string as_text(const Comparison& comparison) {
   std::string text =
       fmt::format("base: {}  {}\nnew:  {}  {}\n", comparison.base_source, comparison.base_summary,
                   comparison.new_source, comparison.new_summary);
-  text += timing
-              ? "Functions by impact: added self time per call x calls in new, largest first.\n"
-              : "Allocation sites by impact: the largest growth in bytes (total, at t-gmax or at "
-                "t-end), largest first.\n";
+  text +=
+      timing
+          ? "Functions by impact: added self time per typical call (scaled by P50/mean) x calls in "
+            "new, largest first.\n"
+          : "Allocation sites by impact: the largest growth in bytes (total, at t-gmax or at "
+            "t-end), largest first.\n";
   text += timing ? "A change in parentheses is not significant: too few calls (10; 20 for P95, "
                    "100 for P99) or within the histogram's resolution (0.8 %).\n"
                  : "Frames are matched by function and file.\n";

@@ -160,7 +160,7 @@ std::vector<profiles::Stack> heap_stacks(const std::vector<profiles::Site>& site
 }
 
 std::string flame_svg(const FlameNode& root, const FlameStyle& style) {
-  Drawing drawing{style};
+  Drawing drawing{style, 1, 0, {}};
   drawing.total = static_cast<double>(std::max<std::uint64_t>(root.value, 1));
   drawing.height = kTop + static_cast<double>(depth_of(root) + 1) * kFrameHeight + kBottom;
   draw(root, 0, 0, drawing);
