@@ -23,6 +23,9 @@ struct Profile {
   nlohmann::json document;
 };
 
+// The whole content of the file at `path`; a Failure (kUsage) naming it when it cannot be read.
+std::string read_text(const std::string& path);
+
 // `document` classified; a Failure (kUsage) naming `source` when it is neither kind.
 Profile classify(nlohmann::json document, const std::string& source);
 // The file at `path` read, parsed and classified; a Failure (kUsage), one line, when it cannot be

@@ -34,14 +34,21 @@ Profile classify(nlohmann::json document, const std::string& source) {
                                     source));
 }
 
-Profile read_profile(const std::string& path) {
+std::string read_text(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     throw Failure(kUsage, fmt::format("cannot read {}: {}", path, std::strerror(errno)));
   }
   std::stringstream text;
   text << in.rdbuf();
-  nlohmann::json document = nlohmann::json::parse(text.str(), nullptr, false);
+  if (in.bad()) {
+    throw Failure(kUsage, fmt::format("cannot read {}: {}", path, std::strerror(errno)));
+  }
+  return text.str();
+}
+
+Profile read_profile(const std::string& path) {
+  nlohmann::json document = nlohmann::json::parse(read_text(path), nullptr, false);
   if (document.is_discarded()) {
     throw Failure(kUsage, fmt::format("{} is not JSON: give a stats.json or a heap.json that "
                                       "hotscope wrote",

@@ -11,8 +11,6 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 namespace hotscope::cli::report {
 namespace {
@@ -132,23 +130,14 @@ std::string threads_section(const Json& stats, double duration_ns, bool allocati
   return html + "</section>\n";
 }
 
-std::string read_text(const fs::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) {
-    throw Failure(kUsage, fmt::format("cannot read {}", file.string()));
-  }
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 std::string flame_section(const fs::path& folded) {
   std::string html = "<section id=\"flame\"><h2>Flame graph</h2>\n";
   if (!fs::exists(folded)) {
     return html + "<p class=\"note\">No trace.folded in this directory (a process run with "
                   "HOTSCOPE_TRACE_MIB=0 keeps no trace).</p></section>\n";
   }
-  const std::vector<profiles::Stack> stacks = profiles::folded_stacks(read_text(folded));
+  const std::vector<profiles::Stack> stacks =
+      profiles::folded_stacks(profiles::read_text(folded.string()));
   if (stacks.empty()) {
     return html + "<p class=\"note\">trace.folded holds no stack: no scope ran in the trace "
                   "window.</p></section>\n";

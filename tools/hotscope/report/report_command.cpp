@@ -5,27 +5,10 @@
 
 #include <fmt/format.h>
 
-#include <cerrno>
 #include <cstdio>
-#include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 namespace hotscope::cli::report {
-namespace {
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    throw Failure(kUsage, fmt::format("cannot read {}: {}", path, std::strerror(errno)));
-  }
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-} // namespace
 
 ReportCommands::ReportCommands(CLI::App& app) {
   report_ = app.add_subcommand(
@@ -75,7 +58,7 @@ std::optional<int> ReportCommands::run() const {
 }
 
 int ReportCommands::run_flame() const {
-  const std::string text = read_file(input_);
+  const std::string text = profiles::read_text(input_);
   const std::string name = std::filesystem::path(input_).filename().string();
   FlameStyle style{title_.empty() ? name : title_, "", FlameUnit::Nanoseconds, true};
   std::vector<profiles::Stack> stacks;
