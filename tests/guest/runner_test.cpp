@@ -526,7 +526,7 @@ TEST_P(RunnerTest, TheSampleGuestsHeapProfileHasTheTotalsWorkedOutByHand) {
     }
   }
   EXPECT_EQ(functions, (std::set<std::string>{"arena::allocate", "parse_request", "remember",
-                                               "handle_request"}));
+                                              "handle_request"}));
   EXPECT_EQ(profile.sites.size(), 3u); // the line, the token, the history entry
   EXPECT_LE(profile.gmax_us, profile.end_us);
 }
