@@ -11,18 +11,25 @@
 
 /* Record kinds. Values are part of the format: never renumber. */
 enum hotscope_record_kind {
-  HOTSCOPE_RECORD_BEGIN = 1,          /* ref: source location; a scope opens */
-  HOTSCOPE_RECORD_END = 2,            /* ref: source location; the innermost scope closes */
-  HOTSCOPE_RECORD_MESSAGE_STATIC = 3, /* ref: address of a static NUL-terminated text */
-  HOTSCOPE_RECORD_MESSAGE_INLINE = 4, /* value: text length; payload records follow */
-  HOTSCOPE_RECORD_COUNTER = 5,        /* ref: source location naming the counter; value: int64 */
-  HOTSCOPE_RECORD_THREAD_NAME = 6,    /* value: text length; payload records follow */
-  HOTSCOPE_RECORD_ALLOCATION = 7,     /* value: bytes of one block allocated by this thread */
-  HOTSCOPE_RECORD_STACK = 8,          /* value: frame count; payload records hold the return
-                                         addresses (uint64, innermost first, 4 per record) */
-  HOTSCOPE_RECORD_QUEUE_PUSH = 9,     /* ref: source location naming the queue; value: item id */
-  HOTSCOPE_RECORD_QUEUE_POP = 10,     /* ref: source location naming the queue; value: item id */
-  HOTSCOPE_RECORD_QUEUE_CAPACITY = 11 /* ref: source location naming the queue; value: capacity */
+  HOTSCOPE_RECORD_BEGIN = 1,           /* ref: source location; a scope opens */
+  HOTSCOPE_RECORD_END = 2,             /* ref: source location; the innermost scope closes */
+  HOTSCOPE_RECORD_MESSAGE_STATIC = 3,  /* ref: address of a static NUL-terminated text */
+  HOTSCOPE_RECORD_MESSAGE_INLINE = 4,  /* value: text length; payload records follow */
+  HOTSCOPE_RECORD_COUNTER = 5,         /* ref: source location naming the counter; value: int64 */
+  HOTSCOPE_RECORD_THREAD_NAME = 6,     /* value: text length; payload records follow */
+  HOTSCOPE_RECORD_ALLOCATION = 7,      /* value: bytes of one block allocated by this thread */
+  HOTSCOPE_RECORD_STACK = 8,           /* value: frame count; payload records hold the return
+                                          addresses (uint64, innermost first, 4 per record) */
+  HOTSCOPE_RECORD_QUEUE_PUSH = 9,      /* ref: source location naming the queue; value: item id */
+  HOTSCOPE_RECORD_QUEUE_POP = 10,      /* ref: source location naming the queue; value: item id */
+  HOTSCOPE_RECORD_QUEUE_CAPACITY = 11, /* ref: source location naming the queue; value: capacity */
+  /* A guest's heap (HOTSCOPE_GUEST_ALLOC, _FREE, _REALLOC). Payload: uint64 slots, 4 per record;
+   * a realloc's first slot is the old block's address; then the return addresses of the calling
+   * frames, innermost first, up to HOTSCOPE_STACK_FRAMES_MAX; unused slots are 0. */
+  HOTSCOPE_RECORD_HEAP_ALLOC = 17,  /* ref: the block's address; value: its size in bytes */
+  HOTSCOPE_RECORD_HEAP_FREE = 18,   /* ref: the block's address */
+  HOTSCOPE_RECORD_HEAP_REALLOC = 19 /* ref: the new block's address (0: the call failed); value:
+                                       its size in bytes */
 };
 
 /* Longest inline text (runtime messages, thread names); longer text is cut. */

@@ -205,6 +205,7 @@ Json stats_json(const Snapshot& snapshot, StatsLayout layout) {
       {"threads", std::move(threads)},
       {"counters", std::move(counters)},
       {"queues", queues_json(snapshot.queues)},
+      {"guest_images", detail::guest_images_json(snapshot.guest_images)},
       {"trace",
        {{"events", snapshot.trace_window_events},
         {"start_ns", snapshot.trace_start_ns},
