@@ -99,11 +99,11 @@ TEST_F(CompareCli, SlowdownComesFirstAndFailsTheGate) {
   EXPECT_EQ(rows[0].at("name"), "regressed") << result.out;
   EXPECT_EQ(rows[0].at("fails"), Json::array({"p50>+30%"}));
   EXPECT_EQ(rows[0].at("significant"), true);
-  // 200 µs -> 1 ms: the median of a call spun to its deadline is +400 %, within the noise of
-  // a loaded machine.
+  // 200 µs -> 1 ms: the median of a call spun to its deadline is +400 %; a loaded machine
+  // stretches some calls, rarely the median one.
   const double p50 = rows[0].at("columns").at("p50").at("percent").get<double>();
-  EXPECT_GT(p50, 300);
-  EXPECT_LT(p50, 500);
+  EXPECT_GT(p50, 150);
+  EXPECT_LT(p50, 600);
   for (const char* unchanged : {"steady_parse", "steady_io", "background_task"}) {
     const Json& row = row_named(rows, unchanged);
     EXPECT_EQ(row.at("fails"), Json::array()) << row.dump();
@@ -240,6 +240,16 @@ TEST_F(CompareCli, ReportAndFlameWriteTheirFiles) {
   ASSERT_EQ(heap.status, 0) << heap.err;
   EXPECT_NE(heap.out.find("leaky_site"), std::string::npos);
   EXPECT_EQ(heap.out.find("cache_site"), std::string::npos); // nothing of it is live at the end
+  // Without trace.folded and heap.json the page says so, and has the rest.
+  const fs::path bare = dir_ / "bare";
+  fs::create_directories(bare);
+  fs::copy_file(path("base/stats.json"), bare / "stats.json", fs::copy_options::overwrite_existing);
+  const Result partial = hotscope("report " + bare.string() + " -o " + (bare / "r.html").string());
+  ASSERT_EQ(partial.status, 0) << partial.err;
+  const std::string page = slurp(bare / "r.html");
+  EXPECT_NE(page.find("No trace.folded in this directory"), std::string::npos);
+  EXPECT_EQ(page.find("id=\"heap\""), std::string::npos);
+  EXPECT_NE(page.find("id=\"functions-table\""), std::string::npos);
   const Result unwritable =
       hotscope("flame " + path("base/trace.folded") + " -o /nonexistent/dir/flame.svg");
   EXPECT_EQ(unwritable.status, 8) << unwritable.err;
