@@ -88,7 +88,7 @@ const Json& row_named(const Json& rows, const std::string& name) {
 
 TEST_F(CompareCli, SlowdownComesFirstAndFailsTheGate) {
   const Result result = hotscope("diff " + path("base/stats.json") + " " + path("new/stats.json") +
-                                 " --fail-on 'p50>+30%' --json");
+                                 " --fail-on 'p50>+100%' --json");
   ASSERT_EQ(result.status, 1) << result.err << result.out;
   EXPECT_EQ(result.err, "");
   const Json diff = Json::parse(result.out);
@@ -97,13 +97,12 @@ TEST_F(CompareCli, SlowdownComesFirstAndFailsTheGate) {
   const Json& rows = diff.at("rows");
   ASSERT_FALSE(rows.empty());
   EXPECT_EQ(rows[0].at("name"), "regressed") << result.out;
-  EXPECT_EQ(rows[0].at("fails"), Json::array({"p50>+30%"}));
+  EXPECT_EQ(rows[0].at("fails"), Json::array({"p50>+100%"}));
   EXPECT_EQ(rows[0].at("significant"), true);
-  // 200 µs -> 1 ms: the median of a call spun to its deadline is +400 %; a loaded machine
-  // stretches some calls, rarely the median one.
-  const double p50 = rows[0].at("columns").at("p50").at("percent").get<double>();
-  EXPECT_GT(p50, 150);
-  EXPECT_LT(p50, 600);
+  // 200 µs -> 1 ms: the median of a call spun to its deadline is +400 % on an idle machine. A
+  // loaded one stretches calls (never shortens them), the 1 ms ones more often than the 200 µs
+  // ones: only a floor holds.
+  EXPECT_GT(rows[0].at("columns").at("p50").at("percent").get<double>(), 100);
   for (const char* unchanged : {"steady_parse", "steady_io", "background_task"}) {
     const Json& row = row_named(rows, unchanged);
     EXPECT_EQ(row.at("fails"), Json::array()) << row.dump();
@@ -111,7 +110,7 @@ TEST_F(CompareCli, SlowdownComesFirstAndFailsTheGate) {
   }
 
   const Result text = hotscope("diff " + path("base/stats.json") + " " + path("new/stats.json") +
-                               " --fail-on 'p50>+30%'");
+                               " --fail-on 'p50>+100%'");
   EXPECT_EQ(text.status, 1);
   const std::vector<std::string> lines = lines_of(text.out);
   // The first row's first line: its name, then "base".
@@ -168,7 +167,7 @@ TEST_F(CompareCli, LiveProcessIsNew) {
   const std::string pid = std::to_string(child);
 
   const Result timing =
-      hotscope("diff " + path("base/stats.json") + " -p " + pid + " --fail-on 'p50>+30%' --json",
+      hotscope("diff " + path("base/stats.json") + " -p " + pid + " --fail-on 'p50>+100%' --json",
                environment);
   const Result memory = hotscope("diff " + path("base/heap.json") + " -n workload_program" +
                                      " --fail-on 'end_bytes>+64KiB' --json",
