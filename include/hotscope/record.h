@@ -11,18 +11,26 @@
 
 /* Record kinds. Values are part of the format: never renumber. */
 enum hotscope_record_kind {
-  HOTSCOPE_RECORD_BEGIN = 1,          /* ref: source location; a scope opens */
-  HOTSCOPE_RECORD_END = 2,            /* ref: source location; the innermost scope closes */
-  HOTSCOPE_RECORD_MESSAGE_STATIC = 3, /* ref: address of a static NUL-terminated text */
-  HOTSCOPE_RECORD_MESSAGE_INLINE = 4, /* value: text length; payload records follow */
-  HOTSCOPE_RECORD_COUNTER = 5,        /* ref: source location naming the counter; value: int64 */
-  HOTSCOPE_RECORD_THREAD_NAME = 6,    /* value: text length; payload records follow */
-  HOTSCOPE_RECORD_ALLOCATION = 7,     /* value: bytes of one block allocated by this thread */
-  HOTSCOPE_RECORD_STACK = 8,          /* value: frame count; payload records hold the return
-                                         addresses (uint64, innermost first, 4 per record) */
-  HOTSCOPE_RECORD_QUEUE_PUSH = 9,     /* ref: source location naming the queue; value: item id */
-  HOTSCOPE_RECORD_QUEUE_POP = 10,     /* ref: source location naming the queue; value: item id */
-  HOTSCOPE_RECORD_QUEUE_CAPACITY = 11 /* ref: source location naming the queue; value: capacity */
+  HOTSCOPE_RECORD_BEGIN = 1,           /* ref: source location; a scope opens */
+  HOTSCOPE_RECORD_END = 2,             /* ref: source location; the innermost scope closes */
+  HOTSCOPE_RECORD_MESSAGE_STATIC = 3,  /* ref: address of a static NUL-terminated text */
+  HOTSCOPE_RECORD_MESSAGE_INLINE = 4,  /* value: text length; payload records follow */
+  HOTSCOPE_RECORD_COUNTER = 5,         /* ref: source location naming the counter; value: int64 */
+  HOTSCOPE_RECORD_THREAD_NAME = 6,     /* value: text length; payload records follow */
+  HOTSCOPE_RECORD_ALLOCATION = 7,      /* value: bytes of one block allocated by this thread */
+  HOTSCOPE_RECORD_STACK = 8,           /* value: frame count; payload records hold the return
+                                          addresses (uint64, innermost first, 4 per record) */
+  HOTSCOPE_RECORD_QUEUE_PUSH = 9,      /* ref: source location naming the queue; value: item id */
+  HOTSCOPE_RECORD_QUEUE_POP = 10,      /* ref: source location naming the queue; value: item id */
+  HOTSCOPE_RECORD_QUEUE_CAPACITY = 11, /* ref: source location naming the queue; value: capacity */
+  /* Tasks (coroutines, Asio operations): ref: source location naming the task; value: task id,
+   * unique in the process. A task's records may come from several threads. */
+  HOTSCOPE_RECORD_TASK_CREATE = 12,   /* ticks: when the task was created (may precede the
+                                         records before it on this thread) */
+  HOTSCOPE_RECORD_TASK_RESUME = 13,   /* a running slice of the task opens on this thread */
+  HOTSCOPE_RECORD_TASK_SUSPEND = 14,  /* the slice closes; the task waits to be resumed */
+  HOTSCOPE_RECORD_TASK_COMPLETE = 15, /* the slice closes and the task is finished */
+  HOTSCOPE_RECORD_TASK_DESTROY = 16   /* the task was destroyed unfinished, while suspended */
 };
 
 /* Longest inline text (runtime messages, thread names); longer text is cut. */
@@ -47,6 +55,7 @@ struct hotscope_record {
 
 /* Flags of a source location. */
 #define HOTSCOPE_LOCATION_FUNCTION_SIGNATURE 1u /* name is a compiler signature to shorten */
+#define HOTSCOPE_LOCATION_ASIO_OPERATION 2u     /* a task that is an Asio operation */
 
 /* Static description of one instrumented place, referenced by address from records.
  * In a guest the pointers are guest addresses; the host reads them bounds-checked. */
