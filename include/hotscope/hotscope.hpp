@@ -71,7 +71,8 @@ struct Ring {
   // Slots held back for the END records of open scopes, so a recorded BEGIN always gets its END.
   std::uint64_t reserved_ends = 0;
   // How full the ring may look (from cached_tail) before the producer reads the real tail: the
-  // wake mark (half the ring) until it passes it, then the capacity. 0 before the first record.
+  // wake mark (a quarter of the ring) until it passes it, then the capacity. 0 before the first
+  // record.
   std::uint64_t fast_limit = 0;
   std::atomic<std::uint64_t> dropped{0};
   hotscope_record* slots = nullptr;
@@ -188,7 +189,7 @@ inline void write_single(std::uint64_t ref, std::uint64_t value, std::uint32_t k
 // One block of `bytes` allocated by the calling thread, attributed by the collector to the
 // scopes open on this thread. Called from inside malloc/operator new hooks, so it never
 // registers a ring, allocates, locks or reads the clock (its one syscall is has_room_slow's
-// futex wake, once per half ring, which neither locks nor allocates): a thread without a
+// futex wake, once per wake-mark crossing, which neither locks nor allocates): a thread without a
 // ring (no record yet, or past its exit handler) has no open scope to attribute to, and its
 // allocation is not recorded. It respects the slots reserved for pending ENDs like any record,
 // and a full ring counts it as dropped. The record carries no timestamp (ticks = 0).

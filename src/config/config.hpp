@@ -15,7 +15,7 @@ namespace hotscope::config {
 struct Config {
   std::string out_dir;                         // HOTSCOPE_OUT: reports written here at exit
   clock::Request clock = clock::Request::Auto; // HOTSCOPE_CLOCK=auto|tsc|monotonic
-  std::size_t ring_records = 131072;           // HOTSCOPE_RING_RECORDS: per thread, power of 2
+  std::size_t ring_records = 262144;           // HOTSCOPE_RING_RECORDS: per thread, power of 2
   std::size_t trace_window_bytes = 32u << 20;  // HOTSCOPE_TRACE_MIB: 0 keeps no trace
   unsigned collect_period_ms = 10;             // HOTSCOPE_COLLECT_MS
   bool agent = true;                           // HOTSCOPE_AGENT=0 turns the live agent off

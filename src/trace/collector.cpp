@@ -74,6 +74,21 @@ RingStorage map_ring(std::size_t records) {
   return RingStorage(static_cast<hotscope_record*>(memory), RingUnmap{bytes});
 }
 
+// A pass that drains at most this share of a ring gives its whole pages back to the system: a
+// slow thread's ring then stays a few pages resident, however large it is mapped. A fast ring
+// keeps its pages, which its thread would otherwise fault in again within milliseconds.
+constexpr std::uint64_t kSlowRingShare = 256;
+
+// Hands back the whole pages inside `count` drained records (they read as zeros when next touched).
+void release_pages(hotscope_record* records, std::uint64_t count) {
+  const auto page = static_cast<std::uintptr_t>(sysconf(_SC_PAGESIZE));
+  const auto begin = (reinterpret_cast<std::uintptr_t>(records) + page - 1) & ~(page - 1);
+  const auto end = reinterpret_cast<std::uintptr_t>(records + count) & ~(page - 1);
+  if (end > begin) {
+    madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
+  }
+}
+
 struct ThreadSlot {
   Ring ring;
   RingStorage storage;
@@ -343,6 +358,11 @@ private:
     std::memcpy(scratch_.data(), ring.slots + (tail & mask), first * sizeof(hotscope_record));
     std::memcpy(scratch_.data() + first, ring.slots,
                 (head - tail - first) * sizeof(hotscope_record));
+    if (head - tail <= ring.capacity / kSlowRingShare) {
+      // Before the tail moves: until then the producer cannot write these slots again.
+      release_pages(ring.slots + (tail & mask), first);
+      release_pages(ring.slots, head - tail - first);
+    }
     ring.tail.store(head, std::memory_order_release);
     aggregator_.consume(slot.index, scratch_);
   }
@@ -434,7 +454,7 @@ bool hotscope::detail::has_room_slow(Ring* ring, std::uint64_t head,
   if (used > ring->capacity) {
     return false;
   }
-  const std::uint64_t wake_mark = ring->capacity / 2;
+  const std::uint64_t wake_mark = ring->capacity / 4;
   if (used <= wake_mark) {
     ring->fast_limit = wake_mark;
     return true;

@@ -175,7 +175,7 @@ private:
 // --- The process-wide collector ------------------------------------------------------------
 
 struct Settings {
-  std::size_t ring_records = 131072; // 4 MiB: 6.5 ms of 10 M records/s past the wake mark
+  std::size_t ring_records = 262144; // 8 MiB mapped: 20 ms of 10 M records/s past the wake mark
   std::size_t window_bytes = 32u << 20;
   unsigned period_ms = 10;
 };

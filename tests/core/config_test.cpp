@@ -25,7 +25,7 @@ TEST(Config, DefaultsWhenNothingIsSet) {
   EXPECT_TRUE(parsed.errors.empty());
   EXPECT_EQ(parsed.config.out_dir, "");
   EXPECT_EQ(parsed.config.clock, clock::Request::Auto);
-  EXPECT_EQ(parsed.config.ring_records, 131072u);
+  EXPECT_EQ(parsed.config.ring_records, 262144u);
   EXPECT_EQ(parsed.config.trace_window_bytes, 32u << 20);
 }
 
@@ -72,7 +72,7 @@ TEST(Config, EachBadValueGetsOneLineNamingTheVariableAndKeepsTheDefault) {
     EXPECT_EQ(line.rfind("hotscope: ", 0), 0u);
   }
   EXPECT_EQ(parsed.config.clock, clock::Request::Auto);
-  EXPECT_EQ(parsed.config.ring_records, 131072u);
+  EXPECT_EQ(parsed.config.ring_records, 262144u);
   EXPECT_EQ(parsed.config.trace_window_bytes, 32u << 20);
   EXPECT_EQ(parsed.config.collect_period_ms, 10u);
 }

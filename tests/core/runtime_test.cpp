@@ -9,10 +9,12 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <thread>
 #include <unistd.h>
@@ -185,12 +187,12 @@ TEST(Runtime, RingOverflowAccountingIsExact) {
   EXPECT_EQ(s.records.written, s.records.kept + s.records.dropped);
 }
 
-TEST(Runtime, ARingPastHalfFullWakesTheCollector) {
+TEST(Runtime, ARingPastItsWakeMarkWakesTheCollector) {
   trace::pause_collector_for_testing(true); // no periodic drain: the ring surely passes its mark
   const std::uint64_t wakes_before = trace::early_wakes();
   std::thread writer([] {
     const std::uint64_t capacity = detail::current_ring()->capacity;
-    for (std::uint64_t i = 0; i < capacity / 4 + 1; ++i) { // half the ring and one scope
+    for (std::uint64_t i = 0; i < capacity / 8 + 1; ++i) { // a quarter of the ring and a scope
       HOTSCOPE_SCOPE("fill");
     }
   });
@@ -202,6 +204,52 @@ TEST(Runtime, ARingPastHalfFullWakesTheCollector) {
   }
   trace::pause_collector_for_testing(false);
   EXPECT_GT(trace::early_wakes(), wakes_before);
+}
+
+// How many of the whole pages holding records [first, first + count) of the ring are resident.
+std::size_t resident_pages(const detail::Ring& ring, std::uint64_t first, std::uint64_t count) {
+  const auto page = static_cast<std::uintptr_t>(sysconf(_SC_PAGESIZE));
+  const auto begin =
+      (reinterpret_cast<std::uintptr_t>(ring.slots + first) + page - 1) & ~(page - 1);
+  const auto end = reinterpret_cast<std::uintptr_t>(ring.slots + first + count) & ~(page - 1);
+  std::vector<unsigned char> in_core((end - begin) / page);
+  mincore(reinterpret_cast<void*>(begin), end - begin, in_core.data());
+  return static_cast<std::size_t>(
+      std::count_if(in_core.begin(), in_core.end(), [](unsigned char bits) { return bits & 1; }));
+}
+
+// Resident ring memory follows the thread's rate: pages of a slow ring go back to the system
+// once drained; a ring drained in big passes keeps its pages.
+TEST(Runtime, ASlowRingsDrainedPagesGoBackToTheSystemAFastRingsStay) {
+  trace::pause_collector_for_testing(true); // the passes are the test's collect_now() calls
+  std::size_t slow_resident = 0;
+  std::size_t slow_pages = 0;
+  std::size_t fast_resident = 0;
+  std::size_t fast_pages = 0;
+  std::thread writer([&] {
+    const detail::Ring& ring = *detail::current_ring();
+    const std::uint64_t slow_records = ring.capacity / 512; // a pass well under the share
+    const std::uint64_t first = ring.head.load();
+    for (std::uint64_t i = 0; i < slow_records / 2; ++i) {
+      HOTSCOPE_SCOPE("slow");
+    }
+    trace::collect_now();
+    slow_pages = (slow_records * sizeof(hotscope_record)) / sysconf(_SC_PAGESIZE) - 1;
+    slow_resident = resident_pages(ring, first, slow_records);
+    const std::uint64_t fast_first = ring.head.load();
+    const std::uint64_t fast_records = ring.capacity / 8;
+    for (std::uint64_t i = 0; i < fast_records / 2; ++i) {
+      HOTSCOPE_SCOPE("fast");
+    }
+    trace::collect_now();
+    fast_pages = (fast_records * sizeof(hotscope_record)) / sysconf(_SC_PAGESIZE) - 1;
+    fast_resident = resident_pages(ring, fast_first, fast_records);
+  });
+  writer.join();
+  trace::pause_collector_for_testing(false);
+  ASSERT_GT(slow_pages, 0u);
+  EXPECT_EQ(slow_resident, 0u) << "of " << slow_pages << " pages";
+  EXPECT_GE(fast_resident, fast_pages) << "of " << fast_pages << " pages";
 }
 
 void allocating_leaf(std::size_t bytes) {
