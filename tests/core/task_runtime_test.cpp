@@ -120,7 +120,7 @@ TEST(TaskRuntime, ACoroutineResumedOnTwoThreadsHasExactRunningAndWaitingTimes) {
   std::int64_t other_tid = 0;
   std::thread other_thread([&] {
     other_tid = this_tid();
-    other.run([&] { return other_done; });
+    other.run([&] { return other_done.load(); });
   });
   Task task = two_threads(other, home); // created now
   clock::advance_manual_clock(100);     // waits 100 ns before it first runs
