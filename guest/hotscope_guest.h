@@ -20,6 +20,11 @@
  *   HOTSCOPE_QUEUE_PUSH("jobs", id);   item `id` (an integer or a pointer) enters queue "jobs";
  *   HOTSCOPE_QUEUE_POP("jobs", id);    ... and leaves it; HOTSCOPE_QUEUE_CAPACITY("jobs", n)
  *   HOTSCOPE_STACK();                  the return addresses of the calling frames (frame pointers)
+ * The guest's own allocator reports its blocks, each with the calling frames' return addresses,
+ * for the host's heap profile of the guest (DHAT's accounting):
+ *   HOTSCOPE_GUEST_ALLOC(ptr, size);   a block handed out
+ *   HOTSCOPE_GUEST_FREE(ptr);          a block given back (a null pointer records nothing)
+ *   HOTSCOPE_GUEST_REALLOC(old, new, size);  a block resized (and maybe moved); new 0: it failed
  * Scopes close through __attribute__((cleanup)), which GCC and Clang support in C and C++.
  *
  * Records go into a fixed buffer of HOTSCOPE_GUEST_CAPACITY records. It is handed to the host
@@ -55,10 +60,15 @@ uint64_t hotscope_guest_dispatch(uint64_t argument);
 void hotscope_guest_flush(void);
 /* A host call: prints `length` bytes on the host's output (flushes first). */
 void hotscope_guest_print(const char* text, uint64_t length);
+/* A host call: runs the host's function number `function` (the embedder's
+ * RunnerOptions::host_functions) with `argument` and returns its result (flushes first). */
+uint64_t hotscope_guest_host_call(uint64_t function, uint64_t argument);
 /* The raw exit behind hotscope_guest_flush(), for tests that send hostile batches. */
 void hotscope_guest_transport_flush(uint64_t address, uint64_t count);
 /* Records the calling frames' return addresses (HOTSCOPE_RECORD_STACK). */
 void hotscope_guest_stack(void);
+/* Records a heap event (HOTSCOPE_RECORD_HEAP_*) with the calling frames' return addresses. */
+void hotscope_guest_heap(uint32_t kind, uint64_t address, uint64_t old_address, uint64_t size);
 
 static inline uint64_t hotscope_guest_ticks(void) {
   uint32_t low, high;
@@ -181,6 +191,13 @@ static inline void hotscope_guest_message(int is_literal, const char* text) {
 #define HOTSCOPE_QUEUE_CAPACITY(name, capacity)                                                    \
   HOTSCOPE_LOCATED_WITH_ID(__COUNTER__, HOTSCOPE_RECORD_QUEUE_CAPACITY, name, capacity)
 #define HOTSCOPE_STACK() hotscope_guest_stack()
+#define HOTSCOPE_GUEST_ALLOC(ptr, size)                                                            \
+  hotscope_guest_heap(HOTSCOPE_RECORD_HEAP_ALLOC, (uint64_t)(uintptr_t)(ptr), 0, (uint64_t)(size))
+#define HOTSCOPE_GUEST_FREE(ptr)                                                                   \
+  hotscope_guest_heap(HOTSCOPE_RECORD_HEAP_FREE, (uint64_t)(uintptr_t)(ptr), 0, 0)
+#define HOTSCOPE_GUEST_REALLOC(old_ptr, new_ptr, size)                                             \
+  hotscope_guest_heap(HOTSCOPE_RECORD_HEAP_REALLOC, (uint64_t)(uintptr_t)(new_ptr),                \
+                      (uint64_t)(uintptr_t)(old_ptr), (uint64_t)(size))
 
 /* ---- The implementation: in exactly one translation unit. ------------------------------------ */
 #ifdef HOTSCOPE_GUEST_IMPLEMENTATION
@@ -253,12 +270,11 @@ void hotscope_guest_flush(void) {
   hotscope_guest_state.count = 0;
 }
 
-/* Frame-pointer walk: [rbp] = caller's rbp, [rbp + 8] = return address. The entry point clears
- * rbp, which ends the chain; a frame that does not move up the stack ends it too. */
-__attribute__((noinline)) void hotscope_guest_stack(void) {
-  uint64_t frames[HOTSCOPE_STACK_FRAMES_MAX];
+/* Frame-pointer walk from `frame` (the caller's own frame): [rbp] = caller's rbp, [rbp + 8] =
+ * return address. The entry point clears rbp, which ends the chain; a frame that does not move up
+ * the stack ends it too. Returns the number of return addresses written to `frames`. */
+static inline uint32_t hotscope_guest_walk(const uint64_t* frame, uint64_t* frames) {
   uint32_t count = 0;
-  const uint64_t* frame = (const uint64_t*)__builtin_frame_address(0);
   while (frame != 0 && count < HOTSCOPE_STACK_FRAMES_MAX) {
     const uint64_t return_address = frame[1];
     if (return_address == 0) {
@@ -271,11 +287,39 @@ __attribute__((noinline)) void hotscope_guest_stack(void) {
     }
     frame = next;
   }
+  return count;
+}
+
+/* A record of `kind` whose payload is `count` uint64 slots, padded with 0 to whole records. */
+static inline struct hotscope_record*
+hotscope_guest_put_slots(uint32_t kind, uint64_t value, const uint64_t* slots, uint32_t count) {
   const uint32_t payload = (count + 3u) / 4u;
-  uint64_t* out = (uint64_t*)hotscope_guest_put_with_payload(count, HOTSCOPE_RECORD_STACK, payload);
+  uint64_t* out = (uint64_t*)hotscope_guest_put_with_payload(value, kind, payload);
   for (uint32_t i = 0; i < payload * 4u; ++i) {
-    out[i] = i < count ? frames[i] : 0u;
+    out[i] = i < count ? slots[i] : 0u;
   }
+  return (struct hotscope_record*)out - 1;
+}
+
+__attribute__((noinline)) void hotscope_guest_stack(void) {
+  uint64_t frames[HOTSCOPE_STACK_FRAMES_MAX];
+  const uint32_t count = hotscope_guest_walk((const uint64_t*)__builtin_frame_address(0), frames);
+  hotscope_guest_put_slots(HOTSCOPE_RECORD_STACK, count, frames, count);
+}
+
+/* Payload: a realloc's old address, then the stack. */
+__attribute__((noinline)) void hotscope_guest_heap(uint32_t kind, uint64_t address,
+                                                   uint64_t old_address, uint64_t size) {
+  if (kind == HOTSCOPE_RECORD_HEAP_FREE && address == 0) {
+    return; /* free(NULL) does nothing */
+  }
+  uint64_t slots[1 + HOTSCOPE_STACK_FRAMES_MAX];
+  uint32_t count = 0;
+  if (kind == HOTSCOPE_RECORD_HEAP_REALLOC) {
+    slots[count++] = old_address;
+  }
+  count += hotscope_guest_walk((const uint64_t*)__builtin_frame_address(0), slots + count);
+  hotscope_guest_put_slots(kind, size, slots, count)->ref = address;
 }
 
 #if defined(HOTSCOPE_GUEST_VM)
@@ -301,6 +345,19 @@ void hotscope_guest_print(const char* text, uint64_t length) {
                    :
                    : [port] "i"(HOTSCOPE_GUEST_PORT_PRINT), "a"(0), "D"(text), "S"(length)
                    : "memory");
+}
+
+/* The host puts the result in rax before it resumes the guest. */
+uint64_t hotscope_guest_host_call(uint64_t function, uint64_t argument) {
+  if (hotscope_guest_state.count != 0) {
+    hotscope_guest_flush();
+  }
+  uint64_t result = 0;
+  __asm__ volatile("outb %%al, %[port]"
+                   : "+a"(result)
+                   : [port] "i"(HOTSCOPE_GUEST_PORT_HOST_CALL), "D"(function), "S"(argument)
+                   : "memory");
+  return result;
 }
 
 /* Every entry starts on a fresh stack with rbp = 0 (the end of the frame chain) and returns to
@@ -373,6 +430,15 @@ void hotscope_guest_print(const char* text, uint64_t length) {
   }
   hotscope_guest_request(HOTSCOPE_GUEST_REQUEST_PRINT, (uint64_t)(uintptr_t)text, length);
   hotscope_guest_wait_host();
+}
+
+uint64_t hotscope_guest_host_call(uint64_t function, uint64_t argument) {
+  if (hotscope_guest_state.count != 0) {
+    hotscope_guest_flush();
+  }
+  hotscope_guest_request(HOTSCOPE_GUEST_REQUEST_HOST_CALL, function, argument);
+  hotscope_guest_wait_host();
+  return hotscope_guest_channel_page->reply;
 }
 
 /* Maps the channel, then serves the host's entries until it closes the socket. */

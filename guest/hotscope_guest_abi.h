@@ -21,11 +21,13 @@
 #define HOTSCOPE_GUEST_PORT_FLUSH 0xE0  /* rdi = buffer's guest address, rsi = record count */
 #define HOTSCOPE_GUEST_PORT_PRINT 0xE1  /* rdi = text's guest address, rsi = length in bytes */
 #define HOTSCOPE_GUEST_PORT_RETURN 0xE2 /* the entry is done; rax = its result */
+/* rdi = function number, rsi = argument; the host resumes the guest with rax = the result */
+#define HOTSCOPE_GUEST_PORT_HOST_CALL 0xE3
 
 /* Process transport: the host starts the guest with a memfd on HOTSCOPE_GUEST_CHANNEL_FD (page 0:
  * struct hotscope_guest_channel; from HOTSCOPE_GUEST_RECORDS_OFFSET: the record buffer) and a
  * SOCK_SEQPACKET socket on HOTSCOPE_GUEST_WAKE_FD. Each side writes its fields, then one byte on
- * the socket; the guest waits for the host's byte after a FLUSH or PRINT request. */
+ * the socket; the guest waits for the host's byte after a FLUSH, PRINT or HOST_CALL request. */
 #define HOTSCOPE_GUEST_CHANNEL_FD 3
 #define HOTSCOPE_GUEST_WAKE_FD 4
 #define HOTSCOPE_GUEST_RECORDS_OFFSET 4096u
@@ -34,6 +36,8 @@
 #define HOTSCOPE_GUEST_REQUEST_FLUSH 1u  /* arg0 = buffer address, arg1 = record count */
 #define HOTSCOPE_GUEST_REQUEST_PRINT 2u  /* arg0 = text address, arg1 = length */
 #define HOTSCOPE_GUEST_REQUEST_RETURN 3u /* arg0 = the entry's result; no reply */
+/* arg0 = function number, arg1 = argument; the host writes `reply`, then its byte */
+#define HOTSCOPE_GUEST_REQUEST_HOST_CALL 4u
 
 struct hotscope_guest_channel {
   uint64_t request; /* guest → host: HOTSCOPE_GUEST_REQUEST_* */
@@ -41,8 +45,9 @@ struct hotscope_guest_channel {
   uint64_t arg1;
   uint64_t op;       /* host → guest: HOTSCOPE_GUEST_OP_* */
   uint64_t argument; /* host → guest */
+  uint64_t reply;    /* host → guest: a host call's result */
 };
 
-HOTSCOPE_STATIC_ASSERT(sizeof(struct hotscope_guest_channel) == 40, "channel layout");
+HOTSCOPE_STATIC_ASSERT(sizeof(struct hotscope_guest_channel) == 48, "channel layout");
 
 #endif /* HOTSCOPE_GUEST_ABI_H */

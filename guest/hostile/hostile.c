@@ -1,6 +1,7 @@
 /* Hostile guests for the tests (tests/guest): hotscope_guest_dispatch(mode) misbehaves as `mode`
  * says, so one image per transport covers every case. Mode 0 behaves, to show the host carries
- * on after a rejected batch. */
+ * on after a rejected batch; mode 13 behaves too, but writes more records in one call than the
+ * buffer holds. */
 #define HOTSCOPE_GUEST_IMPLEMENTATION
 #include "hotscope_guest.h"
 
@@ -20,8 +21,22 @@ enum mode {
   MODE_PRIVILEGED_INSTRUCTION = 9,
   MODE_WRITE_HOST_STRUCTURES = 10,
   MODE_UNKNOWN_PORT = 11,
-  MODE_CLOSE_CHANNEL_AND_LOOP = 12 /* process only */
+  MODE_CLOSE_CHANNEL_AND_LOOP = 12, /* process only */
+  MODE_FILL_BUFFER = 13,
+  MODE_HEAP_UNKNOWN_FREE = 14,
+  MODE_HEAP_DOUBLE_FREE = 15,
+  MODE_HEAP_ABSURD_SIZE = 16,
+  MODE_HEAP_TOO_MANY_LIVE = 17,
+  MODE_UNKNOWN_HOST_FUNCTION = 18
 };
+
+/* MODE_FILL_BUFFER's items: 3 records each, 3,004 records in all with the two scopes around them
+ * (tests/guest/runner_test.cpp counts them). */
+#define FILL_ITEMS 1000u
+/* More live blocks than the host profiles (GuestHeap::kMaxLiveBlocks, 65,536). */
+#define TOO_MANY_LIVE 70000u
+/* Made-up block addresses: the host never checks them against guest memory. */
+#define FAKE_BLOCK 0x300000u
 
 void hotscope_guest_init(void) {}
 
@@ -91,6 +106,33 @@ uint64_t hotscope_guest_dispatch(uint64_t mode) {
   case MODE_UNKNOWN_PORT:
     __asm__ volatile("outb %%al, $0x80" : : "a"(0));
     return 11;
+  case MODE_FILL_BUFFER: {
+    /* The buffer fills, and is flushed, in the middle of open scopes. */
+    HOTSCOPE_SCOPE("fill");
+    for (uint64_t i = 0; i < FILL_ITEMS; ++i) {
+      HOTSCOPE_SCOPE("item");
+      HOTSCOPE_COUNTER("item_index", i);
+    }
+    return FILL_ITEMS;
+  }
+  case MODE_HEAP_UNKNOWN_FREE:
+    HOTSCOPE_GUEST_FREE(FAKE_BLOCK);
+    return 14;
+  case MODE_HEAP_DOUBLE_FREE:
+    HOTSCOPE_GUEST_ALLOC(FAKE_BLOCK, 64);
+    HOTSCOPE_GUEST_FREE(FAKE_BLOCK);
+    HOTSCOPE_GUEST_FREE(FAKE_BLOCK);
+    return 15;
+  case MODE_HEAP_ABSURD_SIZE:
+    HOTSCOPE_GUEST_ALLOC(FAKE_BLOCK, 1ull << 50);
+    return 16;
+  case MODE_HEAP_TOO_MANY_LIVE:
+    for (uint64_t i = 0; i < TOO_MANY_LIVE; ++i) {
+      HOTSCOPE_GUEST_ALLOC(FAKE_BLOCK + 16 * i, 16);
+    }
+    return 17;
+  case MODE_UNKNOWN_HOST_FUNCTION:
+    return hotscope_guest_host_call(99, 0);
   default:
     return 0;
   }

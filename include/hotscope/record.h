@@ -30,7 +30,14 @@ enum hotscope_record_kind {
   HOTSCOPE_RECORD_TASK_RESUME = 13,   /* a running slice of the task opens on this thread */
   HOTSCOPE_RECORD_TASK_SUSPEND = 14,  /* the slice closes; the task waits to be resumed */
   HOTSCOPE_RECORD_TASK_COMPLETE = 15, /* the slice closes and the task is finished */
-  HOTSCOPE_RECORD_TASK_DESTROY = 16   /* the task was destroyed unfinished, while suspended */
+  HOTSCOPE_RECORD_TASK_DESTROY = 16,  /* the task was destroyed unfinished, while suspended */
+  /* A guest's heap (HOTSCOPE_GUEST_ALLOC, _FREE, _REALLOC). Payload: uint64 slots, 4 per record;
+   * a realloc's first slot is the old block's address; then the return addresses of the calling
+   * frames, innermost first, up to HOTSCOPE_STACK_FRAMES_MAX; unused slots are 0. */
+  HOTSCOPE_RECORD_HEAP_ALLOC = 17,  /* ref: the block's address; value: its size in bytes */
+  HOTSCOPE_RECORD_HEAP_FREE = 18,   /* ref: the block's address */
+  HOTSCOPE_RECORD_HEAP_REALLOC = 19 /* ref: the new block's address (0: the call failed); value:
+                                       its size in bytes */
 };
 
 /* Longest inline text (runtime messages, thread names); longer text is cut. */

@@ -43,7 +43,7 @@ struct Endpoint {
 };
 constexpr Endpoint kEndpoints[] = {
     {"/v1/info", "GET", {}, "GET /v1/info", false},
-    {"/v1/stats", "GET", {"format"}, "GET /v1/stats?format=json|table", false},
+    {"/v1/stats", "GET", {"format"}, "GET /v1/stats?format=json|table|columns", false},
     {"/v1/trace",
      "GET",
      {"format", "seconds"},
@@ -159,11 +159,15 @@ Response info(const Process& process) {
 
 Response stats(const Request& request) {
   const auto format = parameter(request, "format");
-  if (std::string problem = check_choice(format, {"json", "table"}); !problem.empty()) {
+  if (std::string problem = check_choice(format, {"json", "table", "columns"}); !problem.empty()) {
     return error(400, problem);
   }
   if (format == "table") {
     return written(kText, trace::snapshot(trace::Contents::StatisticsOnly), exporters::write_table);
+  }
+  if (format == "columns") {
+    return written(kJson, trace::snapshot(trace::Contents::ProcessTotals),
+                   exporters::write_stats_columns);
   }
   return written(kJson, trace::snapshot(trace::Contents::StatisticsOnly),
                  exporters::write_stats_json);

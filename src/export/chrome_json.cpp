@@ -152,6 +152,7 @@ void write_chrome_json(const Snapshot& snapshot, std::ostream& out) {
       {"trace_evicted", snapshot.trace_evicted},
       {"trace_open_scopes", snapshot.trace_open_scopes},
       {"threads_folded", snapshot.threads_folded},
+      {"guest_images", detail::guest_images_json(snapshot.guest_images)},
   };
   out << "\n],\"displayTimeUnit\":\"ns\",\"otherData\":"
       << other.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "}\n";

@@ -1,6 +1,7 @@
 #include "export/common.hpp"
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <tuple>
@@ -67,6 +68,22 @@ std::string clock_summary(const ClockInfo& clock) {
 std::string records_summary(const RecordCounts& records) {
   return fmt::format("written={} kept={} dropped={}", records.written, records.kept,
                      records.dropped);
+}
+
+std::string guest_image_summary(const GuestImage& image) {
+  return fmt::format("guest image {}: {} bytes, sha256 {}, track {}", image.path, image.bytes,
+                     image.sha256, image.track);
+}
+
+nlohmann::ordered_json guest_images_json(const std::vector<GuestImage>& images) {
+  nlohmann::ordered_json list = nlohmann::ordered_json::array();
+  for (const GuestImage& image : images) {
+    list.push_back({{"track", image.track},
+                    {"path", image.path},
+                    {"bytes", image.bytes},
+                    {"sha256", image.sha256}});
+  }
+  return list;
 }
 
 bool is_stuck(const ThreadInfo& thread, std::uint64_t stuck_ns) {

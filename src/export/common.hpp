@@ -3,6 +3,8 @@
 
 #include "snapshot/snapshot.hpp"
 
+#include <nlohmann/json_fwd.hpp>
+
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -33,6 +35,12 @@ std::string thread_heading(const ThreadInfo& thread);
 std::string clock_summary(const ClockInfo& clock);
 // "written=10 kept=8 dropped=2".
 std::string records_summary(const RecordCounts& records);
+
+// "guest image build/guest/sample-guest.elf: 12345 bytes, sha256 9f86d0..., track guest:
+// sample-guest"
+std::string guest_image_summary(const GuestImage& image);
+// [{"track": ..., "path": ..., "bytes": ..., "sha256": ...}, ...] for the JSON outputs.
+nlohmann::ordered_json guest_images_json(const std::vector<GuestImage>& images);
 
 // True when the thread's innermost open scope has been open longer than `stuck_ns`.
 bool is_stuck(const ThreadInfo& thread, std::uint64_t stuck_ns);

@@ -12,6 +12,8 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
+enum class StatsLayout { Full, Columns };
+
 Json records_json(const RecordCounts& records) {
   return {{"written", records.written}, {"kept", records.kept}, {"dropped", records.dropped}};
 }
@@ -23,30 +25,57 @@ Json allocations_json(const Allocations& allocations) {
           {"outside_scopes_blocks", allocations.outside_scopes.blocks}};
 }
 
+// One function's figures, in stats.json's key order: both layouts are built from this table.
+struct FunctionField {
+  const char* key;
+  Json (*value)(const FunctionStats&);
+};
+constexpr FunctionField kFunctionFields[] = {
+    {"name", [](const FunctionStats& f) -> Json { return f.name; }},
+    {"file", [](const FunctionStats& f) -> Json { return f.file; }},
+    {"line", [](const FunctionStats& f) -> Json { return f.line; }},
+    {"calls", [](const FunctionStats& f) -> Json { return f.stats.calls; }},
+    {"total_ns", [](const FunctionStats& f) -> Json { return f.stats.total_ns; }},
+    {"self_ns", [](const FunctionStats& f) -> Json { return f.stats.self_ns; }},
+    {"min_ns", [](const FunctionStats& f) -> Json { return f.stats.min_ns; }},
+    {"max_ns", [](const FunctionStats& f) -> Json { return f.stats.max_ns; }},
+    {"mean_ns", [](const FunctionStats& f) -> Json { return f.stats.mean_ns; }},
+    {"p50_ns", [](const FunctionStats& f) -> Json { return f.stats.p50_ns; }},
+    {"p90_ns", [](const FunctionStats& f) -> Json { return f.stats.p90_ns; }},
+    {"p95_ns", [](const FunctionStats& f) -> Json { return f.stats.p95_ns; }},
+    {"p99_ns", [](const FunctionStats& f) -> Json { return f.stats.p99_ns; }},
+    {"p999_ns", [](const FunctionStats& f) -> Json { return f.stats.p999_ns; }},
+    {"alloc_bytes_self", [](const FunctionStats& f) -> Json { return f.allocated_self.bytes; }},
+    {"alloc_blocks_self", [](const FunctionStats& f) -> Json { return f.allocated_self.blocks; }},
+    {"alloc_bytes_total", [](const FunctionStats& f) -> Json { return f.allocated_total.bytes; }},
+    {"alloc_blocks_total", [](const FunctionStats& f) -> Json { return f.allocated_total.blocks; }},
+};
+
 Json functions_json(const std::vector<FunctionStats>& functions) {
   Json list = Json::array();
   for (const FunctionStats& function : functions) {
-    const DurationStats& s = function.stats;
-    list.push_back({{"name", function.name},
-                    {"file", function.file},
-                    {"line", function.line},
-                    {"calls", s.calls},
-                    {"total_ns", s.total_ns},
-                    {"self_ns", s.self_ns},
-                    {"min_ns", s.min_ns},
-                    {"max_ns", s.max_ns},
-                    {"mean_ns", s.mean_ns},
-                    {"p50_ns", s.p50_ns},
-                    {"p90_ns", s.p90_ns},
-                    {"p95_ns", s.p95_ns},
-                    {"p99_ns", s.p99_ns},
-                    {"p999_ns", s.p999_ns},
-                    {"alloc_bytes_self", function.allocated_self.bytes},
-                    {"alloc_blocks_self", function.allocated_self.blocks},
-                    {"alloc_bytes_total", function.allocated_total.bytes},
-                    {"alloc_blocks_total", function.allocated_total.blocks}});
+    Json object = Json::object();
+    for (const FunctionField& field : kFunctionFields) {
+      object.emplace(field.key, field.value(function));
+    }
+    list.push_back(std::move(object));
   }
   return list;
+}
+
+// The same figures as one array per key: no key repeated per function, so a live view with
+// thousands of functions reads a fraction of the bytes.
+Json functions_columns(const std::vector<FunctionStats>& functions) {
+  Json columns = Json::object();
+  for (const FunctionField& field : kFunctionFields) {
+    Json::array_t column;
+    column.reserve(functions.size());
+    for (const FunctionStats& function : functions) {
+      column.push_back(field.value(function));
+    }
+    columns.emplace(field.key, std::move(column));
+  }
+  return columns;
 }
 
 // The keys stats.json's threads and /v1/threads share (docs/formats-output.md).
@@ -149,7 +178,9 @@ void write_threads_json(const Snapshot& snapshot, std::uint64_t stuck_ns, std::o
              out);
 }
 
-void write_stats_json(const Snapshot& snapshot, std::ostream& out) {
+namespace {
+
+Json stats_json(const Snapshot& snapshot, StatsLayout layout) {
   Json threads = Json::array();
   for (const ThreadInfo& thread : snapshot.threads) {
     Json json = {{"index", thread.index},
@@ -159,7 +190,9 @@ void write_stats_json(const Snapshot& snapshot, std::ostream& out) {
     add_os_figures(json, thread.os);
     json["records"] = records_json(thread.records);
     json["allocations"] = allocations_json(thread.allocations);
-    json["functions"] = functions_json(thread.functions);
+    if (layout == StatsLayout::Full) {
+      json["functions"] = functions_json(thread.functions);
+    }
     threads.push_back(std::move(json));
   }
   Json counters = Json::array();
@@ -170,7 +203,7 @@ void write_stats_json(const Snapshot& snapshot, std::ostream& out) {
                         {"min", counter.min},
                         {"max", counter.max}});
   }
-  const Json stats = {
+  return {
       {"hotscope_version", snapshot.hotscope_version},
       {"pid", snapshot.pid},
       {"process_name", snapshot.process_name},
@@ -185,11 +218,13 @@ void write_stats_json(const Snapshot& snapshot, std::ostream& out) {
       {"records", records_json(snapshot.records)},
       {"threads_folded", snapshot.threads_folded},
       {"allocations", allocations_json(snapshot.allocations)},
-      {"functions", functions_json(snapshot.functions)},
+      {"functions", layout == StatsLayout::Full ? functions_json(snapshot.functions)
+                                                : functions_columns(snapshot.functions)},
       {"threads", std::move(threads)},
       {"counters", std::move(counters)},
       {"queues", queues_json(snapshot.queues)},
       {"tasks", tasks_json(snapshot.tasks)},
+      {"guest_images", detail::guest_images_json(snapshot.guest_images)},
       {"trace",
        {{"events", snapshot.trace_window_events},
         {"start_ns", snapshot.trace_start_ns},
@@ -200,7 +235,18 @@ void write_stats_json(const Snapshot& snapshot, std::ostream& out) {
         {"trace_window_bytes", snapshot.memory.trace_window},
         {"statistics_bytes", snapshot.memory.statistics}}},
   };
-  write_json(stats, out);
+}
+
+} // namespace
+
+void write_stats_json(const Snapshot& snapshot, std::ostream& out) {
+  write_json(stats_json(snapshot, StatsLayout::Full), out);
+}
+
+void write_stats_columns(const Snapshot& snapshot, std::ostream& out) {
+  out << stats_json(snapshot, StatsLayout::Columns)
+             .dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace)
+      << '\n';
 }
 
 } // namespace hotscope::exporters

@@ -10,6 +10,9 @@
 namespace hotscope::exporters {
 
 void write_text_tree(const Snapshot& snapshot, std::ostream& out) {
+  for (const GuestImage& image : snapshot.guest_images) { // what ran, first
+    out << detail::guest_image_summary(image) << "\n";
+  }
   out << fmt::format("hotscope {}: {} (pid {}), {}ms measured\n", snapshot.hotscope_version,
                      detail::process_label(snapshot), snapshot.pid,
                      detail::fixed3(snapshot.duration_ns, 1'000'000));

@@ -75,6 +75,18 @@ struct Diagnostic {
   std::string to_string() const; // "guest batch rejected at record 17: ..."
 };
 
+// One event of the guest's own heap (HOTSCOPE_GUEST_ALLOC, _FREE, _REALLOC) from an accepted
+// batch, in host form: checked against the format, host clock, the stack copied out. Whether the
+// block it names is live is for its consumer to judge: nothing here trusts that.
+struct GuestHeapEvent {
+  std::uint32_t kind = 0;               // HOTSCOPE_RECORD_HEAP_ALLOC, _FREE or _REALLOC
+  std::uint64_t ticks = 0;              // host clock ticks
+  std::uint64_t address = 0;            // the block; a realloc's new block (0: the call failed)
+  std::uint64_t old_address = 0;        // a realloc's old block (0: none, a realloc of NULL)
+  std::uint64_t size = 0;               // bytes; 0 for a free
+  std::span<const std::uint64_t> stack; // return addresses, innermost first
+};
+
 // Everything counted for one guest: nothing a guest sends is dropped without being counted here.
 struct GuestCounts {
   std::uint64_t batches_accepted = 0;
@@ -135,16 +147,25 @@ public:
   BatchValidator(const BatchValidator&) = delete;
   BatchValidator& operator=(const BatchValidator&) = delete;
 
-  // The host-form records of an accepted batch, or why the batch was rejected (and nothing of it
-  // kept). The records stay valid until the next call.
+  // The host-form records and heap events of an accepted batch, or why the batch was rejected
+  // (and nothing of it kept). Both stay valid until the next call. A heap allocation or realloc
+  // is also an ALLOCATION record, so the trace counts it where it happened.
   struct Result {
     std::optional<Diagnostic> rejected;
     std::span<const hotscope_record> records;
+    std::span<const GuestHeapEvent> heap;
   };
   Result validate(std::uint64_t address, std::uint64_t count, std::uint64_t capacity);
   // Ends, in host form, for the scopes still open, at host tick `now` or the guest's last
   // record, whichever is later; each counted as a repair.
   std::span<const hotscope_record> close_open_scopes(std::uint64_t now);
+  // A span of host time inside the guest's innermost open scope (an exit to the host: a flush, a
+  // print, a host function), in host form: a BEGIN of `location` (a host ref that lives as long
+  // as the process) and its END. Moved later if needed so that the track stays in time order,
+  // and guest records that follow are placed no earlier than its end. Empty when the open scopes
+  // are at the depth limit. Valid until the next call.
+  std::span<const hotscope_record> host_span(std::uint64_t location, std::uint64_t begin,
+                                             std::uint64_t end);
 
   const GuestCounts& counts() const;
 
@@ -177,6 +198,13 @@ public:
   // why.
   std::optional<Diagnostic> flush(std::uint64_t address, std::uint64_t count,
                                   std::uint64_t capacity);
+  // The heap events of the last batch flush() accepted (none after a rejected one); valid until
+  // the next flush.
+  std::span<const GuestHeapEvent> heap_events() const { return heap_events_; }
+
+  // Host time spent on the guest's behalf, shown as a scope on its track: BatchValidator's
+  // host_span(). `location` is a host ref that lives as long as the process.
+  void host_span(std::uint64_t location, std::uint64_t begin, std::uint64_t end);
 
   // The guest stopped (halt, time limit, crash): scopes still open are closed now, counted as
   // repairs.
@@ -187,6 +215,7 @@ public:
 private:
   BatchValidator validator_;
   std::uint32_t track_;
+  std::span<const GuestHeapEvent> heap_events_;
 };
 
 } // namespace hotscope::guest

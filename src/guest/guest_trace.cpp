@@ -28,12 +28,20 @@ GuestTrace::~GuestTrace() {
 std::optional<Diagnostic> GuestTrace::flush(std::uint64_t address, std::uint64_t count,
                                             std::uint64_t capacity) {
   BatchValidator::Result result = validator_.validate(address, count, capacity);
+  heap_events_ = result.heap;
   if (result.rejected) {
     trace::set_external_dropped(track_, counts().records_rejected);
     return result.rejected;
   }
   trace::consume_external(track_, result.records);
   return std::nullopt;
+}
+
+void GuestTrace::host_span(std::uint64_t location, std::uint64_t begin, std::uint64_t end) {
+  const std::span<const hotscope_record> records = validator_.host_span(location, begin, end);
+  if (!records.empty()) {
+    trace::consume_external(track_, records);
+  }
 }
 
 void GuestTrace::finish() {

@@ -42,6 +42,12 @@ const char* kind_name(std::uint32_t kind) {
     return "QUEUE_POP";
   case HOTSCOPE_RECORD_QUEUE_CAPACITY:
     return "QUEUE_CAPACITY";
+  case HOTSCOPE_RECORD_HEAP_ALLOC:
+    return "HEAP_ALLOC";
+  case HOTSCOPE_RECORD_HEAP_FREE:
+    return "HEAP_FREE";
+  case HOTSCOPE_RECORD_HEAP_REALLOC:
+    return "HEAP_REALLOC";
   default:
     return nullptr;
   }
@@ -49,6 +55,19 @@ const char* kind_name(std::uint32_t kind) {
 
 std::uint64_t records_for(std::uint64_t bytes, std::uint64_t per_record) {
   return (bytes + per_record - 1) / per_record;
+}
+
+// Payload slots a heap record puts before its stack: a realloc's old address.
+std::uint64_t heap_lead_slots(std::uint32_t kind) {
+  return kind == HOTSCOPE_RECORD_HEAP_REALLOC ? 1 : 0;
+}
+
+// The uint64 slot `slot` of the payload that follows `record`.
+std::uint64_t payload_slot(const hotscope_record* record, std::uint64_t slot) {
+  std::uint64_t value = 0;
+  std::memcpy(&value, reinterpret_cast<const char*>(record + 1) + slot * sizeof(value),
+              sizeof(value));
+  return value;
 }
 
 // Why `text` is not printable UTF-8 (a control character or a broken sequence), or nothing.
@@ -164,12 +183,14 @@ struct BatchValidator::State {
   std::optional<Diagnostic> check(std::uint64_t address, std::uint64_t count,
                                   std::uint64_t capacity);
   std::optional<std::string> check_record(std::size_t index, std::uint64_t count);
+  std::optional<std::string> check_heap(std::size_t index) const;
   std::optional<std::string> resolve(std::size_t index, bool location);
   std::optional<std::string> read_text(std::uint64_t address, const char* what, std::string& out);
   void commit();
   void begin(std::uint64_t location, std::uint64_t ticks);
   void end(std::uint64_t location, std::uint64_t ticks);
-  void append_stack(std::size_t index);
+  void append_stack(std::size_t index, std::uint64_t ticks);
+  void append_heap_event(std::size_t index, std::uint64_t ticks);
 
   const std::string track_name;
   const GuestMemory& memory;
@@ -186,6 +207,7 @@ struct BatchValidator::State {
   std::vector<std::uint64_t> open;   // host refs of the open scopes' locations, innermost last
   std::size_t begins_over_depth = 0; // begins past kMaxDepth not passed on; their ends are dropped
   std::size_t guest_names = 0;       // entries this guest added to the name store
+  std::uint64_t host_floor = 0;      // the end of the last host span: no guest record before it
 
   // One batch, reused: the copy, what checking learned per record, the host-form output.
   std::vector<hotscope_record> batch;
@@ -197,6 +219,9 @@ struct BatchValidator::State {
   std::uint64_t batch_last_guest_ticks = 0;
   std::uint64_t batch_last_host_ticks = 0;
   std::vector<hotscope_record> out;
+  std::vector<GuestHeapEvent> heap_events;
+  std::vector<std::uint64_t> heap_frames;    // the heap events' stacks, one after the other
+  std::vector<std::size_t> heap_stack_start; // where each event's stack starts in heap_frames
 };
 
 BatchValidator::BatchValidator(std::string track_name, const GuestMemory& memory, ClockAnchor clock,
@@ -223,24 +248,39 @@ BatchValidator::Result BatchValidator::validate(std::uint64_t address, std::uint
   if (std::optional<Diagnostic> problem = s.check(address, count, capacity)) {
     ++s.counts.batches_rejected;
     s.counts.records_rejected += count <= capacity && capacity <= kMaxCapacity ? count : 0;
-    return {std::move(problem), {}};
+    return {std::move(problem), {}, {}};
   }
   s.commit();
   ++s.counts.batches_accepted;
   s.counts.records_accepted += count;
-  return {std::nullopt, s.out};
+  return {std::nullopt, s.out, s.heap_events};
 }
 
 std::span<const hotscope_record> BatchValidator::close_open_scopes(std::uint64_t now) {
   State& s = *state_;
   s.out.clear();
-  const std::uint64_t ticks = std::max(now, s.last_host_ticks);
+  const std::uint64_t ticks = std::max({now, s.last_host_ticks, s.host_floor});
   for (auto it = s.open.rbegin(); it != s.open.rend(); ++it) {
     s.out.push_back({ticks, *it, 0, HOTSCOPE_RECORD_END, 0});
   }
   s.counts.nesting_repairs += s.open.size();
   s.open.clear();
   s.begins_over_depth = 0;
+  return s.out;
+}
+
+std::span<const hotscope_record> BatchValidator::host_span(std::uint64_t location,
+                                                           std::uint64_t begin, std::uint64_t end) {
+  State& s = *state_;
+  s.out.clear();
+  if (s.open.size() >= kMaxDepth) {
+    return {};
+  }
+  begin = std::max({begin, s.last_host_ticks, s.host_floor});
+  end = std::max(end, begin);
+  s.out.push_back({begin, location, 0, HOTSCOPE_RECORD_BEGIN, 0});
+  s.out.push_back({end, location, 0, HOTSCOPE_RECORD_END, 0});
+  s.host_floor = end;
   return s.out;
 }
 
@@ -346,6 +386,22 @@ std::optional<std::string> BatchValidator::State::check_record(std::size_t index
                          record.value, kMaxAllocation);
     }
     break;
+  case HOTSCOPE_RECORD_HEAP_ALLOC:
+  case HOTSCOPE_RECORD_HEAP_FREE:
+  case HOTSCOPE_RECORD_HEAP_REALLOC: {
+    // The kind allows a range: the stack's length is up to the guest.
+    const std::uint64_t lead = heap_lead_slots(record.kind);
+    const std::uint64_t most = records_for(lead + HOTSCOPE_STACK_FRAMES_MAX, kFramesPerRecord);
+    if (record.payload_records < lead || record.payload_records > most) {
+      return fmt::format("{} record says {} payload records where it carries {} to {} ({}a stack "
+                         "of at most HOTSCOPE_STACK_FRAMES_MAX ({}) frames)",
+                         kind, record.payload_records, lead, most,
+                         lead != 0 ? "the old block's address and " : "",
+                         HOTSCOPE_STACK_FRAMES_MAX);
+    }
+    payload = record.payload_records;
+    break;
+  }
   default:
     break;
   }
@@ -368,6 +424,10 @@ std::optional<std::string> BatchValidator::State::check_record(std::size_t index
     return resolve(index, true);
   case HOTSCOPE_RECORD_MESSAGE_STATIC:
     return resolve(index, false);
+  case HOTSCOPE_RECORD_HEAP_ALLOC:
+  case HOTSCOPE_RECORD_HEAP_FREE:
+  case HOTSCOPE_RECORD_HEAP_REALLOC:
+    return check_heap(index);
   case HOTSCOPE_RECORD_MESSAGE_INLINE:
   case HOTSCOPE_RECORD_THREAD_NAME: {
     std::string_view text(reinterpret_cast<const char*>(batch.data() + index + 1), record.value);
@@ -380,6 +440,37 @@ std::optional<std::string> BatchValidator::State::check_record(std::size_t index
   default:
     return std::nullopt;
   }
+}
+
+// A heap record's block and stack, its payload known to be inside the batch. Whether the block
+// is live is not checked here: the heap's accounting counts what does not add up.
+std::optional<std::string> BatchValidator::State::check_heap(std::size_t index) const {
+  const hotscope_record& record = batch[index];
+  const char* kind = kind_name(record.kind);
+  const bool sized = record.kind != HOTSCOPE_RECORD_HEAP_FREE;
+  if (record.ref == 0 && record.kind != HOTSCOPE_RECORD_HEAP_REALLOC) {
+    return fmt::format("{} of block address 0; record only blocks the allocator handed out", kind);
+  }
+  if (sized && record.value > kMaxAllocation) {
+    return fmt::format("{} of {} bytes is more than a guest can have (at most {})", kind,
+                       record.value, kMaxAllocation);
+  }
+  if (sized && record.ref > UINT64_MAX - record.value) {
+    return fmt::format("{} block at 0x{:x} of {} bytes wraps around the address space", kind,
+                       record.ref, record.value);
+  }
+  bool ended = false;
+  for (std::uint64_t slot = heap_lead_slots(record.kind);
+       slot < record.payload_records * kFramesPerRecord; ++slot) {
+    const bool empty = payload_slot(&record, slot) == 0;
+    if (ended && !empty) {
+      return fmt::format("{} stack has a return address after an empty slot; unused slots must "
+                         "be 0 and come last",
+                         kind);
+    }
+    ended |= empty;
+  }
+  return std::nullopt;
 }
 
 // The location or static text a record refers to, read once per batch and guest address.
@@ -482,9 +573,12 @@ std::optional<std::string> BatchValidator::State::read_text(std::uint64_t addres
 // Nothing here can reject the batch any more.
 void BatchValidator::State::commit() {
   out.clear();
+  heap_events.clear();
+  heap_frames.clear();
+  heap_stack_start.clear();
   for (std::size_t i = 0; i < batch.size();) {
     const hotscope_record& record = batch[i];
-    const std::uint64_t ticks = host_ticks[i];
+    const std::uint64_t ticks = std::max(host_ticks[i], host_floor);
     const std::uint64_t ref = name_of[i] == kNoName ? 0 : batch_refs[name_of[i]];
     const std::string_view text(reinterpret_cast<const char*>(batch.data() + i + 1),
                                 record.payload_records == 0 ? 0 : record.value);
@@ -511,12 +605,28 @@ void BatchValidator::State::commit() {
                   fmt::format("{} ({})", track_name, text.substr(0, text.find('\0'))));
       break;
     case HOTSCOPE_RECORD_STACK:
-      append_stack(i);
+      append_stack(i, ticks);
+      break;
+    case HOTSCOPE_RECORD_HEAP_ALLOC:
+    case HOTSCOPE_RECORD_HEAP_REALLOC:
+      if (record.ref != 0) { // a failed realloc allocated nothing
+        out.push_back({ticks, 0, record.value, HOTSCOPE_RECORD_ALLOCATION, 0});
+      }
+      append_heap_event(i, ticks);
+      break;
+    case HOTSCOPE_RECORD_HEAP_FREE:
+      append_heap_event(i, ticks);
       break;
     default:
       break; // check() let no other kind through
     }
     i += 1 + record.payload_records;
+  }
+  for (std::size_t e = 0; e < heap_events.size(); ++e) { // heap_frames has stopped growing
+    const std::size_t end =
+        e + 1 < heap_events.size() ? heap_stack_start[e + 1] : heap_frames.size();
+    heap_events[e].stack = std::span<const std::uint64_t>(heap_frames)
+                               .subspan(heap_stack_start[e], end - heap_stack_start[e]);
   }
   if (!batch.empty()) {
     seen_ticks = true;
@@ -556,8 +666,28 @@ void BatchValidator::State::end(std::uint64_t location, std::uint64_t ticks) {
   }
 }
 
+void BatchValidator::State::append_heap_event(std::size_t index, std::uint64_t ticks) {
+  const hotscope_record& record = batch[index];
+  const std::uint64_t lead = heap_lead_slots(record.kind);
+  GuestHeapEvent event;
+  event.kind = record.kind;
+  event.ticks = ticks;
+  event.address = record.ref;
+  event.old_address = lead != 0 ? payload_slot(&record, 0) : 0;
+  event.size = record.kind == HOTSCOPE_RECORD_HEAP_FREE ? 0 : record.value;
+  heap_stack_start.push_back(heap_frames.size());
+  for (std::uint64_t slot = lead; slot < record.payload_records * kFramesPerRecord; ++slot) {
+    const std::uint64_t address = payload_slot(&record, slot);
+    if (address == 0) {
+      break; // check_heap(): the rest are empty too
+    }
+    heap_frames.push_back(address);
+  }
+  heap_events.push_back(event);
+}
+
 // A guest stack trace as one inline message per frame: "#0 parse+0x1a" or "#1 0x401a2c".
-void BatchValidator::State::append_stack(std::size_t index) {
+void BatchValidator::State::append_stack(std::size_t index, std::uint64_t ticks) {
   const hotscope_record& record = batch[index];
   for (std::uint64_t frame = 0; frame < record.value; ++frame) {
     std::uint64_t address = 0;
@@ -574,7 +704,7 @@ void BatchValidator::State::append_stack(std::size_t index) {
             ? fmt::format("#{} {}+0x{:x}", frame,
                           cut_utf8(symbol->name, HOTSCOPE_INLINE_TEXT_MAX - 24), symbol->offset)
             : fmt::format("#{} 0x{:x}", frame, address);
-    append_text(out, HOTSCOPE_RECORD_MESSAGE_INLINE, host_ticks[index], text);
+    append_text(out, HOTSCOPE_RECORD_MESSAGE_INLINE, ticks, text);
   }
 }
 

@@ -243,6 +243,14 @@ struct ProfilerMemory {
   std::uint64_t statistics = 0;   // per-function and per-thread statistics, names
 };
 
+// The image of a guest that ran under guest tracing (hotscope vm run, docs/guest.md).
+struct GuestImage {
+  std::string track; // the guest's track: "guest: sample-guest"
+  std::string path;
+  std::uint64_t bytes = 0;
+  std::string sha256; // of the bytes read, lowercase hex
+};
+
 struct Snapshot {
   std::string hotscope_version;
   std::int64_t pid = 0;
@@ -254,6 +262,7 @@ struct Snapshot {
   std::uint64_t threads_folded = 0; // exited threads merged into "(exited threads)" to bound memory
   Allocations allocations;          // over all threads
   std::optional<HeapFigures> heap;  // filled by the agent for /v1/metrics, else empty
+  std::vector<GuestImage> guest_images; // filled by hotscope vm run, else empty
   ProfilerMemory memory;
 
   std::vector<FunctionStats> functions; // over all threads, sorted by total_ns descending

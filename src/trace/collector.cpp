@@ -200,7 +200,7 @@ public:
       std::lock_guard lock(state_mutex_);
       drain_all();
       const TimeBase time{clock::info(), start_ticks_, clock::now_ticks()};
-      captured = aggregator_.capture(time, contents == Contents::StatisticsAndTrace);
+      captured = aggregator_.capture(time, contents);
       captured.snapshot.memory.rings = rings_bytes();
     }
     // The trace is converted without the lock: the collector drains meanwhile.

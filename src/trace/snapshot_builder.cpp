@@ -37,7 +37,8 @@ void sort_by_total(std::vector<FunctionStats>& functions) {
 
 } // namespace
 
-CapturedSnapshot Aggregator::capture(const TimeBase& time, bool with_trace) const {
+CapturedSnapshot Aggregator::capture(const TimeBase& time, Contents contents) const {
+  const bool with_trace = contents == Contents::StatisticsAndTrace;
   const Converter convert(time);
   Snapshot snapshot;
   snapshot.pid = getpid();
@@ -71,7 +72,9 @@ CapturedSnapshot Aggregator::capture(const TimeBase& time, bool with_trace) cons
     d.p95_ns = quantile(0.95);
     d.p99_ns = quantile(0.99);
     d.p999_ns = quantile(0.999);
-    d.at_most_bucket = histogram.counts_at_most(bucket_ticks);
+    if (contents != Contents::ProcessTotals) { // only the Prometheus histograms read them
+      d.at_most_bucket = histogram.counts_at_most(bucket_ticks);
+    }
     return d;
   };
   const auto function_stats = [&](std::uint32_t location, const Stats& stats) {
@@ -129,7 +132,9 @@ CapturedSnapshot Aggregator::capture(const TimeBase& time, bool with_trace) cons
     info.records = thread.records;
     info.records.written = thread.records.kept + thread.records.dropped;
     info.allocations = thread.allocations;
-    info.functions = all_functions(thread.stats, open_by_thread[index]);
+    if (contents != Contents::ProcessTotals) {
+      info.functions = all_functions(thread.stats, open_by_thread[index]);
+    }
     for (const Frame& frame : thread.stack) {
       const LocationText& where = names_[frame.location];
       const std::uint64_t open_ticks =
@@ -150,7 +155,9 @@ CapturedSnapshot Aggregator::capture(const TimeBase& time, bool with_trace) cons
     folded.records = folded_records_;
     folded.records.written = folded_records_.kept + folded_records_.dropped;
     folded.allocations = folded_allocations_;
-    folded.functions = all_functions(folded_thread_stats_, {});
+    if (contents != Contents::ProcessTotals) {
+      folded.functions = all_functions(folded_thread_stats_, {});
+    }
     snapshot.threads.push_back(std::move(folded));
   }
   for (const auto& [location, counter] : counters_) {

@@ -47,6 +47,11 @@ struct TimeBase {
   std::uint64_t now_ticks = 0;
 };
 
+// What a snapshot carries. Converting the trace window is the costly part, and the collector
+// cannot drain while a snapshot is built, so statistics-only requests skip it. ProcessTotals
+// also leaves out each thread's own function list (a live view of thousands of functions).
+enum class Contents { StatisticsOnly, StatisticsAndTrace, ProcessTotals };
+
 // A snapshot in two steps, so that the collector is held off the rings only for the first:
 // Aggregator::capture (under the collector's lock) copies the statistics and takes the trace
 // window by shared reference; complete() converts the window afterwards, without the lock.
@@ -77,9 +82,11 @@ public:
   // Forgets statistics, counts and the trace; open scopes stay open and are timed in full.
   void reset();
 
-  CapturedSnapshot capture(const TimeBase& time, bool with_trace = true) const;
+  CapturedSnapshot capture(const TimeBase& time,
+                           Contents contents = Contents::StatisticsAndTrace) const;
   Snapshot snapshot(const TimeBase& time, bool with_trace = true) const {
-    return complete(capture(time, with_trace));
+    return complete(
+        capture(time, with_trace ? Contents::StatisticsAndTrace : Contents::StatisticsOnly));
   }
 
   // Exited threads whose own statistics are kept; older ones are merged into one entry.
@@ -186,9 +193,6 @@ void start(const Settings& settings);
 detail::Ring* register_current_thread() noexcept;
 // Drains every ring now, on the calling thread.
 void collect_now();
-// What a snapshot carries. Converting the trace window is the costly part, and the collector
-// cannot drain while a snapshot is built, so statistics-only requests skip it.
-enum class Contents { StatisticsOnly, StatisticsAndTrace };
 // Drains every ring and returns a snapshot of everything collected.
 Snapshot snapshot(Contents contents = Contents::StatisticsAndTrace);
 // Fills ThreadInfo::os of every live thread of this process from /proc/self/task/TID (CPU time,

@@ -109,6 +109,11 @@ TEST(AgentDemo, EveryEndpointThroughCurl) {
   const Json stats = Json::parse(demo.get("/v1/stats"));
   EXPECT_EQ(stats.at("pid"), demo.pid());
   EXPECT_GT(calls_of(stats, "demo::Service::handle"), 0u);
+  const Json columns = Json::parse(demo.get("/v1/stats?format=columns"));
+  const Json& names = columns.at("functions").at("name");
+  EXPECT_NE(std::find(names.begin(), names.end(), "demo::Service::handle"), names.end());
+  EXPECT_EQ(columns.at("functions").at("calls").size(), names.size());
+  EXPECT_FALSE(columns.at("threads").at(0).contains("functions"));
   const std::string table = demo.get("/v1/stats?format=table");
   EXPECT_NE(table.find("Function"), std::string::npos);
   EXPECT_NE(table.find("demo::Service::handle"), std::string::npos);

@@ -54,6 +54,34 @@ TEST(ConsoleModel, RatesComeFromTwoAnswers) {
   EXPECT_EQ(model.p99_history(key)->size(), 3u);
 }
 
+// GET /v1/stats?format=columns (one array per key) reads as the same rows as stats.json's
+// objects, and a column shorter than the names reads as zeros.
+TEST(ConsoleModel, TheColumnsLayoutGivesTheSameRows) {
+  const Json objects = stats(1'000'000'000, 100, 500'000'000, 200'000'000);
+  Json columns = objects;
+  columns["functions"] = Json::object();
+  for (const auto& [key, value] : objects["functions"][0].items()) {
+    columns["functions"][key] = Json::array({value});
+  }
+  columns["functions"]["self_ns"] = Json::array();
+  Model from_objects;
+  from_objects.update_stats(objects);
+  Model from_columns;
+  from_columns.update_stats(columns);
+  ASSERT_EQ(from_columns.functions().size(), 1u);
+  const FunctionRow& expected = from_objects.functions().at(0);
+  const FunctionRow& row = from_columns.functions().at(0);
+  EXPECT_EQ(row.key, expected.key);
+  EXPECT_EQ(row.name, "work");
+  EXPECT_EQ(row.line, 7);
+  EXPECT_EQ(row.calls, 100u);
+  EXPECT_EQ(row.total_ns, 500'000'000u);
+  EXPECT_EQ(row.p50_ns, 1000u);
+  EXPECT_EQ(row.p99_ns, 5000u);
+  EXPECT_DOUBLE_EQ(row.calls_rate, expected.calls_rate);
+  EXPECT_EQ(row.self_ns, 0u);
+}
+
 // The answer of GET /v1/threads (docs/console.md, "threads").
 Json threads_answer(std::uint64_t now_ns, std::uint64_t cpu_user_ns) {
   return Json::parse(R"({

@@ -5,7 +5,7 @@
 // over. "agent-fork" forks a child that checks it holds no listening socket (its parent's agent
 // listens on two). "child-threads" forks a child that starts 200 short recording threads one
 // after the other and checks that its address space grew by less than 64 MiB (each thread's
-// ring is 1 MiB). "sigwait" blocks SIGUSR1 in every thread of the program, sends
+// ring is mapped at 8 MiB). "sigwait" blocks SIGUSR1 in every thread of the program, sends
 // it to itself and takes it with sigwait(): a profiler thread that left it unblocked would die
 // of it. "sigterm" sends itself SIGTERM inside main_tail; "own-sigterm-handler" does so after
 // installing a handler of its own, which makes main return 3.

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <limits>
 #include <sstream>
 
@@ -96,6 +97,41 @@ TEST(ExportStatsJson, FunctionsThreadsAndCountersRoundTrip) {
       j["counters"],
       (json::array({json{
           {"name", "heap"}, {"updates", 1}, {"last", 10592}, {"min", 10592}, {"max", 10592}}})));
+}
+
+// The live views' layout: the same figures, one array per key, and no per-thread functions.
+TEST(ExportStatsJson, TheColumnsLayoutHoldsTheSameFunctionsAsTheObjectLayout) {
+  const Snapshot snapshot = testing::known_snapshot();
+  std::ostringstream out;
+  exporters::write_stats_columns(snapshot, out);
+  const std::string text = out.str();
+  EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 1) << "one unindented line";
+  const json columns = json::parse(text);
+  const json objects = stats(snapshot);
+  const json& functions = columns["functions"];
+  ASSERT_TRUE(functions.is_object());
+  ASSERT_EQ(functions["name"].size(), snapshot.functions.size());
+  for (std::size_t i = 0; i < snapshot.functions.size(); ++i) {
+    json function = json::object();
+    for (const auto& [key, column] : functions.items()) {
+      ASSERT_EQ(column.size(), snapshot.functions.size()) << key;
+      function[key] = column[i];
+    }
+    expect_function(function, snapshot.functions[i]);
+  }
+  ASSERT_EQ(columns["threads"].size(), objects["threads"].size());
+  for (std::size_t i = 0; i < columns["threads"].size(); ++i) {
+    json thread = objects["threads"][i];
+    thread.erase("functions");
+    EXPECT_EQ(columns["threads"][i], thread);
+  }
+  json rest = columns;
+  json rest_of_objects = objects;
+  for (json* whole : {&rest, &rest_of_objects}) {
+    whole->erase("functions");
+    whole->erase("threads");
+  }
+  EXPECT_EQ(rest, rest_of_objects);
 }
 
 TEST(ExportStatsJson, AllocationsRoundTrip) {

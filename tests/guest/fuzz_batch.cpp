@@ -3,7 +3,7 @@
 // Whatever the bytes, the validator must neither crash nor read outside the input (ASan), and an
 // accepted batch must come out in host form: known kinds (a queue record names its queue by a
 // location, as scopes and counters do), refs to readable host copies, ticks in order, scopes
-// well nested, payloads inside the output.
+// well nested, payloads inside the output; its heap events within the format's bounds.
 #include "guest/guest.hpp"
 
 #include <cstdint>
@@ -77,6 +77,23 @@ void check_host_form(std::span<const hotscope_record> records, std::size_t& dept
   require(depth <= BatchValidator::kMaxDepth);
 }
 
+// Heap events: a block address (a failed realloc apart), a believable size, a stack of return
+// addresses within the frame limit, in time order.
+void check_heap_events(std::span<const GuestHeapEvent> events, std::uint64_t& last_ticks) {
+  for (const GuestHeapEvent& event : events) {
+    require(event.kind == HOTSCOPE_RECORD_HEAP_ALLOC || event.kind == HOTSCOPE_RECORD_HEAP_FREE ||
+            event.kind == HOTSCOPE_RECORD_HEAP_REALLOC);
+    require(event.address != 0 || event.kind == HOTSCOPE_RECORD_HEAP_REALLOC);
+    require(event.size <= BatchValidator::kMaxAllocation);
+    require(event.stack.size() <= HOTSCOPE_STACK_FRAMES_MAX);
+    for (const std::uint64_t frame : event.stack) {
+      require(frame != 0);
+    }
+    require(event.ticks >= last_ticks);
+    last_ticks = event.ticks;
+  }
+}
+
 } // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -96,6 +113,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   BatchValidator validator("guest: fuzz", memory, clock, symbolizer, names);
   std::size_t depth = 0;
   std::uint64_t last_ticks = 0;
+  std::uint64_t last_heap_ticks = 0;
   const unsigned batches = 1 + data[0] % 4;
   for (unsigned b = 0; b < batches; ++b) {
     const std::uint8_t* header = data + 2 + 6 * b;
@@ -106,6 +124,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       continue;
     }
     check_host_form(result.records, depth, last_ticks);
+    check_heap_events(result.heap, last_heap_ticks);
   }
   const std::span<const hotscope_record> ends = validator.close_open_scopes(0);
   check_host_form(ends, depth, last_ticks);

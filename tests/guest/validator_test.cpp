@@ -139,7 +139,7 @@ TEST(GuestValidator, BufferMustLieInsideGuestMemory) {
 
 TEST(GuestValidator, UnknownKindsAreRejectedAtTheirRecord) {
   Fixture f;
-  for (std::uint32_t kind : {0u, 12u, 0xffffffffu}) {
+  for (std::uint32_t kind : {0u, 12u, 20u, 0xffffffffu}) {
     const Diagnostic d = f.rejected({rec(HOTSCOPE_RECORD_BEGIN, 1000, f.outer), rec(kind, 1001)});
     EXPECT_EQ(d.record, 1u);
     EXPECT_NE(d.to_string().find("at record 1: unknown record kind " + std::to_string(kind)),
@@ -474,6 +474,123 @@ TEST(GuestClock, TicksConvertAcrossRatesAndAroundTheAnchor) {
             std::nullopt);
   // Full 64-bit precision: no rounding to a double's 53 bits.
   EXPECT_EQ(to_host_ticks(ClockAnchor{0, 1, 1e9, 1e9}, (1ull << 60) + 1), (1ull << 60) + 2);
+}
+
+// A heap record as the guest runtime writes it: the header, then `slots` (a realloc's old
+// address, then the stack) 4 per payload record, unused slots 0.
+std::vector<hotscope_record> heap_record(std::uint32_t kind, std::uint64_t ticks,
+                                         std::uint64_t address, std::uint64_t size,
+                                         const std::vector<std::uint64_t>& slots) {
+  const auto payload = static_cast<std::uint32_t>((slots.size() + 3) / 4);
+  std::vector<hotscope_record> records{rec(kind, ticks, address, size, payload)};
+  records.resize(1 + payload, hotscope_record{});
+  std::memcpy(static_cast<void*>(records.data() + 1), slots.data(), slots.size() * 8);
+  return records;
+}
+
+std::vector<hotscope_record> joined(std::initializer_list<std::vector<hotscope_record>> parts) {
+  std::vector<hotscope_record> all;
+  for (const auto& part : parts) {
+    all.insert(all.end(), part.begin(), part.end());
+  }
+  return all;
+}
+
+TEST(GuestValidator, HeapRecordsBecomeHeapEventsWithTheirStacks) {
+  Fixture f;
+  const std::vector<std::uint64_t> stack{0x100a10, 0x100b20, 0x100c30, 0x100d40, 0x100e50};
+  const auto result = f.flush(joined({
+      {rec(HOTSCOPE_RECORD_BEGIN, 1000, f.outer)},
+      heap_record(HOTSCOPE_RECORD_HEAP_ALLOC, 1010, 0x200000, 48, stack),
+      heap_record(HOTSCOPE_RECORD_HEAP_REALLOC, 1020, 0x200100, 96, {0x200000, 0x100a11}),
+      heap_record(HOTSCOPE_RECORD_HEAP_FREE, 1030, 0x200100, 0, {}),
+      heap_record(HOTSCOPE_RECORD_HEAP_REALLOC, 1040, 0, 1 << 20, {0x200200}), // failed
+      {rec(HOTSCOPE_RECORD_END, 1050, f.outer)},
+  }));
+  ASSERT_FALSE(result.rejected) << result.rejected->to_string();
+  ASSERT_EQ(result.heap.size(), 4u);
+  const GuestHeapEvent& alloc = result.heap[0];
+  EXPECT_EQ(alloc.kind, HOTSCOPE_RECORD_HEAP_ALLOC);
+  EXPECT_EQ(alloc.ticks, 5005u);
+  EXPECT_EQ(alloc.address, 0x200000u);
+  EXPECT_EQ(alloc.size, 48u);
+  EXPECT_EQ(std::vector<std::uint64_t>(alloc.stack.begin(), alloc.stack.end()), stack);
+  const GuestHeapEvent& realloc = result.heap[1];
+  EXPECT_EQ(realloc.address, 0x200100u);
+  EXPECT_EQ(realloc.old_address, 0x200000u);
+  EXPECT_EQ(realloc.size, 96u);
+  EXPECT_EQ(std::vector<std::uint64_t>(realloc.stack.begin(), realloc.stack.end()),
+            std::vector<std::uint64_t>{0x100a11});
+  EXPECT_EQ(result.heap[2].kind, HOTSCOPE_RECORD_HEAP_FREE);
+  EXPECT_TRUE(result.heap[2].stack.empty());
+  EXPECT_EQ(result.heap[3].address, 0u);
+  EXPECT_EQ(result.heap[3].old_address, 0x200200u);
+  // The trace gets an ALLOCATION for each block handed out, inside the scope it happened in.
+  EXPECT_EQ(kinds(result.records),
+            (std::vector<std::uint32_t>{HOTSCOPE_RECORD_BEGIN, HOTSCOPE_RECORD_ALLOCATION,
+                                        HOTSCOPE_RECORD_ALLOCATION, HOTSCOPE_RECORD_END}));
+  EXPECT_EQ(result.records[1].value, 48u);
+  EXPECT_EQ(result.records[2].value, 96u);
+  EXPECT_EQ(f.validator.counts().records_accepted, 10u);
+  // The next batch has its own events.
+  const auto next = f.flush({rec(HOTSCOPE_RECORD_BEGIN, 1060, f.outer)});
+  ASSERT_FALSE(next.rejected);
+  EXPECT_TRUE(next.heap.empty());
+}
+
+TEST(GuestValidator, MalformedHeapRecordsRejectTheBatch) {
+  struct Case {
+    std::vector<hotscope_record> records;
+    std::string expected;
+  };
+  const std::vector<std::uint64_t> too_deep(HOTSCOPE_STACK_FRAMES_MAX + 1, 0x100a10);
+  const Case cases[] = {
+      {heap_record(HOTSCOPE_RECORD_HEAP_ALLOC, 1000, 0x200000, 1ull << 41, {}),
+       "HEAP_ALLOC of 2199023255552 bytes is more than a guest can have"},
+      {heap_record(HOTSCOPE_RECORD_HEAP_ALLOC, 1000, 0, 16, {}), "HEAP_ALLOC of block address 0"},
+      {heap_record(HOTSCOPE_RECORD_HEAP_FREE, 1000, 0, 0, {}), "HEAP_FREE of block address 0"},
+      {heap_record(HOTSCOPE_RECORD_HEAP_ALLOC, 1000, UINT64_MAX - 8, 16, {}),
+       "wraps around the address space"},
+      {heap_record(HOTSCOPE_RECORD_HEAP_ALLOC, 1000, 0x200000, 16, too_deep),
+       "HEAP_ALLOC record says 9 payload records where it carries 0 to 8"},
+      {heap_record(HOTSCOPE_RECORD_HEAP_REALLOC, 1000, 0x200000, 16, {}),
+       "HEAP_REALLOC record says 0 payload records where it carries 1 to 9"},
+      {heap_record(HOTSCOPE_RECORD_HEAP_FREE, 1000, 0x200000, 0, {0x100a10, 0, 0x100b20}),
+       "HEAP_FREE stack has a return address after an empty slot"},
+  };
+  for (const Case& c : cases) {
+    Fixture f;
+    std::vector<hotscope_record> records{rec(HOTSCOPE_RECORD_BEGIN, 900, f.outer)};
+    records.insert(records.end(), c.records.begin(), c.records.end());
+    const Diagnostic diagnostic = f.rejected(records);
+    EXPECT_EQ(diagnostic.record, std::optional<std::uint64_t>(1));
+    EXPECT_NE(diagnostic.message.find(c.expected), std::string::npos) << diagnostic.message;
+    EXPECT_EQ(f.validator.counts().records_rejected, records.size());
+  }
+  // A payload that runs past the batch is caught before its slots are read.
+  Fixture f;
+  auto cut = heap_record(HOTSCOPE_RECORD_HEAP_ALLOC, 1000, 0x200000, 16, {1, 2, 3, 4, 5});
+  cut.pop_back();
+  EXPECT_NE(f.rejected(cut).message.find("run past the end of the batch"), std::string::npos);
+}
+
+TEST(GuestValidator, HostSpansNestInsideTheOpenScopeAndKeepTheTrackInOrder) {
+  Fixture f;
+  static const hotscope_source_location host_call{"host_call print", "", 0, 0};
+  const auto ref = reinterpret_cast<std::uint64_t>(&host_call);
+  ASSERT_FALSE(f.flush({rec(HOTSCOPE_RECORD_BEGIN, 1000, f.outer)}).rejected); // host tick 5000
+  // A span that claims to begin before the guest's last record is moved to it.
+  std::span<const hotscope_record> span = f.validator.host_span(ref, 4000, 7000);
+  ASSERT_EQ(kinds(span), (std::vector<std::uint32_t>{HOTSCOPE_RECORD_BEGIN, HOTSCOPE_RECORD_END}));
+  EXPECT_EQ(span[0].ticks, 5000u);
+  EXPECT_EQ(span[1].ticks, 7000u);
+  EXPECT_EQ(span[0].ref, ref);
+  // Guest records that convert to before the span's end are placed at its end.
+  const auto result = f.flush({rec(HOTSCOPE_RECORD_END, 4000, f.outer)}); // host tick 6500
+  ASSERT_FALSE(result.rejected);
+  ASSERT_EQ(result.records.size(), 1u);
+  EXPECT_EQ(result.records[0].ticks, 7000u);
+  EXPECT_EQ(f.validator.counts().nesting_repairs, 0u);
 }
 
 TEST(GuestClock, UnusableRatesAreRefused) {

@@ -57,17 +57,55 @@ TEST_P(VmCliTest, WritesTheReportsWithTheGuestsNestedCalls) {
       std::filesystem::temp_directory_path() /
       ("hotscope-vm-cli-" + std::to_string(getpid()) + (process ? "-process" : "-kvm"));
   std::filesystem::remove_all(out);
-  const std::string guest = std::string(HOTSCOPE_GUEST_DIR) +
-                            (process ? "/sample-guest-process --process" : "/sample-guest.elf");
-  const Result result =
-      run(std::string(HOTSCOPE_CLI) + " vm run " + guest + " --calls 3 --out " + out.string());
+  const std::string image =
+      std::string(HOTSCOPE_GUEST_DIR) + (process ? "/sample-guest-process" : "/sample-guest.elf");
+  const Result result = run(std::string(HOTSCOPE_CLI) + " vm run " + image +
+                            (process ? " --process" : "") + " --calls 3 --out " + out.string());
   ASSERT_EQ(result.status, 0) << result.output;
   EXPECT_NE(result.output.find("guest: sample guest ready"), std::string::npos) << result.output;
   EXPECT_NE(result.output.find("3 of 3 calls returned"), std::string::npos) << result.output;
   EXPECT_NE(result.output.find("0 rejected"), std::string::npos) << result.output;
 
-  // The host's scopes, then the guest's track with its calls nested and its messages.
+  // The image's identity begins trace.txt and is in the JSON files' metadata: path, size and
+  // SHA-256, as sha256sum computes it.
+  const std::string bytes = std::to_string(std::filesystem::file_size(image));
+  FILE* pipe = popen(("sha256sum " + image).c_str(), "r");
+  ASSERT_NE(pipe, nullptr);
+  char digest[65] = {};
+  ASSERT_EQ(std::fread(digest, 1, 64, pipe), 64u);
+  pclose(pipe);
   const std::string tree = hotscope::test_support::slurp(out / "trace.txt");
+  const std::string track = process ? "guest: sample-guest-process" : "guest: sample-guest";
+  EXPECT_EQ(tree.rfind("guest image " + image + ": " + bytes + " bytes, sha256 " + digest +
+                           ", track " + track + "\n",
+                       0),
+            0u)
+      << tree.substr(0, 300);
+  const nlohmann::json expected_image = {
+      {"track", track}, {"path", image}, {"bytes", std::stoull(bytes)}, {"sha256", digest}};
+  const auto stats = nlohmann::json::parse(hotscope::test_support::slurp(out / "stats.json"));
+  EXPECT_EQ(stats.at("guest_images"), nlohmann::json::array({expected_image}));
+
+  // The guest's heap: DHAT JSON beside the reports, and the summary line (the figures of three
+  // requests, worked out in runner_test.cpp).
+  EXPECT_NE(result.output.find("hotscope vm: guest heap: Total: 604 bytes in 10 blocks; At "
+                               "t-gmax: 180 bytes in 3 blocks; At t-end: 16 bytes in 1 blocks; 0 "
+                               "unknown frees, 0 double frees, 0 unknown reallocs"),
+            std::string::npos)
+      << result.output;
+  const std::string name = std::filesystem::path(image).stem().string();
+  const auto dhat =
+      nlohmann::json::parse(hotscope::test_support::slurp(out / ("guest-" + name + ".heap.json")));
+  EXPECT_EQ(dhat.at("dhatFileVersion"), 2);
+  std::uint64_t total_bytes = 0, end_bytes = 0;
+  for (const auto& site : dhat.at("pps")) {
+    total_bytes += site.at("tb").get<std::uint64_t>();
+    end_bytes += site.at("eb").get<std::uint64_t>();
+  }
+  EXPECT_EQ(total_bytes, 604u);
+  EXPECT_EQ(end_bytes, 16u);
+
+  // The host's scopes, then the guest's track with its calls nested and its messages.
   EXPECT_NE(tree.find("] > dispatch_function"), std::string::npos) << tree;
   EXPECT_NE(tree.find("]   > call_guest_function"), std::string::npos) << tree;
   EXPECT_NE(tree.find("guest: sample-guest"), std::string::npos) << tree;
@@ -76,6 +114,8 @@ TEST_P(VmCliTest, WritesTheReportsWithTheGuestsNestedCalls) {
   EXPECT_NE(tree.find("]     > parse_request"), std::string::npos) << tree;
   EXPECT_NE(tree.find("]       - request 2"), std::string::npos) << tree;
   EXPECT_NE(tree.find("]     - slow path"), std::string::npos) << tree;
+  EXPECT_NE(tree.find("]     > host_call host_time_ns"), std::string::npos) << tree;
+  EXPECT_NE(tree.find("]   > host_call print"), std::string::npos) << tree;
 
   const std::string report = hotscope::test_support::slurp(out / "report.txt");
   EXPECT_NE(report.find("handle_request"), std::string::npos) << report;
@@ -97,6 +137,7 @@ TEST_P(VmCliTest, WritesTheReportsWithTheGuestsNestedCalls) {
   EXPECT_NE(host_tid, -1);
   EXPECT_NE(guest_tid, -1);
   EXPECT_NE(host_tid, guest_tid);
+  EXPECT_EQ(trace.at("otherData").at("guest_images"), nlohmann::json::array({expected_image}));
   std::filesystem::remove_all(out);
 }
 

@@ -9,10 +9,13 @@
 // Σeb, Σebk. Broken variants of the same file must then fail those checks, so a viewer error
 // cannot pass unseen.
 //
-// usage: node dhview_test.js --hotscope PATH --program PATH --viewer PATH --node-dir DIR
-//          --chromium PATH --work DIR
-//   --hotscope  the hotscope tool; runs `hotscope run --heap --out <work>/out -- PROGRAM`
-//   --program   the profiled program (a tests/heap workload)
+// usage: node dhview_test.js --hotscope PATH (--program PATH | --guest PATH) --viewer PATH
+//          --node-dir DIR --chromium PATH --work DIR
+//   --hotscope  the hotscope tool; runs `hotscope run --heap --out <work>/out -- PROGRAM`, or
+//               `hotscope vm run GUEST --process --out <work>/out` (docs/guest.md)
+//   --program   the profiled program (a tests/heap workload): opens <work>/out/heap.json
+//   --guest     a process guest whose allocator reports its blocks (build/guest/
+//               sample-guest-process): opens <work>/out/guest-NAME.heap.json
 //   --viewer    dh_view.html (/usr/libexec/valgrind/dh_view.html); its directory is served
 //   --node-dir  the directory where `npm ci` installed package.json (holds node_modules/)
 //   --chromium  the browser binary (/usr/bin/chromium)
@@ -43,16 +46,18 @@ const EXPECTED_METRICS = new Map([
 // ---------------------------------------------------------------------------------------------
 // The profile, what the viewer should show for it, and broken variants
 
-function runProfiled(hotscope, program, outDir) {
+function runProfiled(hotscope, program, guest, outDir) {
   fs.rmSync(outDir, { recursive: true, force: true });
   const t0 = Date.now();
-  const argv = ['run', '--heap', '--no-summary', '--out', outDir, '--', program];
+  const argv = guest
+    ? ['vm', 'run', guest, '--process', '--calls', '5', '--out', outDir]
+    : ['run', '--heap', '--no-summary', '--out', outDir, '--', program];
   const r = spawnSync(hotscope, argv, { timeout: 30000, encoding: 'utf8' });
   if (r.error) throw new Error(`running ${hotscope}: ${r.error.message}`);
   if (r.status !== 0) {
     throw new Error(`${hotscope} ${argv.join(' ')} exited with ${r.status}${r.signal ? ` (${r.signal})` : ''}\n${r.stdout}${r.stderr}`);
   }
-  const file = path.join(outDir, 'heap.json');
+  const file = path.join(outDir, guest ? `guest-${path.basename(guest)}.heap.json` : 'heap.json');
   if (!fs.existsSync(file)) throw new Error(`${hotscope} ${argv.join(' ')} wrote no ${file}`);
   console.log(`profile: ${path.basename(hotscope)} ${argv.join(' ')} (${Date.now() - t0} ms)`);
   return file;
@@ -211,7 +216,8 @@ async function openInDhView(context, viewerURL, file, expected, screenshot) {
 // ---------------------------------------------------------------------------------------------
 
 async function main() {
-  const args = parseArgs(process.argv.slice(2), ['hotscope', 'program', 'viewer', 'node-dir', 'chromium', 'work'], __filename);
+  const args = parseArgs(process.argv.slice(2), ['hotscope', 'viewer', 'node-dir', 'chromium', 'work'], __filename);
+  if (!args.program === !args.guest) throw new Error('give one of --program and --guest');
   const t0 = Date.now();
   const work = path.resolve(args.work);
   const shotDir = path.join(work, 'screenshots');
@@ -221,7 +227,7 @@ async function main() {
   if (!fs.existsSync(args.viewer)) throw new Error(`no DHAT viewer at ${args.viewer} (Debian package valgrind)`);
   nodeRequireFrom(args['node-dir']).resolve('playwright-core'); // a clear error if npm ci has not run
 
-  const file = runProfiled(args.hotscope, args.program, path.join(work, 'out'));
+  const file = runProfiled(args.hotscope, args.program, args.guest, path.join(work, 'out'));
   const text = fs.readFileSync(file, 'utf8');
   const doc = JSON.parse(text);
   if (!doc.bklt || doc.bkacc) throw new Error(`${file}: expected bklt:true, bkacc:false (EXPECTED_METRICS)`);

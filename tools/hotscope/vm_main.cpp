@@ -2,8 +2,12 @@
 //   hotscope vm run GUEST [--calls N] [--out DIR] [--process] [--time-limit-ms MS]
 // starts a guest (a KVM micro-VM, or with --process a child process), calls its dispatch entry
 // N times, each call inside the host scopes dispatch_function > call_guest_function, and writes
-// the usual reports into DIR with the guest as its own track. A separate executable because it
-// links libhotscope, whose runtime the `hotscope` command itself must not start.
+// the usual reports into DIR with the guest as its own track, the guest image's identity, and the
+// guest's heap profile (guest-NAME.heap.json) when its allocator reported blocks. A separate
+// executable because it links libhotscope, whose runtime the `hotscope` command itself must not
+// start.
+#include "atomic_file/atomic_file.hpp"
+#include "clock/clock.hpp"
 #include "config/config.hpp"
 #include "conventions.hpp"
 #include "export/export.hpp"
@@ -17,9 +21,11 @@
 #include <fmt/format.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 namespace {
 
@@ -40,11 +46,14 @@ constexpr int kCannotStart = 3;
 // `hotscope vm` sets): set once, before the guest starts. The mutex keeps them from being written
 // at the same time as those of the run's end.
 std::string reports_dir;
+std::vector<hotscope::GuestImage> guest_images;
 std::mutex reports_mutex;
 
 std::string write_reports() {
   const std::lock_guard lock(reports_mutex);
-  return hotscope::exporters::write_all(hotscope::trace::snapshot(), reports_dir);
+  hotscope::Snapshot snapshot = hotscope::trace::snapshot();
+  snapshot.guest_images = guest_images;
+  return hotscope::exporters::write_all(snapshot, reports_dir);
 }
 
 // What the guest recorded until the signal came; the signal then ends hotscope-vm.
@@ -52,6 +61,45 @@ void write_reports_on_signal() {
   if (const std::string problem = write_reports(); !problem.empty()) {
     std::fprintf(stderr, "hotscope: %s\n", problem.c_str());
   }
+}
+
+// The functions the host offers its guests, by number (hotscope_guest_host_call).
+std::vector<hotscope::guest::HostFunction> host_functions() {
+  return {{"host_time_ns", [](std::uint64_t) { return hotscope::clock::monotonic_ns(); }}};
+}
+
+// The guest's heap profile, written when its allocator reported anything.
+struct HeapOutput {
+  std::string problem; // "" or why it could not be written
+  std::string file;    // "guest-NAME.heap.json", or "" when not written
+  std::string summary; // DHAT's Total / At t-gmax / At t-end, and what did not add up
+};
+
+HeapOutput write_heap_profile(const hotscope::guest::Runner& runner, const std::string& command) {
+  const hotscope::guest::GuestHeap& heap = runner.heap();
+  if (!heap.used()) {
+    return {};
+  }
+  HeapOutput output;
+  output.file =
+      "guest-" + std::filesystem::path(runner.image().path).stem().string() + ".heap.json";
+  const std::string path = (std::filesystem::path(reports_dir) / output.file).string();
+  const hotscope::HeapProfile profile = heap.profile(hotscope::clock::now_ticks(), command);
+  if (const std::string problem = hotscope::atomic_file::write(
+          path, [&](std::ostream& out) { hotscope::exporters::write_dhat_json(profile, out); });
+      !problem.empty()) {
+    output.problem = "cannot write " + path + ": " + problem;
+    return output;
+  }
+  const hotscope::heap::Totals totals = heap.totals();
+  const hotscope::guest::GuestHeapCounts& counts = heap.counts();
+  output.summary = fmt::format(
+      "hotscope vm: guest heap: Total: {} bytes in {} blocks; At t-gmax: {} bytes in {} blocks; "
+      "At t-end: {} bytes in {} blocks; {} unknown frees, {} double frees, {} unknown reallocs",
+      totals.total_bytes, totals.total_blocks, totals.peak_bytes, totals.peak_blocks,
+      totals.live_bytes, totals.live_blocks, counts.unknown_frees, counts.double_frees,
+      counts.unknown_reallocs);
+  return output;
 }
 
 } // namespace
@@ -106,6 +154,7 @@ int main(int argc, char** argv) {
   hotscope::guest::RunnerOptions runner_options;
   runner_options.time_limit = std::chrono::milliseconds(options.time_limit_ms);
   runner_options.max_flushes_per_call = options.max_flushes;
+  runner_options.host_functions = host_functions();
   std::string error;
   std::unique_ptr<hotscope::guest::Runner> runner =
       options.process ? hotscope::guest::start_process_guest(options.guest, runner_options, error)
@@ -114,6 +163,10 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "hotscope: %s\n", error.c_str());
     return kCannotStart;
   }
+  {
+    const std::lock_guard lock(reports_mutex);
+    guest_images.push_back(runner->image());
+  }
   std::uint64_t returned = 0;
   for (std::uint64_t i = 0; i < options.calls && !runner->stopped(); ++i) {
     dispatch_function(*runner, i);
@@ -121,8 +174,17 @@ int main(int argc, char** argv) {
   }
   runner->finish();
 
+  std::string command = "hotscope vm";
+  for (int i = 1; i < argc; ++i) {
+    command += std::string(" ") + argv[i];
+  }
   if (const std::string problem = write_reports(); !problem.empty()) {
     std::fprintf(stderr, "hotscope: %s\n", problem.c_str());
+    return kCannotStart;
+  }
+  const HeapOutput heap = write_heap_profile(*runner, command);
+  if (!heap.problem.empty()) {
+    std::fprintf(stderr, "hotscope: %s\n", heap.problem.c_str());
     return kCannotStart;
   }
   const hotscope::guest::RunnerCounts& counts = runner->counts();
@@ -130,12 +192,14 @@ int main(int argc, char** argv) {
   std::printf("%s",
               fmt::format("hotscope vm: {} of {} calls returned; {} flushes: {} batches accepted "
                           "({} records), {} rejected ({} records); {} nesting repairs; {} prints; "
-                          "{} diagnostics\nreports in {}/ (trace.txt, trace.json, report.txt, "
-                          "stats.json, trace.folded)\n",
+                          "{} host calls; {} diagnostics\n{}reports in {}/ (trace.txt, "
+                          "trace.json, report.txt, stats.json, trace.folded{})\n",
                           returned, options.calls, counts.flushes, records.batches_accepted,
                           records.records_accepted, records.batches_rejected,
                           records.records_rejected, records.nesting_repairs, counts.prints,
-                          counts.diagnostics, options.out_dir)
+                          counts.host_calls, counts.diagnostics,
+                          heap.summary.empty() ? "" : heap.summary + "\n", options.out_dir,
+                          heap.file.empty() ? "" : ", " + heap.file)
                   .c_str());
   return runner->stopped() || counts.diagnostics != 0 ? kGuestMisbehaved : 0;
 }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "guest/guest.hpp"
+#include "snapshot/snapshot.hpp"
 
 #include <cstdint>
 #include <memory>
@@ -39,6 +40,9 @@ public:
   std::string wrong_kind(const std::string& path, bool run_as_process) const;
   // Function symbols (demangled), for GuestTrace's stack traces; shares the table.
   Symbolizer symbolizer() const;
+  // `path`, the size and the SHA-256 of the bytes read (image_identity.cpp): what ran, for the
+  // reports.
+  GuestImage identity(const std::string& path) const;
 
   struct Entry {
     std::uint64_t start = 0;

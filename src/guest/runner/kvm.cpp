@@ -199,7 +199,7 @@ public:
     }
     session_.emplace(options_,
                      options_.track_name.empty() ? default_track_name(path) : options_.track_name,
-                     *flat_, *anchor, image->symbolizer());
+                     *flat_, *anchor, image->symbolizer(), image->identity(path));
     install_kick_handler();
     watchdog_.emplace();
     if (!enter(HOTSCOPE_GUEST_OP_INIT, 0).returned) {
@@ -501,13 +501,22 @@ private:
       session_->print(regs.rdi, regs.rsi);
       return std::nullopt;
     }
+    if (out && io.port == HOTSCOPE_GUEST_PORT_HOST_CALL) {
+      regs.rax = session_->host_call(regs.rdi, regs.rsi);
+      if (ioctl(vcpu_.get(), KVM_SET_REGS, &regs) < 0) {
+        session_->stop("KVM_SET_REGS failed: " + errno_text());
+        return CallResult{};
+      }
+      return std::nullopt;
+    }
     if (out && io.port == HOTSCOPE_GUEST_PORT_RETURN) {
       return returned(regs);
     }
     session_->stop(std::string(out ? "wrote to" : "read from") + " I/O port " + hex(io.port) +
                    ", which is not a hotscope port (flush " + hex(HOTSCOPE_GUEST_PORT_FLUSH) +
                    ", print " + hex(HOTSCOPE_GUEST_PORT_PRINT) + ", return " +
-                   hex(HOTSCOPE_GUEST_PORT_RETURN) + "), at rip " + hex(regs.rip) + ": stopped");
+                   hex(HOTSCOPE_GUEST_PORT_RETURN) + ", host call " +
+                   hex(HOTSCOPE_GUEST_PORT_HOST_CALL) + "), at rip " + hex(regs.rip) + ": stopped");
     return CallResult{};
   }
 

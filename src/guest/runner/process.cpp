@@ -114,7 +114,7 @@ public:
     entry_ = image->entry();
     session_.emplace(options_,
                      options_.track_name.empty() ? default_track_name(path) : options_.track_name,
-                     *memory_, anchor, image->symbolizer());
+                     *memory_, anchor, image->symbolizer(), image->identity(path));
     if (!enter(HOTSCOPE_GUEST_OP_INIT, 0).returned) {
       return "guest process " + path + ": its init entry did not return (see the diagnostic above)";
     }
@@ -196,11 +196,15 @@ private:
       case HOTSCOPE_GUEST_REQUEST_PRINT:
         session_->print(arg0, arg1);
         break;
+      case HOTSCOPE_GUEST_REQUEST_HOST_CALL:
+        std::atomic_ref(channel_->reply).store(session_->host_call(arg0, arg1));
+        break;
       case HOTSCOPE_GUEST_REQUEST_RETURN:
         return {true, arg0};
       default:
         session_->stop("sent request " + std::to_string(request) +
-                       ", which is not a hotscope request (flush 1, print 2, return 3): stopped");
+                       ", which is not a hotscope request (flush 1, print 2, return 3, host call "
+                       "4): stopped");
         end_child();
         return {};
       }

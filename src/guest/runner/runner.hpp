@@ -7,6 +7,8 @@
 #pragma once
 
 #include "guest/guest.hpp"
+#include "guest/runner/guest_heap.hpp"
+#include "snapshot/snapshot.hpp"
 
 #include <chrono>
 #include <cstdint>
@@ -14,8 +16,17 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace hotscope::guest {
+
+// A function the host offers its guest (hotscope_guest_host_call(number, argument)): it gets the
+// guest's argument and its result goes back to the guest. The guest is hostile: the argument is
+// anything.
+struct HostFunction {
+  std::string name; // shown on the guest's track: "host_call NAME"
+  std::function<std::uint64_t(std::uint64_t argument)> call;
+};
 
 struct RunnerOptions {
   std::string track_name;                      // empty: "guest: <file name>"
@@ -26,6 +37,8 @@ struct RunnerOptions {
   std::function<void(std::string_view text)> print;
   // Each problem, one line; default: stderr, prefixed "hotscope: ".
   std::function<void(const std::string& line)> diagnostic;
+  // The guest's host functions, by number.
+  std::vector<HostFunction> host_functions;
 };
 
 // What one entry into the guest came to.
@@ -39,6 +52,7 @@ struct RunnerCounts {
   std::uint64_t calls = 0;
   std::uint64_t flushes = 0; // flush exits, accepted or not
   std::uint64_t prints = 0;
+  std::uint64_t host_calls = 0; // calls of host functions, known or not
   std::uint64_t diagnostics = 0;
 };
 
@@ -53,6 +67,10 @@ public:
   virtual bool stopped() const = 0;
   virtual const GuestCounts& trace_counts() const = 0;
   virtual const RunnerCounts& counts() const = 0;
+  // The guest's own heap, as its allocator reported it.
+  virtual const GuestHeap& heap() const = 0;
+  // The image the guest runs: path, size and SHA-256 of the bytes read.
+  virtual const GuestImage& image() const = 0;
 };
 
 // Loads a VM guest image (validated as untrusted input), creates the VM and runs the guest's

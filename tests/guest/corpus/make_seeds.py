@@ -11,6 +11,7 @@ import struct
 
 BASE = 0x10000
 BEGIN, END, STATIC, INLINE, COUNTER, THREAD_NAME, ALLOCATION, STACK = range(1, 9)
+HEAP_ALLOC, HEAP_FREE, HEAP_REALLOC = range(17, 20)
 
 
 class Image:
@@ -49,6 +50,31 @@ def text_records(kind, ticks, text):
     return [rec(kind, ticks, 0, len(raw), payload), raw.ljust(32 * payload, b"\0")]
 
 
+def heap_records(kind, ticks, address, size, slots):
+    """A heap record and its payload: `slots` (a realloc's old address, then the stack), 4 a record."""
+    payload = (len(slots) + 3) // 4
+    raw = struct.pack("<%dQ" % (4 * payload), *(slots + [0] * (4 * payload - len(slots))))
+    return [rec(kind, ticks, address, size, payload), raw]
+
+
+def heap():
+    """Hostile heap records: a free of an unknown block, a double free, a realloc of an unknown
+    block (accepted: the accounting counts them), then an absurd size and a stack with a gap (each
+    rejects its batch)."""
+    image = Image()
+    stack = [0x401012, 0x401100, 0x401200]
+    first = (heap_records(HEAP_ALLOC, 10, 0x20000, 48, stack)
+             + heap_records(HEAP_REALLOC, 11, 0x20100, 4096, [0x20000] + stack)
+             + heap_records(HEAP_FREE, 12, 0x20100, 0, stack)
+             + heap_records(HEAP_FREE, 13, 0x20100, 0, stack)
+             + heap_records(HEAP_FREE, 14, 0x7777, 0, [])
+             + heap_records(HEAP_REALLOC, 15, 0x20200, 64, [0x9999]))
+    absurd = heap_records(HEAP_ALLOC, 20, 0x20000, 1 << 50, stack)
+    gap = heap_records(HEAP_FREE, 30, 0x20000, 0, [0x401012, 0, 0x401200])
+    batches = [(image.records(r), len(b"".join(r)) // 32, 16) for r in (first, absurd, gap)]
+    return image.batches(batches)
+
+
 def nested():
     image = Image()
     outer, inner = image.location("dispatch_function"), image.location("call_guest_function")
@@ -80,6 +106,6 @@ def repairs():
 
 if __name__ == "__main__":
     here = os.path.dirname(os.path.abspath(__file__))
-    for name, make in (("nested", nested), ("kinds", kinds), ("repairs", repairs)):
+    for name, make in (("nested", nested), ("kinds", kinds), ("repairs", repairs), ("heap", heap)):
         with open(os.path.join(here, name + ".bin"), "wb") as out:
             out.write(make())

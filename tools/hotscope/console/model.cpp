@@ -67,6 +67,29 @@ bool inside_allocator(const std::string& frame) {
          frame.rfind("calloc", 0) == 0 || frame.rfind("realloc", 0) == 0;
 }
 
+// Function `i`'s value for `key` in either layout of the statistics' functions: an object per
+// function (stats.json), or one array per key (GET /v1/stats?format=columns); null if absent.
+const Json& function_field(const Json& functions, std::size_t i, const char* key) {
+  static const Json absent;
+  const Json& holder = functions.is_object() ? functions : functions[i];
+  const auto found = holder.find(key);
+  if (found == holder.end()) {
+    return absent;
+  }
+  if (!functions.is_object()) {
+    return *found;
+  }
+  return found->is_array() && i < found->size() ? (*found)[i] : absent;
+}
+
+std::size_t function_count(const Json& functions) {
+  if (functions.is_array()) {
+    return functions.size();
+  }
+  const auto names = functions.find("name");
+  return functions.is_object() && names != functions.end() && names->is_array() ? names->size() : 0;
+}
+
 // The fields /v1/threads and the statistics' threads share.
 ThreadRow thread_row(const Json& thread) {
   ThreadRow row;
@@ -95,35 +118,43 @@ void Model::update_stats(Json stats) {
   std::map<std::string, Counts> counts;
   std::map<std::string, int> occurrences;
   std::vector<FunctionRow> rows;
-  // Moved out, not copied: with 10,000 functions the answer is ~10 MiB of JSON.
+  // Moved out, not copied: with 10,000 functions the answer is megabytes of JSON.
   Json functions = stats.contains("functions") ? std::move(stats["functions"]) : Json::array();
   stats.erase("functions"); // kept as rows; the rest (threads, queues, counters) stays
-  rows.reserve(functions.size());
-  for (const Json& function : functions) {
+  const std::size_t count = function_count(functions);
+  rows.reserve(count);
+  for (std::size_t i = 0; i < count; ++i) {
+    const auto number = [&](const char* key) -> std::uint64_t {
+      const Json& value = function_field(functions, i, key);
+      return value.is_number() ? value.get<std::uint64_t>() : 0;
+    };
     FunctionRow row;
-    row.name = function.value("name", "");
-    row.file = function.value("file", "");
-    row.line = function.value("line", 0);
+    const Json& name = function_field(functions, i, "name");
+    const Json& file = function_field(functions, i, "file");
+    row.name = name.is_string() ? name.get<std::string>() : "";
+    row.file = file.is_string() ? file.get<std::string>() : "";
+    row.line = static_cast<int>(number("line"));
     row.key = fmt::format("{}\t{}:{}", row.name, row.file, row.line);
     // Template instantiations can share name, file and line: the n-th of them stays the n-th.
     if (const int seen = occurrences[row.key]++; seen > 0) {
       row.key += fmt::format("#{}", seen);
     }
-    row.calls = u64(function, "calls");
-    row.mean_ns = function.value("mean_ns", 0.0);
-    row.min_ns = u64(function, "min_ns");
-    row.p50_ns = u64(function, "p50_ns");
-    row.p90_ns = u64(function, "p90_ns");
-    row.p95_ns = u64(function, "p95_ns");
-    row.p99_ns = u64(function, "p99_ns");
-    row.p999_ns = u64(function, "p999_ns");
-    row.max_ns = u64(function, "max_ns");
-    row.self_ns = u64(function, "self_ns");
-    row.total_ns = u64(function, "total_ns");
-    row.alloc_bytes_self = u64(function, "alloc_bytes_self");
-    row.alloc_blocks_self = u64(function, "alloc_blocks_self");
-    row.alloc_bytes_total = u64(function, "alloc_bytes_total");
-    row.alloc_blocks_total = u64(function, "alloc_blocks_total");
+    row.calls = number("calls");
+    const Json& mean = function_field(functions, i, "mean_ns");
+    row.mean_ns = mean.is_number() ? mean.get<double>() : 0.0;
+    row.min_ns = number("min_ns");
+    row.p50_ns = number("p50_ns");
+    row.p90_ns = number("p90_ns");
+    row.p95_ns = number("p95_ns");
+    row.p99_ns = number("p99_ns");
+    row.p999_ns = number("p999_ns");
+    row.max_ns = number("max_ns");
+    row.self_ns = number("self_ns");
+    row.total_ns = number("total_ns");
+    row.alloc_bytes_self = number("alloc_bytes_self");
+    row.alloc_blocks_self = number("alloc_blocks_self");
+    row.alloc_bytes_total = number("alloc_bytes_total");
+    row.alloc_blocks_total = number("alloc_blocks_total");
     Counts before;
     if (continues) {
       if (const auto found = previous_functions_.find(row.key);

@@ -51,11 +51,16 @@ std::optional<Reply> Source::get(const std::string& path) {
 }
 
 bool Source::fetch(Model& model, const ViewState& state, const FetchOptions& options) {
-  const std::optional<Reply> stats = get("/v1/stats");
+  const auto stats_path = [&] { return stats_columns_ ? "/v1/stats?format=columns" : "/v1/stats"; };
+  std::optional<Reply> stats = get(stats_path());
+  if (stats && stats->status == 400 && stats_columns_) {
+    stats_columns_ = false;
+    stats = get(stats_path());
+  }
   if (!stats) {
     return false;
   }
-  check_status(process_, "GET", "/v1/stats", *stats);
+  check_status(process_, "GET", stats_path(), *stats);
   model.update_stats(nlohmann::json::parse(stats->body));
   switch (state.tab) {
   case Tab::Threads: {
@@ -136,6 +141,7 @@ bool Source::reconnect() {
       return false;
     }
     process_ = std::move(process);
+    stats_columns_ = true;
     gone_.clear();
     return true;
   } catch (const Failure&) {

@@ -46,6 +46,8 @@ private:
   std::string follow_name_;
   std::string gone_;
   std::chrono::steady_clock::time_point last_trace_; // when the flame was last asked for
+  // Asks for /v1/stats?format=columns, unless the agent is from before it (it answered 400).
+  bool stats_columns_ = true;
 };
 
 } // namespace hotscope::cli::console
