@@ -1,6 +1,8 @@
 // hotscope-guest-transport-bench (docs/performance.md, "Guest tracing"): what an instrumented scope
 // costs inside a guest, flushes to the host included, beside the same scope on the host, in one
-// run; and how many flushes (VM exits, or channel round trips) 1,000 guest records take.
+// run; how many flushes (VM exits, or channel round trips) 1,000 guest records take; and what a
+// heap block reported allocated and freed (HOTSCOPE_GUEST_ALLOC, _FREE) costs the guest, the host's
+// heap accounting included.
 //   hotscope-guest-transport-bench [scopes per call, default 1000000] [repetitions, default 5]
 // Times are TSC ticks read by the code measured (the guest reads the same TSC rate as the host:
 // KVM_GET_TSC_KHZ), converted with hotscope's TSC frequency; medians over the repetitions.
@@ -54,34 +56,41 @@ double host_floor_ns(std::uint64_t iterations) {
   return static_cast<double>(__rdtsc() - start) * ns_per_tick() / static_cast<double>(iterations);
 }
 
+// What the guest's loop does (bench/guest_bench_guest.c): the call's argument is
+// iterations << 2 | mode.
+enum Mode : std::uint64_t { kFloor = 0, kScope = 1, kAllocFree = 2 };
+
 struct GuestFigures {
   double floor_ns = 0;
   double scope_ns = 0;          // flushes included
+  double alloc_free_ns = 0;     // an ALLOC and a FREE, flushes included
   double scope_no_flush_ns = 0; // 500 scopes per call: the buffer never fills inside the loop
   double flushes_per_1000_records = 0;
 };
 
 bool measure_guest(hotscope::guest::Runner& runner, std::uint64_t scopes, int repetitions,
                    GuestFigures& figures) {
-  std::vector<double> floors, costs;
+  std::vector<double> floors, costs, heap_costs;
   std::uint64_t flushes = 0, records = 0;
   for (int r = 0; r < repetitions; ++r) {
-    const auto floor = runner.call(scopes << 1);
+    const auto floor = runner.call(scopes << 2 | kFloor);
     const std::uint64_t flushes_before = runner.counts().flushes;
     const std::uint64_t records_before = runner.trace_counts().records_accepted;
-    const auto scoped = runner.call(scopes << 1 | 1);
-    if (!floor.returned || !scoped.returned) {
-      return false;
-    }
+    const auto scoped = runner.call(scopes << 2 | kScope);
     flushes += runner.counts().flushes - flushes_before;
     records += runner.trace_counts().records_accepted - records_before;
+    const auto heap = runner.call(scopes << 2 | kAllocFree);
+    if (!floor.returned || !scoped.returned || !heap.returned) {
+      return false;
+    }
     floors.push_back(static_cast<double>(floor.value) * ns_per_tick() / scopes);
     costs.push_back(static_cast<double>(scoped.value) * ns_per_tick() / scopes);
+    heap_costs.push_back(static_cast<double>(heap.value) * ns_per_tick() / scopes);
   }
   constexpr std::uint64_t kUnflushed = 500; // 1,000 records: under HOTSCOPE_GUEST_CAPACITY
   std::vector<double> unflushed;
   for (int r = 0; r < 200; ++r) {
-    const auto scoped = runner.call(kUnflushed << 1 | 1);
+    const auto scoped = runner.call(kUnflushed << 2 | kScope);
     if (!scoped.returned) {
       return false;
     }
@@ -90,6 +99,7 @@ bool measure_guest(hotscope::guest::Runner& runner, std::uint64_t scopes, int re
   figures.scope_no_flush_ns = median(unflushed);
   figures.floor_ns = median(floors);
   figures.scope_ns = median(costs);
+  figures.alloc_free_ns = median(heap_costs);
   figures.flushes_per_1000_records = 1000.0 * static_cast<double>(flushes) / records;
   return true;
 }
@@ -119,9 +129,10 @@ int main(int argc, char** argv) {
               static_cast<unsigned long long>(scopes), repetitions,
               hotscope::clock::ticks_per_second() / 1e9);
   std::printf("| where | rdtsc pair ns | empty scope ns, flushes included | scope / host scope | "
-              "empty scope ns, no flush | flushes per 1,000 records |\n"
-              "| --- | ---: | ---: | ---: | ---: | ---: |\n");
-  std::printf("| host thread | %.2f | %.2f | 1.00 | | (none: the collector drains) |\n",
+              "empty scope ns, no flush | flushes per 1,000 records | heap alloc + free ns, "
+              "flushes included |\n"
+              "| --- | ---: | ---: | ---: | ---: | ---: | ---: |\n");
+  std::printf("| host thread | %.2f | %.2f | 1.00 | | (none: the collector drains) | |\n",
               median(host_floor), median(host_scope));
 
   hotscope::guest::RunnerOptions options;
@@ -131,7 +142,7 @@ int main(int argc, char** argv) {
         std::string(HOTSCOPE_GUEST_DIR) + (kvm ? "/bench-guest.elf" : "/bench-guest-process");
     std::string error;
     if (kvm && !hotscope::guest::kvm_unavailable_reason().empty()) {
-      std::printf("| KVM guest | (no KVM: %s) | | | | |\n",
+      std::printf("| KVM guest | (no KVM: %s) | | | | | |\n",
                   hotscope::guest::kvm_unavailable_reason().c_str());
       continue;
     }
@@ -143,10 +154,10 @@ int main(int argc, char** argv) {
                    error.empty() ? "the guest was stopped" : error.c_str());
       return 1;
     }
-    std::printf("| %s | %.2f | %.2f | %.2f | %.2f | %.3f |\n",
+    std::printf("| %s | %.2f | %.2f | %.2f | %.2f | %.3f | %.2f |\n",
                 kvm ? "KVM guest" : "child-process guest", figures.floor_ns, figures.scope_ns,
                 figures.scope_ns / median(host_scope), figures.scope_no_flush_ns,
-                figures.flushes_per_1000_records);
+                figures.flushes_per_1000_records, figures.alloc_free_ns);
   }
   return 0;
 }

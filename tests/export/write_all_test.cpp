@@ -2,6 +2,7 @@
 #include "snapshot_fixture.hpp"
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <filesystem>
@@ -45,6 +46,40 @@ protected:
 
   fs::path root_;
 };
+
+// A guest image's identity (hotscope vm run) begins trace.txt and is in stats.json and in
+// trace.json's otherData; without one, trace.txt begins with its usual header.
+TEST_F(ExportWriteAll, GuestImagesBeginTraceTxtAndAreInTheJsonMetadata) {
+  Snapshot snapshot = testing::known_snapshot();
+  ASSERT_EQ(exporters::write_all(snapshot, (root_ / "plain").string()), "");
+  const auto slurp = [](const fs::path& path) {
+    std::ifstream in(path);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  EXPECT_EQ(slurp(root_ / "plain" / "trace.txt").rfind("hotscope 0.1.0: demo", 0), 0u);
+  EXPECT_EQ(nlohmann::json::parse(slurp(root_ / "plain" / "stats.json")).at("guest_images"),
+            nlohmann::json::array());
+
+  const std::string sha256(64, 'a');
+  snapshot.guest_images = {{"guest: one", "/images/one.elf", 4096, sha256},
+                           {"guest: two", "/images/two", 8192, std::string(64, 'b')}};
+  ASSERT_EQ(exporters::write_all(snapshot, root_.string()), "");
+  EXPECT_EQ(slurp(root_ / "trace.txt")
+                .rfind("guest image /images/one.elf: 4096 bytes, sha256 " + sha256 +
+                           ", track guest: one\nguest image /images/two: 8192 bytes, sha256 " +
+                           std::string(64, 'b') + ", track guest: two\nhotscope 0.1.0: demo",
+                       0),
+            0u);
+  const nlohmann::json expected = nlohmann::json::array(
+      {{{"track", "guest: one"}, {"path", "/images/one.elf"}, {"bytes", 4096}, {"sha256", sha256}},
+       {{"track", "guest: two"},
+        {"path", "/images/two"},
+        {"bytes", 8192},
+        {"sha256", std::string(64, 'b')}}});
+  EXPECT_EQ(nlohmann::json::parse(slurp(root_ / "stats.json")).at("guest_images"), expected);
+  EXPECT_EQ(nlohmann::json::parse(slurp(root_ / "trace.json")).at("otherData").at("guest_images"),
+            expected);
+}
 
 TEST_F(ExportWriteAll, WritesFiveFilesIntoANewDirectory) {
   const fs::path dir = root_ / "nested" / "out";

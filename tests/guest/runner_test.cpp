@@ -450,6 +450,11 @@ TEST_P(RunnerTest, AnUnknownHostFunctionIsReportedAndTheGuestGetsAllOnes) {
             std::string::npos)
       << diagnostics_[0];
   EXPECT_EQ(runner->call(kBehave).value, 42u);
+  // A guest that keeps calling it does not flood the host's output.
+  EXPECT_EQ(runner->call(kUnknownHostFunction).value, UINT64_MAX);
+  EXPECT_EQ(diagnostics_.size(), 1u) << all_diagnostics();
+  EXPECT_EQ(runner->counts().unknown_host_calls, 2u);
+  EXPECT_EQ(runner->counts().host_calls, 2u);
 }
 
 TEST_P(RunnerTest, TheImageIsIdentifiedByItsSizeAndSha256) {
@@ -526,7 +531,7 @@ TEST_P(RunnerTest, TheSampleGuestsHeapProfileHasTheTotalsWorkedOutByHand) {
     }
   }
   EXPECT_EQ(functions, (std::set<std::string>{"arena::allocate", "parse_request", "remember",
-                                               "handle_request"}));
+                                              "handle_request"}));
   EXPECT_EQ(profile.sites.size(), 3u); // the line, the token, the history entry
   EXPECT_LE(profile.gmax_us, profile.end_us);
 }

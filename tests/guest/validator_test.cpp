@@ -484,7 +484,9 @@ std::vector<hotscope_record> heap_record(std::uint32_t kind, std::uint64_t ticks
   const auto payload = static_cast<std::uint32_t>((slots.size() + 3) / 4);
   std::vector<hotscope_record> records{rec(kind, ticks, address, size, payload)};
   records.resize(1 + payload, hotscope_record{});
-  std::memcpy(static_cast<void*>(records.data() + 1), slots.data(), slots.size() * 8);
+  if (!slots.empty()) {
+    std::memcpy(static_cast<void*>(records.data() + 1), slots.data(), slots.size() * 8);
+  }
   return records;
 }
 

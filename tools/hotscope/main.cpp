@@ -11,12 +11,18 @@
 //   hotscope vm run GUEST [--calls N] [--out DIR] [--process] ...
 // runs a guest under guest tracing: hands its arguments to hotscope-vm (vm_main.cpp), installed
 // beside this executable.
+//   hotscope diff BASE [NEW | -p PID | -n NAME] [--fail-on RULE] [--json]
+// compares two profiles (diff/diff.hpp).
+//   hotscope report DIR [-o FILE] | hotscope flame FILE [-o FILE]
+// draw them: one HTML page, an SVG flame graph (report/report.hpp).
 //   hotscope version | --version
 #include "agent_client.hpp"
 #include "agent_commands.hpp"
 #include "console/console.hpp"
 #include "conventions.hpp"
+#include "diff/diff.hpp"
 #include "exporter.hpp"
+#include "report/report.hpp"
 #include "run_command.hpp"
 
 #include <CLI/CLI.hpp>
@@ -63,6 +69,8 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   const hotscope::cli::AgentCommands agent_commands(app);
   const hotscope::cli::console::ConsoleCommand console_command(app);
+  const hotscope::cli::diff::DiffCommand diff_command(app);
+  const hotscope::cli::report::ReportCommands report_commands(app);
   CLI::App* run_command = app.add_subcommand("run", "Run a program under the profiler");
   hotscope::cli::RunOptions options;
   std::vector<std::string> command;
@@ -112,6 +120,12 @@ int main(int argc, char** argv) {
     return *status;
   }
   if (const auto status = console_command.run()) {
+    return *status;
+  }
+  if (const auto status = diff_command.run()) {
+    return *status;
+  }
+  if (const auto status = report_commands.run()) {
     return *status;
   }
   return hotscope::cli::run_program(command, options);

@@ -52,7 +52,8 @@ struct RunnerCounts {
   std::uint64_t calls = 0;
   std::uint64_t flushes = 0; // flush exits, accepted or not
   std::uint64_t prints = 0;
-  std::uint64_t host_calls = 0; // calls of host functions, known or not
+  std::uint64_t host_calls = 0;         // calls of host functions, known or not
+  std::uint64_t unknown_host_calls = 0; // of numbers the host does not provide (reported once)
   std::uint64_t diagnostics = 0;
 };
 

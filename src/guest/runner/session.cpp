@@ -90,9 +90,11 @@ std::uint64_t Session::host_call(std::uint64_t function, std::uint64_t argument)
   ++counts_.host_calls;
   const std::uint64_t begin = clock::now_ticks();
   if (function >= options_.host_functions.size()) {
-    report("host call of function " + std::to_string(function) + ", which the host does not " +
-           "provide (it has " + std::to_string(options_.host_functions.size()) +
-           "); the guest gets all ones");
+    if (++counts_.unknown_host_calls == 1) {
+      report("host call of function " + std::to_string(function) + ", which the host does not " +
+             "provide (it has " + std::to_string(options_.host_functions.size()) +
+             "); the guest gets all ones, and later ones are only counted");
+    }
     host_span(kUnknownCall, begin);
     return ~std::uint64_t{0};
   }

@@ -1,10 +1,10 @@
 #include "model.hpp"
 
+#include "profiles/profiles.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <charconv>
-#include <sstream>
 
 namespace hotscope::cli::console {
 namespace {
@@ -31,40 +31,6 @@ void remember(std::deque<double>& history, double value) {
   if (history.size() > kHistoryLength) {
     history.pop_front();
   }
-}
-
-// "0x4011D6: ns::parse(std::string const&) (service.cpp:40)" -> "ns::parse (service.cpp:40)":
-// the parameter types make C++ frames too long to read in a row.
-std::string short_frame(const std::string& frame) {
-  const auto colon = frame.find(": ");
-  std::string text =
-      frame.rfind("0x", 0) == 0 && colon != std::string::npos ? frame.substr(colon + 2) : frame;
-  const auto location = text.rfind(" (");
-  std::size_t end = location == std::string::npos ? text.size() : location;
-  if (end == 0 || text[end - 1] != ')') {
-    return text;
-  }
-  int depth = 0;
-  for (std::size_t i = end; i-- > 0;) {
-    depth += text[i] == ')' ? 1 : text[i] == '(' ? -1 : 0;
-    if (depth == 0) {
-      return text.substr(0, i) + text.substr(end);
-    }
-  }
-  return text;
-}
-
-// Frames of the allocator and of the standard library's headers say nothing about who
-// allocated: the site is named after the first frame past them.
-bool inside_allocator(const std::string& frame) {
-  const auto open = frame.rfind(" (");
-  const std::string location = open == std::string::npos ? "" : frame.substr(open + 2);
-  const auto dot = location.rfind('.');
-  const std::string extension = dot == std::string::npos ? "" : location.substr(dot);
-  const bool header = extension.rfind(".h:", 0) == 0 || extension.rfind(".tcc:", 0) == 0 ||
-                      location.rfind("in ", 0) == 0;
-  return header || frame.rfind("operator new", 0) == 0 || frame.rfind("malloc", 0) == 0 ||
-         frame.rfind("calloc", 0) == 0 || frame.rfind("realloc", 0) == 0;
 }
 
 // Function `i`'s value for `key` in either layout of the statistics' functions: an object per
@@ -296,12 +262,13 @@ void Model::update_heap(const Json& dhat) {
     std::string first;
     for (const Json& index : point.value("fs", Json::array())) {
       const std::size_t i = index.get<std::size_t>();
-      const std::string frame =
-          i < frames.size() ? short_frame(frames[i].get<std::string>()) : std::string("?");
+      const std::string frame = i < frames.size()
+                                    ? profiles::short_frame(frames[i].get<std::string>())
+                                    : std::string("?");
       if (first.empty()) {
         first = frame;
       }
-      if (site.where.empty() && !inside_allocator(frame)) {
+      if (site.where.empty() && !profiles::inside_allocator(frame)) {
         site.where = frame;
       }
     }
@@ -353,21 +320,9 @@ void Model::update_flame(const std::string& folded, double seconds) {
   flame_seconds_ = seconds;
   flame_ = FlameNode{"all", 0, 0, {}};
   stacks_.clear();
-  std::istringstream lines(folded);
-  for (std::string line; std::getline(lines, line);) {
-    const auto space = line.rfind(' ');
-    std::uint64_t ns = 0;
-    if (space == std::string::npos ||
-        std::from_chars(line.data() + space + 1, line.data() + line.size(), ns).ec != std::errc()) {
-      continue;
-    }
-    std::vector<std::string> frames;
-    std::size_t start = 0;
-    while (start <= space) {
-      const auto end = std::min(line.find(';', start), space);
-      frames.push_back(line.substr(start, end - start));
-      start = end + 1;
-    }
+  for (profiles::Stack& stack : profiles::folded_stacks(folded)) {
+    std::vector<std::string>& frames = stack.frames;
+    const std::uint64_t ns = stack.count;
     // The first two frames are the process and the thread: the flame merges threads.
     if (frames.size() > 2) {
       frames.erase(frames.begin(), frames.begin() + 2);

@@ -1,0 +1,248 @@
+// `hotscope diff`, `report` and `flame` on real profiles: workload_program.cpp run twice, the
+// second time with a known slowdown in one function (regressed: 200 µs -> 1 ms per call) and a
+// known leak at one site (leaky_site keeps 50 blocks of 4 KiB). The slowed function and the
+// leaking site come first and fail the gate; the unchanged functions do not. Then the same
+// against the live process, and every kind of bad input: one line, exit 2.
+#include "support/child_process.hpp"
+#include "support/files.hpp"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+namespace {
+
+namespace fs = std::filesystem;
+using Json = nlohmann::json;
+using hotscope::test_support::lines_of;
+using hotscope::test_support::slurp;
+
+struct Result {
+  int status = -1;
+  std::string out, err;
+};
+
+// `hotscope ARGS` through the shell, with `environment` ("NAME=value ...") before it.
+Result hotscope(const std::string& args, const std::string& environment = "") {
+  static int count = 0;
+  const fs::path out = fs::temp_directory_path() / ("hotscope-compare-" + std::to_string(getpid()) +
+                                                    "-" + std::to_string(++count));
+  const std::string command = "env " + environment + " " + HOTSCOPE_CLI + " " + args + " >" +
+                              out.string() + ".out 2>" + out.string() + ".err";
+  const int status = std::system(command.c_str());
+  Result result{WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(out.string() + ".out"),
+                slurp(out.string() + ".err")};
+  fs::remove(out.string() + ".out");
+  fs::remove(out.string() + ".err");
+  return result;
+}
+
+class CompareCli : public ::testing::Test {
+protected:
+  // The pair, made once for the suite: base/ and new/ each hold stats.json, trace.folded,
+  // heap.json.
+  static void SetUpTestSuite() {
+    dir_ = fs::temp_directory_path() / ("hotscope-compare-cli-" + std::to_string(getpid()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    run_workload("base", "");
+    run_workload("new", "--slow --leak");
+  }
+  static void TearDownTestSuite() {
+    if (!::testing::UnitTest::GetInstance()->Failed()) {
+      fs::remove_all(dir_);
+    }
+  }
+  static void run_workload(const std::string& name, const std::string& options) {
+    const std::string command =
+        "env HOTSCOPE_OUT=" + (dir_ / name).string() +
+        " HOTSCOPE_HEAP_MODE=full HOTSCOPE_HEAP_SUMMARY=0 HOTSCOPE_AGENT=0 " + WORKLOAD_PROGRAM +
+        " " + options;
+    ASSERT_EQ(std::system(command.c_str()), 0) << command;
+    for (const char* file : {"stats.json", "trace.folded", "heap.json"}) {
+      ASSERT_TRUE(fs::exists(dir_ / name / file)) << name << "/" << file;
+    }
+  }
+  static std::string path(const std::string& file) { return (dir_ / file).string(); }
+
+  static fs::path dir_;
+};
+fs::path CompareCli::dir_;
+
+const Json& row_named(const Json& rows, const std::string& name) {
+  for (const Json& row : rows) {
+    if (row.at("name").get<std::string>().find(name) != std::string::npos) {
+      return row;
+    }
+  }
+  throw std::runtime_error("no row " + name);
+}
+
+TEST_F(CompareCli, SlowdownComesFirstAndFailsTheGate) {
+  const Result result = hotscope("diff " + path("base/stats.json") + " " + path("new/stats.json") +
+                                 " --fail-on 'p50>+30%' --json");
+  ASSERT_EQ(result.status, 1) << result.err << result.out;
+  EXPECT_EQ(result.err, "");
+  const Json diff = Json::parse(result.out);
+  EXPECT_EQ(diff.at("kind"), "stats");
+  EXPECT_EQ(diff.at("failed"), true);
+  const Json& rows = diff.at("rows");
+  ASSERT_FALSE(rows.empty());
+  EXPECT_EQ(rows[0].at("name"), "regressed") << result.out;
+  EXPECT_EQ(rows[0].at("fails"), Json::array({"p50>+30%"}));
+  EXPECT_EQ(rows[0].at("significant"), true);
+  // 200 µs -> 1 ms: the median of a call spun to its deadline is +400 %, within the noise of
+  // a loaded machine.
+  const double p50 = rows[0].at("columns").at("p50").at("percent").get<double>();
+  EXPECT_GT(p50, 300);
+  EXPECT_LT(p50, 500);
+  for (const char* unchanged : {"steady_parse", "steady_io", "background_task"}) {
+    const Json& row = row_named(rows, unchanged);
+    EXPECT_EQ(row.at("fails"), Json::array()) << row.dump();
+    EXPECT_LT(row.at("impact").get<double>(), rows[0].at("impact").get<double>());
+  }
+
+  const Result text = hotscope("diff " + path("base/stats.json") + " " + path("new/stats.json") +
+                               " --fail-on 'p50>+30%'");
+  EXPECT_EQ(text.status, 1);
+  const std::vector<std::string> lines = lines_of(text.out);
+  // The first row's first line: its name, then "base".
+  const auto first = std::find_if(lines.begin(), lines.end(), [](const std::string& line) {
+    return line.find("  base  ") != std::string::npos;
+  });
+  ASSERT_NE(first, lines.end()) << text.out;
+  EXPECT_EQ(first->rfind("! regressed (", 0), 0U) << text.out;
+  // No rule, no failure: the same comparison exits 0.
+  EXPECT_EQ(hotscope("diff " + path("base/stats.json") + " " + path("new/stats.json")).status, 0);
+  // Comparing a profile with itself changes nothing.
+  const Result same = hotscope("diff " + path("base/stats.json") + " " + path("base/stats.json") +
+                               " --fail-on 'p50>+0%,mean>+0%' --json");
+  EXPECT_EQ(same.status, 0) << same.out;
+}
+
+TEST_F(CompareCli, LeakComesFirstAndFailsTheGate) {
+  const Result result = hotscope("diff " + path("base/heap.json") + " " + path("new/heap.json") +
+                                 " --fail-on 'end_bytes>+64KiB' --json");
+  ASSERT_EQ(result.status, 1) << result.err << result.out;
+  const Json diff = Json::parse(result.out);
+  EXPECT_EQ(diff.at("kind"), "heap");
+  const Json& rows = diff.at("rows");
+  ASSERT_FALSE(rows.empty());
+  EXPECT_NE(rows[0].at("name").get<std::string>().find("leaky_site"), std::string::npos)
+      << result.out;
+  EXPECT_EQ(rows[0].at("side"), "both");
+  EXPECT_EQ(rows[0].at("columns").at("end_bytes").at("change"), 50 * 4096);
+  EXPECT_EQ(rows[0].at("columns").at("end_blocks").at("change"), 50);
+  EXPECT_EQ(rows[0].at("fails"), Json::array({"end_bytes>+64KiB"}));
+  EXPECT_EQ(row_named(rows, "cache_site").at("fails"), Json::array());
+  EXPECT_GE(diff.at("totals").at("columns").at("end_bytes").at("change").get<double>(), 50 * 4096);
+  EXPECT_FALSE(diff.at("totals").at("fails").empty());
+  const Result text = hotscope("diff " + path("base/heap.json") + " " + path("new/heap.json"));
+  EXPECT_EQ(text.status, 0) << text.err;
+  EXPECT_NE(text.out.find("(all sites)"), std::string::npos) << text.out;
+}
+
+TEST_F(CompareCli, LiveProcessIsNew) {
+  const fs::path runtime = dir_ / "runtime";
+  fs::create_directories(runtime);
+  const std::string environment = "HOTSCOPE_RUNTIME_DIR=" + runtime.string();
+  setenv("HOTSCOPE_RUNTIME_DIR", runtime.c_str(), 1);
+  setenv("HOTSCOPE_HEAP_MODE", "full", 1);
+  setenv("HOTSCOPE_HEAP_SUMMARY", "0", 1);
+  setenv("HOTSCOPE_OUT", (dir_ / "live").c_str(), 1);
+  const fs::path output = dir_ / "live.out";
+  const pid_t child = hotscope::test_support::start_command(
+      {WORKLOAD_PROGRAM, "--slow", "--leak", "--wait"}, output);
+  for (const char* variable : {"HOTSCOPE_HEAP_MODE", "HOTSCOPE_HEAP_SUMMARY", "HOTSCOPE_OUT"}) {
+    unsetenv(variable);
+  }
+  ASSERT_NE(hotscope::test_support::wait_for_text(output, "ready"), "") << slurp(output);
+  const std::string pid = std::to_string(child);
+
+  const Result timing =
+      hotscope("diff " + path("base/stats.json") + " -p " + pid + " --fail-on 'p50>+30%' --json",
+               environment);
+  const Result memory = hotscope("diff " + path("base/heap.json") + " -n workload_program" +
+                                     " --fail-on 'end_bytes>+64KiB' --json",
+                                 environment);
+  kill(child, SIGTERM);
+  EXPECT_EQ(hotscope::test_support::wait_for_child(child), 0);
+  ASSERT_EQ(timing.status, 1) << timing.err << timing.out;
+  const Json stats = Json::parse(timing.out);
+  EXPECT_EQ(stats.at("new").at("source").get<std::string>().rfind("process " + pid + " (", 0), 0U)
+      << stats.at("new");
+  EXPECT_EQ(stats.at("rows").at(0).at("name"), "regressed");
+  ASSERT_EQ(memory.status, 1) << memory.err << memory.out;
+  const Json heap = Json::parse(memory.out);
+  EXPECT_NE(heap.at("rows").at(0).at("name").get<std::string>().find("leaky_site"),
+            std::string::npos);
+  EXPECT_EQ(heap.at("rows").at(0).at("columns").at("end_bytes").at("change"), 50 * 4096);
+  // No such process: the agent commands' exit code.
+  EXPECT_EQ(hotscope("diff " + path("base/stats.json") + " -p 999999999", environment).status, 3);
+}
+
+TEST_F(CompareCli, BadInputIsOneLineAndExitTwo) {
+  const fs::path other = dir_ / "other.json";
+  { std::ofstream(other) << R"({"traceEvents": []})"; }
+  const std::string stats = path("base/stats.json");
+  const struct {
+    std::string args, says;
+  } cases[] = {
+      {"diff " + path("base/trace.folded") + " " + stats, "is not JSON"},
+      {"diff " + other.string() + " " + stats, "is neither a hotscope stats.json nor a DHAT"},
+      {"diff " + stats + " " + path("new/heap.json"), "compare two of a kind"},
+      {"diff " + stats + " " + dir_.string() + "/missing.json", "cannot read"},
+      {"diff " + stats + " " + stats + " --fail-on 'p99>>10%'", "is not a number"},
+      {"diff " + stats + " " + stats + " --fail-on 'end_bytes>+1%'", "no column 'end_bytes'"},
+      {"diff " + stats + " " + stats + " -p 1", "give one of NEW, -p PID and -n NAME"},
+      {"diff " + stats, "say what to compare BASE with"},
+      {"report " + dir_.string(), "no stats.json in"},
+      {"flame " + stats, "has no stacks"},
+      {"flame " + other.string(), "is neither a hotscope stats.json nor a DHAT"},
+      {"flame " + path("base/report-missing.folded"), "cannot read"},
+  };
+  for (const auto& c : cases) {
+    const Result result = hotscope(c.args);
+    EXPECT_EQ(result.status, 2) << c.args << ": " << result.err;
+    EXPECT_EQ(result.out, "") << c.args;
+    EXPECT_EQ(lines_of(result.err).size(), 1U) << c.args << ": " << result.err;
+    EXPECT_EQ(result.err.rfind("hotscope: ", 0), 0U) << result.err;
+    EXPECT_NE(result.err.find(c.says), std::string::npos) << c.args << ": " << result.err;
+  }
+}
+
+TEST_F(CompareCli, ReportAndFlameWriteTheirFiles) {
+  const Result report = hotscope("report " + path("base"));
+  ASSERT_EQ(report.status, 0) << report.err;
+  const std::string html = slurp(path("base/report.html"));
+  EXPECT_EQ(html.rfind("<!DOCTYPE html>", 0), 0U);
+  for (const char* part : {"id=\"functions-table\"", "regressed", "<svg", "id=\"heap-table\"",
+                           "leaky_site", "worker"}) {
+    EXPECT_NE(html.find(part), std::string::npos) << part;
+  }
+  // Self-contained: nothing loaded from anywhere.
+  for (const char* reference : {"src=", "href=\"http", "@import", "url("}) {
+    EXPECT_EQ(html.find(reference), std::string::npos) << reference;
+  }
+  const Result flame =
+      hotscope("flame " + path("base/trace.folded") + " -o " + path("base/flame.svg"));
+  ASSERT_EQ(flame.status, 0) << flame.err;
+  EXPECT_NE(slurp(path("base/flame.svg")).find("data-name=\"regressed\""), std::string::npos);
+  const Result heap = hotscope("flame " + path("new/heap.json") + " --bytes end");
+  ASSERT_EQ(heap.status, 0) << heap.err;
+  EXPECT_NE(heap.out.find("leaky_site"), std::string::npos);
+  EXPECT_EQ(heap.out.find("cache_site"), std::string::npos); // nothing of it is live at the end
+  const Result unwritable =
+      hotscope("flame " + path("base/trace.folded") + " -o /nonexistent/dir/flame.svg");
+  EXPECT_EQ(unwritable.status, 8) << unwritable.err;
+}
+
+} // namespace

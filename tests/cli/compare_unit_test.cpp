@@ -1,0 +1,272 @@
+// The parts of `hotscope diff`, `report` and `flame` on hand-made profiles: the --fail-on
+// grammar, significance, matching of functions and of allocation sites, the order by impact,
+// folded stacks, the flame tree and its SVG.
+#include "agent_client.hpp"
+#include "diff/diff.hpp"
+#include "report/report.hpp"
+
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include <functional>
+#include <regex>
+
+namespace {
+
+using namespace hotscope::cli;
+using Json = nlohmann::json;
+
+int failure_code(const std::function<void()>& action) {
+  try {
+    action();
+  } catch (const Failure& failure) {
+    return failure.code;
+  }
+  return 0;
+}
+
+Json function(const std::string& name, std::uint64_t calls, double mean, int line = 10) {
+  const auto ns = static_cast<std::uint64_t>(mean);
+  return Json{{"name", name},          {"file", "w.cpp"},        {"line", line},
+              {"calls", calls},        {"mean_ns", mean},        {"total_ns", ns * calls},
+              {"self_ns", ns * calls}, {"p50_ns", ns},           {"p95_ns", ns},
+              {"p99_ns", ns},          {"alloc_bytes_total", 0}, {"alloc_blocks_total", 0}};
+}
+
+profiles::Profile stats(const std::vector<Json>& functions, const std::string& source) {
+  return profiles::classify(Json{{"hotscope_version", "0.1.0"},
+                                 {"pid", 1},
+                                 {"process_name", "w"},
+                                 {"duration_ns", 1000000},
+                                 {"functions", functions}},
+                            source);
+}
+
+// A DHAT profile whose sites are {frames (function, file, line), tb, eb}; addresses differ by
+// `address_base`, so only functions and files can match sites across profiles.
+struct SiteSpec {
+  std::vector<std::tuple<std::string, std::string, int>> frames;
+  std::uint64_t total_bytes, end_bytes;
+};
+profiles::Profile heap(const std::vector<SiteSpec>& sites, unsigned address_base) {
+  Json table = Json::array({"[root]"});
+  Json points = Json::array();
+  for (const SiteSpec& site : sites) {
+    Json frames = Json::array();
+    for (const auto& [function, file, line] : site.frames) {
+      table.push_back(fmt::format("0x{:X}: {} ({}:{})", address_base + table.size() * 16, function,
+                                  file, line));
+      frames.push_back(table.size() - 1);
+    }
+    points.push_back(Json{{"tb", site.total_bytes},
+                          {"tbk", site.total_bytes / 64},
+                          {"gb", site.end_bytes},
+                          {"gbk", site.end_bytes / 64},
+                          {"eb", site.end_bytes},
+                          {"ebk", site.end_bytes / 64},
+                          {"fs", frames}});
+  }
+  return profiles::classify(
+      Json{{"dhatFileVersion", 2}, {"cmd", "w"}, {"pid", 1}, {"pps", points}, {"ftbl", table}},
+      "heap.json");
+}
+
+const diff::Row& row_named(const diff::Comparison& comparison, const std::string& name) {
+  for (const diff::Row& row : comparison.rows) {
+    if (row.name == name) {
+      return row;
+    }
+  }
+  throw std::runtime_error("no row " + name);
+}
+
+std::size_t column(profiles::Kind kind, const std::string& key) {
+  const auto& all = diff::columns(kind);
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    if (key == all[i].key) {
+      return i;
+    }
+  }
+  throw std::runtime_error("no column " + key);
+}
+
+TEST(CompareUnit, RulesFollowTheGrammar) {
+  const auto rules = diff::parse_rules({"p99>+10%", "mean>+2ms, calls<-50%", "self > 500us"},
+                                       profiles::Kind::Stats);
+  ASSERT_EQ(rules.size(), 4U);
+  EXPECT_EQ(rules[0].column, column(profiles::Kind::Stats, "p99"));
+  EXPECT_TRUE(rules[0].above);
+  EXPECT_TRUE(rules[0].percent);
+  EXPECT_DOUBLE_EQ(rules[0].amount, 10);
+  EXPECT_DOUBLE_EQ(rules[1].amount, 2e6);
+  EXPECT_FALSE(rules[1].percent);
+  EXPECT_FALSE(rules[2].above);
+  EXPECT_DOUBLE_EQ(rules[2].amount, -50);
+  EXPECT_DOUBLE_EQ(rules[3].amount, 5e5);
+  const auto heap_rules = diff::parse_rules({"end_bytes>+1MiB"}, profiles::Kind::Heap);
+  EXPECT_DOUBLE_EQ(heap_rules.at(0).amount, 1024.0 * 1024);
+  for (const char* bad :
+       {"p99+10%", "bogus>+1%", "p99>+10KiB", "p99>abc", "", "p99>+10%,", "end_bytes>+1MiB"}) {
+    EXPECT_EQ(failure_code([&] { diff::parse_rules({bad}, profiles::Kind::Stats); }), kUsage)
+        << bad;
+  }
+}
+
+TEST(CompareUnit, RulesMatchSignificantChangesOnly) {
+  const auto rule = diff::parse_rules({"p99>+10%"}, profiles::Kind::Stats).at(0);
+  EXPECT_TRUE(diff::matches(rule, diff::Cell{100.0, 120.0, true}));
+  EXPECT_FALSE(diff::matches(rule, diff::Cell{100.0, 105.0, true}));
+  EXPECT_FALSE(diff::matches(rule, diff::Cell{100.0, 200.0, false}));
+  EXPECT_TRUE(diff::matches(rule, diff::Cell{0.0, 1.0, true})); // from nothing: +inf %
+  const auto fall = diff::parse_rules({"mean<-1us"}, profiles::Kind::Stats).at(0);
+  EXPECT_TRUE(diff::matches(fall, diff::Cell{5000.0, 3000.0, true}));
+  EXPECT_FALSE(diff::matches(fall, diff::Cell{5000.0, 4500.0, true}));
+}
+
+TEST(CompareUnit, TimingRowsBySignificanceAndImpact) {
+  const auto base = stats({function("slow", 100, 1000), function("steady", 100, 1000),
+                           function("few", 5, 1000), function("gone", 100, 1000)},
+                          "base.json");
+  const auto now = stats({function("slow", 100, 2000), function("steady", 100, 1003),
+                          function("few", 5, 3000), function("fresh", 10, 5000)},
+                         "new.json");
+  const diff::Comparison comparison = diff::compare(base, now, {"mean>+10%"});
+  ASSERT_EQ(comparison.rows.size(), 5U);
+  EXPECT_EQ(comparison.rows[0].name, "slow"); // +1000 ns per call x 100 calls
+  EXPECT_DOUBLE_EQ(comparison.rows[0].impact, 100000);
+  EXPECT_EQ(comparison.rows[0].failed, std::vector<std::string>{"mean>+10%"});
+  EXPECT_EQ(comparison.rows[1].name, "fresh"); // 50,000 ns, only in NEW
+  EXPECT_EQ(comparison.rows[1].side, diff::Side::NewOnly);
+  EXPECT_EQ(comparison.rows.back().name, "gone");
+  EXPECT_EQ(comparison.rows.back().side, diff::Side::BaseOnly);
+  const std::size_t mean = column(profiles::Kind::Stats, "mean");
+  // 0.3 % is within the histogram's resolution; 5 calls are too few.
+  EXPECT_FALSE(row_named(comparison, "steady").cells[mean].significant);
+  EXPECT_FALSE(row_named(comparison, "few").cells[mean].significant);
+  EXPECT_TRUE(row_named(comparison, "few").failed.empty());
+  EXPECT_TRUE(row_named(comparison, "fresh").failed.empty()); // one side: nothing to compare
+  EXPECT_TRUE(comparison.failed());
+  EXPECT_FALSE(diff::compare(base, now, {"mean>+150%"}).failed());
+
+  const std::string text = diff::as_text(comparison);
+  EXPECT_NE(text.find("! slow (w.cpp:10)"), std::string::npos) << text;
+  EXPECT_NE(text.find("(+0.3%)"), std::string::npos) << text;
+  EXPECT_NE(text.find("only in new"), std::string::npos) << text;
+  const Json json = diff::as_json(comparison);
+  EXPECT_EQ(json.at("rows").at(0).at("columns").at("mean").at("percent"), 100.0);
+  EXPECT_EQ(json.at("failed"), true);
+}
+
+TEST(CompareUnit, FunctionsMatchWhenTheirLineMoved) {
+  const auto base = stats({function("f", 100, 1000, 10)}, "base.json");
+  const auto now = stats({function("f", 100, 1000, 14)}, "new.json");
+  const diff::Comparison comparison = diff::compare(base, now, {});
+  ASSERT_EQ(comparison.rows.size(), 1U);
+  EXPECT_EQ(comparison.rows[0].side, diff::Side::Both);
+  EXPECT_EQ(comparison.rows[0].line, 14);
+}
+
+TEST(CompareUnit, HeapSitesMatchByFunctionAndFileNotAddress) {
+  const auto base = heap({{{{"leak(int)", "w.cpp", 30}, {"main", "w.cpp", 90}}, 4096, 0},
+                          {{{"cache()", "w.cpp", 40}, {"main", "w.cpp", 91}}, 1024, 0}},
+                         0x1000);
+  const auto now = heap({{{{"cache()", "w.cpp", 44}, {"main", "w.cpp", 95}}, 1024, 0},
+                         {{{"leak(int)", "w.cpp", 33}, {"main", "w.cpp", 94}}, 4096, 204800},
+                         {{{"fresh()", "w.cpp", 50}, {"main", "w.cpp", 96}}, 64, 64}},
+                        0x9000);
+  const diff::Comparison comparison = diff::compare(base, now, {"end_bytes>+64KiB"});
+  ASSERT_EQ(comparison.rows.size(), 3U);
+  EXPECT_EQ(comparison.rows[0].name, "leak (w.cpp:33)");
+  EXPECT_EQ(comparison.rows[0].side, diff::Side::Both);
+  EXPECT_EQ(comparison.rows[0].failed, std::vector<std::string>{"end_bytes>+64KiB"});
+  EXPECT_EQ(row_named(comparison, "cache (w.cpp:44)").side, diff::Side::Both);
+  EXPECT_FALSE(row_named(comparison, "cache (w.cpp:44)").significant());
+  const diff::Row& fresh = row_named(comparison, "fresh (w.cpp:50)");
+  EXPECT_EQ(fresh.side, diff::Side::NewOnly);
+  EXPECT_TRUE(fresh.significant()); // from nothing
+  ASSERT_TRUE(comparison.totals);
+  const std::size_t end = column(profiles::Kind::Heap, "end_bytes");
+  EXPECT_DOUBLE_EQ(comparison.totals->cells[end].change(), 204800 + 64);
+  EXPECT_FALSE(comparison.totals->failed.empty());
+}
+
+TEST(CompareUnit, OnlyProfilesOfOneKindCompare) {
+  const auto timing = stats({function("f", 100, 1000)}, "stats.json");
+  const auto memory = heap({}, 0);
+  EXPECT_EQ(failure_code([&] { diff::compare(timing, memory, {}); }), kUsage);
+  EXPECT_EQ(failure_code([&] { profiles::classify(Json{{"a", 1}}, "x.json"); }), kUsage);
+  EXPECT_EQ(failure_code([&] { profiles::classify(Json::array(), "x.json"); }), kUsage);
+  EXPECT_EQ(failure_code([&] { profiles::read_profile("/nonexistent/stats.json"); }), kUsage);
+  // A function entry without a name is malformed: one line, no crash.
+  const auto broken = profiles::classify(
+      Json{{"hotscope_version", "0.1.0"}, {"functions", Json::array({Json{{"calls", 1}}})}}, "b");
+  EXPECT_EQ(failure_code([&] { diff::compare(broken, timing, {}); }), kUsage);
+}
+
+TEST(CompareUnit, FoldedStacksAndDhatFrames) {
+  const auto stacks = profiles::folded_stacks(
+      "p;main;phase_2 5\np;main 7\r\nnot a stack\np;x y 3\n# hotscope 0.1.0 clock=tsc\n");
+  ASSERT_EQ(stacks.size(), 3U);
+  EXPECT_EQ(stacks[0].frames, (std::vector<std::string>{"p", "main", "phase_2"}));
+  EXPECT_EQ(stacks[0].count, 5U);
+  EXPECT_EQ(stacks[1].count, 7U);
+  EXPECT_EQ(stacks[2].frames.back(), "x y"); // a space inside a frame stays
+  const profiles::Frame frame =
+      profiles::parse_frame("0x4011D6: ns::parse(std::string const&) const (service.cpp:40)");
+  EXPECT_EQ(frame.function, "ns::parse(std::string const&) const");
+  EXPECT_EQ(frame.file, "service.cpp");
+  EXPECT_EQ(frame.line, 40);
+  EXPECT_EQ(profiles::parse_frame("0x10: f (in /lib/libc.so.6)").file, "/lib/libc.so.6");
+  EXPECT_EQ(profiles::short_frame("0x4011D6: ns::parse(std::string const&) (service.cpp:40)"),
+            "ns::parse (service.cpp:40)");
+  EXPECT_EQ(profiles::short_frame("0x10: (anonymous namespace)::f (w.cpp:3)"),
+            "(anonymous namespace)::f (w.cpp:3)");
+}
+
+TEST(FlameUnit, TreeHasInclusiveValuesAndNameOrder) {
+  const report::FlameNode root = report::flame_tree(
+      {{{"p", "main", "b"}, 30}, {{"p", "main", "a"}, 10}, {{"p", "main"}, 5}, {{"p", "t"}, 1}});
+  EXPECT_EQ(root.name, "all");
+  EXPECT_EQ(root.value, 46U);
+  ASSERT_EQ(root.children.size(), 1U);
+  const report::FlameNode& main = root.children[0].children[0];
+  EXPECT_EQ(main.name, "main");
+  EXPECT_EQ(main.value, 45U);
+  ASSERT_EQ(main.children.size(), 2U);
+  EXPECT_EQ(main.children[0].name, "a");
+  EXPECT_EQ(main.children[1].name, "b");
+  EXPECT_EQ(report::frame_count(root), 6U);
+}
+
+TEST(FlameUnit, SvgHasOneFramePerNodeAndEscapesNames) {
+  const report::FlameNode root =
+      report::flame_tree({{{"p", "std::vector<int>::push_back"}, 3}, {{"p", "a&b \"c\""}, 1}});
+  const std::string svg =
+      report::flame_svg(root, {"title <1>", "", report::FlameUnit::Nanoseconds, true});
+  const std::regex frame("<g class=\"frame\" data-name=");
+  EXPECT_EQ(
+      std::distance(std::sregex_iterator(svg.begin(), svg.end(), frame), std::sregex_iterator()),
+      4);
+  EXPECT_NE(svg.find("data-name=\"std::vector&lt;int&gt;::push_back\""), std::string::npos);
+  EXPECT_NE(svg.find("data-name=\"a&amp;b &quot;c&quot;\""), std::string::npos);
+  EXPECT_NE(svg.find("title &lt;1&gt;"), std::string::npos);
+  EXPECT_NE(svg.find("<script><![CDATA["), std::string::npos);
+  // A name with invalid UTF-8 and a control character stays readable XML.
+  const std::string odd = report::flame_svg(report::flame_tree({{{"a\xff\x01z"}, 1}}),
+                                            {"", "", report::FlameUnit::Bytes, false});
+  EXPECT_NE(odd.find("a\xEF\xBF\xBD\xEF\xBF\xBDz"), std::string::npos);
+  EXPECT_EQ(odd.find("<script"), std::string::npos);
+}
+
+TEST(FlameUnit, HeapStacksAreRootFirst) {
+  const auto memory = heap({{{{"leak(int)", "w.cpp", 30}, {"main", "w.cpp", 90}}, 4096, 512}}, 0);
+  const auto sites = profiles::heap_sites(memory.document, memory.source);
+  const auto total = report::heap_stacks(sites, report::HeapBytes::Total);
+  ASSERT_EQ(total.size(), 1U);
+  EXPECT_EQ(total[0].frames, (std::vector<std::string>{"main (w.cpp:90)", "leak (w.cpp:30)"}));
+  EXPECT_EQ(total[0].count, 4096U);
+  EXPECT_EQ(report::heap_stacks(sites, report::HeapBytes::AtEnd).at(0).count, 512U);
+}
+
+} // namespace

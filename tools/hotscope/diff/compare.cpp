@@ -1,0 +1,304 @@
+// Rows of a comparison: functions matched by name, file and line (then by name and file, when
+// the line moved), allocation sites by their frames' functions and files; each figure's
+// significance, the rows' impact, and the rules they match.
+#include "diff.hpp"
+
+#include "agent_client.hpp"
+#include "export/common.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <map>
+#include <tuple>
+
+namespace hotscope::cli::diff {
+namespace {
+
+using Json = nlohmann::json;
+using profiles::Kind;
+
+double number(const Json& object, const char* key) {
+  const auto found = object.find(key);
+  return found != object.end() && found->is_number() ? found->get<double>() : 0;
+}
+
+// A function on one side: its figures in columns(Kind::Stats)'s order (none without calls).
+struct FunctionFigures {
+  std::string name, file;
+  int line = 0;
+  std::uint64_t calls = 0;
+  std::vector<std::optional<double>> values;
+  // The self time of a typical call: self time per call scaled by the median call over the
+  // mean one, so that a few calls stretched by preemption (or a page fault) weigh as little in
+  // the impact as they do in the median.
+  double typical_self_ns = 0;
+};
+
+FunctionFigures function_side(const Json& function) {
+  FunctionFigures side;
+  side.name = function.at("name").get<std::string>();
+  side.file = function.value("file", "");
+  side.line = function.value("line", 0);
+  side.calls = function.value("calls", std::uint64_t{0});
+  side.values.emplace_back(static_cast<double>(side.calls));
+  const double calls = static_cast<double>(side.calls);
+  const auto per_call = [&](double value) -> std::optional<double> {
+    return side.calls > 0 ? std::optional(value) : std::nullopt;
+  };
+  side.values.push_back(per_call(number(function, "mean_ns")));
+  side.values.push_back(per_call(number(function, "p50_ns")));
+  side.values.push_back(per_call(number(function, "p95_ns")));
+  side.values.push_back(per_call(number(function, "p99_ns")));
+  const double self_per_call = number(function, "self_ns") / std::max(calls, 1.0);
+  const double mean = number(function, "mean_ns");
+  side.typical_self_ns = mean > 0 ? self_per_call * number(function, "p50_ns") / mean : 0;
+  side.values.push_back(per_call(self_per_call));
+  side.values.push_back(per_call(number(function, "total_ns") / std::max(calls, 1.0)));
+  side.values.push_back(per_call(number(function, "alloc_bytes_total") / std::max(calls, 1.0)));
+  side.values.push_back(per_call(number(function, "alloc_blocks_total") / std::max(calls, 1.0)));
+  return side;
+}
+
+std::vector<FunctionFigures> function_sides(const profiles::Profile& profile) {
+  std::vector<FunctionFigures> sides;
+  try {
+    for (const Json& function : profile.document.at("functions")) {
+      sides.push_back(function_side(function));
+    }
+  } catch (const Json::exception& error) {
+    throw Failure(kUsage, fmt::format("{}: a function entry is malformed ({}): the file is not a "
+                                      "stats.json as hotscope writes it",
+                                      profile.source, error.what()));
+  }
+  return sides;
+}
+
+bool significant(const Column& column, const FunctionFigures& base, const FunctionFigures& now,
+                 double b, double n) {
+  if (base.calls < column.min_calls || now.calls < column.min_calls) {
+    return false;
+  }
+  if (column.unit == Unit::Nanoseconds) {
+    return std::fabs(n - b) > kTimeResolution * std::max(std::fabs(b), std::fabs(n));
+  }
+  return n != b;
+}
+
+Row timing_row(const FunctionFigures* base, const FunctionFigures* now) {
+  const FunctionFigures& any = now != nullptr ? *now : *base;
+  Row row;
+  row.name = any.name;
+  row.file = any.file;
+  row.line = any.line;
+  row.side = base == nullptr  ? diff::Side::NewOnly
+             : now == nullptr ? diff::Side::BaseOnly
+                              : diff::Side::Both;
+  const std::vector<Column>& all = columns(Kind::Stats);
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    Cell cell;
+    cell.base = base != nullptr ? base->values[i] : std::nullopt;
+    cell.now = now != nullptr ? now->values[i] : std::nullopt;
+    cell.significant =
+        cell.base && cell.now && significant(all[i], *base, *now, *cell.base, *cell.now);
+    row.cells.push_back(cell);
+  }
+  // Added self time per typical call times the calls: where the added time is spent (a
+  // caller's total time grows with its callee's, its self time does not).
+  const auto time_in = [](const FunctionFigures* side) {
+    return side == nullptr ? 0.0 : side->typical_self_ns;
+  };
+  row.impact = (time_in(now) - time_in(base)) *
+               static_cast<double>(now != nullptr ? now->calls : base->calls);
+  return row;
+}
+
+std::vector<Row> timing_rows(const profiles::Profile& base, const profiles::Profile& now) {
+  const std::vector<FunctionFigures> before = function_sides(base);
+  const std::vector<FunctionFigures> after = function_sides(now);
+  std::vector<const FunctionFigures*> matched(before.size(), nullptr);
+  std::vector<bool> taken(after.size(), false);
+  // First by name, file and line; then what is left by name and file, where that is unique.
+  std::map<std::tuple<std::string, std::string, int>, std::size_t> exact;
+  for (std::size_t i = 0; i < after.size(); ++i) {
+    exact.emplace(std::tuple(after[i].name, after[i].file, after[i].line), i);
+  }
+  for (std::size_t i = 0; i < before.size(); ++i) {
+    if (const auto found = exact.find(std::tuple(before[i].name, before[i].file, before[i].line));
+        found != exact.end() && !taken[found->second]) {
+      matched[i] = &after[found->second];
+      taken[found->second] = true;
+    }
+  }
+  std::map<std::pair<std::string, std::string>, std::pair<int, std::size_t>> left_before,
+      left_after;
+  const auto count = [](auto& map, const FunctionFigures& side, std::size_t i) {
+    auto& [n, index] = map[std::pair(side.name, side.file)];
+    ++n;
+    index = i;
+  };
+  for (std::size_t i = 0; i < before.size(); ++i) {
+    if (matched[i] == nullptr) {
+      count(left_before, before[i], i);
+    }
+  }
+  for (std::size_t i = 0; i < after.size(); ++i) {
+    if (!taken[i]) {
+      count(left_after, after[i], i);
+    }
+  }
+  for (const auto& [key, first] : left_before) {
+    const auto other = left_after.find(key);
+    if (first.first == 1 && other != left_after.end() && other->second.first == 1) {
+      matched[first.second] = &after[other->second.second];
+      taken[other->second.second] = true;
+    }
+  }
+  std::vector<Row> rows;
+  for (std::size_t i = 0; i < before.size(); ++i) {
+    rows.push_back(timing_row(&before[i], matched[i]));
+  }
+  for (std::size_t i = 0; i < after.size(); ++i) {
+    if (!taken[i]) {
+      rows.push_back(timing_row(nullptr, &after[i]));
+    }
+  }
+  return rows;
+}
+
+// A site's figures summed over the sites that share its key: its frames' functions and files.
+struct SiteSum {
+  profiles::Site site; // the first one's frames, the sums' figures
+  std::array<double, 6> figures{};
+};
+
+std::string frame_key(const std::string& text) {
+  const profiles::Frame frame = profiles::parse_frame(text);
+  return frame.function + " (" + frame.file + ")";
+}
+
+std::map<std::vector<std::string>, SiteSum> site_sums(const profiles::Profile& profile) {
+  std::map<std::vector<std::string>, SiteSum> sums;
+  for (profiles::Site& site : profiles::heap_sites(profile.document, profile.source)) {
+    std::vector<std::string> key;
+    for (const std::string& frame : site.frames) {
+      key.push_back(frame_key(frame));
+    }
+    const std::array<std::uint64_t, 6> figures{site.total_bytes, site.total_blocks,
+                                               site.gmax_bytes,  site.gmax_blocks,
+                                               site.end_bytes,   site.end_blocks};
+    auto [slot, added] = sums.try_emplace(std::move(key));
+    if (added) {
+      slot->second.site = std::move(site);
+    }
+    for (std::size_t i = 0; i < figures.size(); ++i) {
+      slot->second.figures[i] += static_cast<double>(figures[i]);
+    }
+  }
+  return sums;
+}
+
+// A missing side allocated nothing at that site: its figures are 0, so a new site that leaks
+// can match a rule.
+Row heap_row(const SiteSum* base, const SiteSum* now) {
+  Row row;
+  const SiteSum& any = now != nullptr ? *now : *base;
+  row.name = profiles::site_name(any.site);
+  for (const std::string& frame : any.site.frames) {
+    row.stack.push_back(profiles::short_frame(frame));
+  }
+  row.side = base == nullptr  ? diff::Side::NewOnly
+             : now == nullptr ? diff::Side::BaseOnly
+                              : diff::Side::Both;
+  for (std::size_t i = 0; i < 6; ++i) {
+    Cell cell;
+    cell.base = base != nullptr ? base->figures[i] : 0;
+    cell.now = now != nullptr ? now->figures[i] : 0;
+    cell.significant = *cell.base != *cell.now;
+    row.cells.push_back(cell);
+  }
+  // The largest growth in bytes: in total, at the peak or at the end (a leak).
+  row.impact = std::max({row.cells[0].change(), row.cells[2].change(), row.cells[4].change()});
+  return row;
+}
+
+std::vector<Row> heap_rows(const profiles::Profile& base, const profiles::Profile& now,
+                           Row& totals) {
+  const auto before = site_sums(base);
+  const auto after = site_sums(now);
+  std::vector<Row> rows;
+  for (const auto& [key, sum] : before) {
+    const auto other = after.find(key);
+    rows.push_back(heap_row(&sum, other != after.end() ? &other->second : nullptr));
+  }
+  for (const auto& [key, sum] : after) {
+    if (before.find(key) == before.end()) {
+      rows.push_back(heap_row(nullptr, &sum));
+    }
+  }
+  totals.name = "(all sites)";
+  totals.cells.assign(6, Cell{0.0, 0.0, false});
+  for (const Row& row : rows) {
+    for (std::size_t i = 0; i < 6; ++i) {
+      *totals.cells[i].base += *row.cells[i].base;
+      *totals.cells[i].now += *row.cells[i].now;
+    }
+  }
+  for (Cell& cell : totals.cells) {
+    cell.significant = *cell.base != *cell.now;
+  }
+  return rows;
+}
+
+std::string summary(const profiles::Profile& profile) {
+  const Json& document = profile.document;
+  if (profile.kind == Kind::Stats) {
+    return fmt::format("{} (pid {}), {}", document.value("process_name", "?"),
+                       document.value("pid", std::int64_t{0}),
+                       exporters::detail::human_duration(number(document, "duration_ns")));
+  }
+  return fmt::format("{} (pid {})", document.value("cmd", "?"),
+                     document.value("pid", std::int64_t{0}));
+}
+
+} // namespace
+
+Comparison compare(const profiles::Profile& base, const profiles::Profile& now,
+                   const std::vector<std::string>& rule_texts) {
+  if (base.kind != now.kind) {
+    throw Failure(kUsage, fmt::format("{} is {} and {} is {}: compare two of a kind", base.source,
+                                      profiles::kind_name(base.kind), now.source,
+                                      profiles::kind_name(now.kind)));
+  }
+  const std::vector<Rule> rules = parse_rules(rule_texts, base.kind);
+  Comparison comparison;
+  comparison.kind = base.kind;
+  comparison.base_source = base.source;
+  comparison.new_source = now.source;
+  comparison.base_summary = summary(base);
+  comparison.new_summary = summary(now);
+  if (base.kind == Kind::Stats) {
+    comparison.rows = timing_rows(base, now);
+  } else {
+    comparison.totals.emplace();
+    comparison.rows = heap_rows(base, now, *comparison.totals);
+  }
+  std::stable_sort(comparison.rows.begin(), comparison.rows.end(),
+                   [](const Row& a, const Row& b) { return a.impact > b.impact; });
+  for (const Rule& rule : rules) {
+    comparison.rules.push_back(rule.text);
+    for (Row& row : comparison.rows) {
+      if (matches(rule, row.cells[rule.column])) {
+        row.failed.push_back(rule.text);
+      }
+    }
+    if (comparison.totals && matches(rule, comparison.totals->cells[rule.column])) {
+      comparison.totals->failed.push_back(rule.text);
+    }
+  }
+  return comparison;
+}
+
+} // namespace hotscope::cli::diff

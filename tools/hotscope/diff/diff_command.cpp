@@ -1,0 +1,74 @@
+#include "diff.hpp"
+
+#include "agent_client.hpp"
+#include "agent_commands.hpp"
+
+#include <fmt/format.h>
+
+#include <cstdio>
+
+namespace hotscope::cli::diff {
+namespace {
+
+// NEW as the process is now: its statistics, or its heap profile when BASE is one.
+profiles::Profile live_profile(profiles::Kind kind, std::int64_t pid, const std::string& name) {
+  const std::string dir = runtime_dir();
+  const AgentProcess process = pid != 0 ? find_by_pid(dir, pid) : find_by_name(dir, name);
+  const std::string path = kind == profiles::Kind::Stats ? "/v1/stats" : "/v1/heap?format=dhat";
+  const std::string body = request(process, "GET", path).body;
+  const std::string source = fmt::format("process {} ({})", process.pid, process.name());
+  nlohmann::json document = nlohmann::json::parse(body, nullptr, false);
+  if (document.is_discarded()) {
+    throw Failure(kFailed,
+                  fmt::format("{} answered GET {} with something that is not JSON", source, path));
+  }
+  return profiles::classify(std::move(document), source);
+}
+
+} // namespace
+
+DiffCommand::DiffCommand(CLI::App& app) {
+  command_ = app.add_subcommand(
+      "diff", "Compare two profiles (stats.json or heap.json), or a stats.json and a running "
+              "process: what got slower or allocates more");
+  command_->add_option("base", base_, "The earlier profile: a stats.json or a heap.json")
+      ->required();
+  command_->add_option("new", new_, "The later profile of the same kind (or -p/-n)");
+  command_->add_option("-p,--pid", pid_, "NEW is the process with this pid, now");
+  command_->add_option("-n,--name", name_, "NEW is the process with this name, now");
+  command_
+      ->add_option("--fail-on", rules_,
+                   "Exit 1 when a significant change matches RULE, e.g. 'p99>+10%', "
+                   "'mean>+2ms', 'end_bytes>+1MiB'; several allowed (comma-separated or repeated)")
+      ->allow_extra_args(false);
+  command_->add_flag("--json", json_, "Print the comparison as JSON");
+  command_->footer("NEW is a file, or the process named by -p or -n. Exit codes: 0 no rule "
+                   "fails, 1 a rule fails, 2 bad input; with -p/-n as in docs/agent.md. "
+                   "Columns, thresholds and rules: docs/diff-and-report.md.");
+}
+
+std::optional<int> DiffCommand::run() const {
+  if (!command_->parsed()) {
+    return std::nullopt;
+  }
+  try {
+    const int targets = (new_.empty() ? 0 : 1) + (command_->count("--pid") > 0 ? 1 : 0) +
+                        (command_->count("--name") > 0 ? 1 : 0);
+    if (targets != 1) {
+      throw Failure(kUsage, targets == 0 ? "diff: say what to compare BASE with: a file NEW, or a "
+                                           "process with -p PID or -n NAME"
+                                         : "diff: give one of NEW, -p PID and -n NAME");
+    }
+    const profiles::Profile base = profiles::read_profile(base_);
+    const profiles::Profile now =
+        new_.empty() ? live_profile(base.kind, pid_, name_) : profiles::read_profile(new_);
+    const Comparison comparison = compare(base, now, rules_);
+    write_output("", json_ ? as_json(comparison).dump(2) + "\n" : as_text(comparison));
+    return comparison.failed() ? kFailed : kOk;
+  } catch (const Failure& failure) {
+    std::fprintf(stderr, "hotscope: %s\n", failure.what());
+    return failure.code;
+  }
+}
+
+} // namespace hotscope::cli::diff

@@ -1,0 +1,232 @@
+// A comparison as a table (three lines per row: base, new, change) and as JSON
+// (docs/diff-and-report.md).
+#include "diff.hpp"
+
+#include "export/common.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace hotscope::cli::diff {
+namespace {
+
+using exporters::detail::human_bytes;
+using exporters::detail::human_duration;
+
+constexpr std::size_t kNameWidth = 48;
+
+// Columns on a terminal: one per code point ("µs" is two bytes, one column).
+std::size_t width_of(const std::string& text) {
+  return static_cast<std::size_t>(
+      std::count_if(text.begin(), text.end(), [](char c) { return (c & 0xC0) != 0x80; }));
+}
+
+std::string value_text(Unit unit, double value) {
+  switch (unit) {
+  case Unit::Nanoseconds:
+    return human_duration(value);
+  case Unit::Bytes:
+    return human_bytes(static_cast<std::uint64_t>(std::llround(std::fabs(value))));
+  case Unit::Count:
+    break;
+  }
+  return value == std::floor(value) ? fmt::format("{}", static_cast<std::int64_t>(value))
+                                    : fmt::format("{:.2f}", value);
+}
+
+std::string change_text(Unit unit, const Cell& cell) {
+  const double change = cell.change();
+  std::string text;
+  if (change == 0) {
+    text = "=";
+  } else if (const std::optional<double> percent = cell.percent()) {
+    text = fmt::format("{:+.1f}%", *percent);
+  } else {
+    text = (change > 0 ? "+" : "-") + value_text(unit, std::fabs(change));
+  }
+  return cell.significant || change == 0 ? text : "(" + text + ")";
+}
+
+std::string cut(const std::string& text, std::size_t width) {
+  return text.size() <= width ? text : text.substr(0, width - 3) + "...";
+}
+
+std::string impact_text(Unit unit, double impact) {
+  return impact == 0 ? "=" : (impact > 0 ? "+" : "-") + value_text(unit, std::fabs(impact));
+}
+
+// Base, new and change lines of `row`, their first column `label`.
+void add_lines(const Comparison& comparison, const Row& row, const std::string& label,
+               std::vector<std::vector<std::string>>& lines) {
+  const std::vector<Column>& all = columns(comparison.kind);
+  const bool timing = comparison.kind == profiles::Kind::Stats;
+  std::vector<std::string> base{(row.failed.empty() ? "  " : "! ") + cut(label, kNameWidth),
+                                "base"};
+  std::vector<std::string> now{"", "new"};
+  std::vector<std::string> change{"", "change"};
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    const Cell& cell = row.cells[i];
+    const bool one_sided = row.side != Side::Both && timing;
+    base.push_back(cell.base && !(row.side == Side::NewOnly) ? value_text(all[i].unit, *cell.base)
+                                                             : "-");
+    now.push_back(cell.now && !(row.side == Side::BaseOnly) ? value_text(all[i].unit, *cell.now)
+                                                            : "-");
+    change.push_back(one_sided || !cell.base || !cell.now ? "-" : change_text(all[i].unit, cell));
+  }
+  const Unit impact_unit = timing ? Unit::Nanoseconds : Unit::Bytes;
+  base.push_back("");
+  now.push_back("");
+  change.push_back(row.side == Side::NewOnly    ? "only in new"
+                   : row.side == Side::BaseOnly ? "only in base"
+                                                : impact_text(impact_unit, row.impact));
+  if (!row.failed.empty()) {
+    std::string rules;
+    for (const std::string& rule : row.failed) {
+      rules += rules.empty() ? rule : ", " + rule;
+    }
+    change.push_back("fails " + rules);
+  }
+  lines.push_back(std::move(base));
+  lines.push_back(std::move(now));
+  lines.push_back(std::move(change));
+}
+
+// Columns padded to their widest cell, two spaces apart: the name, the side and what follows
+// the figures (the rules a row fails) on the left, the figures and the impact on the right.
+std::string aligned(const std::vector<std::vector<std::string>>& lines, std::size_t figures) {
+  std::vector<std::size_t> widths;
+  for (const auto& line : lines) {
+    widths.resize(std::max(widths.size(), line.size()), 0);
+    for (std::size_t i = 0; i < line.size(); ++i) {
+      widths[i] = std::max(widths[i], width_of(line[i]));
+    }
+  }
+  std::string text;
+  for (const auto& line : lines) {
+    std::string out;
+    for (std::size_t i = 0; i < line.size(); ++i) {
+      const std::size_t pad = widths[i] - width_of(line[i]);
+      const bool left = i < 2 || i >= 2 + figures + 1;
+      out += i == 0 ? "" : "  ";
+      out += left ? line[i] + std::string(pad, ' ') : std::string(pad, ' ') + line[i];
+    }
+    out.erase(out.find_last_not_of(' ') + 1);
+    text += out + "\n";
+  }
+  return text;
+}
+
+// "parse (parse.cpp:40)": the file without its directories (--json has the whole path).
+std::string row_label(const Row& row) {
+  if (row.file.empty()) {
+    return row.name;
+  }
+  const std::size_t slash = row.file.rfind('/');
+  return fmt::format("{} ({}:{})", row.name,
+                     slash == std::string::npos ? row.file : row.file.substr(slash + 1), row.line);
+}
+
+} // namespace
+
+std::string as_text(const Comparison& comparison) {
+  const bool timing = comparison.kind == profiles::Kind::Stats;
+  std::string text =
+      fmt::format("base: {}  {}\nnew:  {}  {}\n", comparison.base_source, comparison.base_summary,
+                  comparison.new_source, comparison.new_summary);
+  text +=
+      timing
+          ? "Functions by impact: added self time per typical call (scaled by P50/mean) x calls in "
+            "new, largest first.\n"
+          : "Allocation sites by impact: the largest growth in bytes (total, at t-gmax or at "
+            "t-end), largest first.\n";
+  text += timing ? "A change in parentheses is not significant: too few calls (10; 20 for P95, "
+                   "100 for P99) or within the histogram's resolution (0.8 %).\n"
+                 : "Frames are matched by function and file.\n";
+  if (!comparison.rules.empty()) {
+    text += "! marks a row that fails a --fail-on rule.\n";
+  }
+  std::vector<std::vector<std::string>> lines;
+  std::vector<std::string> heading{timing ? "  Function" : "  Site", ""};
+  for (const Column& column : columns(comparison.kind)) {
+    heading.emplace_back(column.heading);
+  }
+  heading.emplace_back("Impact");
+  lines.push_back(heading);
+  if (comparison.totals) {
+    add_lines(comparison, *comparison.totals, comparison.totals->name, lines);
+  }
+  for (const Row& row : comparison.rows) {
+    add_lines(comparison, row, timing ? row_label(row) : row.name, lines);
+  }
+  text += aligned(lines, columns(comparison.kind).size());
+  if (comparison.rows.empty()) {
+    text += timing ? "(no function on either side)\n" : "(no allocation site on either side)\n";
+  }
+  if (!comparison.rules.empty()) {
+    std::size_t failing = 0;
+    for (const Row& row : comparison.rows) {
+      failing += row.failed.empty() ? 0 : 1;
+    }
+    failing += comparison.totals && !comparison.totals->failed.empty() ? 1 : 0;
+    text += failing == 0 ? "no row fails the --fail-on rules\n"
+                         : fmt::format("{} row{} fail{} the --fail-on rules\n", failing,
+                                       failing == 1 ? "" : "s", failing == 1 ? "s" : "");
+  }
+  return text;
+}
+
+namespace {
+
+nlohmann::json cell_json(const Cell& cell) {
+  nlohmann::json out = nlohmann::json::object();
+  out["base"] = cell.base ? nlohmann::json(*cell.base) : nlohmann::json(nullptr);
+  out["new"] = cell.now ? nlohmann::json(*cell.now) : nlohmann::json(nullptr);
+  out["change"] = cell.base && cell.now ? nlohmann::json(cell.change()) : nlohmann::json(nullptr);
+  const std::optional<double> percent = cell.percent();
+  out["percent"] = percent && cell.now ? nlohmann::json(*percent) : nlohmann::json(nullptr);
+  out["significant"] = cell.significant;
+  return out;
+}
+
+nlohmann::json row_json(const Comparison& comparison, const Row& row) {
+  nlohmann::json out = nlohmann::json::object();
+  out["name"] = row.name;
+  if (comparison.kind == profiles::Kind::Stats) {
+    out["file"] = row.file;
+    out["line"] = row.line;
+  } else {
+    out["stack"] = row.stack;
+  }
+  out["side"] = row.side == Side::Both ? "both" : row.side == Side::BaseOnly ? "base" : "new";
+  out["impact"] = row.impact;
+  out["significant"] = row.significant();
+  out["fails"] = row.failed;
+  const std::vector<Column>& all = columns(comparison.kind);
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    out["columns"][all[i].key] = cell_json(row.cells[i]);
+  }
+  return out;
+}
+
+} // namespace
+
+nlohmann::json as_json(const Comparison& comparison) {
+  nlohmann::json out = nlohmann::json::object();
+  out["kind"] = comparison.kind == profiles::Kind::Stats ? "stats" : "heap";
+  out["base"] = {{"source", comparison.base_source}, {"summary", comparison.base_summary}};
+  out["new"] = {{"source", comparison.new_source}, {"summary", comparison.new_summary}};
+  out["rules"] = comparison.rules;
+  out["failed"] = comparison.failed();
+  if (comparison.totals) {
+    out["totals"] = row_json(comparison, *comparison.totals);
+  }
+  out["rows"] = nlohmann::json::array();
+  for (const Row& row : comparison.rows) {
+    out["rows"].push_back(row_json(comparison, row));
+  }
+  return out;
+}
+
+} // namespace hotscope::cli::diff

@@ -1,0 +1,180 @@
+// The compared columns and the --fail-on grammar (docs/diff-and-report.md#fail-on):
+//   RULE    := COLUMN ('>' | '<') AMOUNT
+//   AMOUNT  := ('+' | '-')? NUMBER ('%' | UNIT)?
+// "p99>+10%" matches a row whose p99 grew by more than 10 %; "mean>+2ms" one whose mean grew by
+// more than 2 ms; "calls<-50%" one whose calls fell by more than half. UNIT: ns, us, µs, ms, s for
+// times; B, KiB, MiB, GiB for bytes; none for counts (a bare number is in ns, bytes or a count).
+#include "diff.hpp"
+
+#include "agent_client.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+
+namespace hotscope::cli::diff {
+namespace {
+
+struct Suffix {
+  const char* text;
+  double factor;
+};
+constexpr Suffix kTimeSuffixes[] = {{"ns", 1}, {"us", 1e3}, {"µs", 1e3}, {"ms", 1e6}, {"s", 1e9}};
+constexpr Suffix kByteSuffixes[] = {
+    {"B", 1}, {"KiB", 1024.0}, {"MiB", 1024.0 * 1024}, {"GiB", 1024.0 * 1024 * 1024}};
+
+std::string trim(std::string_view text) {
+  const std::size_t first = text.find_first_not_of(" \t");
+  if (first == std::string_view::npos) {
+    return "";
+  }
+  return std::string(text.substr(first, text.find_last_not_of(" \t") - first + 1));
+}
+
+std::string column_keys(profiles::Kind kind) {
+  std::string keys;
+  for (const Column& column : columns(kind)) {
+    keys += keys.empty() ? column.key : fmt::format(", {}", column.key);
+  }
+  return keys;
+}
+
+[[noreturn]] void bad_rule(const std::string& text, const std::string& why) {
+  throw Failure(kUsage, fmt::format("--fail-on '{}': {}; a rule is COLUMN>+N% or COLUMN<-N "
+                                    "with a unit, e.g. 'p99>+10%', 'mean>+2ms' "
+                                    "(docs/diff-and-report.md)",
+                                    text, why));
+}
+
+Rule parse_rule(const std::string& text, profiles::Kind kind) {
+  const std::size_t op = text.find_first_of("<>");
+  if (op == std::string::npos) {
+    bad_rule(text, "no '>' or '<'");
+  }
+  Rule rule;
+  rule.text = text;
+  rule.above = text[op] == '>';
+  const std::string key = trim(std::string_view(text).substr(0, op));
+  const std::vector<Column>& all = columns(kind);
+  const auto column =
+      std::find_if(all.begin(), all.end(), [&](const Column& c) { return key == c.key; });
+  if (column == all.end()) {
+    bad_rule(text, fmt::format("no column '{}' in {}'s comparison (columns: {})", key,
+                               profiles::kind_name(kind), column_keys(kind)));
+  }
+  rule.column = static_cast<std::size_t>(column - all.begin());
+  std::string amount = trim(std::string_view(text).substr(op + 1));
+  double sign = 1;
+  if (!amount.empty() && (amount.front() == '+' || amount.front() == '-')) {
+    sign = amount.front() == '-' ? -1 : 1;
+    amount.erase(0, 1);
+  }
+  double number = 0;
+  const auto [end, error] = std::from_chars(amount.data(), amount.data() + amount.size(), number);
+  if (error != std::errc() || !std::isfinite(number)) {
+    bad_rule(text, fmt::format("'{}' is not a number", amount));
+  }
+  const std::string unit = trim(std::string_view(amount).substr(end - amount.data()));
+  double factor = 1;
+  if (unit == "%") {
+    rule.percent = true;
+  } else if (!unit.empty()) {
+    const Suffix* begin = nullptr;
+    const Suffix* last = nullptr;
+    if (column->unit == Unit::Nanoseconds) {
+      begin = std::begin(kTimeSuffixes);
+      last = std::end(kTimeSuffixes);
+    } else if (column->unit == Unit::Bytes) {
+      begin = std::begin(kByteSuffixes);
+      last = std::end(kByteSuffixes);
+    }
+    const Suffix* found =
+        begin == nullptr
+            ? nullptr
+            : std::find_if(begin, last, [&](const Suffix& s) { return unit == s.text; });
+    if (found == nullptr || found == last) {
+      bad_rule(text, fmt::format("'{}' is not a unit of {} (% or {})", unit, column->key,
+                                 column->unit == Unit::Nanoseconds ? "ns, us, ms, s"
+                                 : column->unit == Unit::Bytes     ? "B, KiB, MiB, GiB"
+                                                                   : "a bare number"));
+    }
+    factor = found->factor;
+  }
+  rule.amount = sign * number * factor;
+  return rule;
+}
+
+} // namespace
+
+const std::vector<Column>& columns(profiles::Kind kind) {
+  static const std::vector<Column> timing{
+      {"calls", "Calls", Unit::Count, 1},
+      {"mean", "Mean", Unit::Nanoseconds, 10},
+      {"p50", "P50", Unit::Nanoseconds, 10},
+      {"p95", "P95", Unit::Nanoseconds, 20},
+      {"p99", "P99", Unit::Nanoseconds, 100},
+      {"self", "Self/call", Unit::Nanoseconds, 10},
+      {"total", "Total/call", Unit::Nanoseconds, 10},
+      {"alloc_bytes", "Alloc/call", Unit::Bytes, 10},
+      {"alloc_blocks", "Blocks/call", Unit::Count, 10},
+  };
+  static const std::vector<Column> heap{
+      {"total_bytes", "Total", Unit::Bytes, 0},    {"total_blocks", "Blocks", Unit::Count, 0},
+      {"gmax_bytes", "At t-gmax", Unit::Bytes, 0}, {"gmax_blocks", "Blocks", Unit::Count, 0},
+      {"end_bytes", "At t-end", Unit::Bytes, 0},   {"end_blocks", "Blocks", Unit::Count, 0},
+  };
+  return kind == profiles::Kind::Stats ? timing : heap;
+}
+
+std::vector<Rule> parse_rules(const std::vector<std::string>& texts, profiles::Kind kind) {
+  std::vector<Rule> rules;
+  for (const std::string& option : texts) {
+    for (std::size_t start = 0; start <= option.size();) {
+      const std::size_t comma = std::min(option.find(',', start), option.size());
+      const std::string text = trim(std::string_view(option).substr(start, comma - start));
+      if (text.empty()) {
+        bad_rule(option, "an empty rule");
+      }
+      rules.push_back(parse_rule(text, kind));
+      start = comma + 1;
+    }
+  }
+  return rules;
+}
+
+double Cell::change() const {
+  return now.value_or(0) - base.value_or(0);
+}
+
+std::optional<double> Cell::percent() const {
+  if (!base || *base == 0) {
+    return std::nullopt;
+  }
+  return 100 * change() / *base;
+}
+
+bool matches(const Rule& rule, const Cell& cell) {
+  if (!cell.significant) {
+    return false;
+  }
+  double change = cell.change();
+  if (rule.percent) {
+    // Growth from nothing is infinitely many percent; no change is none.
+    const std::optional<double> percent = cell.percent();
+    change = percent ? *percent : change > 0 ? HUGE_VAL : change < 0 ? -HUGE_VAL : 0;
+  }
+  return rule.above ? change > rule.amount : change < rule.amount;
+}
+
+bool Row::significant() const {
+  return std::any_of(cells.begin(), cells.end(), [](const Cell& cell) { return cell.significant; });
+}
+
+bool Comparison::failed() const {
+  const auto failing = [](const Row& row) { return !row.failed.empty(); };
+  return std::any_of(rows.begin(), rows.end(), failing) || (totals && failing(*totals));
+}
+
+} // namespace hotscope::cli::diff

@@ -1,0 +1,135 @@
+#include "profiles.hpp"
+
+#include "agent_client.hpp"
+
+#include <fmt/format.h>
+
+#include <charconv>
+
+namespace hotscope::cli::profiles {
+namespace {
+
+// The frame without its "0xADDR: " prefix.
+std::string without_address(const std::string& text) {
+  const std::size_t colon = text.find(": ");
+  return text.rfind("0x", 0) == 0 && colon != std::string::npos ? text.substr(colon + 2) : text;
+}
+
+// Where the trailing " (location)" of a frame starts, or npos.
+std::size_t location_start(const std::string& text) {
+  if (text.empty() || text.back() != ')') {
+    return std::string::npos;
+  }
+  return text.rfind(" (");
+}
+
+// `function` without its parameter list: "ns::parse(std::string const&)" -> "ns::parse". Only
+// a trailing list is one: "(anonymous namespace)::f" stays whole.
+std::string without_parameters(const std::string& function) {
+  if (function.empty() || function.back() != ')') {
+    return function;
+  }
+  int depth = 0;
+  for (std::size_t i = function.size(); i-- > 0;) {
+    depth += function[i] == ')' ? 1 : function[i] == '(' ? -1 : 0;
+    if (depth == 0) {
+      return i == 0 ? function : function.substr(0, i);
+    }
+  }
+  return function;
+}
+
+std::uint64_t figure(const nlohmann::json& site, const char* key) {
+  const auto found = site.find(key);
+  return found != site.end() && found->is_number_unsigned() ? found->get<std::uint64_t>() : 0;
+}
+
+} // namespace
+
+Frame parse_frame(const std::string& text) {
+  Frame frame;
+  std::string rest = without_address(text);
+  const std::size_t open = location_start(rest);
+  if (open == std::string::npos) {
+    frame.function = rest;
+    return frame;
+  }
+  frame.function = rest.substr(0, open);
+  std::string location = rest.substr(open + 2, rest.size() - open - 3);
+  if (location.rfind("in ", 0) == 0) {
+    frame.file = location.substr(3);
+    return frame;
+  }
+  const std::size_t colon = location.rfind(':');
+  int line = 0;
+  if (colon != std::string::npos &&
+      std::from_chars(location.data() + colon + 1, location.data() + location.size(), line).ptr ==
+          location.data() + location.size()) {
+    frame.line = line;
+    location.resize(colon);
+  }
+  frame.file = location;
+  return frame;
+}
+
+std::string short_frame(const std::string& text) {
+  const std::string rest = without_address(text);
+  const std::size_t open = location_start(rest);
+  if (open == std::string::npos) {
+    return without_parameters(rest);
+  }
+  return without_parameters(rest.substr(0, open)) + rest.substr(open);
+}
+
+bool inside_allocator(const std::string& text) {
+  const Frame frame = parse_frame(text);
+  const std::size_t dot = frame.file.rfind('.');
+  const std::string extension = dot == std::string::npos ? "" : frame.file.substr(dot);
+  const bool header = extension == ".h" || extension == ".tcc" ||
+                      (frame.line == 0 && !frame.file.empty()) ||
+                      frame.file.find("/include/") != std::string::npos;
+  const std::string& function = frame.function;
+  return header || function.rfind("operator new", 0) == 0 || function.rfind("malloc", 0) == 0 ||
+         function.rfind("calloc", 0) == 0 || function.rfind("realloc", 0) == 0;
+}
+
+std::vector<Site> heap_sites(const nlohmann::json& dhat, const std::string& source) {
+  const nlohmann::json& table = dhat.at("ftbl");
+  std::vector<Site> sites;
+  for (const nlohmann::json& point : dhat.at("pps")) {
+    const auto frames = point.find("fs");
+    if (!point.is_object() || frames == point.end() || !frames->is_array()) {
+      throw Failure(kUsage, fmt::format("{}: a program point without its frames (\"fs\"): the "
+                                        "file is not a DHAT profile as hotscope writes it",
+                                        source));
+    }
+    Site site;
+    for (const nlohmann::json& index : *frames) {
+      if (!index.is_number_unsigned() || index.get<std::size_t>() >= table.size() ||
+          !table[index.get<std::size_t>()].is_string()) {
+        throw Failure(kUsage, fmt::format("{}: frame index {} is not in the frame table (\"ftbl\")",
+                                          source, index.dump()));
+      }
+      site.frames.push_back(table[index.get<std::size_t>()].get<std::string>());
+    }
+    site.total_bytes = figure(point, "tb");
+    site.total_blocks = figure(point, "tbk");
+    site.gmax_bytes = figure(point, "gb");
+    site.gmax_blocks = figure(point, "gbk");
+    site.end_bytes = figure(point, "eb");
+    site.end_blocks = figure(point, "ebk");
+    sites.push_back(std::move(site));
+  }
+  return sites;
+}
+
+std::string site_name(const Site& site) {
+  for (const std::string& frame : site.frames) {
+    if (!inside_allocator(frame)) {
+      return short_frame(frame);
+    }
+  }
+  return site.frames.empty() ? std::string("(no frames)") : short_frame(site.frames.front());
+}
+
+} // namespace hotscope::cli::profiles

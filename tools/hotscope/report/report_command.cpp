@@ -1,0 +1,96 @@
+#include "report.hpp"
+
+#include "agent_client.hpp"
+#include "agent_commands.hpp"
+
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <filesystem>
+
+namespace hotscope::cli::report {
+
+ReportCommands::ReportCommands(CLI::App& app) {
+  report_ = app.add_subcommand(
+      "report", "Write one self-contained HTML page for a reports directory: functions, flame "
+                "graph, threads, heap sites");
+  report_
+      ->add_option("dir", input_,
+                   "The directory hotscope wrote its reports into "
+                   "(HOTSCOPE_OUT: stats.json, trace.folded, heap.json)")
+      ->required();
+  report_->add_option("-o,--output", output_, "Write to FILE (default DIR/report.html)");
+  report_->footer("Exit codes: 0 written, 2 bad input, 8 the output cannot be written "
+                  "(docs/diff-and-report.md).");
+  flame_ = app.add_subcommand(
+      "flame", "Draw a flame graph as an interactive SVG: trace.folded (time by stack) or "
+               "heap.json (bytes by allocation stack)");
+  flame_->add_option("file", input_, "trace.folded (or any folded stacks), or a heap.json")
+      ->required();
+  flame_->add_option("-o,--output", output_, "Write to FILE instead of standard output");
+  flame_->add_option("--title", title_, "The title drawn on top (default: the file's name)");
+  flame_
+      ->add_option("--bytes", heap_bytes_,
+                   "heap.json: weigh stacks by their bytes in total, "
+                   "at t-gmax (the peak) or at t-end")
+      ->check(CLI::IsMember({"total", "gmax", "end"}))
+      ->capture_default_str();
+  flame_->footer("Exit codes: 0 written, 2 bad input, 8 the output cannot be written "
+                 "(docs/diff-and-report.md).");
+}
+
+std::optional<int> ReportCommands::run() const {
+  try {
+    if (report_->parsed()) {
+      const std::string output =
+          output_.empty() ? (std::filesystem::path(input_) / "report.html").string() : output_;
+      write_output(output, html_report(input_));
+      return kOk;
+    }
+    if (flame_->parsed()) {
+      return run_flame();
+    }
+    return std::nullopt;
+  } catch (const Failure& failure) {
+    std::fprintf(stderr, "hotscope: %s\n", failure.what());
+    return failure.code;
+  }
+}
+
+int ReportCommands::run_flame() const {
+  const std::string text = profiles::read_text(input_);
+  const std::string name = std::filesystem::path(input_).filename().string();
+  FlameStyle style{title_.empty() ? name : title_, "", FlameUnit::Nanoseconds, true};
+  std::vector<profiles::Stack> stacks;
+  if (nlohmann::json document = nlohmann::json::parse(text, nullptr, false);
+      !document.is_discarded()) {
+    const profiles::Profile heap = profiles::classify(std::move(document), input_);
+    if (heap.kind != profiles::Kind::Heap) {
+      throw Failure(kUsage, fmt::format("{} is a stats.json, which has no stacks: draw the "
+                                        "trace.folded beside it",
+                                        input_));
+    }
+    const HeapBytes which = heap_bytes_ == "gmax"  ? HeapBytes::AtGmax
+                            : heap_bytes_ == "end" ? HeapBytes::AtEnd
+                                                   : HeapBytes::Total;
+    stacks = heap_stacks(profiles::heap_sites(heap.document, heap.source), which);
+    style.unit = FlameUnit::Bytes;
+    style.subtitle =
+        fmt::format("bytes allocated by stack ({})", heap_bytes_ == "gmax"  ? "at t-gmax"
+                                                     : heap_bytes_ == "end" ? "at t-end"
+                                                                            : "total");
+  } else {
+    stacks = profiles::folded_stacks(text);
+    style.subtitle = "self time by stack (folded stacks, counts in ns)";
+    if (stacks.empty()) {
+      throw Failure(kUsage, fmt::format("{} holds no folded stacks (lines 'frame;frame count') and "
+                                        "is not a heap.json",
+                                        input_));
+    }
+  }
+  style.subtitle += "; click to zoom, Search to highlight";
+  write_output(output_, flame_svg(flame_tree(stacks), style));
+  return kOk;
+}
+
+} // namespace hotscope::cli::report
