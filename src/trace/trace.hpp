@@ -5,6 +5,7 @@
 #include "snapshot/snapshot.hpp"
 #include "trace/histogram.hpp"
 #include "trace/queue_table.hpp"
+#include "trace/task_table.hpp"
 #include "trace/window.hpp"
 
 #include <hotscope/record.h>
@@ -28,6 +29,7 @@ struct LocationText {
   std::string name;
   std::string file;
   std::uint32_t line = 0;
+  std::uint32_t flags = 0; // HOTSCOPE_LOCATION_* (record.h)
 };
 
 // Turns a record's `ref` into text: a hotscope_source_location for scopes and counters, a
@@ -152,9 +154,11 @@ private:
   std::uint32_t intern_text(std::uint64_t ref);
   void push_event(const WindowEvent& event) { window_.push(event); }
   void begin(ThreadState& thread, std::uint32_t location, std::uint64_t ticks);
-  void end(ThreadState& thread, std::uint32_t location, std::uint64_t ticks);
+  // Returns the duration of the frame it closed (0 when none was open).
+  std::uint64_t end(ThreadState& thread, std::uint32_t location, std::uint64_t ticks);
   static void allocate(ThreadState& thread, std::uint64_t bytes);
   void queue_record(std::uint32_t thread, const hotscope_record& record);
+  void task_record(std::uint32_t thread_index, ThreadState& thread, const hotscope_record& record);
   std::string thread_label(std::uint32_t thread) const;
   static std::vector<OpenAllocation> open_allocations(const std::vector<Frame>& stack);
   static void forget_open_allocations(std::vector<Frame>& stack);
@@ -174,6 +178,7 @@ private:
   RecordCounts folded_records_; // counts of threads whose entry was folded away
   Allocations folded_allocations_;
   QueueTable queues_;
+  TaskTable tasks_;
   TraceWindow window_;
 };
 

@@ -195,6 +195,43 @@ TEST(ConsoleQueues, RatesAndAFullQueue) {
   EXPECT_TRUE(contains(queues_page(model).fixed, "no queue in this process"));
 }
 
+TEST(ConsoleTasks, RatesAndTheTasksFigures) {
+  const auto answer = [](std::uint64_t duration_ns, std::uint64_t created,
+                         std::uint64_t unfinished) {
+    return Json{{"duration_ns", duration_ns},
+                {"tasks",
+                 {{{"name", "fetch"},
+                   {"kind", "coroutine"},
+                   {"created", created},
+                   {"completed", created - 3 - unfinished},
+                   {"destroyed_unfinished", unfinished},
+                   {"alive", 3},
+                   {"resumes", 2 * created},
+                   {"running", {{"p50_ns", 1500}, {"p99_ns", 4000}}},
+                   {"waiting", {{"p50_ns", 2'000'000}, {"p99_ns", 9'000'000}}},
+                   {"lifetime", {{"p99_ns", 12'000'000}}}}}}};
+  };
+  Model model;
+  EXPECT_TRUE(contains(tasks_page(model).fixed, "reports no tasks"));
+  model.update_stats(answer(1'000'000'000, 100, 0));
+  model.update_stats(answer(2'000'000'000, 600, 0));
+  ASSERT_EQ(model.tasks().size(), 1u);
+  EXPECT_DOUBLE_EQ(model.tasks()[0].created_rate, 500);
+  EXPECT_DOUBLE_EQ(model.tasks()[0].resume_rate, 1000);
+  Page page = tasks_page(model);
+  ASSERT_EQ(page.rows.size(), 1u);
+  EXPECT_EQ(page.rows[0].style, Style::Normal);
+  for (const char* figure :
+       {"fetch", "coroutine", "500", "1.00k", "1.50 µs", "9.00 ms", "12.00 ms"}) {
+    EXPECT_NE(page.rows[0].text.find(figure), std::string::npos)
+        << figure << " in " << page.rows[0].text;
+  }
+  model.update_stats(answer(3'000'000'000, 700, 2));
+  EXPECT_EQ(tasks_page(model).rows.at(0).style, Style::Alert); // destroyed unfinished
+  model.update_stats(Json{{"duration_ns", 4'000'000'000}, {"tasks", Json::array()}});
+  EXPECT_TRUE(contains(tasks_page(model).fixed, "no task in this process"));
+}
+
 Json heap(std::uint64_t end_us, std::uint64_t live, std::uint64_t total) {
   return Json{{"mode", "cpp-heap"},
               {"te", end_us},
