@@ -6,6 +6,7 @@
 #include "workload.hpp"
 
 #include <hotscope/hotscope.hpp>
+#include <hotscope/task.hpp>
 
 #include <benchmark/benchmark.h>
 
@@ -13,6 +14,7 @@
 #include <atomic>
 #include <barrier>
 #include <chrono>
+#include <coroutine>
 #include <cstdint>
 #include <cstdio>
 #include <map>
@@ -168,6 +170,59 @@ void hotscope_queue_push_pop(benchmark::State& state) {
   check_nothing_dropped(state);
 }
 BENCHMARK(hotscope_queue_push_pop)->UseManualTime()->Threads(1);
+
+// A coroutine resumed and suspended in a loop, as an executor would: without hotscope, and as a
+// task (HOTSCOPE_TASK, TaskPromise), where each resume to suspend is one running slice: two
+// records like a scope's, plus the wrapper's bookkeeping. The difference is what a task adds.
+struct NotATask {};
+template <typename Base> struct Loop {
+  struct promise_type : Base {
+    Loop get_return_object() {
+      return Loop{std::coroutine_handle<promise_type>::from_promise(*this)};
+    }
+    std::suspend_always initial_suspend() noexcept { return {}; }
+    std::suspend_always final_suspend() noexcept { return {}; }
+    void return_void() {}
+    void unhandled_exception() {}
+  };
+  std::coroutine_handle<promise_type> handle;
+};
+
+Loop<NotATask> plain_loop() {
+  for (;;) {
+    co_await std::suspend_always{};
+  }
+}
+
+Loop<hotscope::TaskPromise> task_loop() {
+  HOTSCOPE_TASK("bench_task");
+  for (;;) {
+    co_await std::suspend_always{};
+  }
+}
+
+template <typename Make> void coroutine_resumes(benchmark::State& state, Make make) {
+  if (!prepare_ring(state)) {
+    return;
+  }
+  auto loop = make();
+  loop.handle.resume(); // runs up to its first suspension
+  run_batches(state, kPairsPerBatch, [&] {
+    for (std::int64_t i = 0; i < kPairsPerBatch; ++i) {
+      loop.handle.resume();
+    }
+  });
+  loop.handle.destroy();
+  check_nothing_dropped(state);
+}
+void coroutine_resume_plain(benchmark::State& state) {
+  coroutine_resumes(state, plain_loop);
+}
+void hotscope_task_resume(benchmark::State& state) {
+  coroutine_resumes(state, task_loop);
+}
+BENCHMARK(coroutine_resume_plain)->UseManualTime()->Threads(1);
+BENCHMARK(hotscope_task_resume)->UseManualTime()->Threads(1);
 
 #if HOTSCOPE_BENCH_LTTNG
 std::atomic<std::uint64_t> lttng_events_emitted{0};

@@ -45,7 +45,8 @@ configure build/tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHOTSCOPE_SANITIZE=threa
   -DHOTSCOPE_BUILD_BENCH=OFF
 ninja -C build/tsan
 TSAN_OPTIONS=halt_on_error=1 ctest --test-dir build/tsan --output-on-failure -j2 -LE package \
-  -R 'Runtime|ExitPaths|Demo|GuestTrace|HeapEvents|HeapRecorder|QueueProgram' -E 'AForkedChild|ForkedChildren'
+  -R 'Runtime|ExitPaths|Demo|GuestTrace|HeapEvents|HeapRecorder|QueueProgram|TaskRuntime|AsioTracking|TasksProgram' \
+  -E 'AForkedChild|ForkedChildren'
 
 step "fuzzing: the guest batch validator (clang, libFuzzer, bounded)"
 # Only the fuzzer's target is built. New inputs go to build/fuzz/corpus; the committed seeds are

@@ -77,6 +77,8 @@ struct Ring {
   std::atomic<std::uint64_t> dropped{0};
   hotscope_record* slots = nullptr;
   std::uint64_t capacity = 0; // a power of two, or 0 for a ring that drops everything
+  // The last task id this thread handed out: each ring numbers from a range of its own.
+  std::uint64_t task_ids = 0;
   alignas(64) std::atomic<std::uint64_t> tail{0};
 };
 
@@ -138,8 +140,9 @@ inline void put(Ring* ring, std::uint64_t head, std::uint64_t ticks, std::uint64
   ring->head.store(head + 1, std::memory_order_release);
 }
 
-// Returns the ring the BEGIN went into, or nullptr when it was dropped.
-inline Ring* begin_scope(const hotscope_source_location* location) noexcept {
+// Opens a slice on this thread (a scope's BEGIN, a task's RESUME) only if the record that closes
+// it fits too, and holds that slot. Returns the ring, or nullptr when the record was dropped.
+inline Ring* open_slice(std::uint64_t ref, std::uint64_t value, std::uint32_t kind) noexcept {
   Ring* ring = current_ring();
   const std::uint64_t head = ring->head.load(std::memory_order_relaxed);
   if (__builtin_expect(!has_room(ring, head, 2), 0)) {
@@ -147,25 +150,40 @@ inline Ring* begin_scope(const hotscope_source_location* location) noexcept {
     return nullptr;
   }
   ++ring->reserved_ends;
-  put(ring, head, now(), reinterpret_cast<std::uintptr_t>(location), 0, HOTSCOPE_RECORD_BEGIN);
+  put(ring, head, now(), ref, value, kind);
   return ring;
 }
 
-inline void end_scope(Ring* ring, const hotscope_source_location* location) noexcept {
+// Closes what open_slice opened, on the same thread, into the slot it held.
+inline void close_slice(Ring* ring, std::uint64_t ref, std::uint64_t value,
+                        std::uint32_t kind) noexcept {
   const std::uint64_t ticks = now();
   --ring->reserved_ends;
-  put(ring, ring->head.load(std::memory_order_relaxed), ticks,
-      reinterpret_cast<std::uintptr_t>(location), 0, HOTSCOPE_RECORD_END);
+  put(ring, ring->head.load(std::memory_order_relaxed), ticks, ref, value, kind);
 }
 
-inline void write_single(std::uint64_t ref, std::uint64_t value, std::uint32_t kind) noexcept {
+// Returns the ring the BEGIN went into, or nullptr when it was dropped.
+inline Ring* begin_scope(const hotscope_source_location* location) noexcept {
+  return open_slice(reinterpret_cast<std::uintptr_t>(location), 0, HOTSCOPE_RECORD_BEGIN);
+}
+
+inline void end_scope(Ring* ring, const hotscope_source_location* location) noexcept {
+  close_slice(ring, reinterpret_cast<std::uintptr_t>(location), 0, HOTSCOPE_RECORD_END);
+}
+
+inline void write_single_at(std::uint64_t ticks, std::uint64_t ref, std::uint64_t value,
+                            std::uint32_t kind) noexcept {
   Ring* ring = current_ring();
   const std::uint64_t head = ring->head.load(std::memory_order_relaxed);
   if (__builtin_expect(!has_room(ring, head, 1), 0)) {
     count_dropped(ring, 1);
     return;
   }
-  put(ring, head, now(), ref, value, kind);
+  put(ring, head, ticks, ref, value, kind);
+}
+
+inline void write_single(std::uint64_t ref, std::uint64_t value, std::uint32_t kind) noexcept {
+  write_single_at(now(), ref, value, kind);
 }
 
 // One block of `bytes` allocated by the calling thread, attributed by the collector to the
@@ -239,6 +257,28 @@ inline std::uint64_t queue_item(T item) noexcept {
 inline void queue_event(const hotscope_source_location* queue, std::uint64_t value,
                         std::uint32_t kind) noexcept {
   write_single(reinterpret_cast<std::uintptr_t>(queue), value, kind);
+}
+
+// Tasks (hotscope/task.hpp, hotscope/asio_handler_tracking.hpp). A task's records name it by
+// its location and carry its id; its running slices open and close like scopes.
+inline std::uint64_t new_task_id() noexcept {
+  return ++current_ring()->task_ids;
+}
+inline void task_event(const hotscope_source_location* task, std::uint64_t id, std::uint32_t kind,
+                       std::uint64_t ticks) noexcept {
+  write_single_at(ticks, reinterpret_cast<std::uintptr_t>(task), id, kind);
+}
+inline Ring* task_resume(const hotscope_source_location* task, std::uint64_t id) noexcept {
+  return open_slice(reinterpret_cast<std::uintptr_t>(task), id, HOTSCOPE_RECORD_TASK_RESUME);
+}
+// `kind`: HOTSCOPE_RECORD_TASK_SUSPEND or _COMPLETE. `ring` is task_resume's, on this thread.
+inline void task_close(Ring* ring, const hotscope_source_location* task, std::uint64_t id,
+                       std::uint32_t kind) noexcept {
+  if (ring == nullptr) {
+    count_dropped(tls_ring, 1); // the close of a dropped resume is dropped too
+    return;
+  }
+  close_slice(ring, reinterpret_cast<std::uintptr_t>(task), id, kind);
 }
 
 } // namespace detail

@@ -23,6 +23,14 @@ enum hotscope_record_kind {
   HOTSCOPE_RECORD_QUEUE_PUSH = 9,      /* ref: source location naming the queue; value: item id */
   HOTSCOPE_RECORD_QUEUE_POP = 10,      /* ref: source location naming the queue; value: item id */
   HOTSCOPE_RECORD_QUEUE_CAPACITY = 11, /* ref: source location naming the queue; value: capacity */
+  /* Tasks (coroutines, Asio operations): ref: source location naming the task; value: task id,
+   * unique in the process. A task's records may come from several threads. */
+  HOTSCOPE_RECORD_TASK_CREATE = 12,   /* ticks: when the task was created (may precede the
+                                         records before it on this thread) */
+  HOTSCOPE_RECORD_TASK_RESUME = 13,   /* a running slice of the task opens on this thread */
+  HOTSCOPE_RECORD_TASK_SUSPEND = 14,  /* the slice closes; the task waits to be resumed */
+  HOTSCOPE_RECORD_TASK_COMPLETE = 15, /* the slice closes and the task is finished */
+  HOTSCOPE_RECORD_TASK_DESTROY = 16,  /* the task was destroyed unfinished, while suspended */
   /* A guest's heap (HOTSCOPE_GUEST_ALLOC, _FREE, _REALLOC). Payload: uint64 slots, 4 per record;
    * a realloc's first slot is the old block's address; then the return addresses of the calling
    * frames, innermost first, up to HOTSCOPE_STACK_FRAMES_MAX; unused slots are 0. */
@@ -54,6 +62,7 @@ struct hotscope_record {
 
 /* Flags of a source location. */
 #define HOTSCOPE_LOCATION_FUNCTION_SIGNATURE 1u /* name is a compiler signature to shorten */
+#define HOTSCOPE_LOCATION_ASIO_OPERATION 2u     /* a task that is an Asio operation */
 
 /* Static description of one instrumented place, referenced by address from records.
  * In a guest the pointers are guest addresses; the host reads them bounds-checked. */

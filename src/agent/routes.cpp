@@ -418,9 +418,9 @@ void keep_recent_trace(Snapshot& snapshot, std::uint64_t ns) {
   for (; first_kept < snapshot.trace.size() && snapshot.trace[first_kept].ns < cut; ++first_kept) {
     const TraceEvent& event = snapshot.trace[first_kept];
     std::vector<std::uint32_t>& stack = open[event.thread];
-    if (event.kind == EventKind::Begin) {
+    if (opens_slice(event.kind)) {
       stack.push_back(event.name);
-    } else if (event.kind == EventKind::End && !stack.empty()) {
+    } else if (closes_slice(event.kind) && !stack.empty()) {
       stack.pop_back();
     }
   }

@@ -67,6 +67,8 @@ void write_chrome_json(const Snapshot& snapshot, std::ostream& out) {
   // one to begin on the popping thread). A flow's start must lie inside a slice, and an `f`
   // needs its `s`: pushes outside any scope start no flow.
   std::map<std::pair<std::string_view, std::int64_t>, std::uint64_t> flows_started;
+  // A task's slices are linked the same way: a flow from each suspension to the next resumption.
+  std::map<std::int64_t, std::uint64_t> task_flows;
   std::uint64_t next_flow = 1;
   detail::walk_trace(snapshot, [&](const detail::TraceStep& step) {
     const TraceEvent& event = step.event;
@@ -83,6 +85,28 @@ void write_chrome_json(const Snapshot& snapshot, std::ostream& out) {
       emit(fmt::format(R"({{"ph":"E","name":{},"cat":"function",{}}})",
                        json_string(snapshot.names.at(step.open.back())), where));
       break;
+    case EventKind::TaskResume: {
+      const std::string name = json_string(snapshot.names.at(event.name));
+      emit(fmt::format(R"({{"ph":"B","name":{},"cat":"task",{},"args":{{"task":{}}}}})", name,
+                       where, static_cast<std::uint64_t>(event.value)));
+      if (const auto started = task_flows.find(event.value); started != task_flows.end()) {
+        emit(fmt::format(R"({{"ph":"f","bp":"e","id":{},"name":{},"cat":"task",{}}})",
+                         started->second, name, where));
+        task_flows.erase(started);
+      }
+      break;
+    }
+    case EventKind::TaskSuspend:
+    case EventKind::TaskComplete: {
+      const std::string name = json_string(snapshot.names.at(step.open.back()));
+      if (event.kind == EventKind::TaskSuspend) {
+        task_flows[event.value] = next_flow;
+        emit(fmt::format(R"({{"ph":"s","id":{},"name":{},"cat":"task",{}}})", next_flow++, name,
+                         where));
+      }
+      emit(fmt::format(R"({{"ph":"E","name":{},"cat":"task",{}}})", name, where));
+      break;
+    }
     case EventKind::Message:
       emit(fmt::format(R"({{"ph":"i","name":{},"cat":"message","s":"t",{}}})",
                        json_string(snapshot.names.at(event.name)), where));

@@ -122,14 +122,14 @@ void walk_trace(const Snapshot& snapshot, const std::function<void(const TraceSt
       continue;
     }
     ThreadState& state = found->second;
-    if (event.kind == EventKind::End && state.open.empty()) {
+    if (closes_slice(event.kind) && state.open.empty()) {
       continue;
     }
     visit(TraceStep{event, *state.info, state.open, state.previous_ns});
     state.previous_ns = event.ns;
-    if (event.kind == EventKind::Begin) {
+    if (opens_slice(event.kind)) {
       state.open.push_back(event.name);
-    } else if (event.kind == EventKind::End) {
+    } else if (closes_slice(event.kind)) {
       state.open.pop_back();
     }
   }

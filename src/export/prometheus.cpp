@@ -227,6 +227,20 @@ void add_heap_figures(const HeapFigures& heap, std::vector<MetricFamily>& famili
   }
 }
 
+// A duration histogram with the functions' fixed buckets.
+ClientMetric::Histogram histogram_of(const DurationStats& durations) {
+  ClientMetric::Histogram histogram;
+  histogram.sample_count = durations.calls;
+  histogram.sample_sum = seconds(durations.total_ns);
+  for (std::size_t i = 0; i < kDurationBucketsNs.size(); ++i) {
+    const std::uint64_t at_most =
+        i < durations.at_most_bucket.size() ? durations.at_most_bucket[i] : 0;
+    histogram.bucket.push_back({at_most, seconds(kDurationBucketsNs[i])});
+  }
+  histogram.bucket.push_back({durations.calls, std::numeric_limits<double>::infinity()});
+  return histogram;
+}
+
 // Queues are one per name already: no series to merge. Time in the queue is a histogram with the
 // functions' buckets.
 void add_queues(const std::vector<QueueStats>& queues, std::vector<MetricFamily>& families) {
@@ -263,15 +277,62 @@ void add_queues(const std::vector<QueueStats>& queues, std::vector<MetricFamily>
              "window; the functions' buckets.",
              MetricType::Histogram);
   for (const QueueStats& queue : queues) {
-    ClientMetric::Histogram& histogram = sample(wait, labels({{"queue", queue.name}})).histogram;
-    histogram.sample_count = queue.wait.calls;
-    histogram.sample_sum = seconds(queue.wait.total_ns);
-    for (std::size_t i = 0; i < kDurationBucketsNs.size(); ++i) {
-      const std::uint64_t at_most =
-          i < queue.wait.at_most_bucket.size() ? queue.wait.at_most_bucket[i] : 0;
-      histogram.bucket.push_back({at_most, seconds(kDurationBucketsNs[i])});
+    sample(wait, labels({{"queue", queue.name}})).histogram = histogram_of(queue.wait);
+  }
+}
+
+// Tasks are one per name and kind already: no series to merge.
+void add_tasks(const std::vector<TaskStats>& tasks, std::vector<MetricFamily>& families) {
+  if (tasks.empty()) {
+    return;
+  }
+  const auto task_labels = [](const TaskStats& task) {
+    return labels({{"task", task.name}, {"kind", task.kind}});
+  };
+  const struct {
+    const char* name;
+    MetricType type;
+    const char* help;
+    std::uint64_t TaskStats::*value;
+  } series[] = {
+      {"hotscope_tasks_created_total", MetricType::Counter,
+       "Tasks (coroutines, Asio operations) created in this window.", &TaskStats::created},
+      {"hotscope_tasks_completed_total", MetricType::Counter,
+       "Tasks that completed in this window (an Asio operation: its handler ran).",
+       &TaskStats::completed},
+      {"hotscope_tasks_destroyed_unfinished_total", MetricType::Counter,
+       "Tasks destroyed while suspended in this window (an Asio handler destroyed unrun).",
+       &TaskStats::destroyed_unfinished},
+      {"hotscope_tasks_alive", MetricType::Gauge, "Tasks created and not finished, now.",
+       &TaskStats::alive},
+      {"hotscope_task_resumes_total", MetricType::Counter,
+       "Running slices of tasks begun in this window.", &TaskStats::resumes},
+  };
+  for (const auto& s : series) {
+    MetricFamily& metrics = family(families, s.name, s.help, s.type);
+    for (const TaskStats& task : tasks) {
+      ClientMetric& metric = sample(metrics, task_labels(task));
+      (s.type == MetricType::Counter ? metric.counter.value : metric.gauge.value) =
+          static_cast<double>(task.*s.value);
     }
-    histogram.bucket.push_back({queue.wait.calls, std::numeric_limits<double>::infinity()});
+  }
+  const struct {
+    const char* name;
+    const char* help;
+    DurationStats TaskStats::*durations;
+  } histograms[] = {
+      {"hotscope_task_running_seconds",
+       "One running slice of a task (resumption to suspension), over the measuring window.",
+       &TaskStats::running},
+      {"hotscope_task_waiting_seconds",
+       "A finished task's time not running (an Asio operation's latency), over the window.",
+       &TaskStats::waiting},
+  };
+  for (const auto& h : histograms) {
+    MetricFamily& metrics = family(families, h.name, h.help, MetricType::Histogram);
+    for (const TaskStats& task : tasks) {
+      sample(metrics, task_labels(task)).histogram = histogram_of(task.*h.durations);
+    }
   }
 }
 
@@ -367,6 +428,7 @@ void write_prometheus(const Snapshot& snapshot, std::ostream& out) {
     sample(last, key).gauge.value = static_cast<double>(counter->last);
   }
   add_queues(snapshot.queues, families);
+  add_tasks(snapshot.tasks, families);
   prometheus::TextSerializer().Serialize(out, families);
 }
 

@@ -117,6 +117,31 @@ Json queues_json(const std::vector<QueueStats>& queues) {
   return list;
 }
 
+Json durations_json(const DurationStats& d) {
+  return {{"count", d.calls},   {"total_ns", d.total_ns}, {"mean_ns", d.mean_ns},
+          {"min_ns", d.min_ns}, {"p50_ns", d.p50_ns},     {"p90_ns", d.p90_ns},
+          {"p95_ns", d.p95_ns}, {"p99_ns", d.p99_ns},     {"p999_ns", d.p999_ns},
+          {"max_ns", d.max_ns}};
+}
+
+Json tasks_json(const std::vector<TaskStats>& tasks) {
+  Json list = Json::array();
+  for (const TaskStats& task : tasks) {
+    list.push_back({{"name", task.name},
+                    {"kind", task.kind},
+                    {"created", task.created},
+                    {"completed", task.completed},
+                    {"destroyed_unfinished", task.destroyed_unfinished},
+                    {"alive", task.alive},
+                    {"resumes", task.resumes},
+                    {"running", durations_json(task.running)},
+                    {"waiting", durations_json(task.waiting)},
+                    {"lifetime", durations_json(task.lifetime)},
+                    {"given_up", task.given_up}});
+  }
+  return list;
+}
+
 void write_json(const Json& json, std::ostream& out) {
   // Names may hold invalid UTF-8 (text cut at a size limit): replace it rather than fail.
   out << json.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << '\n';
@@ -165,6 +190,13 @@ Json stats_json(const Snapshot& snapshot, StatsLayout layout) {
     add_os_figures(json, thread.os);
     json["records"] = records_json(thread.records);
     json["allocations"] = allocations_json(thread.allocations);
+    if (thread.batches) {
+      json["batches"] = {{"accepted", thread.batches->accepted},
+                         {"rejected", thread.batches->rejected},
+                         {"records_rejected", thread.batches->records_rejected},
+                         {"nesting_repairs", thread.batches->nesting_repairs},
+                         {"last_rejection", thread.batches->last_rejection}};
+    }
     if (layout == StatsLayout::Full) {
       json["functions"] = functions_json(thread.functions);
     }
@@ -198,6 +230,7 @@ Json stats_json(const Snapshot& snapshot, StatsLayout layout) {
       {"threads", std::move(threads)},
       {"counters", std::move(counters)},
       {"queues", queues_json(snapshot.queues)},
+      {"tasks", tasks_json(snapshot.tasks)},
       {"guest_images", detail::guest_images_json(snapshot.guest_images)},
       {"trace",
        {{"events", snapshot.trace_window_events},

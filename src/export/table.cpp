@@ -93,6 +93,33 @@ Rows function_rows(const std::vector<FunctionStats>& functions, std::size_t limi
   return rows;
 }
 
+// Coroutines (HOTSCOPE_TASK) and Asio operations, one row per name.
+void write_tasks(const std::vector<TaskStats>& tasks, std::ostream& out) {
+  if (tasks.empty()) {
+    return;
+  }
+  out << "\nTasks (Running = resumption to suspension, on any thread; Waiting = a finished task's "
+         "lifetime less its running time; for an Asio operation, Waiting is its latency and "
+         "Running its handler)\n";
+  Rows rows{{"Task", "Kind", "Created", "Completed", "Unfinished", "Alive", "Resumes", "Running",
+             "Run P50", "Run P99", "Waiting", "Wait P50", "Wait P99", "Life P50", "Life P99",
+             "Given Up"}};
+  const auto ns = [](const DurationStats& d, std::uint64_t value) {
+    return d.calls == 0 ? std::string("-") : detail::human_duration(static_cast<double>(value));
+  };
+  for (const TaskStats& task : tasks) {
+    rows.push_back({shorten(task.name), task.kind, fmt::format("{}", task.created),
+                    fmt::format("{}", task.completed), fmt::format("{}", task.destroyed_unfinished),
+                    fmt::format("{}", task.alive), fmt::format("{}", task.resumes),
+                    ns(task.running, task.running.total_ns), ns(task.running, task.running.p50_ns),
+                    ns(task.running, task.running.p99_ns), ns(task.waiting, task.waiting.total_ns),
+                    ns(task.waiting, task.waiting.p50_ns), ns(task.waiting, task.waiting.p99_ns),
+                    ns(task.lifetime, task.lifetime.p50_ns),
+                    ns(task.lifetime, task.lifetime.p99_ns), fmt::format("{}", task.given_up)});
+  }
+  write_rows(out, rows);
+}
+
 } // namespace
 
 void write_table(const Snapshot& snapshot, std::ostream& out) {
@@ -205,6 +232,7 @@ void write_table(const Snapshot& snapshot, std::ostream& out) {
                          join(queue.pop_threads));
     }
   }
+  write_tasks(snapshot.tasks, out);
 }
 
 } // namespace hotscope::exporters

@@ -39,6 +39,19 @@ void write_text_tree(const Snapshot& snapshot, std::ostream& out) {
       mark = "<";
       text = snapshot.names.at(step.open.back());
       break;
+    case EventKind::TaskResume:
+      mark = ">";
+      text = fmt::format("{} (task {} runs)", snapshot.names.at(event.name),
+                         static_cast<std::uint64_t>(event.value));
+      break;
+    case EventKind::TaskSuspend:
+    case EventKind::TaskComplete:
+      depth -= 1;
+      mark = "<";
+      text = fmt::format("{} (task {} {})", snapshot.names.at(step.open.back()),
+                         static_cast<std::uint64_t>(event.value),
+                         event.kind == EventKind::TaskSuspend ? "waits" : "ends");
+      break;
     case EventKind::Message:
       mark = "-";
       text = snapshot.names.at(event.name);

@@ -142,6 +142,16 @@ struct OsThreadFigures {
   std::uint64_t involuntary_switches = 0;
 };
 
+// What an external track's producer did with the batches it was sent (a guest's, docs/guest.md):
+// since the track was added, not reset with the statistics.
+struct BatchCounts {
+  std::uint64_t accepted = 0;
+  std::uint64_t rejected = 0;
+  std::uint64_t records_rejected = 0; // the track's RecordCounts::dropped
+  std::uint64_t nesting_repairs = 0;  // ends without a begin dropped, scopes closed by the host
+  std::string last_rejection;         // the newest rejected batch's diagnostic, or empty
+};
+
 struct ThreadInfo {
   std::uint32_t index = 0; // stable index, referenced by TraceEvent::thread
   std::int64_t os_tid = 0; // kExternalTidBase + n for the n-th external track
@@ -153,10 +163,32 @@ struct ThreadInfo {
   std::vector<FunctionStats> functions; // this thread's share, sorted by total_ns descending
   std::vector<OpenScope> open_scopes;   // outermost first, innermost last
   OsThreadFigures os;
+  std::optional<BatchCounts> batches; // external tracks whose producer reports them
 };
 
 // QueuePush and QueuePop carry the item id in TraceEvent::value and the queue's name in name.
-enum class EventKind : std::uint8_t { Begin, End, Message, Counter, QueuePush, QueuePop };
+// TaskResume opens a task's running slice like a Begin, TaskSuspend and TaskComplete close it like
+// an End (the task waits for its next resumption, or is finished); they carry the task id in value
+// and the task's name in name.
+enum class EventKind : std::uint8_t {
+  Begin,
+  End,
+  Message,
+  Counter,
+  QueuePush,
+  QueuePop,
+  TaskResume,
+  TaskSuspend,
+  TaskComplete
+};
+// The events that open a slice on their thread, and those that close the innermost one.
+constexpr bool opens_slice(EventKind kind) {
+  return kind == EventKind::Begin || kind == EventKind::TaskResume;
+}
+constexpr bool closes_slice(EventKind kind) {
+  return kind == EventKind::End || kind == EventKind::TaskSuspend ||
+         kind == EventKind::TaskComplete;
+}
 
 // One queue (HOTSCOPE_QUEUE_PUSH / _POP), over the measuring window unless said otherwise.
 struct QueueStats {
@@ -175,6 +207,25 @@ struct QueueStats {
   std::uint64_t oldest_pending_ns = 0;   // how long the oldest of them has waited (0: none)
   std::vector<std::string> push_threads; // labels of the threads that pushed, first seen first
   std::vector<std::string> pop_threads;
+};
+
+// The tasks of one name (HOTSCOPE_TASK coroutines, or Asio operations of one kind), over the
+// measuring window unless said otherwise (docs/tasks.md).
+struct TaskStats {
+  std::string name;
+  std::string kind; // "coroutine" or "asio"
+  std::uint64_t created = 0;
+  std::uint64_t completed = 0;            // returned (or threw); an Asio handler that ran
+  std::uint64_t destroyed_unfinished = 0; // destroyed while suspended; an Asio handler never run
+  std::uint64_t alive = 0;                // created less finished since the start; not reset
+  std::uint64_t resumes = 0;              // running slices begun
+  // The running slices that ended: calls = slices, total_ns = the running time. self_ns unused.
+  DurationStats running;
+  // Per finished task whose creation was seen: its time not running (lifetime less its running
+  // time), and its lifetime (creation to completion or destruction). self_ns unused.
+  DurationStats waiting;
+  DurationStats lifetime;
+  std::uint64_t given_up = 0; // tasks no longer followed (past the table's cap): no lifetime
 };
 
 struct TraceEvent {
@@ -234,6 +285,7 @@ struct Snapshot {
   std::vector<ThreadInfo> threads;
   std::vector<CounterStats> counters;
   std::vector<QueueStats> queues; // sorted by name
+  std::vector<TaskStats> tasks;   // sorted by name
 
   // The trace window: the most recent events, per thread in order, sorted by time overall.
   // Each thread's Begin/End events are balanced: a scope whose Begin was evicted from the

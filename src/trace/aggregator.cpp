@@ -78,10 +78,10 @@ void Aggregator::begin(ThreadState& thread, std::uint32_t location, std::uint64_
   thread.stack.push_back(Frame{location, ticks, 0, {}, {}});
 }
 
-void Aggregator::end(ThreadState& thread, std::uint32_t location, std::uint64_t ticks) {
+std::uint64_t Aggregator::end(ThreadState& thread, std::uint32_t location, std::uint64_t ticks) {
   (void)location; // the producer guarantees nesting; the innermost open scope is the one
   if (thread.stack.empty()) {
-    return;
+    return 0;
   }
   const Frame frame = thread.stack.back();
   thread.stack.pop_back();
@@ -95,7 +95,7 @@ void Aggregator::end(ThreadState& thread, std::uint32_t location, std::uint64_t 
     thread.stack.back().children += duration;
   }
   if (frame.allocated_inclusive.blocks == 0) {
-    return;
+    return duration;
   }
   // An inner call of a recursive function hands its figure up without counting it, so the
   // outermost call counts each allocation once.
@@ -110,6 +110,7 @@ void Aggregator::end(ThreadState& thread, std::uint32_t location, std::uint64_t 
   if (!thread.stack.empty()) {
     thread.stack.back().allocated_inclusive += frame.allocated_inclusive;
   }
+  return duration;
 }
 
 // O(1) per allocation: the figures reach the statistics when frames end (or in a snapshot).
@@ -210,6 +211,13 @@ void Aggregator::consume(std::uint32_t thread_index, std::span<const hotscope_re
     case HOTSCOPE_RECORD_QUEUE_CAPACITY:
       queue_record(thread_index, record);
       break;
+    case HOTSCOPE_RECORD_TASK_CREATE:
+    case HOTSCOPE_RECORD_TASK_RESUME:
+    case HOTSCOPE_RECORD_TASK_SUSPEND:
+    case HOTSCOPE_RECORD_TASK_COMPLETE:
+    case HOTSCOPE_RECORD_TASK_DESTROY:
+      task_record(thread_index, thread, record);
+      break;
     default:
       break; // unknown kinds are skipped; guests' batches are validated before they get here
     }
@@ -220,6 +228,11 @@ void Aggregator::consume(std::uint32_t thread_index, std::span<const hotscope_re
 void Aggregator::set_dropped(std::uint32_t thread, std::uint64_t dropped) {
   ThreadState& state = threads_[thread];
   state.records.dropped = dropped - state.dropped_before_reset;
+}
+
+void Aggregator::set_batches(std::uint32_t thread, const BatchCounts& batches) {
+  set_dropped(thread, batches.records_rejected);
+  threads_[thread].batches = batches;
 }
 
 void Aggregator::mark_exited(std::uint32_t thread) {
@@ -279,7 +292,8 @@ std::size_t Aggregator::statistics_bytes() const {
   };
   std::size_t bytes = table_bytes(stats_) + table_bytes(folded_thread_stats_) +
                       name_ids_.size() * (sizeof(std::pair<std::uint64_t, std::uint32_t>) + 16) +
-                      sizeof(intern_cache_) + counters_.size() * (sizeof(Counter) + 16);
+                      sizeof(intern_cache_) + counters_.size() * (sizeof(Counter) + 16) +
+                      tasks_.bytes();
   for (const LocationText& name : names_) {
     bytes += sizeof(LocationText) + name.name.capacity() + name.file.capacity();
   }
@@ -294,6 +308,7 @@ void Aggregator::reset() {
   stats_.clear();
   counters_.clear();
   queues_.reset();
+  tasks_.reset();
   folded_thread_stats_.clear();
   folded_records_ = {};
   folded_allocations_ = {};

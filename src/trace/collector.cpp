@@ -116,7 +116,7 @@ Resolver in_process_resolver() {
   return Resolver{
       [](std::uint64_t ref) {
         const auto* location = reinterpret_cast<const hotscope_source_location*>(ref);
-        LocationText text{location->name, location->file, location->line};
+        LocationText text{location->name, location->file, location->line, location->flags};
         if (location->flags & HOTSCOPE_LOCATION_FUNCTION_SIGNATURE) {
           text.name = short_function_name(text.name);
         }
@@ -170,6 +170,8 @@ public:
     {
       std::lock_guard lock(registry_mutex_);
       slots_.push_back(slot);
+      // Task ids unique in the process: 2^40 per thread, 2^24 threads over the process's life.
+      slot->ring.task_ids = ++rings_registered_ << 40;
     }
     pthread_setspecific(exit_key_, slot);
     detail::tls_ring = &slot->ring;
@@ -257,9 +259,9 @@ public:
     std::lock_guard lock(state_mutex_);
     aggregator_.consume(track, records);
   }
-  void set_external_dropped(std::uint32_t track, std::uint64_t dropped) {
+  void set_external_batches(std::uint32_t track, const BatchCounts& batches) {
     std::lock_guard lock(state_mutex_);
-    aggregator_.set_dropped(track, dropped);
+    aggregator_.set_batches(track, batches);
   }
   void close_external_track(std::uint32_t track) {
     std::lock_guard lock(state_mutex_);
@@ -378,6 +380,7 @@ private:
 
   std::mutex registry_mutex_; // guards slots_; taken once per thread by the thread itself
   std::vector<ThreadSlot*> slots_;
+  std::uint64_t rings_registered_ = 0; // guarded by registry_mutex_
   pthread_key_t exit_key_{};
   // Handed out when not even a slot can be allocated: capacity 0, so every record is dropped.
   static thread_local Ring out_of_memory_ring_;
@@ -435,8 +438,8 @@ std::uint32_t add_external_track(std::string name) {
 void consume_external(std::uint32_t track, std::span<const hotscope_record> records) {
   collector->consume_external(track, records);
 }
-void set_external_dropped(std::uint32_t track, std::uint64_t dropped) {
-  collector->set_external_dropped(track, dropped);
+void set_external_batches(std::uint32_t track, const BatchCounts& batches) {
+  collector->set_external_batches(track, batches);
 }
 void close_external_track(std::uint32_t track) {
   collector->close_external_track(track);

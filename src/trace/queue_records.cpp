@@ -26,6 +26,7 @@ void Aggregator::queue_record(std::uint32_t thread, const hotscope_record& recor
 
 void Aggregator::finish_pass() {
   queues_.finish_pass();
+  tasks_.finish_pass();
 }
 
 // "" for a thread whose entry is gone (folded away).

@@ -4,50 +4,6 @@
 
 namespace hotscope::trace {
 
-bool QueueTable::IdsInOrder::stale(const std::pair<std::uint64_t, std::uint64_t>& arrival) const {
-  const auto found = by_id_.find(arrival.first);
-  return found == by_id_.end() || found->second.sequence != arrival.second;
-}
-
-// Keeps the front of `order_` the oldest id held, and `order_` within a constant factor of the
-// ids held whatever order they are taken in.
-void QueueTable::IdsInOrder::drop_stale() {
-  while (!order_.empty() && stale(order_.front())) {
-    order_.pop_front();
-  }
-  if (order_.size() > 2 * by_id_.size() + 64) {
-    std::erase_if(order_, [&](const auto& arrival) { return stale(arrival); });
-  }
-}
-
-bool QueueTable::IdsInOrder::insert(std::uint64_t id, Entry entry) {
-  const bool added = by_id_.insert_or_assign(id, Stored{entry, next_sequence_}).second;
-  order_.emplace_back(id, next_sequence_++);
-  drop_stale();
-  return added;
-}
-
-std::optional<QueueTable::IdsInOrder::Entry> QueueTable::IdsInOrder::take(std::uint64_t id) {
-  const auto found = by_id_.find(id);
-  if (found == by_id_.end()) {
-    return std::nullopt;
-  }
-  const Entry entry = found->second.entry;
-  by_id_.erase(found);
-  drop_stale();
-  return entry;
-}
-
-const QueueTable::IdsInOrder::Entry* QueueTable::IdsInOrder::oldest() const {
-  return order_.empty() ? nullptr : &by_id_.at(order_.front().first).entry;
-}
-
-void QueueTable::IdsInOrder::drop_oldest() {
-  by_id_.erase(order_.front().first);
-  order_.pop_front();
-  drop_stale();
-}
-
 QueueTable::QueueTable(std::size_t pending_per_queue) : pending_per_queue_(pending_per_queue) {}
 
 std::uint32_t QueueTable::queue(std::uint32_t location, const std::string& name) {

@@ -11,11 +11,10 @@
 
 #include "snapshot/snapshot.hpp"
 #include "trace/histogram.hpp"
+#include "trace/ids_in_order.hpp"
+#include "trace/snapshot_conversion.hpp"
 
 #include <cstdint>
-#include <deque>
-#include <functional>
-#include <optional>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -44,47 +43,16 @@ public:
   // Counts, waits and the maximum depth restart; the items still waiting, and so the depth, stay.
   void reset();
 
-  // What a snapshot needs from the Aggregator: its tick conversions and thread labels.
-  struct Conversion {
-    std::uint64_t now_ticks = 0;
-    std::function<std::uint64_t(std::uint64_t ticks)> duration;
-    std::function<DurationStats(std::uint64_t calls, std::uint64_t total, std::uint64_t min,
-                                std::uint64_t max, const Histogram& histogram)>
-        durations;
-    std::function<std::string(std::uint32_t thread)> thread_label; // "" for a forgotten thread
-  };
+  using Conversion = SnapshotConversion;
   // Sorted by name.
   std::vector<QueueStats> snapshot(const Conversion& conversion) const;
 
 private:
-  // Ids with a time, in the order they came: found and removed by id, the oldest known, in O(1)
-  // amortized, in memory proportional to the ids held.
-  class IdsInOrder {
-  public:
-    struct Entry {
-      std::uint64_t ticks = 0;
-      std::uint64_t pass = 0;
-    };
-    // False when the id was there already: its older entry is replaced.
-    bool insert(std::uint64_t id, Entry entry);
-    std::optional<Entry> take(std::uint64_t id);
-    const Entry* oldest() const; // nullptr when empty
-    void drop_oldest();
-    std::size_t size() const { return by_id_.size(); }
-
-  private:
-    struct Stored {
-      Entry entry;
-      std::uint64_t sequence; // tells this insert apart from an older one of the same id
-    };
-    bool stale(const std::pair<std::uint64_t, std::uint64_t>& arrival) const;
-    void drop_stale();
-    std::unordered_map<std::uint64_t, Stored> by_id_;
-    // Ids in insert order, with their sequence. An entry whose id was taken, or inserted again,
-    // since is stale; the front is never stale.
-    std::deque<std::pair<std::uint64_t, std::uint64_t>> order_;
-    std::uint64_t next_sequence_ = 0;
+  struct Pending {
+    std::uint64_t ticks = 0;
+    std::uint64_t pass = 0;
   };
+  using PendingIds = IdsInOrder<Pending>;
 
   struct Queue {
     std::string name;
@@ -103,8 +71,8 @@ private:
     Histogram wait;
     std::uint64_t popped_never_pushed = 0;
     std::uint64_t pending_given_up = 0;
-    IdsInOrder pending;    // pushed, not popped yet: the push's time
-    IdsInOrder early_pops; // popped before their push arrived: the pop's time and pass
+    PendingIds pending;    // pushed, not popped yet: the push's time
+    PendingIds early_pops; // popped before their push arrived: the pop's time and pass
     std::vector<std::uint32_t> push_threads;
     std::vector<std::uint32_t> pop_threads;
   };

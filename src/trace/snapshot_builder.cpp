@@ -132,6 +132,7 @@ CapturedSnapshot Aggregator::capture(const TimeBase& time, Contents contents) co
     info.records = thread.records;
     info.records.written = thread.records.kept + thread.records.dropped;
     info.allocations = thread.allocations;
+    info.batches = thread.batches;
     if (contents != Contents::ProcessTotals) {
       info.functions = all_functions(thread.stats, open_by_thread[index]);
     }
@@ -167,11 +168,13 @@ CapturedSnapshot Aggregator::capture(const TimeBase& time, Contents contents) co
   std::sort(snapshot.counters.begin(), snapshot.counters.end(),
             [](const auto& a, const auto& b) { return a.name < b.name; });
 
-  snapshot.queues = queues_.snapshot(
-      {time.now_ticks, [&](std::uint64_t ticks) { return convert.duration(ticks); },
-       [&](std::uint64_t calls, std::uint64_t total, std::uint64_t min, std::uint64_t max,
-           const Histogram& histogram) { return durations(calls, total, 0, min, max, histogram); },
-       [&](std::uint32_t thread) { return thread_label(thread); }});
+  const SnapshotConversion conversion{
+      time.now_ticks, [&](std::uint64_t ticks) { return convert.duration(ticks); },
+      [&](std::uint64_t calls, std::uint64_t total, std::uint64_t min, std::uint64_t max,
+          const Histogram& histogram) { return durations(calls, total, 0, min, max, histogram); },
+      [&](std::uint32_t thread) { return thread_label(thread); }};
+  snapshot.queues = queues_.snapshot(conversion);
+  snapshot.tasks = tasks_.snapshot(conversion);
 
   snapshot.trace_evicted = window_.evicted();
   snapshot.trace_window_events = window_.events();
@@ -242,9 +245,9 @@ Snapshot complete(CapturedSnapshot captured) {
       out.name = it->second;
       out.value = 0;
     }
-    if (event.kind == EventKind::Begin) {
+    if (opens_slice(event.kind)) {
       thread.open.push_back(out.name);
-    } else if (event.kind == EventKind::End) {
+    } else if (closes_slice(event.kind)) {
       if (thread.open.empty()) {
         thread.orphan_ends.push_back(out.name);
       } else {

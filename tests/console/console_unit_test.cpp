@@ -82,6 +82,30 @@ TEST(ConsoleModel, TheColumnsLayoutGivesTheSameRows) {
   EXPECT_EQ(row.self_ns, 0u);
 }
 
+// A guest track's batch figures from the statistics, its last rejection highlighted; threads
+// that are not guest tracks are not listed.
+TEST(ConsoleGuests, BatchesRepairsAndTheLastRejection) {
+  Model model;
+  model.update_stats(Json::parse(R"({"duration_ns": 1000000000, "threads": [
+    {"index": 0, "os_tid": 99, "name": "main", "records": {"written": 5}},
+    {"index": 1, "os_tid": 4294967296, "name": "guest: sample", "exited": false,
+     "records": {"written": 40, "kept": 30, "dropped": 10},
+     "batches": {"accepted": 3, "rejected": 1, "records_rejected": 10, "nesting_repairs": 2,
+                 "last_rejection": "guest batch rejected at record 4: time goes backwards"}}]})"));
+  const Page page = guests_page(model);
+  ASSERT_EQ(page.fixed.size(), 1u);
+  EXPECT_NE(page.fixed[0].text.find("Batches rejected"), std::string::npos);
+  ASSERT_EQ(page.rows.size(), 2u);
+  EXPECT_NE(page.rows[0].text.find("guest: sample"), std::string::npos);
+  EXPECT_EQ(page.rows[0].text.find("main"), std::string::npos);
+  for (const char* figure : {" 40 ", " 30 ", " 10 ", " 3 ", " 1 ", " 2"}) {
+    EXPECT_NE(page.rows[0].text.find(figure), std::string::npos) << figure << page.rows[0].text;
+  }
+  EXPECT_EQ(page.rows[1].style, Style::Alert);
+  EXPECT_NE(page.rows[1].text.find("last rejected: guest batch rejected at record 4"),
+            std::string::npos);
+}
+
 // The answer of GET /v1/threads (docs/console.md, "threads").
 Json threads_answer(std::uint64_t now_ns, std::uint64_t cpu_user_ns) {
   return Json::parse(R"({
@@ -169,6 +193,43 @@ TEST(ConsoleQueues, RatesAndAFullQueue) {
   EXPECT_NE(page.rows[0].text.find("acceptor"), std::string::npos);
   model.update_stats(Json{{"duration_ns", 3'000'000'000}, {"queues", Json::array()}});
   EXPECT_TRUE(contains(queues_page(model).fixed, "no queue in this process"));
+}
+
+TEST(ConsoleTasks, RatesAndTheTasksFigures) {
+  const auto answer = [](std::uint64_t duration_ns, std::uint64_t created,
+                         std::uint64_t unfinished) {
+    return Json{{"duration_ns", duration_ns},
+                {"tasks",
+                 {{{"name", "fetch"},
+                   {"kind", "coroutine"},
+                   {"created", created},
+                   {"completed", created - 3 - unfinished},
+                   {"destroyed_unfinished", unfinished},
+                   {"alive", 3},
+                   {"resumes", 2 * created},
+                   {"running", {{"p50_ns", 1500}, {"p99_ns", 4000}}},
+                   {"waiting", {{"p50_ns", 2'000'000}, {"p99_ns", 9'000'000}}},
+                   {"lifetime", {{"p99_ns", 12'000'000}}}}}}};
+  };
+  Model model;
+  EXPECT_TRUE(contains(tasks_page(model).fixed, "reports no tasks"));
+  model.update_stats(answer(1'000'000'000, 100, 0));
+  model.update_stats(answer(2'000'000'000, 600, 0));
+  ASSERT_EQ(model.tasks().size(), 1u);
+  EXPECT_DOUBLE_EQ(model.tasks()[0].created_rate, 500);
+  EXPECT_DOUBLE_EQ(model.tasks()[0].resume_rate, 1000);
+  Page page = tasks_page(model);
+  ASSERT_EQ(page.rows.size(), 1u);
+  EXPECT_EQ(page.rows[0].style, Style::Normal);
+  for (const char* figure :
+       {"fetch", "coroutine", "500", "1.00k", "1.50 µs", "9.00 ms", "12.00 ms"}) {
+    EXPECT_NE(page.rows[0].text.find(figure), std::string::npos)
+        << figure << " in " << page.rows[0].text;
+  }
+  model.update_stats(answer(3'000'000'000, 700, 2));
+  EXPECT_EQ(tasks_page(model).rows.at(0).style, Style::Alert); // destroyed unfinished
+  model.update_stats(Json{{"duration_ns", 4'000'000'000}, {"tasks", Json::array()}});
+  EXPECT_TRUE(contains(tasks_page(model).fixed, "no task in this process"));
 }
 
 Json heap(std::uint64_t end_us, std::uint64_t live, std::uint64_t total) {

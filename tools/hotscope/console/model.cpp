@@ -158,6 +158,25 @@ void Model::update_stats(Json stats) {
     queues_.push_back(std::move(row));
   }
   previous_queues_ = std::move(queue_counts);
+  tasks_from_stats(continues, interval_ns);
+}
+
+void Model::tasks_from_stats(bool continues, std::uint64_t interval_ns) {
+  std::map<std::string, std::pair<std::uint64_t, std::uint64_t>> counts;
+  tasks_.clear();
+  for (const Json& task : stats_.value("tasks", Json::array())) {
+    TaskRow row{task};
+    const std::string key = task.value("kind", "") + ':' + task.value("name", "");
+    const std::uint64_t created = u64(task, "created");
+    const std::uint64_t resumes = u64(task, "resumes");
+    const auto before = continues ? previous_tasks_.find(key) : previous_tasks_.end();
+    const bool known = before != previous_tasks_.end();
+    row.created_rate = rate(created, known ? before->second.first : 0, interval_ns);
+    row.resume_rate = rate(resumes, known ? before->second.second : 0, interval_ns);
+    counts[key] = {created, resumes};
+    tasks_.push_back(std::move(row));
+  }
+  previous_tasks_ = std::move(counts);
 }
 
 // As report.txt: the allocation columns only when the program recorded allocations.

@@ -60,6 +60,11 @@ struct QueueRow {
   double push_rate = 0, pop_rate = 0;
 };
 
+struct TaskRow {
+  nlohmann::json fields; // the agent's object (docs/formats-output.md)
+  double created_rate = 0, resume_rate = 0;
+};
+
 struct HeapSite {
   std::string where; // the first frame outside the allocator: the site across refreshes
   std::uint64_t live_bytes = 0, live_blocks = 0, total_bytes = 0, total_blocks = 0;
@@ -108,6 +113,7 @@ public:
   bool threads_unsupported() const { return threads_unsupported_; }
   std::uint64_t stuck_threshold_ns() const { return stuck_threshold_ns_; }
   const std::vector<QueueRow>& queues() const { return queues_; }
+  const std::vector<TaskRow>& tasks() const { return tasks_; }
   const Memory& memory() const { return memory_; }
   const FlameNode& flame() const { return flame_; }
   bool has_flame() const { return has_flame_; }
@@ -137,6 +143,11 @@ private:
 
   std::map<std::string, std::pair<std::uint64_t, std::uint64_t>> previous_queues_; // push, pop
   std::vector<QueueRow> queues_;
+
+  void tasks_from_stats(bool continues, std::uint64_t interval_ns);
+  std::map<std::string, std::pair<std::uint64_t, std::uint64_t>>
+      previous_tasks_; // created, resumes
+  std::vector<TaskRow> tasks_;
 
   Memory memory_;
   std::uint64_t heap_end_us_ = 0; // the previous profile's "te": its time, in µs

@@ -52,7 +52,7 @@ Page build_page(const Model& model, ViewState& state, const Glyphs& glyphs, std:
   case Tab::Queues:
     return queues_page(model);
   case Tab::Tasks:
-    return tasks_page();
+    return tasks_page(model);
   case Tab::Guests:
     return guests_page(model);
   case Tab::Flame:

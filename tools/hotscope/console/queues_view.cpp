@@ -1,6 +1,5 @@
 // Tab 4: the process's queues: depth, push and pop rates, time in the queue, who pushes and
-// who pops (the `queues` array of the statistics, docs/formats-output.md). Tab 5, tasks, has no
-// data to show yet.
+// who pops (the `queues` array of the statistics, docs/formats-output.md).
 #include "model.hpp"
 #include "text.hpp"
 #include "view.hpp"
@@ -62,13 +61,6 @@ Page queues_page(const Model& model) {
     const bool full = capacity > 0 && q.value("depth", std::uint64_t{0}) >= capacity;
     page.rows.push_back(Line{lines[i] + "  " + threads[i], full ? Style::Alert : Style::Normal});
   }
-  return page;
-}
-
-Page tasks_page() {
-  Page page;
-  page.fixed.push_back(Line{
-      " no task instrumentation in this process yet: hotscope has no task macros", Style::Dim});
   return page;
 }
 

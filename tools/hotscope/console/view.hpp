@@ -83,7 +83,7 @@ Page function_detail(const Model& model, const ViewState& state, const Glyphs& g
 Page threads_page(const Model& model, ViewState& state, std::size_t width);
 Page memory_page(const Model& model, ViewState& state, const Glyphs& glyphs, std::size_t width);
 Page queues_page(const Model& model);
-Page tasks_page();
+Page tasks_page(const Model& model);
 Page guests_page(const Model& model);
 Page flame_page(const Model& model, ViewState& state, std::size_t width);
 

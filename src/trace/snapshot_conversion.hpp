@@ -1,0 +1,23 @@
+// What the Aggregator's tables need to build their part of a snapshot: its tick conversions and
+// thread labels, so that every table's figures are converted the same way.
+#pragma once
+
+#include "snapshot/snapshot.hpp"
+#include "trace/histogram.hpp"
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+namespace hotscope::trace {
+
+struct SnapshotConversion {
+  std::uint64_t now_ticks = 0;
+  std::function<std::uint64_t(std::uint64_t ticks)> duration;
+  std::function<DurationStats(std::uint64_t calls, std::uint64_t total, std::uint64_t min,
+                              std::uint64_t max, const Histogram& histogram)>
+      durations;
+  std::function<std::string(std::uint32_t thread)> thread_label; // "" for a forgotten thread
+};
+
+} // namespace hotscope::trace

@@ -1,0 +1,53 @@
+// Tab 5: the process's tasks, coroutines (HOTSCOPE_TASK) and Asio operations: how many are alive,
+// created and resumed per second, how long their running slices, waits and lives are (the `tasks`
+// array of the statistics, docs/formats-output.md).
+#include "model.hpp"
+#include "text.hpp"
+#include "view.hpp"
+
+#include <fmt/format.h>
+
+namespace hotscope::cli::console {
+
+Page tasks_page(const Model& model) {
+  Page page;
+  if (!model.stats().contains("tasks")) {
+    page.fixed.push_back(
+        Line{" this process's agent reports no tasks (an older hotscope)", Style::Alert});
+    return page;
+  }
+  const std::vector<TaskRow>& tasks = model.tasks();
+  if (tasks.empty()) {
+    page.fixed.push_back(Line{" no task in this process: HOTSCOPE_TASK(name) in a coroutine whose "
+                              "promise derives from hotscope::TaskPromise, or Asio built with "
+                              "hotscope/asio_handler_tracking.hpp, reports them",
+                              Style::Dim});
+    return page;
+  }
+  page.fixed.push_back(Line{" rates over the last interval; run = one running slice, wait = a "
+                            "finished task's time not running (Asio: the operation's latency)",
+                            Style::Dim});
+  std::vector<Cells> table{{"Task", "Kind", "Alive", "New/s", "Resumes/s", "Run p50", "p99",
+                            "Wait p50", "p99", "Life p99", "Unfinished"}};
+  for (const TaskRow& row : tasks) {
+    const nlohmann::json& t = row.fields;
+    const auto ns = [&](const char* group, const char* key) {
+      return duration(t.value(group, nlohmann::json::object()).value(key, 0.0));
+    };
+    table.push_back({t.value("name", ""), t.value("kind", ""),
+                     fmt::format("{}", t.value("alive", std::uint64_t{0})),
+                     per_second(row.created_rate), per_second(row.resume_rate),
+                     ns("running", "p50_ns"), ns("running", "p99_ns"), ns("waiting", "p50_ns"),
+                     ns("waiting", "p99_ns"), ns("lifetime", "p99_ns"),
+                     fmt::format("{}", t.value("destroyed_unfinished", std::uint64_t{0}))});
+  }
+  const std::vector<std::string> lines = align(table, 0, Glyphs{});
+  page.fixed.push_back(Line{lines[0], Style::Heading});
+  for (std::size_t i = 1; i < lines.size(); ++i) {
+    const bool unfinished = tasks[i - 1].fields.value("destroyed_unfinished", 0) > 0;
+    page.rows.push_back(Line{lines[i], unfinished ? Style::Alert : Style::Normal});
+  }
+  return page;
+}
+
+} // namespace hotscope::cli::console
