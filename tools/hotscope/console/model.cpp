@@ -56,6 +56,18 @@ std::size_t function_count(const Json& functions) {
   return functions.is_object() && names != functions.end() && names->is_array() ? names->size() : 0;
 }
 
+using CountPair = std::pair<std::uint64_t, std::uint64_t>;
+
+// Per second, over the interval, of an entry's two cumulative counts, from the previous answer's
+// (from 0 when the entry is new or the interval does not continue the previous one).
+std::pair<double, double> rates_since(const std::map<std::string, CountPair>& previous,
+                                      const std::string& key, CountPair now, bool continues,
+                                      std::uint64_t interval_ns) {
+  const auto before = continues ? previous.find(key) : previous.end();
+  const CountPair base = before == previous.end() ? CountPair{0, 0} : before->second;
+  return {rate(now.first, base.first, interval_ns), rate(now.second, base.second, interval_ns)};
+}
+
 // The fields /v1/threads and the statistics' threads share.
 ThreadRow thread_row(const Json& thread) {
   ThreadRow row;
@@ -142,19 +154,15 @@ void Model::update_stats(Json stats) {
   if (threads_unsupported_ || threads_.empty()) {
     threads_from_stats();
   }
-  std::map<std::string, std::pair<std::uint64_t, std::uint64_t>> queue_counts;
+  std::map<std::string, CountPair> queue_counts;
   queues_.clear();
   for (const Json& queue : stats_.value("queues", Json::array())) {
     QueueRow row{queue};
     const std::string name = queue.value("name", "");
-    const std::uint64_t pushed = u64(queue, "pushed");
-    const std::uint64_t popped = u64(queue, "popped");
-    const auto before = continues ? previous_queues_.find(name) : previous_queues_.end();
-    row.push_rate =
-        rate(pushed, before == previous_queues_.end() ? 0 : before->second.first, interval_ns);
-    row.pop_rate =
-        rate(popped, before == previous_queues_.end() ? 0 : before->second.second, interval_ns);
-    queue_counts[name] = {pushed, popped};
+    const CountPair counts{u64(queue, "pushed"), u64(queue, "popped")};
+    std::tie(row.push_rate, row.pop_rate) =
+        rates_since(previous_queues_, name, counts, continues, interval_ns);
+    queue_counts[name] = counts;
     queues_.push_back(std::move(row));
   }
   previous_queues_ = std::move(queue_counts);
@@ -162,18 +170,15 @@ void Model::update_stats(Json stats) {
 }
 
 void Model::tasks_from_stats(bool continues, std::uint64_t interval_ns) {
-  std::map<std::string, std::pair<std::uint64_t, std::uint64_t>> counts;
+  std::map<std::string, CountPair> counts;
   tasks_.clear();
   for (const Json& task : stats_.value("tasks", Json::array())) {
     TaskRow row{task};
     const std::string key = task.value("kind", "") + ':' + task.value("name", "");
-    const std::uint64_t created = u64(task, "created");
-    const std::uint64_t resumes = u64(task, "resumes");
-    const auto before = continues ? previous_tasks_.find(key) : previous_tasks_.end();
-    const bool known = before != previous_tasks_.end();
-    row.created_rate = rate(created, known ? before->second.first : 0, interval_ns);
-    row.resume_rate = rate(resumes, known ? before->second.second : 0, interval_ns);
-    counts[key] = {created, resumes};
+    const CountPair now{u64(task, "created"), u64(task, "resumes")};
+    std::tie(row.created_rate, row.resume_rate) =
+        rates_since(previous_tasks_, key, now, continues, interval_ns);
+    counts[key] = now;
     tasks_.push_back(std::move(row));
   }
   previous_tasks_ = std::move(counts);
