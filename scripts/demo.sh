@@ -31,12 +31,16 @@ fi
 echo
 echo "== per-function table ($out/report.txt)"
 cat "$out/report.txt"
+"$build/tools/hotscope/hotscope" report "$out"
 cat <<EOT
+
+== report.html: the tables, an interactive flame graph and the heap sites in one page
+  open $out/report.html in a browser (no network needed); docs/diff-and-report.md
 
 == trace files in $out
   trace.json    Chrome trace events: open https://ui.perfetto.dev and use "Open trace file",
                 or drop it on https://www.speedscope.app
-  trace.folded  folded stacks: flamegraph.pl trace.folded > flame.svg, or speedscope
+  trace.folded  folded stacks: hotscope flame trace.folded -o flame.svg, or speedscope
   trace.txt     the call tree as indented text: less $out/trace.txt
   stats.json    per-function statistics (counts, self/inclusive time, percentiles, memory)
   heap.json     the heap profile: open /usr/libexec/valgrind/dh_view.html and load it

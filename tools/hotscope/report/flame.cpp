@@ -132,14 +132,6 @@ FlameNode flame_tree(const std::vector<profiles::Stack>& stacks) {
   return convert(convert, "all", root);
 }
 
-std::size_t frame_count(const FlameNode& root) {
-  std::size_t count = 1;
-  for (const FlameNode& child : root.children) {
-    count += frame_count(child);
-  }
-  return count;
-}
-
 std::vector<profiles::Stack> heap_stacks(const std::vector<profiles::Site>& sites,
                                          HeapBytes which) {
   std::vector<profiles::Stack> stacks;

@@ -24,8 +24,6 @@ struct FlameNode {
 };
 // `stacks` merged into one tree under a root frame "all".
 FlameNode flame_tree(const std::vector<profiles::Stack>& stacks);
-// Frames in the tree, the root included: the rectangles of its SVG.
-std::size_t frame_count(const FlameNode& root);
 
 // Which bytes of a heap profile a flame graph weighs its stacks by.
 enum class HeapBytes { Total, AtGmax, AtEnd };

@@ -78,14 +78,12 @@
         reach = stop;
       }
       searching = true;
-      svg.dataset.matched = String(covered);
       matched.textContent = `Matched: ${(100 * covered / total).toFixed(2)}% (${hits.length} frames)`;
       searchButton.textContent = 'Reset Search';
     }
     function clearSearch() {
       for (const f of frames) f.rect.setAttribute('fill', f.g.dataset.fill);
       searching = false;
-      delete svg.dataset.matched;
       matched.textContent = '';
       searchButton.textContent = 'Search';
     }
