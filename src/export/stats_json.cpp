@@ -190,6 +190,13 @@ Json stats_json(const Snapshot& snapshot, StatsLayout layout) {
     add_os_figures(json, thread.os);
     json["records"] = records_json(thread.records);
     json["allocations"] = allocations_json(thread.allocations);
+    if (thread.batches) {
+      json["batches"] = {{"accepted", thread.batches->accepted},
+                         {"rejected", thread.batches->rejected},
+                         {"records_rejected", thread.batches->records_rejected},
+                         {"nesting_repairs", thread.batches->nesting_repairs},
+                         {"last_rejection", thread.batches->last_rejection}};
+    }
     if (layout == StatsLayout::Full) {
       json["functions"] = functions_json(thread.functions);
     }

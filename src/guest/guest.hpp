@@ -213,8 +213,12 @@ public:
   const GuestCounts& counts() const;
 
 private:
+  // Shows the counts in the process's statistics (the track's `batches`, docs/guest.md).
+  void report_batches();
+
   BatchValidator validator_;
   std::uint32_t track_;
+  std::string last_rejection_;
   std::span<const GuestHeapEvent> heap_events_;
 };
 

@@ -30,11 +30,12 @@ std::optional<Diagnostic> GuestTrace::flush(std::uint64_t address, std::uint64_t
   BatchValidator::Result result = validator_.validate(address, count, capacity);
   heap_events_ = result.heap;
   if (result.rejected) {
-    trace::set_external_dropped(track_, counts().records_rejected);
-    return result.rejected;
+    last_rejection_ = result.rejected->to_string();
+  } else {
+    trace::consume_external(track_, result.records);
   }
-  trace::consume_external(track_, result.records);
-  return std::nullopt;
+  report_batches();
+  return result.rejected;
 }
 
 void GuestTrace::host_span(std::uint64_t location, std::uint64_t begin, std::uint64_t end) {
@@ -48,7 +49,15 @@ void GuestTrace::finish() {
   const std::span<const hotscope_record> ends = validator_.close_open_scopes(clock::now_ticks());
   if (!ends.empty()) {
     trace::consume_external(track_, ends);
+    report_batches();
   }
+}
+
+void GuestTrace::report_batches() {
+  const GuestCounts& counts = validator_.counts();
+  trace::set_external_batches(track_,
+                              {counts.batches_accepted, counts.batches_rejected,
+                               counts.records_rejected, counts.nesting_repairs, last_rejection_});
 }
 
 const GuestCounts& GuestTrace::counts() const {

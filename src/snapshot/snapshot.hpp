@@ -142,6 +142,16 @@ struct OsThreadFigures {
   std::uint64_t involuntary_switches = 0;
 };
 
+// What an external track's producer did with the batches it was sent (a guest's, docs/guest.md):
+// since the track was added, not reset with the statistics.
+struct BatchCounts {
+  std::uint64_t accepted = 0;
+  std::uint64_t rejected = 0;
+  std::uint64_t records_rejected = 0; // the track's RecordCounts::dropped
+  std::uint64_t nesting_repairs = 0;  // ends without a begin dropped, scopes closed by the host
+  std::string last_rejection;         // the newest rejected batch's diagnostic, or empty
+};
+
 struct ThreadInfo {
   std::uint32_t index = 0; // stable index, referenced by TraceEvent::thread
   std::int64_t os_tid = 0; // kExternalTidBase + n for the n-th external track
@@ -153,6 +163,7 @@ struct ThreadInfo {
   std::vector<FunctionStats> functions; // this thread's share, sorted by total_ns descending
   std::vector<OpenScope> open_scopes;   // outermost first, innermost last
   OsThreadFigures os;
+  std::optional<BatchCounts> batches; // external tracks whose producer reports them
 };
 
 // QueuePush and QueuePop carry the item id in TraceEvent::value and the queue's name in name.

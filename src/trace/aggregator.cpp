@@ -230,6 +230,11 @@ void Aggregator::set_dropped(std::uint32_t thread, std::uint64_t dropped) {
   state.records.dropped = dropped - state.dropped_before_reset;
 }
 
+void Aggregator::set_batches(std::uint32_t thread, const BatchCounts& batches) {
+  set_dropped(thread, batches.records_rejected);
+  threads_[thread].batches = batches;
+}
+
 void Aggregator::mark_exited(std::uint32_t thread) {
   threads_[thread].exited = true;
   fold_old_threads();

@@ -259,9 +259,9 @@ public:
     std::lock_guard lock(state_mutex_);
     aggregator_.consume(track, records);
   }
-  void set_external_dropped(std::uint32_t track, std::uint64_t dropped) {
+  void set_external_batches(std::uint32_t track, const BatchCounts& batches) {
     std::lock_guard lock(state_mutex_);
-    aggregator_.set_dropped(track, dropped);
+    aggregator_.set_batches(track, batches);
   }
   void close_external_track(std::uint32_t track) {
     std::lock_guard lock(state_mutex_);
@@ -438,8 +438,8 @@ std::uint32_t add_external_track(std::string name) {
 void consume_external(std::uint32_t track, std::span<const hotscope_record> records) {
   collector->consume_external(track, records);
 }
-void set_external_dropped(std::uint32_t track, std::uint64_t dropped) {
-  collector->set_external_dropped(track, dropped);
+void set_external_batches(std::uint32_t track, const BatchCounts& batches) {
+  collector->set_external_batches(track, batches);
 }
 void close_external_track(std::uint32_t track) {
   collector->close_external_track(track);

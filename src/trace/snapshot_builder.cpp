@@ -132,6 +132,7 @@ CapturedSnapshot Aggregator::capture(const TimeBase& time, Contents contents) co
     info.records = thread.records;
     info.records.written = thread.records.kept + thread.records.dropped;
     info.allocations = thread.allocations;
+    info.batches = thread.batches;
     if (contents != Contents::ProcessTotals) {
       info.functions = all_functions(thread.stats, open_by_thread[index]);
     }

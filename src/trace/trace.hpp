@@ -75,6 +75,8 @@ public:
   // Consumes one thread's records in order. A batch must not end inside a record's payload.
   void consume(std::uint32_t thread, std::span<const hotscope_record> records);
   void set_dropped(std::uint32_t thread, std::uint64_t dropped);
+  // An external track's batch figures (its records_rejected become its dropped records).
+  void set_batches(std::uint32_t thread, const BatchCounts& batches);
   void mark_exited(std::uint32_t thread);
   // Every thread's records written before the pass began have been consumed (queue pops that
   // arrived before their push wait for it until the next pass ends).
@@ -139,6 +141,7 @@ private:
     std::unordered_map<std::uint32_t, Stats> stats;
     Allocations allocations;
     std::uint64_t last_ticks = 0;
+    std::optional<BatchCounts> batches;
   };
   // Direct-mapped, in front of name_ids_: a record's ref is found without hashing.
   struct InternedRef {
@@ -215,9 +218,9 @@ std::uint32_t add_external_track(std::string name);
 // Records already in host form: host clock ticks, refs to static data the host owns for the life
 // of the process, scopes well nested, in time order within the track.
 void consume_external(std::uint32_t track, std::span<const hotscope_record> records);
-// How many records the track's producer refused so far (e.g. a guest's rejected batches): the
-// track's RecordCounts::dropped.
-void set_external_dropped(std::uint32_t track, std::uint64_t dropped);
+// What the track's producer did with the batches sent to it so far (e.g. a guest's): its
+// records_rejected are the track's RecordCounts::dropped.
+void set_external_batches(std::uint32_t track, const BatchCounts& batches);
 // The producer is gone: the track is kept (and later folded) like an exited thread.
 void close_external_track(std::uint32_t track);
 

@@ -205,6 +205,21 @@ TEST(ConsoleLive, ShowsThatTheTargetExitedAndFollowsItsName) {
 }
 
 // p pauses, r asks and resets the window, s saves the reports into the current directory.
+// The help says how long the last refresh took, so a user sees what watching costs.
+TEST(ConsoleLive, TheHelpSaysHowLongTheLastRefreshTook) {
+  Program program;
+  Tmux tmux(140, 40, console_command(program.runtime_dir(), {"-p", std::to_string(program.pid())}));
+  tmux.wait_for("console_test::many_quick_steps");
+  tmux.keys({"?"});
+  const std::string screen = tmux.wait_for("the last refresh took ");
+  const auto at = screen.find("the last refresh took ") + 22;
+  const std::string figure = screen.substr(at, screen.find(' ', at) - at);
+  ASSERT_FALSE(figure.empty()) << screen;
+  EXPECT_TRUE(std::all_of(figure.begin(), figure.end(), ::isdigit)) << figure;
+  EXPECT_NE(screen.find(" ms: asked, parsed and drawn)"), std::string::npos) << screen;
+  tmux.keys({"q"});
+}
+
 TEST(ConsoleLive, PauseResetAndSnapshot) {
   Program program;
   const std::string pid = std::to_string(program.pid());

@@ -82,6 +82,30 @@ TEST(ConsoleModel, TheColumnsLayoutGivesTheSameRows) {
   EXPECT_EQ(row.self_ns, 0u);
 }
 
+// A guest track's batch figures from the statistics, its last rejection highlighted; threads
+// that are not guest tracks are not listed.
+TEST(ConsoleGuests, BatchesRepairsAndTheLastRejection) {
+  Model model;
+  model.update_stats(Json::parse(R"({"duration_ns": 1000000000, "threads": [
+    {"index": 0, "os_tid": 99, "name": "main", "records": {"written": 5}},
+    {"index": 1, "os_tid": 4294967296, "name": "guest: sample", "exited": false,
+     "records": {"written": 40, "kept": 30, "dropped": 10},
+     "batches": {"accepted": 3, "rejected": 1, "records_rejected": 10, "nesting_repairs": 2,
+                 "last_rejection": "guest batch rejected at record 4: time goes backwards"}}]})"));
+  const Page page = guests_page(model);
+  ASSERT_EQ(page.fixed.size(), 1u);
+  EXPECT_NE(page.fixed[0].text.find("Batches rejected"), std::string::npos);
+  ASSERT_EQ(page.rows.size(), 2u);
+  EXPECT_NE(page.rows[0].text.find("guest: sample"), std::string::npos);
+  EXPECT_EQ(page.rows[0].text.find("main"), std::string::npos);
+  for (const char* figure : {" 40 ", " 30 ", " 10 ", " 3 ", " 1 ", " 2"}) {
+    EXPECT_NE(page.rows[0].text.find(figure), std::string::npos) << figure << page.rows[0].text;
+  }
+  EXPECT_EQ(page.rows[1].style, Style::Alert);
+  EXPECT_NE(page.rows[1].text.find("last rejected: guest batch rejected at record 4"),
+            std::string::npos);
+}
+
 // The answer of GET /v1/threads (docs/console.md, "threads").
 Json threads_answer(std::uint64_t now_ns, std::uint64_t cpu_user_ns) {
   return Json::parse(R"({

@@ -134,6 +134,19 @@ TEST(ExportStatsJson, TheColumnsLayoutHoldsTheSameFunctionsAsTheObjectLayout) {
   EXPECT_EQ(rest, rest_of_objects);
 }
 
+TEST(ExportStatsJson, AGuestTracksBatchesAndOnlyItsHaveThem) {
+  Snapshot snapshot = testing::known_snapshot();
+  snapshot.threads[1].batches = BatchCounts{3, 1, 10, 2, "guest batch rejected at record 4: x"};
+  const json j = stats(snapshot);
+  EXPECT_FALSE(j["threads"][0].contains("batches"));
+  EXPECT_EQ(j["threads"][1]["batches"],
+            (json{{"accepted", 3},
+                  {"rejected", 1},
+                  {"records_rejected", 10},
+                  {"nesting_repairs", 2},
+                  {"last_rejection", "guest batch rejected at record 4: x"}}));
+}
+
 TEST(ExportStatsJson, AllocationsRoundTrip) {
   const Snapshot snapshot = testing::known_snapshot_with_allocations();
   const json j = stats(snapshot);

@@ -152,6 +152,12 @@ TEST(GuestTrace, RejectedBatchesCountAsTheTracksDroppedRecords) {
   EXPECT_EQ(find(s.functions, "dispatch_function")->stats.total_ns, 300u);
   EXPECT_EQ(guest.trace.counts().batches_rejected, 1u);
   EXPECT_EQ(guest.trace.counts().batches_accepted, 1u);
+  // The same counts reach the process's statistics (the console's guests tab reads them there).
+  ASSERT_TRUE(thread.batches);
+  EXPECT_EQ(thread.batches->accepted, 1u);
+  EXPECT_EQ(thread.batches->rejected, 1u);
+  EXPECT_EQ(thread.batches->records_rejected, 2u);
+  EXPECT_EQ(thread.batches->last_rejection, problem->to_string());
 }
 
 TEST(GuestTrace, ScopesOpenWhenTheGuestStopsAreClosedThenAndTheTrackEnds) {

@@ -1,5 +1,6 @@
 // Tab 6: guest tracks (docs/guest.md): each appears among the statistics' threads with an id
-// above 2^32; its dropped records are the records of rejected batches.
+// above 2^32, with the batches its runner accepted and rejected; its dropped records are the
+// records of rejected batches.
 #include "model.hpp"
 #include "text.hpp"
 #include "view.hpp"
@@ -10,19 +11,29 @@ namespace hotscope::cli::console {
 
 Page guests_page(const Model& model) {
   constexpr std::int64_t kFirstTrackId = std::int64_t{1} << 32;
+  using Json = nlohmann::json;
+  const auto count = [](const Json& object, const char* key) {
+    return fmt::format("{}", object.value(key, std::uint64_t{0}));
+  };
   Page page;
-  std::vector<Cells> table{{"Guest track", "Id", "State", "Records", "Kept", "Rejected"}};
-  for (const nlohmann::json& thread : model.stats().value("threads", nlohmann::json::array())) {
+  std::vector<Cells> table{{"Guest track", "Id", "State", "Records", "Kept", "Rejected",
+                            "Batches ok", "Batches rejected", "Nesting repairs"}};
+  std::vector<std::string> rejections;
+  for (const Json& thread : model.stats().value("threads", Json::array())) {
     const std::int64_t id = thread.value("os_tid", std::int64_t{0});
     if (id < kFirstTrackId) {
       continue;
     }
-    const nlohmann::json records = thread.value("records", nlohmann::json::object());
-    table.push_back({thread.value("name", ""), fmt::format("{}", id - kFirstTrackId),
-                     thread.value("exited", false) ? "closed" : "open",
-                     fmt::format("{}", records.value("written", std::uint64_t{0})),
-                     fmt::format("{}", records.value("kept", std::uint64_t{0})),
-                     fmt::format("{}", records.value("dropped", std::uint64_t{0}))});
+    const Json records = thread.value("records", Json::object());
+    const Json batches = thread.value("batches", Json::object());
+    const std::string name = thread.value("name", "");
+    table.push_back({name, fmt::format("{}", id - kFirstTrackId),
+                     thread.value("exited", false) ? "closed" : "open", count(records, "written"),
+                     count(records, "kept"), count(records, "dropped"), count(batches, "accepted"),
+                     count(batches, "rejected"), count(batches, "nesting_repairs")});
+    if (const std::string last = batches.value("last_rejection", ""); !last.empty()) {
+      rejections.push_back(fmt::format(" {}: last rejected: {}", name, last));
+    }
   }
   if (table.size() == 1) {
     page.fixed.push_back(Line{" no guest in this process: `hotscope vm run` and GuestTrace add one "
@@ -30,13 +41,13 @@ Page guests_page(const Model& model) {
                               Style::Dim});
     return page;
   }
-  page.fixed.push_back(Line{" batches, nesting repairs and diagnostics are not reported by the "
-                            "agent: they go to the runner's stderr",
-                            Style::Dim});
   const std::vector<std::string> lines = align(table, 0, Glyphs{});
   page.fixed.push_back(Line{lines[0], Style::Heading});
   for (std::size_t i = 1; i < lines.size(); ++i) {
     page.rows.push_back(Line{lines[i]});
+  }
+  for (const std::string& rejection : rejections) {
+    page.rows.push_back(Line{rejection, Style::Alert});
   }
   return page;
 }

@@ -118,9 +118,12 @@ int run_live(Screen& screen, Source& source, const Options& options) {
   const auto interval = std::chrono::duration_cast<Clock::duration>(
       std::chrono::duration<double>(options.interval_seconds));
   // The first answer before drawing: an agent error ends the console with its exit code.
+  Clock::time_point refresh_started = Clock::now();
+  bool refreshing = true; // until the frame after a fetch is drawn
+  Clock::duration refresh_took{};
   source.fetch(model, ui.view, fetch_options(options));
   Clock::time_point next = Clock::now() + interval;
-  const std::vector<std::string> help = help_lines();
+  std::vector<std::string> help;
   for (;;) {
     if (!ui.paused && Clock::now() >= next) {
       next = Clock::now() + interval;
@@ -131,6 +134,8 @@ int run_live(Screen& screen, Source& source, const Options& options) {
             model.clear();
             ui.message = fmt::format("now watching {}", source.label());
           }
+          refresh_started = Clock::now();
+          refreshing = true;
           source.fetch(model, ui.view, fetch_options(options));
         }
       } catch (const Failure& failure) {
@@ -139,8 +144,20 @@ int run_live(Screen& screen, Source& source, const Options& options) {
     }
     const Page page =
         build_page(model, ui.view, screen.glyphs(), static_cast<std::size_t>(screen.width()));
+    // The help also says how long the last refresh took (asked, parsed, drawn).
+    if (ui.help) {
+      help = help_lines();
+      help.insert(
+          help.begin() + 1,
+          fmt::format("   (the last refresh took {} ms: asked, parsed and drawn)",
+                      std::chrono::duration_cast<std::chrono::milliseconds>(refresh_took).count()));
+    }
     screen.draw(Frame{title(source, model, ui, options), ui.view.tab, &page,
                       ui.help ? &help : nullptr, status(source, ui), !source.gone().empty()});
+    if (refreshing) { // shown from the next frame on
+      refresh_took = Clock::now() - refresh_started;
+      refreshing = false;
+    }
     // A refresh that took longer than the interval leaves no time to wait: poll the keys, then
     // refresh again (a negative timeout would wait for a key forever).
     const auto wait = ui.paused ? interval : std::max(next - Clock::now(), Clock::duration::zero());
