@@ -48,6 +48,24 @@ const Json& function_field(const Json& functions, std::size_t i, const char* key
   return found->is_array() && i < found->size() ? (*found)[i] : absent;
 }
 
+// The statistics' integer keys that a row keeps as they are.
+constexpr std::pair<const char*, std::uint64_t FunctionRow::*> kCountFields[] = {
+    {"calls", &FunctionRow::calls},
+    {"min_ns", &FunctionRow::min_ns},
+    {"p50_ns", &FunctionRow::p50_ns},
+    {"p90_ns", &FunctionRow::p90_ns},
+    {"p95_ns", &FunctionRow::p95_ns},
+    {"p99_ns", &FunctionRow::p99_ns},
+    {"p999_ns", &FunctionRow::p999_ns},
+    {"max_ns", &FunctionRow::max_ns},
+    {"self_ns", &FunctionRow::self_ns},
+    {"total_ns", &FunctionRow::total_ns},
+    {"alloc_bytes_self", &FunctionRow::alloc_bytes_self},
+    {"alloc_blocks_self", &FunctionRow::alloc_blocks_self},
+    {"alloc_bytes_total", &FunctionRow::alloc_bytes_total},
+    {"alloc_blocks_total", &FunctionRow::alloc_blocks_total},
+};
+
 std::size_t function_count(const Json& functions) {
   if (functions.is_array()) {
     return functions.size();
@@ -117,22 +135,11 @@ void Model::update_stats(Json stats) {
     if (const int seen = occurrences[row.key]++; seen > 0) {
       row.key += fmt::format("#{}", seen);
     }
-    row.calls = number("calls");
+    for (const auto& [key, member] : kCountFields) {
+      row.*member = number(key);
+    }
     const Json& mean = function_field(functions, i, "mean_ns");
     row.mean_ns = mean.is_number() ? mean.get<double>() : 0.0;
-    row.min_ns = number("min_ns");
-    row.p50_ns = number("p50_ns");
-    row.p90_ns = number("p90_ns");
-    row.p95_ns = number("p95_ns");
-    row.p99_ns = number("p99_ns");
-    row.p999_ns = number("p999_ns");
-    row.max_ns = number("max_ns");
-    row.self_ns = number("self_ns");
-    row.total_ns = number("total_ns");
-    row.alloc_bytes_self = number("alloc_bytes_self");
-    row.alloc_blocks_self = number("alloc_blocks_self");
-    row.alloc_bytes_total = number("alloc_bytes_total");
-    row.alloc_blocks_total = number("alloc_blocks_total");
     Counts before;
     if (continues) {
       if (const auto found = previous_functions_.find(row.key);
