@@ -1,6 +1,7 @@
 // Tasks through the Aggregator, fed hand-made records with chosen timestamps: exact counts,
 // running and waiting time of a task resumed on two threads, tasks destroyed unfinished, the
 // bound on the tasks followed, and their slices in the trace.
+#include "support/manual_time.hpp"
 #include "support/named.hpp"
 #include "trace/trace.hpp"
 
@@ -12,6 +13,7 @@
 namespace {
 
 using namespace hotscope;
+using test_support::manual_time_at;
 using test_support::named;
 using trace::Aggregator;
 
@@ -28,14 +30,6 @@ trace::Resolver resolver() {
             return trace::LocationText{"scope", "task.cpp", 3, 0};
           },
           [](std::uint64_t) { return std::string(); }};
-}
-
-trace::TimeBase at(std::uint64_t now) {
-  trace::TimeBase time;
-  time.clock.source = "manual";
-  time.clock.ticks_per_second = 1e9; // one tick per ns
-  time.now_ticks = now;
-  return time;
 }
 
 hotscope_record task(std::uint32_t kind, std::uint64_t ticks, std::uint64_t id,
@@ -62,7 +56,7 @@ TEST(Tasks, RunningWaitingAndLifetimeAreExactAcrossThreads) {
   feed_task_on_two_threads(aggregator, a, b);
   aggregator.finish_pass();
   aggregator.finish_pass();
-  const TaskStats t = named(aggregator.snapshot(at(1000)).tasks, "fetch");
+  const TaskStats t = named(aggregator.snapshot(manual_time_at(1000)).tasks, "fetch");
   EXPECT_EQ(t.kind, "coroutine");
   EXPECT_EQ(t.created, 1u);
   EXPECT_EQ(t.completed, 1u);
@@ -85,7 +79,7 @@ TEST(Tasks, AnEndedTaskCountsBeforeItsLastPassEnds) {
   const auto a = aggregator.add_thread(1, "a");
   const auto b = aggregator.add_thread(2, "b");
   feed_task_on_two_threads(aggregator, a, b);
-  const TaskStats t = named(aggregator.snapshot(at(1000)).tasks, "fetch");
+  const TaskStats t = named(aggregator.snapshot(manual_time_at(1000)).tasks, "fetch");
   EXPECT_EQ(t.lifetime.total_ns, 620u);
   EXPECT_EQ(t.waiting.total_ns, 470u);
 }
@@ -102,7 +96,7 @@ TEST(Tasks, SlicesThatArriveAfterTheEndStillCount) {
                                     task(HOTSCOPE_RECORD_TASK_SUSPEND, 300, 9)});
   aggregator.finish_pass();
   aggregator.finish_pass();
-  const TaskStats t = named(aggregator.snapshot(at(1000)).tasks, "fetch");
+  const TaskStats t = named(aggregator.snapshot(manual_time_at(1000)).tasks, "fetch");
   EXPECT_EQ(t.running.total_ns, 300u);
   EXPECT_EQ(t.lifetime.total_ns, 600u);
   EXPECT_EQ(t.waiting.total_ns, 300u);
@@ -119,7 +113,7 @@ TEST(Tasks, ATaskDestroyedWhileSuspendedIsCountedUnfinished) {
              task(HOTSCOPE_RECORD_TASK_DESTROY, 100, 1)});
   aggregator.finish_pass();
   aggregator.finish_pass();
-  const TaskStats t = named(aggregator.snapshot(at(1000)).tasks, "fetch");
+  const TaskStats t = named(aggregator.snapshot(manual_time_at(1000)).tasks, "fetch");
   EXPECT_EQ(t.created, 2u);
   EXPECT_EQ(t.completed, 0u);
   EXPECT_EQ(t.destroyed_unfinished, 1u);
@@ -135,7 +129,7 @@ TEST(Tasks, AsioOperationsAreTasksOfTheirOwnKind) {
   aggregator.consume(a, std::vector{task(HOTSCOPE_RECORD_TASK_CREATE, 0, 5, 2),
                                     task(HOTSCOPE_RECORD_TASK_RESUME, 1000, 5, 2),
                                     task(HOTSCOPE_RECORD_TASK_COMPLETE, 1030, 5, 2)});
-  const Snapshot s = aggregator.snapshot(at(2000));
+  const Snapshot s = aggregator.snapshot(manual_time_at(2000));
   const TaskStats t = named(s.tasks, "timer.async_wait");
   EXPECT_EQ(t.kind, "asio");
   EXPECT_EQ(t.waiting.max_ns, 1000u); // the operation's latency
@@ -154,7 +148,7 @@ TEST(Tasks, SlicesAreTraceEventsNestedInTheirThreadsScopes) {
              task(HOTSCOPE_RECORD_TASK_RESUME, 10, 4), task(HOTSCOPE_RECORD_TASK_SUSPEND, 20, 4),
              task(HOTSCOPE_RECORD_TASK_RESUME, 30, 4), task(HOTSCOPE_RECORD_TASK_COMPLETE, 40, 4),
              task(HOTSCOPE_RECORD_END, 50, 0, 3)});
-  const Snapshot s = aggregator.snapshot(at(100));
+  const Snapshot s = aggregator.snapshot(manual_time_at(100));
   std::vector<EventKind> kinds;
   for (const TraceEvent& event : s.trace) {
     kinds.push_back(event.kind);
@@ -225,9 +219,10 @@ TEST(Tasks, TenThousandShortLivedTasksLeaveNothingFollowed) {
     aggregator.finish_pass();
   };
   run(1, 100);
-  const std::uint64_t after_hundred = aggregator.snapshot(at(1), false).memory.statistics;
+  const std::uint64_t after_hundred =
+      aggregator.snapshot(manual_time_at(1), false).memory.statistics;
   run(101, 10'000);
-  const Snapshot s = aggregator.snapshot(at(2'000'000), false);
+  const Snapshot s = aggregator.snapshot(manual_time_at(2'000'000), false);
   const TaskStats t = named(s.tasks, "fetch");
   EXPECT_EQ(t.created, 10'100u);
   EXPECT_EQ(t.completed, 10'100u);
