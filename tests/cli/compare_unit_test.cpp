@@ -159,7 +159,7 @@ TEST(CompareUnit, TimingRowsBySignificanceAndImpact) {
 
   const std::string text = diff::as_text(comparison);
   EXPECT_NE(text.find("! slow (w.cpp:10)"), std::string::npos) << text;
-  EXPECT_NE(text.find("(+0.3%)"), std::string::npos) << text;
+  EXPECT_NE(text.find("(+0.30%)"), std::string::npos) << text;
   EXPECT_NE(text.find("only in new"), std::string::npos) << text;
   const Json json = diff::as_json(comparison);
   EXPECT_EQ(json.at("rows").at(0).at("columns").at("mean").at("percent"), 100.0);

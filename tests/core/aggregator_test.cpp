@@ -1,5 +1,6 @@
 // The Aggregator fed with hand-made records: every timestamp is chosen, so self and inclusive
 // times are exact.
+#include "support/manual_time.hpp"
 #include "trace/trace.hpp"
 
 #include <gtest/gtest.h>
@@ -21,6 +22,7 @@ static void PrintTo(const AllocationCounts& counts, std::ostream* out) {
 namespace {
 
 using namespace hotscope;
+using test_support::manual_time_at;
 using trace::Aggregator;
 
 // Locations are identified by small integers; the resolver names them "f<ref>".
@@ -29,14 +31,6 @@ trace::Resolver numbered_resolver() {
             return trace::LocationText{"f" + std::to_string(ref), "x.cpp", 1};
           },
           [](std::uint64_t ref) { return "text" + std::to_string(ref); }};
-}
-
-trace::TimeBase time_base(std::uint64_t now) {
-  trace::TimeBase time;
-  time.clock.source = "manual";
-  time.clock.ticks_per_second = 1e9; // one tick per ns
-  time.now_ticks = now;
-  return time;
 }
 
 hotscope_record rec(std::uint32_t kind, std::uint64_t ticks, std::uint64_t ref,
@@ -78,7 +72,7 @@ TEST(Aggregator, NestedScopesGiveExactSelfAndInclusiveTimes) {
                                                 begin(150, 2), begin(160, 3), end(170, 3),
                                                 end(200, 2),   end(200, 1)};
   aggregator.consume(t, records);
-  const Snapshot s = aggregator.snapshot(time_base(1000));
+  const Snapshot s = aggregator.snapshot(manual_time_at(1000));
   const auto& f1 = find(s.functions, "f1").stats;
   const auto& f2 = find(s.functions, "f2").stats;
   const auto& f3 = find(s.functions, "f3").stats;
@@ -110,7 +104,7 @@ TEST(Aggregator, DurationBucketsCountCallsAtMostEachFixedBound) {
   const auto t = aggregator.add_thread(42, "main");
   aggregator.consume(t, std::vector{begin(0, 1), end(180, 1), begin(1000, 1), end(1480, 1),
                                     begin(2000, 1), end(8000, 1)});
-  trace::TimeBase time = time_base(10'000);
+  trace::TimeBase time = manual_time_at(10'000);
   time.clock.ticks_per_second = 2e9;
   const DurationStats f1 = find(aggregator.snapshot(time).functions, "f1").stats;
   ASSERT_EQ(f1.at_most_bucket.size(), kDurationBucketsNs.size());
@@ -127,7 +121,7 @@ TEST(Aggregator, SameFunctionOnTwoThreadsIsSummedAndKeptPerThread) {
   const auto b = aggregator.add_thread(2, "b");
   aggregator.consume(a, std::vector{begin(10, 7), end(20, 7)});
   aggregator.consume(b, std::vector{begin(10, 7), end(40, 7)});
-  const Snapshot s = aggregator.snapshot(time_base(100));
+  const Snapshot s = aggregator.snapshot(manual_time_at(100));
   EXPECT_EQ(find(s.functions, "f7").stats.calls, 2u);
   EXPECT_EQ(find(s.functions, "f7").stats.total_ns, 40u);
   EXPECT_EQ(find(s.threads[0].functions, "f7").stats.total_ns, 10u);
@@ -145,7 +139,7 @@ TEST(Aggregator, MessagesCountersAndThreadNames) {
   records.push_back(rec(HOTSCOPE_RECORD_COUNTER, 4, 11, static_cast<std::uint64_t>(-5)));
   records.push_back(rec(HOTSCOPE_RECORD_COUNTER, 5, 11, 8));
   aggregator.consume(t, records);
-  const Snapshot s = aggregator.snapshot(time_base(10));
+  const Snapshot s = aggregator.snapshot(manual_time_at(10));
   EXPECT_EQ(s.threads[0].name, "worker-3");
   ASSERT_EQ(s.trace.size(), 4u);
   EXPECT_EQ(s.names[s.trace[0].name], "text9");
@@ -166,7 +160,7 @@ TEST(Aggregator, OpenScopesOfEachThreadWithWhenTheyOpenedAndForHowLong) {
   const auto b = aggregator.add_thread(43, "b");
   aggregator.consume(a, std::vector{begin(100, 1), begin(200, 2), begin(300, 3), end(350, 3)});
   aggregator.consume(b, std::vector{begin(10, 4), end(20, 4)});
-  trace::TimeBase time = time_base(1000);
+  trace::TimeBase time = manual_time_at(1000);
   time.start_ticks = 150; // f1 opened before the window: opened_ns 0, open_ns in full
   const Snapshot s = aggregator.snapshot(time);
   ASSERT_EQ(s.threads.size(), 2u);
@@ -195,7 +189,7 @@ TEST(Aggregator, BoundedWindowKeepsEachThreadBalanced) {
   }
   records.push_back(end(200, 2)); // f1 stays open
   aggregator.consume(t, records);
-  const Snapshot s = aggregator.snapshot(time_base(300));
+  const Snapshot s = aggregator.snapshot(manual_time_at(300));
   EXPECT_GT(s.trace_evicted, 0u);
   EXPECT_EQ(s.trace_open_scopes, 1u);
   std::vector<std::uint32_t> stack;
@@ -226,7 +220,7 @@ TEST(Aggregator, WindowStartIsItsEarliestEventNotItsFirst) {
   aggregator.consume(b, std::vector{begin(10, 2)});
   aggregator.consume(a, std::vector{end(110, 1)});
   aggregator.consume(b, std::vector{begin(20, 3), end(30, 3), end(40, 2)});
-  const Snapshot s = aggregator.snapshot(time_base(200));
+  const Snapshot s = aggregator.snapshot(manual_time_at(200));
   ASSERT_GT(s.trace_evicted, 0u);
   EXPECT_EQ(s.trace_start_ns, 20u);
   std::map<std::uint32_t, std::vector<std::uint32_t>> open;
@@ -248,7 +242,7 @@ TEST(Aggregator, StatisticsOnlySnapshotsSkipTheTrace) {
   Aggregator aggregator(1 << 20, numbered_resolver());
   const auto t = aggregator.add_thread(1, "t");
   aggregator.consume(t, std::vector{begin(0, 1), begin(5, 2), end(10, 2)});
-  const Snapshot s = aggregator.snapshot(time_base(20), false);
+  const Snapshot s = aggregator.snapshot(manual_time_at(20), false);
   EXPECT_TRUE(s.trace.empty());
   EXPECT_EQ(s.trace_window_events, 3u);
   EXPECT_EQ(s.trace_open_scopes, 1u);
@@ -263,7 +257,7 @@ TEST(Aggregator, ThreadChurnIsFoldedToBoundMemory) {
     aggregator.consume(t, std::vector{begin(i, 1), end(i + 3, 1)});
     aggregator.mark_exited(t);
   }
-  const Snapshot s = aggregator.snapshot(time_base(10'000));
+  const Snapshot s = aggregator.snapshot(manual_time_at(10'000));
   EXPECT_EQ(s.threads_folded, 100u);
   EXPECT_EQ(s.threads.size(), Aggregator::kExitedThreadsKept + 1);
   EXPECT_EQ(find(s.functions, "f1").stats.calls, threads);
@@ -279,7 +273,7 @@ TEST(Aggregator, ResetStartsANewWindowButOpenScopesStayOpen) {
   aggregator.reset();
   aggregator.consume(t, std::vector{end(50, 1)});
   aggregator.set_dropped(t, 6);
-  const Snapshot s = aggregator.snapshot(time_base(60));
+  const Snapshot s = aggregator.snapshot(manual_time_at(60));
   ASSERT_EQ(s.functions.size(), 1u);
   EXPECT_EQ(s.functions[0].name, "f1");
   EXPECT_EQ(s.functions[0].stats.total_ns, 50u);
@@ -315,7 +309,7 @@ TEST(Aggregator, AllocationsGoToTheInnermostScopeAndItsCallers) {
                                                 alloc(20),  alloc(30),   end(20, 2), begin(30, 3),
                                                 alloc(5),   end(40, 3),  alloc(1),   end(50, 1)};
   aggregator.consume(t, records);
-  const Snapshot s = aggregator.snapshot(time_base(100));
+  const Snapshot s = aggregator.snapshot(manual_time_at(100));
   EXPECT_EQ(find(s.functions, "f1").allocated_self, counts(11, 2));
   EXPECT_EQ(find(s.functions, "f1").allocated_total, counts(66, 5));
   EXPECT_EQ(find(s.functions, "f2").allocated_self, counts(50, 2));
@@ -347,19 +341,19 @@ TEST(Aggregator, ARecursiveFunctionCountsEachAllocationOnceInclusively) {
     expect_allocations_add_up(s.allocations, functions);
   };
   // While every call is open, the snapshot counts what they allocated so far.
-  Snapshot s = aggregator.snapshot(time_base(10));
+  Snapshot s = aggregator.snapshot(manual_time_at(10));
   EXPECT_EQ(find(s.functions, "f1").allocated_total, counts(8, 1));
   EXPECT_EQ(find(s.functions, "f2").allocated_total, counts(8, 1));
   EXPECT_EQ(find(s.functions, "f1").stats.calls, 0u);
   aggregator.consume(t, std::vector{end(3, 1), alloc(4)});
-  s = aggregator.snapshot(time_base(10));
+  s = aggregator.snapshot(manual_time_at(10));
   EXPECT_EQ(find(s.functions, "f1").allocated_total, counts(12, 2)); // not 20: 8 counted once
   EXPECT_EQ(find(s.functions, "f2").allocated_total, counts(12, 2));
   aggregator.consume(t, std::vector{end(4, 2), alloc(2)});
-  s = aggregator.snapshot(time_base(10));
+  s = aggregator.snapshot(manual_time_at(10));
   check(s, s.functions); // the outer f1 is still open
   aggregator.consume(t, std::vector{end(5, 1)});
-  s = aggregator.snapshot(time_base(10));
+  s = aggregator.snapshot(manual_time_at(10));
   check(s, s.functions);
   check(s, s.threads[0].functions);
   EXPECT_EQ(find(s.functions, "f1").stats.calls, 2u);
@@ -369,7 +363,7 @@ TEST(Aggregator, AScopeStillOpenShowsItsAllocationsWithoutTimings) {
   Aggregator aggregator(1 << 20, numbered_resolver());
   const auto t = aggregator.add_thread(1, "t");
   aggregator.consume(t, std::vector{begin(0, 1), alloc(7), alloc(0)});
-  const Snapshot s = aggregator.snapshot(time_base(10), false);
+  const Snapshot s = aggregator.snapshot(manual_time_at(10), false);
   ASSERT_EQ(s.functions.size(), 1u);
   const FunctionStats& f1 = s.functions[0];
   EXPECT_EQ(f1.allocated_self, counts(7, 2)); // malloc(0) is a block too
@@ -389,7 +383,7 @@ TEST(Aggregator, AllocationsAreKeptPerThreadAndSummed) {
   const auto b = aggregator.add_thread(2, "b");
   aggregator.consume(a, std::vector{begin(0, 7), alloc(3), end(1, 7)});
   aggregator.consume(b, std::vector{alloc(1), begin(0, 7), alloc(5), alloc(5)});
-  const Snapshot s = aggregator.snapshot(time_base(10));
+  const Snapshot s = aggregator.snapshot(manual_time_at(10));
   EXPECT_EQ(find(s.functions, "f7").allocated_self, counts(13, 3));
   EXPECT_EQ(find(s.threads[0].functions, "f7").allocated_self, counts(3, 1));
   EXPECT_EQ(find(s.threads[1].functions, "f7").allocated_total, counts(10, 2));
@@ -407,7 +401,7 @@ TEST(Aggregator, ResetRestartsAllocationsEvenOfOpenScopes) {
   aggregator.consume(t, std::vector{alloc(1), begin(0, 1), begin(1, 2), alloc(10)});
   aggregator.reset();
   aggregator.consume(t, std::vector{alloc(5), end(2, 2), alloc(6), end(3, 1), alloc(2)});
-  const Snapshot s = aggregator.snapshot(time_base(10));
+  const Snapshot s = aggregator.snapshot(manual_time_at(10));
   EXPECT_EQ(find(s.functions, "f2").allocated_self, counts(5, 1));
   EXPECT_EQ(find(s.functions, "f1").allocated_self, counts(6, 1));
   EXPECT_EQ(find(s.functions, "f1").allocated_total, counts(11, 2));
@@ -426,7 +420,7 @@ TEST(Aggregator, FoldedThreadsKeepTheirAllocations) {
         t, std::vector{alloc(2), begin(i, 1), alloc(3), end(i + 1, 1), begin(i + 2, 2), alloc(4)});
     aggregator.mark_exited(t);
   }
-  const Snapshot s = aggregator.snapshot(time_base(10'000));
+  const Snapshot s = aggregator.snapshot(manual_time_at(10'000));
   ASSERT_EQ(s.threads_folded, 100u);
   EXPECT_EQ(find(s.functions, "f1").allocated_self, counts(3 * threads, threads));
   EXPECT_EQ(find(s.functions, "f2").allocated_self, counts(4 * threads, threads));
@@ -450,15 +444,15 @@ TEST(Aggregator, ACapturedSnapshotIsCompletedWhileRecordsArriveAndEvictItsWindow
   std::vector<hotscope_record> records = {begin(0, 1), begin(10, 2), end(20, 2)};
   append_inline(records, HOTSCOPE_RECORD_MESSAGE_INLINE, 25, std::string(100, 'm'));
   aggregator.consume(t, records);
-  const Snapshot expected = aggregator.snapshot(time_base(30));
-  trace::CapturedSnapshot captured = aggregator.capture(time_base(30));
+  const Snapshot expected = aggregator.snapshot(manual_time_at(30));
+  trace::CapturedSnapshot captured = aggregator.capture(manual_time_at(30));
 
   for (std::uint64_t i = 0; i < 100; ++i) {
     std::vector<hotscope_record> later = {begin(100 + 10 * i, 3), end(105 + 10 * i, 3)};
     append_inline(later, HOTSCOPE_RECORD_MESSAGE_INLINE, 106 + 10 * i, std::string(90, 'x'));
     aggregator.consume(t, later);
   }
-  ASSERT_GT(aggregator.snapshot(time_base(2000), false).trace_evicted, 4u);
+  ASSERT_GT(aggregator.snapshot(manual_time_at(2000), false).trace_evicted, 4u);
 
   const Snapshot completed = trace::complete(std::move(captured));
   EXPECT_EQ(completed.names, expected.names);
@@ -477,7 +471,7 @@ TEST(Aggregator, ItsMemoryIsReportedAndTheWindowStaysWithinItsLimit) {
   constexpr std::size_t kLimit = 64 << 10;
   Aggregator aggregator(kLimit, numbered_resolver());
   const auto t = aggregator.add_thread(1, "t");
-  const Snapshot empty = aggregator.snapshot(time_base(0), false);
+  const Snapshot empty = aggregator.snapshot(manual_time_at(0), false);
   EXPECT_EQ(empty.memory.trace_window, 0u);
   for (std::uint64_t i = 0; i < 20'000; ++i) {
     std::vector<hotscope_record> records = {begin(10 * i, 1 + i % 50), end(10 * i + 5, 1 + i % 50)};
@@ -486,7 +480,7 @@ TEST(Aggregator, ItsMemoryIsReportedAndTheWindowStaysWithinItsLimit) {
     }
     aggregator.consume(t, records);
   }
-  const Snapshot s = aggregator.snapshot(time_base(300'000), false);
+  const Snapshot s = aggregator.snapshot(manual_time_at(300'000), false);
   EXPECT_GT(s.trace_evicted, 0u);
   EXPECT_GT(s.memory.trace_window, kLimit / 2);
   EXPECT_LE(s.memory.trace_window, kLimit);

@@ -1,6 +1,7 @@
 // Boost.Asio with hotscope's handler tracking hook and no other change to the program: timers, a
 // TCP echo over loopback and co_spawn coroutines, then the tasks the collector reports per kind
 // of operation. Built with the CMake target hotscope::asio (BOOST_ASIO_CUSTOM_HANDLER_TRACKING).
+#include "support/named.hpp"
 #include "trace/trace.hpp"
 
 #include <boost/asio.hpp>
@@ -12,7 +13,6 @@
 
 #include <array>
 #include <chrono>
-#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -24,19 +24,7 @@ using asio::ip::tcp;
 using namespace std::chrono_literals;
 using hotscope::Snapshot;
 using hotscope::TaskStats;
-
-const TaskStats& task_named(const Snapshot& snapshot, const std::string& name) {
-  for (const TaskStats& task : snapshot.tasks) {
-    if (task.name == name) {
-      return task;
-    }
-  }
-  std::string names;
-  for (const TaskStats& task : snapshot.tasks) {
-    names += " " + task.name;
-  }
-  throw std::runtime_error("no task " + name + " among:" + names);
-}
+using hotscope::test_support::named;
 
 Snapshot final_snapshot() {
   hotscope::trace::collect_now(); // the pass after the last ends: lifetimes are final
@@ -58,7 +46,7 @@ TEST(AsioTracking, TimersReportTheirLatencyAndHandlers) {
   }
   context.run();
   ASSERT_EQ(fired, 5);
-  const TaskStats& waits = task_named(final_snapshot(), "deadline_timer.async_wait");
+  const TaskStats& waits = named(final_snapshot().tasks, "deadline_timer.async_wait");
   EXPECT_EQ(waits.kind, "asio");
   EXPECT_EQ(waits.created, 5u);
   EXPECT_EQ(waits.completed, 5u);
@@ -77,7 +65,7 @@ TEST(AsioTracking, AHandlerNeverRunIsDestroyedUnfinished) {
     timer.async_wait([](const boost::system::error_code&) { ADD_FAILURE() << "never runs"; });
     context.poll(); // the wait is pending; the context is destroyed with it
   }
-  const TaskStats& waits = task_named(final_snapshot(), "deadline_timer.async_wait");
+  const TaskStats& waits = named(final_snapshot().tasks, "deadline_timer.async_wait");
   EXPECT_EQ(waits.created, 1u);
   EXPECT_EQ(waits.completed, 0u);
   EXPECT_EQ(waits.destroyed_unfinished, 1u);
@@ -129,20 +117,20 @@ TEST(AsioTracking, ATcpEchoBetweenCoSpawnedCoroutines) {
   ASSERT_EQ(echoed, kRoundTrips);
 
   const Snapshot s = final_snapshot();
-  const TaskStats& accept = task_named(s, "socket.async_accept");
+  const TaskStats& accept = named(s.tasks, "socket.async_accept");
   EXPECT_EQ(accept.completed, 1u);
-  const TaskStats& connect = task_named(s, "socket.async_connect");
+  const TaskStats& connect = named(s.tasks, "socket.async_connect");
   EXPECT_EQ(connect.completed, 1u);
   // Each round trip: the client's write and read and the server's read and write, at least; a
   // read that finds its bytes at once completes without waiting in the reactor but still runs
   // its handler through the hook.
-  const TaskStats& sends = task_named(s, "socket.async_send");
-  const TaskStats& receives = task_named(s, "socket.async_receive");
+  const TaskStats& sends = named(s.tasks, "socket.async_send");
+  const TaskStats& receives = named(s.tasks, "socket.async_receive");
   EXPECT_GE(sends.completed, 2u * kRoundTrips);
   EXPECT_GE(receives.completed, 2u * kRoundTrips);
   EXPECT_EQ(sends.alive, 0u);
   EXPECT_EQ(receives.alive, 0u);
-  const TaskStats& pauses = task_named(s, "deadline_timer.async_wait");
+  const TaskStats& pauses = named(s.tasks, "deadline_timer.async_wait");
   EXPECT_EQ(pauses.completed, static_cast<std::uint64_t>(kRoundTrips));
   EXPECT_GE(pauses.waiting.min_ns, 900'000u);
   // The coroutines resume inside these handlers: each operation's handler is a slice on the

@@ -1,5 +1,7 @@
 // Queues through the Aggregator, fed hand-made records with chosen timestamps: exact counts,
 // waits, depths, and what happens to ids popped twice, never pushed, or never popped.
+#include "support/manual_time.hpp"
+#include "support/named.hpp"
 #include "trace/trace.hpp"
 
 #include <gtest/gtest.h>
@@ -11,6 +13,8 @@
 namespace {
 
 using namespace hotscope;
+using test_support::manual_time_at;
+using test_support::named;
 using trace::Aggregator;
 
 // Refs 1..9 are queue locations named "q<ref % 3>", so refs 1 and 4 both name queue "q1"; ref 10
@@ -23,14 +27,6 @@ trace::Resolver resolver() {
           [](std::uint64_t) { return std::string(); }};
 }
 
-trace::TimeBase at(std::uint64_t now) {
-  trace::TimeBase time;
-  time.clock.source = "manual";
-  time.clock.ticks_per_second = 1e9; // one tick per ns
-  time.now_ticks = now;
-  return time;
-}
-
 hotscope_record push(std::uint64_t ticks, std::uint64_t ref, std::uint64_t id) {
   return {ticks, ref, id, HOTSCOPE_RECORD_QUEUE_PUSH, 0};
 }
@@ -41,16 +37,6 @@ hotscope_record capacity(std::uint64_t ticks, std::uint64_t ref, std::uint64_t n
   return {ticks, ref, n, HOTSCOPE_RECORD_QUEUE_CAPACITY, 0};
 }
 
-// A copy: the snapshot is often a temporary.
-QueueStats queue_named(const Snapshot& snapshot, const std::string& name) {
-  for (const QueueStats& queue : snapshot.queues) {
-    if (queue.name == name) {
-      return queue;
-    }
-  }
-  throw std::runtime_error("no queue " + name);
-}
-
 TEST(Queues, CountsWaitsAndDepthAreExact) {
   Aggregator aggregator(1 << 20, resolver());
   const auto producer = aggregator.add_thread(1, "producer");
@@ -59,7 +45,7 @@ TEST(Queues, CountsWaitsAndDepthAreExact) {
   aggregator.consume(
       producer, std::vector{capacity(0, 1, 8), push(100, 1, 7), push(200, 4, 8), push(300, 1, 9)});
   aggregator.consume(consumer, std::vector{pop(400, 2 * 3 + 1, 7), pop(250, 2 * 3 + 1, 8)});
-  const Snapshot s = aggregator.snapshot(at(1000));
+  const Snapshot s = aggregator.snapshot(manual_time_at(1000));
   ASSERT_EQ(s.queues.size(), 1u);
   const QueueStats& q = s.queues[0];
   EXPECT_EQ(q.name, "q1");
@@ -87,7 +73,7 @@ TEST(Queues, PushesAndPopsAreTraceEventsWithTheItemId) {
   Aggregator aggregator(1 << 20, resolver());
   const auto t = aggregator.add_thread(1, "main");
   aggregator.consume(t, std::vector{push(100, 1, 42), pop(200, 1, 42)});
-  const Snapshot s = aggregator.snapshot(at(1000));
+  const Snapshot s = aggregator.snapshot(manual_time_at(1000));
   ASSERT_EQ(s.trace.size(), 2u);
   EXPECT_EQ(s.trace[0].kind, EventKind::QueuePush);
   EXPECT_EQ(s.trace[0].ns, 100u);
@@ -109,7 +95,7 @@ TEST(Queues, APopDrainedBeforeItsPushStillFindsIt) {
   aggregator.finish_pass();
   aggregator.consume(producer, std::vector{push(800, 1, 2)});
   aggregator.finish_pass();
-  const QueueStats q = queue_named(aggregator.snapshot(at(1000)), "q1");
+  const QueueStats q = named(aggregator.snapshot(manual_time_at(1000)).queues, "q1");
   EXPECT_EQ(q.wait.calls, 2u);
   EXPECT_EQ(q.wait.total_ns, 500u);
   EXPECT_EQ(q.popped_never_pushed, 0u);
@@ -124,23 +110,23 @@ TEST(Queues, DoublePopsAndPopsNeverPushedAreCountedOnceAPassHasEnded) {
                                     pop(400, 1, 77), pop(450, 1, 77)});
   aggregator.finish_pass();
   // Still in the pass they arrived in: their push may be on its way.
-  EXPECT_EQ(queue_named(aggregator.snapshot(at(1000)), "q1").popped_never_pushed, 1u);
+  EXPECT_EQ(named(aggregator.snapshot(manual_time_at(1000)).queues, "q1").popped_never_pushed, 1u);
   aggregator.finish_pass();
-  const QueueStats q = queue_named(aggregator.snapshot(at(1000)), "q1");
+  const QueueStats q = named(aggregator.snapshot(manual_time_at(1000)).queues, "q1");
   EXPECT_EQ(q.popped, 4u);
   EXPECT_EQ(q.popped_never_pushed, 3u); // the second pop of 1, and both pops of 77
   EXPECT_EQ(q.wait.calls, 1u);
   EXPECT_EQ(q.depth, 0u) << "never below zero";
   // A push arriving after that is an item of its own, waiting.
   aggregator.consume(t, std::vector{push(500, 1, 77)});
-  EXPECT_EQ(queue_named(aggregator.snapshot(at(1000)), "q1").pending, 1u);
+  EXPECT_EQ(named(aggregator.snapshot(manual_time_at(1000)).queues, "q1").pending, 1u);
 }
 
 TEST(Queues, AnIdPushedTwiceGivesUpItsFirstPush) {
   Aggregator aggregator(1 << 20, resolver());
   const auto t = aggregator.add_thread(1, "main");
   aggregator.consume(t, std::vector{push(100, 1, 5), push(300, 1, 5), pop(400, 1, 5)});
-  const QueueStats q = queue_named(aggregator.snapshot(at(1000)), "q1");
+  const QueueStats q = named(aggregator.snapshot(manual_time_at(1000)).queues, "q1");
   EXPECT_EQ(q.pending_given_up, 1u);
   EXPECT_EQ(q.wait.calls, 1u);
   EXPECT_EQ(q.wait.max_ns, 100u); // from the second push
@@ -160,7 +146,7 @@ TEST(Queues, AQueueThatNeverPopsKeepsTheNewestIdsUpToTheCap) {
   aggregator.consume(t, std::vector{pop(cap + 2000, 1, 3), pop(cap + 2001, 1, 1000)});
   aggregator.finish_pass();
   aggregator.finish_pass();
-  const QueueStats q = queue_named(aggregator.snapshot(at(cap + 3000)), "q1");
+  const QueueStats q = named(aggregator.snapshot(manual_time_at(cap + 3000)).queues, "q1");
   EXPECT_EQ(q.pushed, cap + 1000);
   EXPECT_EQ(q.pending_given_up, 1000u);
   EXPECT_EQ(q.pending, cap - 1);
@@ -177,7 +163,7 @@ TEST(Queues, ResetRestartsCountsButItemsStillWaitingStay) {
   aggregator.consume(t, std::vector{push(100, 1, 1), push(110, 1, 2), pop(120, 1, 1)});
   aggregator.reset();
   aggregator.consume(t, std::vector{pop(500, 1, 2)});
-  const QueueStats q = queue_named(aggregator.snapshot(at(1000)), "q1");
+  const QueueStats q = named(aggregator.snapshot(manual_time_at(1000)).queues, "q1");
   EXPECT_EQ(q.pushed, 0u);
   EXPECT_EQ(q.popped, 1u);
   EXPECT_EQ(q.wait.calls, 1u);
@@ -190,7 +176,7 @@ TEST(Queues, EachNameIsOneQueueSortedByName) {
   Aggregator aggregator(1 << 20, resolver());
   const auto t = aggregator.add_thread(1, "main");
   aggregator.consume(t, std::vector{push(1, 2, 1), push(2, 1, 1), push(3, 3, 1), push(4, 5, 2)});
-  const Snapshot s = aggregator.snapshot(at(1000));
+  const Snapshot s = aggregator.snapshot(manual_time_at(1000));
   ASSERT_EQ(s.queues.size(), 3u);
   EXPECT_EQ(s.queues[0].name, "q0");
   EXPECT_EQ(s.queues[1].name, "q1");

@@ -5,6 +5,9 @@
 #include "export/export.hpp"
 #include "trace/trace.hpp"
 
+#include "support/coroutine_task.hpp"
+#include "support/named.hpp"
+
 #include <hotscope/task.hpp>
 
 #include <gtest/gtest.h>
@@ -14,11 +17,9 @@
 #include <condition_variable>
 #include <coroutine>
 #include <deque>
-#include <exception>
 #include <map>
 #include <mutex>
 #include <sstream>
-#include <stdexcept>
 #include <sys/syscall.h>
 #include <thread>
 #include <unistd.h>
@@ -28,26 +29,8 @@ namespace {
 
 using namespace hotscope;
 
-// The smallest coroutine type a user might own: started by resume(), destroyed with its object.
-struct Task {
-  struct promise_type : hotscope::TaskPromise {
-    Task get_return_object() {
-      return Task{std::coroutine_handle<promise_type>::from_promise(*this)};
-    }
-    std::suspend_always initial_suspend() noexcept { return {}; }
-    std::suspend_always final_suspend() noexcept { return {}; }
-    void return_void() {}
-    void unhandled_exception() { std::terminate(); }
-  };
-  explicit Task(std::coroutine_handle<promise_type> h) : handle(h) {}
-  Task(Task&& other) noexcept : handle(std::exchange(other.handle, {})) {}
-  ~Task() {
-    if (handle) {
-      handle.destroy();
-    }
-  }
-  std::coroutine_handle<promise_type> handle;
-};
+using Task = coroutine_support::CoroutineTask;
+using test_support::named;
 
 // A thread that resumes the coroutines handed to it, each after advancing the manual clock by
 // the wait it was handed with: the time the coroutine waited.
@@ -92,15 +75,6 @@ std::int64_t this_tid() {
   return static_cast<std::int64_t>(syscall(SYS_gettid));
 }
 
-const TaskStats& task_named(const Snapshot& snapshot, const std::string& name) {
-  for (const TaskStats& task : snapshot.tasks) {
-    if (task.name == name) {
-      return task;
-    }
-  }
-  throw std::runtime_error("no task " + name);
-}
-
 // Runs 30 ns on the thread that starts it, 40 on `other`, 50 back on `home`.
 Task two_threads(Executor& other, Executor& home) {
   HOTSCOPE_TASK("two_threads");
@@ -132,7 +106,7 @@ TEST(TaskRuntime, ACoroutineResumedOnTwoThreadsHasExactRunningAndWaitingTimes) {
 
   trace::collect_now(); // the pass after the task's end: its figures are final
   const Snapshot s = trace::snapshot();
-  const TaskStats& t = task_named(s, "two_threads");
+  const TaskStats& t = named(s.tasks, "two_threads");
   EXPECT_EQ(t.kind, "coroutine");
   EXPECT_EQ(t.created, 1u);
   EXPECT_EQ(t.completed, 1u);
@@ -239,7 +213,7 @@ TEST(TaskRuntime, TenThousandShortLivedTasksLeaveBoundedMemory) {
   run(10'000);
   const Snapshot s = trace::snapshot(trace::Contents::StatisticsOnly);
   ASSERT_EQ(s.records.dropped, 0u);
-  const TaskStats& t = task_named(s, "short_lived");
+  const TaskStats& t = named(s.tasks, "short_lived");
   EXPECT_EQ(t.created, 10'100u);
   EXPECT_EQ(t.completed, 10'100u);
   EXPECT_EQ(t.alive, 0u);

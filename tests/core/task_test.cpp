@@ -1,17 +1,20 @@
 // Tasks through the Aggregator, fed hand-made records with chosen timestamps: exact counts,
 // running and waiting time of a task resumed on two threads, tasks destroyed unfinished, the
 // bound on the tasks followed, and their slices in the trace.
+#include "support/manual_time.hpp"
+#include "support/named.hpp"
 #include "trace/trace.hpp"
 
 #include <gtest/gtest.h>
 
-#include <stdexcept>
 #include <string>
 #include <vector>
 
 namespace {
 
 using namespace hotscope;
+using test_support::manual_time_at;
+using test_support::named;
 using trace::Aggregator;
 
 // Ref 1 is the coroutine "fetch", ref 2 the Asio operation "timer.async_wait", ref 3 a scope.
@@ -29,26 +32,9 @@ trace::Resolver resolver() {
           [](std::uint64_t) { return std::string(); }};
 }
 
-trace::TimeBase at(std::uint64_t now) {
-  trace::TimeBase time;
-  time.clock.source = "manual";
-  time.clock.ticks_per_second = 1e9; // one tick per ns
-  time.now_ticks = now;
-  return time;
-}
-
 hotscope_record task(std::uint32_t kind, std::uint64_t ticks, std::uint64_t id,
                      std::uint64_t ref = 1) {
   return {ticks, ref, id, kind, 0};
-}
-
-TaskStats task_named(const Snapshot& snapshot, const std::string& name) {
-  for (const TaskStats& stats : snapshot.tasks) {
-    if (stats.name == name) {
-      return stats;
-    }
-  }
-  throw std::runtime_error("no task " + name);
 }
 
 // Created at 100 on thread A and first run there 100-150; run on B 400-480; back on A 700-720,
@@ -70,7 +56,7 @@ TEST(Tasks, RunningWaitingAndLifetimeAreExactAcrossThreads) {
   feed_task_on_two_threads(aggregator, a, b);
   aggregator.finish_pass();
   aggregator.finish_pass();
-  const TaskStats t = task_named(aggregator.snapshot(at(1000)), "fetch");
+  const TaskStats t = named(aggregator.snapshot(manual_time_at(1000)).tasks, "fetch");
   EXPECT_EQ(t.kind, "coroutine");
   EXPECT_EQ(t.created, 1u);
   EXPECT_EQ(t.completed, 1u);
@@ -93,7 +79,7 @@ TEST(Tasks, AnEndedTaskCountsBeforeItsLastPassEnds) {
   const auto a = aggregator.add_thread(1, "a");
   const auto b = aggregator.add_thread(2, "b");
   feed_task_on_two_threads(aggregator, a, b);
-  const TaskStats t = task_named(aggregator.snapshot(at(1000)), "fetch");
+  const TaskStats t = named(aggregator.snapshot(manual_time_at(1000)).tasks, "fetch");
   EXPECT_EQ(t.lifetime.total_ns, 620u);
   EXPECT_EQ(t.waiting.total_ns, 470u);
 }
@@ -110,7 +96,7 @@ TEST(Tasks, SlicesThatArriveAfterTheEndStillCount) {
                                     task(HOTSCOPE_RECORD_TASK_SUSPEND, 300, 9)});
   aggregator.finish_pass();
   aggregator.finish_pass();
-  const TaskStats t = task_named(aggregator.snapshot(at(1000)), "fetch");
+  const TaskStats t = named(aggregator.snapshot(manual_time_at(1000)).tasks, "fetch");
   EXPECT_EQ(t.running.total_ns, 300u);
   EXPECT_EQ(t.lifetime.total_ns, 600u);
   EXPECT_EQ(t.waiting.total_ns, 300u);
@@ -127,7 +113,7 @@ TEST(Tasks, ATaskDestroyedWhileSuspendedIsCountedUnfinished) {
              task(HOTSCOPE_RECORD_TASK_DESTROY, 100, 1)});
   aggregator.finish_pass();
   aggregator.finish_pass();
-  const TaskStats t = task_named(aggregator.snapshot(at(1000)), "fetch");
+  const TaskStats t = named(aggregator.snapshot(manual_time_at(1000)).tasks, "fetch");
   EXPECT_EQ(t.created, 2u);
   EXPECT_EQ(t.completed, 0u);
   EXPECT_EQ(t.destroyed_unfinished, 1u);
@@ -143,8 +129,8 @@ TEST(Tasks, AsioOperationsAreTasksOfTheirOwnKind) {
   aggregator.consume(a, std::vector{task(HOTSCOPE_RECORD_TASK_CREATE, 0, 5, 2),
                                     task(HOTSCOPE_RECORD_TASK_RESUME, 1000, 5, 2),
                                     task(HOTSCOPE_RECORD_TASK_COMPLETE, 1030, 5, 2)});
-  const Snapshot s = aggregator.snapshot(at(2000));
-  const TaskStats t = task_named(s, "timer.async_wait");
+  const Snapshot s = aggregator.snapshot(manual_time_at(2000));
+  const TaskStats t = named(s.tasks, "timer.async_wait");
   EXPECT_EQ(t.kind, "asio");
   EXPECT_EQ(t.waiting.max_ns, 1000u); // the operation's latency
   EXPECT_EQ(t.running.max_ns, 30u);   // its handler
@@ -162,7 +148,7 @@ TEST(Tasks, SlicesAreTraceEventsNestedInTheirThreadsScopes) {
              task(HOTSCOPE_RECORD_TASK_RESUME, 10, 4), task(HOTSCOPE_RECORD_TASK_SUSPEND, 20, 4),
              task(HOTSCOPE_RECORD_TASK_RESUME, 30, 4), task(HOTSCOPE_RECORD_TASK_COMPLETE, 40, 4),
              task(HOTSCOPE_RECORD_END, 50, 0, 3)});
-  const Snapshot s = aggregator.snapshot(at(100));
+  const Snapshot s = aggregator.snapshot(manual_time_at(100));
   std::vector<EventKind> kinds;
   for (const TraceEvent& event : s.trace) {
     kinds.push_back(event.kind);
@@ -233,10 +219,11 @@ TEST(Tasks, TenThousandShortLivedTasksLeaveNothingFollowed) {
     aggregator.finish_pass();
   };
   run(1, 100);
-  const std::uint64_t after_hundred = aggregator.snapshot(at(1), false).memory.statistics;
+  const std::uint64_t after_hundred =
+      aggregator.snapshot(manual_time_at(1), false).memory.statistics;
   run(101, 10'000);
-  const Snapshot s = aggregator.snapshot(at(2'000'000), false);
-  const TaskStats t = task_named(s, "fetch");
+  const Snapshot s = aggregator.snapshot(manual_time_at(2'000'000), false);
+  const TaskStats t = named(s.tasks, "fetch");
   EXPECT_EQ(t.created, 10'100u);
   EXPECT_EQ(t.completed, 10'100u);
   EXPECT_EQ(t.alive, 0u);

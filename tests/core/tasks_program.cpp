@@ -4,14 +4,13 @@
 // 10 ms waits between them; one more job waits forever and is destroyed unfinished, its timer's
 // handler with it. Built twice: with hotscope (reports through HOTSCOPE_OUT at exit), and
 // compiled out, where the same source must leave no trace of hotscope.
-#include <hotscope/task.hpp>
+#include "support/coroutine_task.hpp"
 
 #include <boost/asio.hpp>
 
 #include <atomic>
 #include <chrono>
 #include <coroutine>
-#include <exception>
 #include <memory>
 #include <thread>
 #include <utility>
@@ -22,25 +21,7 @@ namespace {
 namespace asio = boost::asio;
 using namespace std::chrono_literals;
 
-struct Job {
-  struct promise_type : hotscope::TaskPromise {
-    Job get_return_object() {
-      return Job{std::coroutine_handle<promise_type>::from_promise(*this)};
-    }
-    std::suspend_always initial_suspend() noexcept { return {}; }
-    std::suspend_always final_suspend() noexcept { return {}; }
-    void return_void() {}
-    void unhandled_exception() { std::terminate(); }
-  };
-  explicit Job(std::coroutine_handle<promise_type> h) : handle(h) {}
-  Job(Job&& other) noexcept : handle(std::exchange(other.handle, {})) {}
-  ~Job() {
-    if (handle) {
-      handle.destroy();
-    }
-  }
-  std::coroutine_handle<promise_type> handle;
-};
+using Job = coroutine_support::CoroutineTask;
 
 // co_await After{context, d}: resumes in the handler of a timer of `d`, on an Asio thread.
 struct After {

@@ -48,12 +48,42 @@ const Json& function_field(const Json& functions, std::size_t i, const char* key
   return found->is_array() && i < found->size() ? (*found)[i] : absent;
 }
 
+// The statistics' integer keys that a row keeps as they are.
+constexpr std::pair<const char*, std::uint64_t FunctionRow::*> kCountFields[] = {
+    {"calls", &FunctionRow::calls},
+    {"min_ns", &FunctionRow::min_ns},
+    {"p50_ns", &FunctionRow::p50_ns},
+    {"p90_ns", &FunctionRow::p90_ns},
+    {"p95_ns", &FunctionRow::p95_ns},
+    {"p99_ns", &FunctionRow::p99_ns},
+    {"p999_ns", &FunctionRow::p999_ns},
+    {"max_ns", &FunctionRow::max_ns},
+    {"self_ns", &FunctionRow::self_ns},
+    {"total_ns", &FunctionRow::total_ns},
+    {"alloc_bytes_self", &FunctionRow::alloc_bytes_self},
+    {"alloc_blocks_self", &FunctionRow::alloc_blocks_self},
+    {"alloc_bytes_total", &FunctionRow::alloc_bytes_total},
+    {"alloc_blocks_total", &FunctionRow::alloc_blocks_total},
+};
+
 std::size_t function_count(const Json& functions) {
   if (functions.is_array()) {
     return functions.size();
   }
   const auto names = functions.find("name");
   return functions.is_object() && names != functions.end() && names->is_array() ? names->size() : 0;
+}
+
+using CountPair = std::pair<std::uint64_t, std::uint64_t>;
+
+// Per second, over the interval, of an entry's two cumulative counts, from the previous answer's
+// (from 0 when the entry is new or the interval does not continue the previous one).
+std::pair<double, double> rates_since(const std::map<std::string, CountPair>& previous,
+                                      const std::string& key, CountPair now, bool continues,
+                                      std::uint64_t interval_ns) {
+  const auto before = continues ? previous.find(key) : previous.end();
+  const CountPair base = before == previous.end() ? CountPair{0, 0} : before->second;
+  return {rate(now.first, base.first, interval_ns), rate(now.second, base.second, interval_ns)};
 }
 
 // The fields /v1/threads and the statistics' threads share.
@@ -105,22 +135,11 @@ void Model::update_stats(Json stats) {
     if (const int seen = occurrences[row.key]++; seen > 0) {
       row.key += fmt::format("#{}", seen);
     }
-    row.calls = number("calls");
+    for (const auto& [key, member] : kCountFields) {
+      row.*member = number(key);
+    }
     const Json& mean = function_field(functions, i, "mean_ns");
     row.mean_ns = mean.is_number() ? mean.get<double>() : 0.0;
-    row.min_ns = number("min_ns");
-    row.p50_ns = number("p50_ns");
-    row.p90_ns = number("p90_ns");
-    row.p95_ns = number("p95_ns");
-    row.p99_ns = number("p99_ns");
-    row.p999_ns = number("p999_ns");
-    row.max_ns = number("max_ns");
-    row.self_ns = number("self_ns");
-    row.total_ns = number("total_ns");
-    row.alloc_bytes_self = number("alloc_bytes_self");
-    row.alloc_blocks_self = number("alloc_blocks_self");
-    row.alloc_bytes_total = number("alloc_bytes_total");
-    row.alloc_blocks_total = number("alloc_blocks_total");
     Counts before;
     if (continues) {
       if (const auto found = previous_functions_.find(row.key);
@@ -142,19 +161,15 @@ void Model::update_stats(Json stats) {
   if (threads_unsupported_ || threads_.empty()) {
     threads_from_stats();
   }
-  std::map<std::string, std::pair<std::uint64_t, std::uint64_t>> queue_counts;
+  std::map<std::string, CountPair> queue_counts;
   queues_.clear();
   for (const Json& queue : stats_.value("queues", Json::array())) {
     QueueRow row{queue};
     const std::string name = queue.value("name", "");
-    const std::uint64_t pushed = u64(queue, "pushed");
-    const std::uint64_t popped = u64(queue, "popped");
-    const auto before = continues ? previous_queues_.find(name) : previous_queues_.end();
-    row.push_rate =
-        rate(pushed, before == previous_queues_.end() ? 0 : before->second.first, interval_ns);
-    row.pop_rate =
-        rate(popped, before == previous_queues_.end() ? 0 : before->second.second, interval_ns);
-    queue_counts[name] = {pushed, popped};
+    const CountPair counts{u64(queue, "pushed"), u64(queue, "popped")};
+    std::tie(row.push_rate, row.pop_rate) =
+        rates_since(previous_queues_, name, counts, continues, interval_ns);
+    queue_counts[name] = counts;
     queues_.push_back(std::move(row));
   }
   previous_queues_ = std::move(queue_counts);
@@ -162,18 +177,15 @@ void Model::update_stats(Json stats) {
 }
 
 void Model::tasks_from_stats(bool continues, std::uint64_t interval_ns) {
-  std::map<std::string, std::pair<std::uint64_t, std::uint64_t>> counts;
+  std::map<std::string, CountPair> counts;
   tasks_.clear();
   for (const Json& task : stats_.value("tasks", Json::array())) {
     TaskRow row{task};
     const std::string key = task.value("kind", "") + ':' + task.value("name", "");
-    const std::uint64_t created = u64(task, "created");
-    const std::uint64_t resumes = u64(task, "resumes");
-    const auto before = continues ? previous_tasks_.find(key) : previous_tasks_.end();
-    const bool known = before != previous_tasks_.end();
-    row.created_rate = rate(created, known ? before->second.first : 0, interval_ns);
-    row.resume_rate = rate(resumes, known ? before->second.second : 0, interval_ns);
-    counts[key] = {created, resumes};
+    const CountPair now{u64(task, "created"), u64(task, "resumes")};
+    std::tie(row.created_rate, row.resume_rate) =
+        rates_since(previous_tasks_, key, now, continues, interval_ns);
+    counts[key] = now;
     tasks_.push_back(std::move(row));
   }
   previous_tasks_ = std::move(counts);

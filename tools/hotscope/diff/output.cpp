@@ -42,7 +42,9 @@ std::string change_text(Unit unit, const Cell& cell) {
   if (change == 0) {
     text = "=";
   } else if (const std::optional<double> percent = cell.percent()) {
-    text = fmt::format("{:+.1f}%", *percent);
+    // Two decimals below 1 %, so that a small change does not read "+0.0%".
+    text = std::fabs(*percent) < 1 ? fmt::format("{:+.2f}%", *percent)
+                                   : fmt::format("{:+.1f}%", *percent);
   } else {
     text = (change > 0 ? "+" : "-") + value_text(unit, std::fabs(change));
   }
@@ -78,7 +80,9 @@ void add_lines(const Comparison& comparison, const Row& row, const std::string& 
   const Unit impact_unit = timing ? Unit::Nanoseconds : Unit::Bytes;
   base.push_back("");
   now.push_back("");
-  change.push_back(row.side == Side::NewOnly    ? "only in new"
+  const bool totals = comparison.totals && &row == &*comparison.totals;
+  change.push_back(totals                       ? ""
+                   : row.side == Side::NewOnly  ? "only in new"
                    : row.side == Side::BaseOnly ? "only in base"
                                                 : impact_text(impact_unit, row.impact));
   if (!row.failed.empty()) {
