@@ -336,10 +336,8 @@ void add_tasks(const std::vector<TaskStats>& tasks, std::vector<MetricFamily>& f
   }
 }
 
-} // namespace
-
-void write_prometheus(const Snapshot& snapshot, std::ostream& out) {
-  std::vector<MetricFamily> families;
+// The process: version, clock, window, and the records written, kept and dropped.
+void add_process_figures(const Snapshot& snapshot, std::vector<MetricFamily>& families) {
   add_gauge(families, "hotscope_info",
             "Always 1: the hotscope version and the clock the timings were measured with.", 1,
             labels({{"version", snapshot.hotscope_version},
@@ -351,7 +349,6 @@ void write_prometheus(const Snapshot& snapshot, std::ostream& out) {
   add_gauge(families, "hotscope_window_seconds",
             "Length of the measuring window: since the start or the last reset.",
             seconds(snapshot.duration_ns));
-
   const std::pair<const char*, std::uint64_t RecordCounts::*> records[] = {
       {"written", &RecordCounts::written},
       {"kept", &RecordCounts::kept},
@@ -362,8 +359,13 @@ void write_prometheus(const Snapshot& snapshot, std::ostream& out) {
                 fmt::format("Records {} by the measured threads in this window.", what),
                 static_cast<double>(snapshot.records.*field));
   }
+}
+
+// Per thread name: the records its rings dropped, and the live threads' CPU time.
+void add_thread_figures(const std::vector<ThreadInfo>& threads,
+                        std::vector<MetricFamily>& families) {
   std::map<Labels, std::uint64_t> thread_drops;
-  for (const ThreadInfo& thread : snapshot.threads) {
+  for (const ThreadInfo& thread : threads) {
     thread_drops[labels({{"thread", thread_name(thread)}})] += thread.records.dropped;
   }
   MetricFamily& drops =
@@ -375,7 +377,7 @@ void write_prometheus(const Snapshot& snapshot, std::ostream& out) {
   }
   // Live threads only: an ended thread's CPU time can no longer be read.
   std::map<Labels, std::uint64_t> thread_cpu;
-  for (const ThreadInfo& thread : snapshot.threads) {
+  for (const ThreadInfo& thread : threads) {
     if (thread.os.state.empty()) {
       continue;
     }
@@ -392,6 +394,10 @@ void write_prometheus(const Snapshot& snapshot, std::ostream& out) {
   for (const auto& [key, ns] : thread_cpu) {
     sample(cpu, key).counter.value = seconds(ns);
   }
+}
+
+// What the profiler itself holds: the trace window's evictions and its memory.
+void add_profiler_figures(const Snapshot& snapshot, std::vector<MetricFamily>& families) {
   add_counter(families, "hotscope_trace_evicted_total",
               "Trace events pushed out of the bounded trace window.",
               static_cast<double>(snapshot.trace_evicted));
@@ -407,15 +413,13 @@ void write_prometheus(const Snapshot& snapshot, std::ostream& out) {
   for (const auto& [part, bytes] : parts) {
     sample(memory, labels({{"part", part}})).gauge.value = static_cast<double>(bytes);
   }
+}
 
-  add_functions(snapshot, families);
-  if (snapshot.heap) {
-    add_heap_figures(*snapshot.heap, families);
-  }
-
+// HOTSCOPE_COUNTER series: the last value of each name.
+void add_counters(const std::vector<CounterStats>& series, std::vector<MetricFamily>& families) {
   // Counter series that share a name: the one updated most often stands for the name.
   std::map<Labels, const CounterStats*> counters;
-  for (const CounterStats& counter : snapshot.counters) {
+  for (const CounterStats& counter : series) {
     const CounterStats*& kept = counters[labels({{"series", counter.name}})];
     if (kept == nullptr || counter.updates > kept->updates) {
       kept = &counter;
@@ -427,6 +431,20 @@ void write_prometheus(const Snapshot& snapshot, std::ostream& out) {
   for (const auto& [key, counter] : counters) {
     sample(last, key).gauge.value = static_cast<double>(counter->last);
   }
+}
+
+} // namespace
+
+void write_prometheus(const Snapshot& snapshot, std::ostream& out) {
+  std::vector<MetricFamily> families;
+  add_process_figures(snapshot, families);
+  add_thread_figures(snapshot.threads, families);
+  add_profiler_figures(snapshot, families);
+  add_functions(snapshot, families);
+  if (snapshot.heap) {
+    add_heap_figures(*snapshot.heap, families);
+  }
+  add_counters(snapshot.counters, families);
   add_queues(snapshot.queues, families);
   add_tasks(snapshot.tasks, families);
   prometheus::TextSerializer().Serialize(out, families);

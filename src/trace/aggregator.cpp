@@ -22,21 +22,13 @@ std::string payload_text(std::span<const hotscope_record> payload, std::uint64_t
 } // namespace
 
 void Aggregator::Stats::add(std::uint64_t duration, std::uint64_t self_ticks) {
-  ++calls;
-  total += duration;
+  Durations::add(duration);
   self += self_ticks;
-  min = std::min(min, duration);
-  max = std::max(max, duration);
-  histogram.add(duration);
 }
 
 void Aggregator::Stats::merge(const Stats& other) {
-  calls += other.calls;
-  total += other.total;
+  Durations::merge(other);
   self += other.self;
-  min = std::min(min, other.min);
-  max = std::max(max, other.max);
-  histogram.merge(other.histogram);
   allocated_self += other.allocated_self;
   allocated_total += other.allocated_total;
 }

@@ -1,5 +1,7 @@
 #include "trace/histogram.hpp"
 
+#include <algorithm>
+
 #include <bit>
 #include <cmath>
 
@@ -116,6 +118,22 @@ std::vector<std::uint64_t> Histogram::counts_at_most(std::span<const std::uint64
     counts[bound] = seen;
   }
   return counts;
+}
+
+void Durations::add(std::uint64_t ticks) {
+  ++calls;
+  total += ticks;
+  min = std::min(min, ticks);
+  max = std::max(max, ticks);
+  histogram.add(ticks);
+}
+
+void Durations::merge(const Durations& other) {
+  calls += other.calls;
+  total += other.total;
+  min = std::min(min, other.min);
+  max = std::max(max, other.max);
+  histogram.merge(other.histogram);
 }
 
 } // namespace hotscope::trace

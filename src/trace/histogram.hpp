@@ -45,4 +45,16 @@ private:
   std::uint64_t count_ = 0;
 };
 
+// The durations of one kind of event, in ticks: a function's calls, a queue's waits, a task's
+// running or waiting time. How many, their total, the shortest, the longest, their histogram.
+struct Durations {
+  std::uint64_t calls = 0;
+  std::uint64_t total = 0;
+  std::uint64_t min = UINT64_MAX;
+  std::uint64_t max = 0;
+  Histogram histogram;
+  void add(std::uint64_t ticks);
+  void merge(const Durations& other);
+};
+
 } // namespace hotscope::trace

@@ -27,12 +27,7 @@ void QueueTable::remember(std::vector<std::uint32_t>& threads, std::uint32_t thr
 }
 
 void QueueTable::add_wait(Queue& queue, std::uint64_t push_ticks, std::uint64_t pop_ticks) {
-  const std::uint64_t wait = pop_ticks > push_ticks ? pop_ticks - push_ticks : 0;
-  ++queue.waits;
-  queue.wait_total += wait;
-  queue.wait_min = std::min(queue.wait_min, wait);
-  queue.wait_max = std::max(queue.wait_max, wait);
-  queue.wait.add(wait);
+  queue.wait.add(pop_ticks > push_ticks ? pop_ticks - push_ticks : 0);
 }
 
 std::uint64_t QueueTable::depth(std::int64_t balance) {
@@ -120,9 +115,8 @@ void QueueTable::finish_pass() {
 void QueueTable::reset() {
   for (Queue& queue : queues_) {
     apply(queue.this_pass, queue.balance, queue.max_depth);
-    queue.pushed = queue.popped = queue.waits = queue.wait_total = queue.wait_max = 0;
-    queue.wait_min = UINT64_MAX;
-    queue.wait = Histogram{};
+    queue.pushed = queue.popped = 0;
+    queue.wait = Durations{};
     queue.popped_never_pushed = queue.pending_given_up = 0;
     queue.max_depth = depth(queue.balance);
     queue.push_threads.clear();
@@ -154,9 +148,8 @@ std::vector<QueueStats> QueueTable::snapshot(const Conversion& conversion) const
     apply(changes, balance, stats.max_depth);
     stats.depth = depth(balance);
     stats.capacity = queue.capacity;
-    if (queue.waits > 0) {
-      stats.wait = conversion.durations(queue.waits, queue.wait_total, queue.wait_min,
-                                        queue.wait_max, queue.wait);
+    if (queue.wait.calls > 0) {
+      stats.wait = conversion.durations(queue.wait);
     }
     stats.popped_never_pushed = queue.popped_never_pushed;
     stats.pending_given_up = queue.pending_given_up;

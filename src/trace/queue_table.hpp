@@ -64,11 +64,7 @@ private:
     std::uint64_t max_depth = 0;
     std::vector<std::pair<std::uint64_t, int>> this_pass; // (ticks, +1 push / -1 pop)
     std::uint64_t capacity = 0;
-    std::uint64_t waits = 0;
-    std::uint64_t wait_total = 0;
-    std::uint64_t wait_min = UINT64_MAX;
-    std::uint64_t wait_max = 0;
-    Histogram wait;
+    Durations wait; // push to pop of the same id
     std::uint64_t popped_never_pushed = 0;
     std::uint64_t pending_given_up = 0;
     PendingIds pending;    // pushed, not popped yet: the push's time

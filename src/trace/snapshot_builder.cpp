@@ -37,47 +37,67 @@ void sort_by_total(std::vector<FunctionStats>& functions) {
 
 } // namespace
 
-CapturedSnapshot Aggregator::capture(const TimeBase& time, Contents contents) const {
-  const bool with_trace = contents == Contents::StatisticsAndTrace;
-  const Converter convert(time);
-  Snapshot snapshot;
-  snapshot.pid = getpid();
-  snapshot.clock = time.clock;
-  snapshot.duration_ns = convert.since_start(time.now_ticks);
-  snapshot.threads_folded = threads_folded_;
-  for (const LocationText& name : names_) {
-    snapshot.names.push_back(name.name);
+// The conversions of one snapshot: ticks to ns with the clock's latest rate, the same for every
+// table, and the statistics of functions as the snapshot shows them.
+class Aggregator::Figures {
+public:
+  Figures(const TimeBase& time, Contents contents, const std::vector<LocationText>& names)
+      : convert_(time), contents_(contents), names_(names) {
+    for (std::size_t i = 0; i < bucket_ticks_.size(); ++i) {
+      bucket_ticks_[i] = convert_.ticks(kDurationBucketsNs[i]);
+    }
   }
-  std::array<std::uint64_t, kDurationBucketsNs.size()> bucket_ticks{};
-  for (std::size_t i = 0; i < bucket_ticks.size(); ++i) {
-    bucket_ticks[i] = convert.ticks(kDurationBucketsNs[i]);
-  }
+  const Converter& convert() const { return convert_; }
+  bool per_thread_functions() const { return contents_ != Contents::ProcessTotals; }
 
-  // Shared by functions and queue waits, so both have the same figures.
-  const auto durations = [&](std::uint64_t calls, std::uint64_t total, std::uint64_t self,
-                             std::uint64_t min, std::uint64_t max, const Histogram& histogram) {
+  // Shared by functions, queue waits and tasks, so all have the same figures.
+  DurationStats durations(const Durations& durations, std::uint64_t self = 0) const {
+    const Histogram& histogram = durations.histogram;
     DurationStats d;
-    d.calls = calls;
-    d.total_ns = convert.duration(total);
-    d.self_ns = convert.duration(self);
-    d.min_ns = convert.duration(min);
-    d.max_ns = convert.duration(max);
-    d.mean_ns = static_cast<double>(d.total_ns) / static_cast<double>(calls);
+    d.calls = durations.calls;
+    d.total_ns = convert_.duration(durations.total);
+    d.self_ns = convert_.duration(self);
+    d.min_ns = convert_.duration(durations.min);
+    d.max_ns = convert_.duration(durations.max);
+    d.mean_ns = static_cast<double>(d.total_ns) / static_cast<double>(durations.calls);
     // Bucket midpoints may fall outside what was seen: keep quantiles within [min, max].
     const auto quantile = [&](double q) {
-      return std::clamp(convert.duration(histogram.quantile(q)), d.min_ns, d.max_ns);
+      return std::clamp(convert_.duration(histogram.quantile(q)), d.min_ns, d.max_ns);
     };
     d.p50_ns = quantile(0.50);
     d.p90_ns = quantile(0.90);
     d.p95_ns = quantile(0.95);
     d.p99_ns = quantile(0.99);
     d.p999_ns = quantile(0.999);
-    if (contents != Contents::ProcessTotals) { // only the Prometheus histograms read them
-      d.at_most_bucket = histogram.counts_at_most(bucket_ticks);
+    if (contents_ != Contents::ProcessTotals) { // only the Prometheus histograms read them
+      d.at_most_bucket = histogram.counts_at_most(bucket_ticks_);
     }
     return d;
-  };
-  const auto function_stats = [&](std::uint32_t location, const Stats& stats) {
+  }
+
+  // The statistics of ended calls plus what the calls still open have allocated so far.
+  std::vector<FunctionStats> functions(const std::unordered_map<std::uint32_t, Stats>& table,
+                                       const std::vector<OpenAllocation>& open) const {
+    std::vector<FunctionStats> functions;
+    std::unordered_map<std::uint32_t, std::size_t> position;
+    for (const auto& [location, stats] : table) {
+      position.emplace(location, functions.size());
+      functions.push_back(function(location, stats));
+    }
+    for (const OpenAllocation& allocation : open) {
+      const auto [it, added] = position.try_emplace(allocation.location, functions.size());
+      if (added) {
+        functions.push_back(function(allocation.location, Stats{}));
+      }
+      functions[it->second].allocated_self += allocation.self;
+      functions[it->second].allocated_total += allocation.total;
+    }
+    sort_by_total(functions);
+    return functions;
+  }
+
+private:
+  FunctionStats function(std::uint32_t location, const Stats& stats) const {
     FunctionStats out;
     out.name = names_[location].name;
     out.file = names_[location].file;
@@ -87,95 +107,28 @@ CapturedSnapshot Aggregator::capture(const TimeBase& time, Contents contents) co
     if (stats.calls == 0) {
       return out; // only allocations so far, from calls still open
     }
-    out.stats =
-        durations(stats.calls, stats.total, stats.self, stats.min, stats.max, stats.histogram);
+    out.stats = durations(stats, stats.self);
     return out;
-  };
-  // The statistics of ended calls plus what the calls still open have allocated so far.
-  const auto all_functions = [&](const std::unordered_map<std::uint32_t, Stats>& table,
-                                 const std::vector<OpenAllocation>& open) {
-    std::vector<FunctionStats> functions;
-    std::unordered_map<std::uint32_t, std::size_t> position;
-    for (const auto& [location, stats] : table) {
-      position.emplace(location, functions.size());
-      functions.push_back(function_stats(location, stats));
-    }
-    for (const OpenAllocation& allocation : open) {
-      const auto [it, added] = position.try_emplace(allocation.location, functions.size());
-      if (added) {
-        functions.push_back(function_stats(allocation.location, Stats{}));
-      }
-      functions[it->second].allocated_self += allocation.self;
-      functions[it->second].allocated_total += allocation.total;
-    }
-    sort_by_total(functions);
-    return functions;
-  };
+  }
 
-  std::unordered_map<std::uint32_t, std::vector<OpenAllocation>> open_by_thread;
-  std::vector<OpenAllocation> open_in_all;
-  snapshot.allocations = folded_allocations_;
-  for (const auto& [index, thread] : threads_) {
-    auto open = open_allocations(thread.stack);
-    open_in_all.insert(open_in_all.end(), open.begin(), open.end());
-    open_by_thread.emplace(index, std::move(open));
-    snapshot.allocations += thread.allocations;
-  }
-  snapshot.functions = all_functions(stats_, open_in_all);
-  snapshot.records = folded_records_;
-  for (const auto& [index, thread] : threads_) {
-    ThreadInfo info;
-    info.index = index;
-    info.os_tid = thread.os_tid;
-    info.name = thread.name;
-    info.exited = thread.exited;
-    info.records = thread.records;
-    info.records.written = thread.records.kept + thread.records.dropped;
-    info.allocations = thread.allocations;
-    info.batches = thread.batches;
-    if (contents != Contents::ProcessTotals) {
-      info.functions = all_functions(thread.stats, open_by_thread[index]);
-    }
-    for (const Frame& frame : thread.stack) {
-      const LocationText& where = names_[frame.location];
-      const std::uint64_t open_ticks =
-          time.now_ticks > frame.start ? time.now_ticks - frame.start : 0;
-      info.open_scopes.push_back({where.name, where.file, where.line,
-                                  convert.since_start(frame.start), convert.duration(open_ticks)});
-    }
-    snapshot.records.kept += thread.records.kept;
-    snapshot.records.dropped += thread.records.dropped;
-    snapshot.threads.push_back(std::move(info));
-  }
-  snapshot.records.written = snapshot.records.kept + snapshot.records.dropped;
-  if (!folded_thread_stats_.empty() || folded_allocations_.all.blocks != 0) {
-    ThreadInfo folded;
-    folded.index = next_thread_;
-    folded.name = fmt::format("({} older exited threads)", threads_folded_);
-    folded.exited = true;
-    folded.records = folded_records_;
-    folded.records.written = folded_records_.kept + folded_records_.dropped;
-    folded.allocations = folded_allocations_;
-    if (contents != Contents::ProcessTotals) {
-      folded.functions = all_functions(folded_thread_stats_, {});
-    }
-    snapshot.threads.push_back(std::move(folded));
-  }
-  for (const auto& [location, counter] : counters_) {
-    snapshot.counters.push_back(
-        {names_[location].name, counter.updates, counter.last, counter.min, counter.max});
-  }
-  std::sort(snapshot.counters.begin(), snapshot.counters.end(),
-            [](const auto& a, const auto& b) { return a.name < b.name; });
+  Converter convert_;
+  Contents contents_;
+  const std::vector<LocationText>& names_;
+  std::array<std::uint64_t, kDurationBucketsNs.size()> bucket_ticks_{};
+};
 
-  const SnapshotConversion conversion{
-      time.now_ticks, [&](std::uint64_t ticks) { return convert.duration(ticks); },
-      [&](std::uint64_t calls, std::uint64_t total, std::uint64_t min, std::uint64_t max,
-          const Histogram& histogram) { return durations(calls, total, 0, min, max, histogram); },
-      [&](std::uint32_t thread) { return thread_label(thread); }};
-  snapshot.queues = queues_.snapshot(conversion);
-  snapshot.tasks = tasks_.snapshot(conversion);
-
+CapturedSnapshot Aggregator::capture(const TimeBase& time, Contents contents) const {
+  const Figures figures(time, contents, names_);
+  Snapshot snapshot;
+  snapshot.pid = getpid();
+  snapshot.clock = time.clock;
+  snapshot.duration_ns = figures.convert().since_start(time.now_ticks);
+  snapshot.threads_folded = threads_folded_;
+  for (const LocationText& name : names_) {
+    snapshot.names.push_back(name.name);
+  }
+  capture_functions_and_threads(figures, time.now_ticks, snapshot);
+  capture_series(figures, time.now_ticks, snapshot);
   snapshot.trace_evicted = window_.evicted();
   snapshot.trace_window_events = window_.events();
   snapshot.memory.trace_window = window_.bytes();
@@ -183,6 +136,7 @@ CapturedSnapshot Aggregator::capture(const TimeBase& time, Contents contents) co
   for (const auto& [index, state] : threads_) {
     snapshot.trace_open_scopes += state.stack.size();
   }
+  const bool with_trace = contents == Contents::StatisticsAndTrace;
   CapturedSnapshot captured{std::move(snapshot), time, with_trace, {}, {}};
   if (with_trace) {
     captured.window = window_.view();
@@ -196,6 +150,82 @@ CapturedSnapshot Aggregator::capture(const TimeBase& time, Contents contents) co
     }
   }
   return captured;
+}
+
+void Aggregator::capture_functions_and_threads(const Figures& figures, std::uint64_t now_ticks,
+                                               Snapshot& snapshot) const {
+  std::unordered_map<std::uint32_t, std::vector<OpenAllocation>> open_by_thread;
+  std::vector<OpenAllocation> open_in_all;
+  snapshot.allocations = folded_allocations_;
+  for (const auto& [index, thread] : threads_) {
+    auto open = open_allocations(thread.stack);
+    open_in_all.insert(open_in_all.end(), open.begin(), open.end());
+    open_by_thread.emplace(index, std::move(open));
+    snapshot.allocations += thread.allocations;
+  }
+  snapshot.functions = figures.functions(stats_, open_in_all);
+  snapshot.records = folded_records_;
+  for (const auto& [index, thread] : threads_) {
+    snapshot.threads.push_back(
+        capture_thread(figures, now_ticks, index, thread, open_by_thread[index]));
+    snapshot.records.kept += thread.records.kept;
+    snapshot.records.dropped += thread.records.dropped;
+  }
+  snapshot.records.written = snapshot.records.kept + snapshot.records.dropped;
+  if (!folded_thread_stats_.empty() || folded_allocations_.all.blocks != 0) {
+    ThreadInfo folded;
+    folded.index = next_thread_;
+    folded.name = fmt::format("({} older exited threads)", threads_folded_);
+    folded.exited = true;
+    folded.records = folded_records_;
+    folded.records.written = folded_records_.kept + folded_records_.dropped;
+    folded.allocations = folded_allocations_;
+    if (figures.per_thread_functions()) {
+      folded.functions = figures.functions(folded_thread_stats_, {});
+    }
+    snapshot.threads.push_back(std::move(folded));
+  }
+}
+
+ThreadInfo Aggregator::capture_thread(const Figures& figures, std::uint64_t now_ticks,
+                                      std::uint32_t index, const ThreadState& thread,
+                                      const std::vector<OpenAllocation>& open) const {
+  ThreadInfo info;
+  info.index = index;
+  info.os_tid = thread.os_tid;
+  info.name = thread.name;
+  info.exited = thread.exited;
+  info.records = thread.records;
+  info.records.written = thread.records.kept + thread.records.dropped;
+  info.allocations = thread.allocations;
+  info.batches = thread.batches;
+  if (figures.per_thread_functions()) {
+    info.functions = figures.functions(thread.stats, open);
+  }
+  for (const Frame& frame : thread.stack) {
+    const LocationText& where = names_[frame.location];
+    const std::uint64_t open_ticks = now_ticks > frame.start ? now_ticks - frame.start : 0;
+    info.open_scopes.push_back({where.name, where.file, where.line,
+                                figures.convert().since_start(frame.start),
+                                figures.convert().duration(open_ticks)});
+  }
+  return info;
+}
+
+void Aggregator::capture_series(const Figures& figures, std::uint64_t now_ticks,
+                                Snapshot& snapshot) const {
+  for (const auto& [location, counter] : counters_) {
+    snapshot.counters.push_back(
+        {names_[location].name, counter.updates, counter.last, counter.min, counter.max});
+  }
+  std::sort(snapshot.counters.begin(), snapshot.counters.end(),
+            [](const auto& a, const auto& b) { return a.name < b.name; });
+  const SnapshotConversion conversion{
+      now_ticks, [&](std::uint64_t ticks) { return figures.convert().duration(ticks); },
+      [&](const Durations& durations) { return figures.durations(durations); },
+      [&](std::uint32_t thread) { return thread_label(thread); }};
+  snapshot.queues = queues_.snapshot(conversion);
+  snapshot.tasks = tasks_.snapshot(conversion);
 }
 
 // The trace window, with each thread's scopes balanced (see Snapshot::trace). Threads are

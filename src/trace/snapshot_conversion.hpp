@@ -14,9 +14,7 @@ namespace hotscope::trace {
 struct SnapshotConversion {
   std::uint64_t now_ticks = 0;
   std::function<std::uint64_t(std::uint64_t ticks)> duration;
-  std::function<DurationStats(std::uint64_t calls, std::uint64_t total, std::uint64_t min,
-                              std::uint64_t max, const Histogram& histogram)>
-      durations;
+  std::function<DurationStats(const Durations& durations)> durations;
   std::function<std::string(std::uint32_t thread)> thread_label; // "" for a forgotten thread
 };
 

@@ -5,14 +5,6 @@
 
 namespace hotscope::trace {
 
-void TaskTable::Durations::add(std::uint64_t ticks) {
-  ++calls;
-  total += ticks;
-  min = std::min(min, ticks);
-  max = std::max(max, ticks);
-  histogram.add(ticks);
-}
-
 TaskTable::TaskTable(std::size_t followed) : followed_cap_(followed) {}
 
 std::uint32_t TaskTable::task(std::uint32_t location, const std::string& name, bool asio) {
@@ -117,8 +109,7 @@ std::vector<TaskStats> TaskTable::snapshot(const SnapshotConversion& conversion)
     }
   });
   const auto durations = [&](const Durations& d) {
-    return d.calls == 0 ? DurationStats{}
-                        : conversion.durations(d.calls, d.total, d.min, d.max, d.histogram);
+    return d.calls == 0 ? DurationStats{} : conversion.durations(d);
   };
   std::vector<TaskStats> out;
   for (std::uint32_t i = 0; i < tasks_.size(); ++i) {

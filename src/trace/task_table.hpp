@@ -49,14 +49,6 @@ public:
   std::size_t bytes() const; // an estimate, for the statistics' memory figure
 
 private:
-  struct Durations {
-    std::uint64_t calls = 0;
-    std::uint64_t total = 0;
-    std::uint64_t min = UINT64_MAX;
-    std::uint64_t max = 0;
-    Histogram histogram;
-    void add(std::uint64_t ticks);
-  };
   struct Task {
     std::string name;
     bool asio = false;

@@ -95,13 +95,9 @@ public:
   static constexpr std::size_t kExitedThreadsKept = 256;
 
 private:
-  struct Stats {
-    std::uint64_t calls = 0;
-    std::uint64_t total = 0;
+  // A function's calls: their durations, self time and allocations.
+  struct Stats : Durations {
     std::uint64_t self = 0;
-    std::uint64_t min = UINT64_MAX;
-    std::uint64_t max = 0;
-    Histogram histogram;
     AllocationCounts allocated_self;
     AllocationCounts allocated_total;
     void add(std::uint64_t duration, std::uint64_t self_ticks);
@@ -160,6 +156,15 @@ private:
   void queue_record(std::uint32_t thread, const hotscope_record& record);
   void task_record(std::uint32_t thread_index, ThreadState& thread, const hotscope_record& record);
   std::string thread_label(std::uint32_t thread) const;
+  // Parts of capture() (snapshot_builder.cpp): the statistics per function and per thread, each
+  // thread's, and the counters, queues and tasks.
+  class Figures;
+  void capture_functions_and_threads(const Figures& figures, std::uint64_t now_ticks,
+                                     Snapshot& snapshot) const;
+  ThreadInfo capture_thread(const Figures& figures, std::uint64_t now_ticks, std::uint32_t index,
+                            const ThreadState& thread,
+                            const std::vector<OpenAllocation>& open) const;
+  void capture_series(const Figures& figures, std::uint64_t now_ticks, Snapshot& snapshot) const;
   static std::vector<OpenAllocation> open_allocations(const std::vector<Frame>& stack);
   static void forget_open_allocations(std::vector<Frame>& stack);
   void fold_old_threads();

@@ -184,13 +184,12 @@ TEST(Tasks, FollowedTasksAreCappedAndTheOldestGivenUp) {
   table.finish_pass();
   table.finish_pass();
   trace::SnapshotConversion conversion;
-  conversion.durations = [](std::uint64_t calls, std::uint64_t total, std::uint64_t min,
-                            std::uint64_t max, const trace::Histogram&) {
+  conversion.durations = [](const trace::Durations& durations) {
     DurationStats d;
-    d.calls = calls;
-    d.total_ns = total;
-    d.min_ns = min;
-    d.max_ns = max;
+    d.calls = durations.calls;
+    d.total_ns = durations.total;
+    d.min_ns = durations.min;
+    d.max_ns = durations.max;
     return d;
   };
   const std::vector<TaskStats> stats = table.snapshot(conversion);
