@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <thread>
 
 namespace hotscope::heap {
 
@@ -87,11 +88,28 @@ std::size_t Recorder::drain(std::uint64_t wait_ns) {
       wait_ns, [this](const HeapEvent& event) { engine_.prefetch(event.address); });
 }
 
+namespace {
+
+// The mutex within a second, or false. Polled rather than a timed lock: sanitizers do not follow
+// a timed mutex's lock, and at exit a millisecond's step is precise enough.
+bool lock_within_a_second(std::unique_lock<std::mutex>& lock) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+  while (!lock.try_lock()) {
+    if (std::chrono::steady_clock::now() >= deadline) {
+      return false;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return true;
+}
+
+} // namespace
+
 std::optional<Recorder::Taken> Recorder::take(void (*stop)()) {
   std::unique_lock lock(mutex_, std::defer_lock);
   if (stop == nullptr) {
     lock.lock();
-  } else if (!lock.try_lock_for(std::chrono::seconds(1))) {
+  } else if (!lock_within_a_second(lock)) {
     stop();
     return std::nullopt;
   }

@@ -40,7 +40,7 @@ public:
   bool sampling() const { return options_.mode == config::HeapMode::Sampled; }
   const clock::FreeRunningClock& clock() const { return clock_; }
   // Serializes the engines. Held only for short copies and drains: never while unwinding.
-  std::timed_mutex& mutex() { return mutex_; }
+  std::mutex& mutex() { return mutex_; }
 
   // The calling thread's stack above the hooks, interned: its id is kept with the thread's cached
   // copy of the stack, so only a stack seen for the first time on this thread takes the mutex.
@@ -111,7 +111,7 @@ private:
   // made visible is given up on.
   void make_room(std::uint64_t& waiting_since_ns);
 
-  std::timed_mutex mutex_;
+  std::mutex mutex_;
   Engine engine_;         // full mode, fed through events_
   EventLog events_;       // full mode: drained by whoever holds mutex_
   SampledEngine sampled_; // sampled mode
