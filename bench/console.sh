@@ -4,7 +4,8 @@
 #    functions tab) vs no console, in one run, repetitions interleaved: requests served per
 #    second and per CPU second (user + system), and the console's own CPU in % of a core.
 # 2. One refresh of a process with 10,000 functions (bench/agent_stats_program.cpp): the agent's
-#    answer alone (curl's time_total for GET /v1/stats), `hotscope console --once` (start, fetch,
+#    answer alone (curl's time_total for GET /v1/stats?format=columns, what the console asks),
+#    `hotscope console --once` (start, fetch,
 #    parse, build the table, print it), and the CPU a live console uses.
 #   bench/console.sh [--build DIR] [--repeats N] [--seconds S]
 # --build: a Release build dir (default build-bench, configured as scripts/bench.sh does, plus
@@ -104,7 +105,7 @@ wait_for_agent "$program_pid"
 count=$((repeats * 4))
 for ((i = 0; i < count; ++i)); do
   curl -sf -o /dev/null -w '%{time_total} %{size_download}\n' \
-    --unix-socket "$HOTSCOPE_RUNTIME_DIR/$program_pid.sock" http://localhost/v1/stats >>"$work/curl"
+    --unix-socket "$HOTSCOPE_RUNTIME_DIR/$program_pid.sock" 'http://localhost/v1/stats?format=columns' >>"$work/curl"
   /usr/bin/time -f '%e %U %S' -a -o "$work/once" "$cli" console -p "$program_pid" --once \
     >"$work/once.txt"
 done
@@ -112,7 +113,7 @@ rows="$(grep -c 'agent_stats_program\|instrumented' "$work/once.txt" || true)"
 echo
 echo "one refresh of $rows functions ($(awk 'NR == 1 { printf "%.1f", $2 / 1048576 }' \
   "$work/curl") MiB of statistics), medians of $count:"
-echo "  GET /v1/stats alone (curl time_total): $(cut -d' ' -f1 "$work/curl" | median) s"
+echo "  GET /v1/stats?format=columns alone (curl time_total): $(cut -d' ' -f1 "$work/curl" | median) s"
 echo "  hotscope console --once (wall): $(cut -d' ' -f1 "$work/once" | median) s," \
   "its own CPU $(awk '{ print $2 + $3 }' "$work/once" | median) s"
 # A refresh that takes longer than the interval is followed by the next one at once. The help
