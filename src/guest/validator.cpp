@@ -2,6 +2,8 @@
 // out of guest memory once, checked whole against the state earlier batches left, and only then
 // converted and committed. Nothing here trusts a byte the guest wrote.
 #include "guest/guest.hpp"
+#include "guest/guest_text.hpp"
+#include "guest/tick_converter.hpp"
 
 #include <fmt/format.h>
 
@@ -70,53 +72,6 @@ std::uint64_t payload_slot(const hotscope_record* record, std::uint64_t slot) {
   return value;
 }
 
-// Why `text` is not printable UTF-8 (a control character or a broken sequence), or nothing.
-// Exporters write guest text into JSON and terminals: it must be both valid and harmless.
-std::optional<std::string> unprintable(std::string_view text) {
-  for (std::size_t i = 0; i < text.size();) {
-    const auto lead = static_cast<unsigned char>(text[i]);
-    if (lead < 0x80) {
-      if (lead < 0x20 || lead == 0x7f) {
-        return fmt::format("control byte 0x{:02x} at offset {}", lead, i);
-      }
-      ++i;
-      continue;
-    }
-    std::size_t length = 0;
-    std::uint32_t code = 0;
-    std::uint32_t smallest = 0; // below it the sequence is overlong
-    if ((lead & 0xe0) == 0xc0) {
-      length = 2, code = lead & 0x1fu, smallest = 0x80;
-    } else if ((lead & 0xf0) == 0xe0) {
-      length = 3, code = lead & 0x0fu, smallest = 0x800;
-    } else if ((lead & 0xf8) == 0xf0) {
-      length = 4, code = lead & 0x07u, smallest = 0x10000;
-    }
-    bool valid = length > 0 && i + length <= text.size();
-    for (std::size_t k = 1; valid && k < length; ++k) {
-      const auto next = static_cast<unsigned char>(text[i + k]);
-      valid = (next & 0xc0) == 0x80;
-      code = code << 6 | (next & 0x3fu);
-    }
-    if (!valid || code < smallest || code > 0x10ffff || (code >= 0xd800 && code <= 0xdfff)) {
-      return fmt::format("invalid UTF-8 at offset {}", i);
-    }
-    i += length;
-  }
-  return std::nullopt;
-}
-
-// Cuts `text` to at most `bytes`, never inside a UTF-8 sequence.
-std::string_view cut_utf8(std::string_view text, std::size_t bytes) {
-  if (text.size() <= bytes) {
-    return text;
-  }
-  while (bytes > 0 && (static_cast<unsigned char>(text[bytes]) & 0xc0) == 0x80) {
-    --bytes;
-  }
-  return text.substr(0, bytes);
-}
-
 // One host-form text record (MESSAGE_INLINE or THREAD_NAME) with its payload.
 void append_text(std::vector<hotscope_record>& out, std::uint32_t kind, std::uint64_t ticks,
                  std::string_view text) {
@@ -127,51 +82,11 @@ void append_text(std::vector<hotscope_record>& out, std::uint32_t kind, std::uin
   std::memcpy(static_cast<void*>(out.data() + at), text.data(), text.size());
 }
 
-// Guest ticks to host ticks with the rate ratio computed once (a division per record showed in
-// the benchmark). long double holds every uint64_t exactly, and the ratio to 64 bits: the
-// result is within a tick whatever the distance from the anchor.
-class TickConverter {
-public:
-  explicit TickConverter(const ClockAnchor& clock)
-      : clock_(clock), ratio_(static_cast<long double>(clock.host_ticks_per_second) /
-                              static_cast<long double>(clock.guest_ticks_per_second)) {}
-
-  std::optional<std::uint64_t> operator()(std::uint64_t guest_ticks) const {
-    constexpr std::uint64_t kMax = INT64_MAX;
-    const bool before = guest_ticks < clock_.guest_ticks;
-    const std::uint64_t distance =
-        before ? clock_.guest_ticks - guest_ticks : guest_ticks - clock_.guest_ticks;
-    const long double scaled = static_cast<long double>(distance) * ratio_;
-    if (!(scaled < static_cast<long double>(kMax))) {
-      return std::nullopt;
-    }
-    const auto host_distance = static_cast<std::uint64_t>(scaled + 0.5L); // rounded, >= 0
-    if (before) {
-      if (host_distance > clock_.host_ticks) {
-        return std::nullopt;
-      }
-      return clock_.host_ticks - host_distance;
-    }
-    if (clock_.host_ticks > kMax || host_distance > kMax - clock_.host_ticks) {
-      return std::nullopt;
-    }
-    return clock_.host_ticks + host_distance;
-  }
-
-private:
-  ClockAnchor clock_;
-  long double ratio_;
-};
-
 } // namespace
 
 std::string Diagnostic::to_string() const {
   return record ? fmt::format("guest batch rejected at record {}: {}", *record, message)
                 : fmt::format("guest batch rejected: {}", message);
-}
-
-std::optional<std::uint64_t> to_host_ticks(const ClockAnchor& clock, std::uint64_t guest_ticks) {
-  return TickConverter(clock)(guest_ticks);
 }
 
 struct BatchValidator::State {
