@@ -38,8 +38,11 @@ std::optional<Reply> Source::get(const std::string& path) {
   if (!gone_.empty()) {
     return std::nullopt;
   }
+  const auto start = std::chrono::steady_clock::now();
   try {
-    return send(process_, "GET", path);
+    Reply reply = send(process_, "GET", path);
+    times_.asked += std::chrono::steady_clock::now() - start;
+    return reply;
   } catch (const Failure& failure) {
     // The agent removes its socket as the process exits: no answer and no process is an exit.
     if ((failure.code == kNoAgent || failure.code == kNoProcess) || !running(process_.pid)) {
@@ -50,7 +53,21 @@ std::optional<Reply> Source::get(const std::string& path) {
   }
 }
 
+nlohmann::json Source::parse(const std::string& body) {
+  const auto start = std::chrono::steady_clock::now();
+  nlohmann::json json = nlohmann::json::parse(body);
+  times_.parsed += std::chrono::steady_clock::now() - start;
+  return json;
+}
+
+template <typename Update> void Source::read(Update update) {
+  const auto start = std::chrono::steady_clock::now();
+  update();
+  times_.read += std::chrono::steady_clock::now() - start;
+}
+
 bool Source::fetch(Model& model, const ViewState& state, const FetchOptions& options) {
+  times_ = FetchTimes{};
   const auto stats_path = [&] { return stats_columns_ ? "/v1/stats?format=columns" : "/v1/stats"; };
   std::optional<Reply> stats = get(stats_path());
   if (stats && stats->status == 400 && stats_columns_) {
@@ -61,7 +78,10 @@ bool Source::fetch(Model& model, const ViewState& state, const FetchOptions& opt
     return false;
   }
   check_status(process_, "GET", stats_path(), *stats);
-  model.update_stats(nlohmann::json::parse(stats->body));
+  const auto start = std::chrono::steady_clock::now();
+  read_stats(stats->body, stats_answer_);
+  times_.parsed += std::chrono::steady_clock::now() - start;
+  read([&] { model.update_stats(stats_answer_); });
   switch (state.tab) {
   case Tab::Threads: {
     const std::string path = fmt::format("/v1/threads?stuck_ms={}", options.stuck_ms);
@@ -74,7 +94,8 @@ bool Source::fetch(Model& model, const ViewState& state, const FetchOptions& opt
       break;
     }
     check_status(process_, "GET", path, *threads);
-    model.update_threads(nlohmann::json::parse(threads->body));
+    const nlohmann::json answer = parse(threads->body);
+    read([&] { model.update_threads(answer); });
     break;
   }
   case Tab::Memory:
@@ -100,7 +121,7 @@ bool Source::fetch(Model& model, const ViewState& state, const FetchOptions& opt
       return false;
     }
     if (folded->status / 100 == 2) { // 501 without a trace: the flame tab says so
-      model.update_flame(folded->body, options.flame_seconds);
+      read([&] { model.update_flame(folded->body, options.flame_seconds); });
     }
     break;
   }
@@ -128,7 +149,8 @@ void Source::fetch_heap(Model& model) {
     return;
   }
   check_status(process_, "GET", "/v1/heap?format=dhat", *reply);
-  model.update_heap(nlohmann::json::parse(reply->body));
+  const nlohmann::json answer = parse(reply->body);
+  read([&] { model.update_heap(answer); });
 }
 
 bool Source::reconnect() {
