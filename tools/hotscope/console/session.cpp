@@ -97,9 +97,9 @@ std::vector<std::string> refresh_times(Clock::duration total, const FetchTimes& 
     return std::chrono::duration<double, std::milli>(duration).count();
   };
   return {fmt::format("   (the last refresh took {:.0f} ms: asked, parsed and drawn)", ms(total)),
-          fmt::format("    {:.1f} ms asking the agent, {:.1f} parsing, {:.1f} reading the rows, "
+          fmt::format("    {:.1f} ms asking the agent, {:.1f} parsing, {:.1f} updating the model, "
                       "{:.1f} building the page, {:.1f} drawing",
-                      ms(fetch.asked), ms(fetch.parsed), ms(fetch.read), ms(built), ms(drawn))};
+                      ms(fetch.asked), ms(fetch.parsed), ms(fetch.updated), ms(built), ms(drawn))};
 }
 
 } // namespace

@@ -16,6 +16,13 @@ bool running(std::int64_t pid) {
   return kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM;
 }
 
+// Runs `step`, adding how long it took to `spent`.
+template <typename Step> void timed(std::chrono::steady_clock::duration& spent, Step step) {
+  const auto start = std::chrono::steady_clock::now();
+  step();
+  spent += std::chrono::steady_clock::now() - start;
+}
+
 std::string heap_hint(const std::string& heap) {
   if (heap == "off") {
     return "the heap profiler is linked but off: start the program with HOTSCOPE_HEAP_MODE=full "
@@ -38,10 +45,9 @@ std::optional<Reply> Source::get(const std::string& path) {
   if (!gone_.empty()) {
     return std::nullopt;
   }
-  const auto start = std::chrono::steady_clock::now();
   try {
-    Reply reply = send(process_, "GET", path);
-    times_.asked += std::chrono::steady_clock::now() - start;
+    std::optional<Reply> reply;
+    timed(times_.asked, [&] { reply = send(process_, "GET", path); });
     return reply;
   } catch (const Failure& failure) {
     // The agent removes its socket as the process exits: no answer and no process is an exit.
@@ -54,16 +60,9 @@ std::optional<Reply> Source::get(const std::string& path) {
 }
 
 nlohmann::json Source::parse(const std::string& body) {
-  const auto start = std::chrono::steady_clock::now();
-  nlohmann::json json = nlohmann::json::parse(body);
-  times_.parsed += std::chrono::steady_clock::now() - start;
+  nlohmann::json json;
+  timed(times_.parsed, [&] { json = nlohmann::json::parse(body); });
   return json;
-}
-
-template <typename Update> void Source::read(Update update) {
-  const auto start = std::chrono::steady_clock::now();
-  update();
-  times_.read += std::chrono::steady_clock::now() - start;
 }
 
 bool Source::fetch(Model& model, const ViewState& state, const FetchOptions& options) {
@@ -78,10 +77,8 @@ bool Source::fetch(Model& model, const ViewState& state, const FetchOptions& opt
     return false;
   }
   check_status(process_, "GET", stats_path(), *stats);
-  const auto start = std::chrono::steady_clock::now();
-  read_stats(stats->body, stats_answer_);
-  times_.parsed += std::chrono::steady_clock::now() - start;
-  read([&] { model.update_stats(stats_answer_); });
+  timed(times_.parsed, [&] { read_stats(stats->body, stats_answer_); });
+  timed(times_.updated, [&] { model.update_stats(stats_answer_); });
   switch (state.tab) {
   case Tab::Threads: {
     const std::string path = fmt::format("/v1/threads?stuck_ms={}", options.stuck_ms);
@@ -95,7 +92,7 @@ bool Source::fetch(Model& model, const ViewState& state, const FetchOptions& opt
     }
     check_status(process_, "GET", path, *threads);
     const nlohmann::json answer = parse(threads->body);
-    read([&] { model.update_threads(answer); });
+    timed(times_.updated, [&] { model.update_threads(answer); });
     break;
   }
   case Tab::Memory:
@@ -121,7 +118,7 @@ bool Source::fetch(Model& model, const ViewState& state, const FetchOptions& opt
       return false;
     }
     if (folded->status / 100 == 2) { // 501 without a trace: the flame tab says so
-      read([&] { model.update_flame(folded->body, options.flame_seconds); });
+      timed(times_.updated, [&] { model.update_flame(folded->body, options.flame_seconds); });
     }
     break;
   }
@@ -150,7 +147,7 @@ void Source::fetch_heap(Model& model) {
   }
   check_status(process_, "GET", "/v1/heap?format=dhat", *reply);
   const nlohmann::json answer = parse(reply->body);
-  read([&] { model.update_heap(answer); });
+  timed(times_.updated, [&] { model.update_heap(answer); });
 }
 
 bool Source::reconnect() {

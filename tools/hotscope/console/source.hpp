@@ -23,9 +23,9 @@ struct FetchOptions {
 
 // How long the last fetch() spent on each step (the help shows them).
 struct FetchTimes {
-  std::chrono::steady_clock::duration asked{};  // waiting for the agent's answers
-  std::chrono::steady_clock::duration parsed{}; // parsing their JSON
-  std::chrono::steady_clock::duration read{};   // turning it into the model's rows
+  std::chrono::steady_clock::duration asked{};   // waiting for the agent's answers
+  std::chrono::steady_clock::duration parsed{};  // parsing their JSON (the stats into rows)
+  std::chrono::steady_clock::duration updated{}; // rates, histories and rows in the model
 };
 
 class Source {
@@ -50,8 +50,6 @@ public:
 private:
   std::optional<Reply> get(const std::string& path);
   nlohmann::json parse(const std::string& body);
-  // Runs `update` (a model's update from a parsed answer), counted as reading.
-  template <typename Update> void read(Update update);
   void fetch_heap(Model& model);
 
   AgentProcess process_;
