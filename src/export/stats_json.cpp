@@ -262,10 +262,10 @@ void write_stats_json(const Snapshot& snapshot, std::ostream& out) {
   write_json(stats_json(snapshot, StatsLayout::Full), out);
 }
 
-void write_stats_columns(const Snapshot& snapshot, std::ostream& out) {
-  out << stats_json(snapshot, StatsLayout::Columns)
-             .dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace)
-      << '\n';
+std::string stats_columns(const Snapshot& snapshot) {
+  return stats_json(snapshot, StatsLayout::Columns)
+             .dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) +
+         '\n';
 }
 
 } // namespace hotscope::exporters

@@ -128,8 +128,10 @@ CapturedSnapshot Aggregator::capture(const TimeBase& time, Contents contents) co
   snapshot.clock = time.clock;
   snapshot.duration_ns = figures.convert().since_start(time.now_ticks);
   snapshot.threads_folded = threads_folded_;
-  for (const LocationText& name : names_) {
-    snapshot.names.push_back(name.name);
+  if (contents != Contents::ProcessTotals) {
+    for (const LocationText& name : names_) {
+      snapshot.names.push_back(name.name);
+    }
   }
   capture_functions_and_threads(figures, time.now_ticks, snapshot);
   capture_series(figures, time.now_ticks, snapshot);
