@@ -77,7 +77,14 @@ start_console() {
     "exec env HOTSCOPE_RUNTIME_DIR=$HOTSCOPE_RUNTIME_DIR $console console -p $pid $*"
   tmux -L "$server" list-panes -F '#{pane_pid}'
 }
-stop_console() { tmux -L "$server" kill-server 2>/dev/null || true; }
+# Ends the console and waits until its tmux server has gone, so the next one can start.
+stop_console() {
+  tmux -L "$server" kill-server 2>/dev/null || true
+  for _ in $(seq 50); do
+    [[ -S "${TMUX_TMPDIR:-/tmp}/tmux-$(id -u)/$server" ]] || return 0
+    sleep 0.1
+  done
+}
 
 # ---- 1. The demo with and without a console ----
 demo_run() { # console(0|1) -> "requests/s requests/CPU-s" (the console's ticks to $work/ticks)
