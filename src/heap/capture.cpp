@@ -147,10 +147,13 @@ struct StackCache {
   // Learning a stack's slots takes unw_step, which here costs dozens of times what
   // unw_backtrace does (libunwind blocks signals around its cache on every step). So stacks are
   // learned only as long as the cache pays for it: a program whose stacks rarely repeat (deep
-  // recursion at many depths) soon runs at unw_backtrace's speed.
+  // recursion at many depths) soon runs at unw_backtrace's speed, learning one stack in 256
+  // unwound, so that a later phase of the program whose stacks do repeat (a start-up, then a
+  // loop) gets them cached.
   std::uint64_t hits = 0;
   std::uint64_t learned = 0;
-  bool may_learn() const { return learned < 64 + hits / 32; }
+  std::uint64_t unwound = 0; // stacks unwound without learning them
+  bool may_learn() const { return learned < 64 + hits / 32 + unwound / 256; }
 };
 
 __thread StackCache* thread_cache __attribute__((tls_model("initial-exec"))) = nullptr;
@@ -265,6 +268,9 @@ std::size_t cached_unwind(std::uintptr_t capture_frame, const CodeRanges& skip,
     }
   }
   if (cache == nullptr || !cache->may_learn()) {
+    if (cache != nullptr) {
+      ++cache->unwound;
+    }
     const std::size_t count = backtrace(raw);
     return keep(raw.first(count), leading_frames_in(skip, raw.first(count)), out);
   }
