@@ -131,15 +131,16 @@ struct LibgccUnwinder {
 LibgccUnwinder libgcc;
 
 void find_libgcc_unwinder() {
-  void* library = dlopen("libgcc_s.so.1", RTLD_NOW | RTLD_NOLOAD);
+  // A C program may not have loaded it: glibc loads it the same way for pthread_cancel. Kept
+  // loaded (never closed), local to this lookup.
+  void* library = dlopen("libgcc_s.so.1", RTLD_NOW | RTLD_LOCAL);
   if (library == nullptr) {
-    return; // a C program without it: stacks are unwound, not cached
+    return; // stacks are then unwound, not cached
   }
   libgcc.backtrace =
       reinterpret_cast<decltype(libgcc.backtrace)>(dlsym(library, "_Unwind_Backtrace"));
   libgcc.ip_info = reinterpret_cast<decltype(libgcc.ip_info)>(dlsym(library, "_Unwind_GetIPInfo"));
   libgcc.cfa = reinterpret_cast<decltype(libgcc.cfa)>(dlsym(library, "_Unwind_GetCFA"));
-  dlclose(library); // it stays loaded: the program linked it
 }
 
 // The validated stack cache. A program allocates from the same few call paths over and over, at
@@ -225,6 +226,9 @@ _Unwind_Reason_Code note_frame(_Unwind_Context* context, void* data) {
   auto& walk = *static_cast<SlotWalk*>(data);
   int signal_frame = 0; // its address comes from the signal context, not from a slot
   const std::uintptr_t ip = libgcc.ip_info(context, &signal_frame);
+  if (ip == 0) {
+    return _URC_END_OF_STACK; // the outermost frame's: unw_backtrace ends before it too
+  }
   // The context's CFA is that of the frame the return address `ip` leaves: it lies just below.
   const std::uintptr_t slot = libgcc.cfa(context) - sizeof(std::uintptr_t);
   if (!walk.started) {

@@ -39,5 +39,15 @@ TEST(StackCache, ALaterPhaseWhoseStacksRepeatIsCachedAfterAStartUpWhoseStacksDid
   EXPECT_GE(cached, 1500);
 }
 
+// A stack short enough to be unwound to its end (the program's first frame, on the main thread,
+// where libgcc reports a last frame without an address) is cached too.
+TEST(StackCache, AWholeStackDownToTheProgramsFirstFrameIsCached) {
+  int cached = 0;
+  for (int i = 0; i < 1000; ++i) {
+    cached += captured_from_cache(3) ? 1 : 0;
+  }
+  EXPECT_GE(cached, 700); // this thread's cache may have used up its learning budget before
+}
+
 } // namespace
 } // namespace hotscope::heap
