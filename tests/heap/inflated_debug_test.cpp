@@ -3,6 +3,7 @@
 // information is in such a file is named as from the same file uncompressed, inlined frames and
 // lines included; a cached copy that cannot be trusted (truncated, of another build, writable by
 // others, a planted link) is made again, never used or followed.
+#include "support/child_process.hpp"
 #include "support/scratch_dir.hpp"
 #include "symbols/symbols.hpp"
 
@@ -26,23 +27,11 @@ namespace {
 namespace fs = std::filesystem;
 using hotscope::symbols::Symbolizer;
 using hotscope::symbols::SymbolizerOptions;
+using hotscope::test_support::output_of;
 
 int run(const std::string& command) {
   const int status = std::system(command.c_str());
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
-std::string output_of(const std::string& command) {
-  std::string text;
-  if (FILE* pipe = popen(command.c_str(), "r")) {
-    char buffer[4096];
-    std::size_t got = 0;
-    while ((got = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) {
-      text.append(buffer, got);
-    }
-    pclose(pipe);
-  }
-  return text;
 }
 
 std::string contents(const fs::path& path) {
