@@ -13,7 +13,9 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <exception>
 #include <filesystem>
+#include <memory>
 #include <numeric>
 #include <string_view>
 #include <system_error>
@@ -143,8 +145,8 @@ std::uint64_t aligned(std::uint64_t offset, std::uint64_t alignment) {
 struct Section {
   GElf_Shdr header;
   const void* bytes = nullptr;
-  std::vector<unsigned char> inflated;
-  bool changed = false; // inflated or left out: its size changes
+  std::unique_ptr<unsigned char[]> inflated; // not zeroed first: every byte is written
+  bool changed = false;                      // inflated or left out: its size changes
 };
 
 // The sections of `source` with the compressed DWARF inflated and the unread sections left out
@@ -187,20 +189,20 @@ bool read_sections(Elf* source, libdeflate_decompressor* decompressor,
     }
     GElf_Chdr compression;
     gelf_getchdr(scn, &compression);
-    section.inflated.resize(compression.ch_size);
+    section.inflated.reset(new unsigned char[compression.ch_size]);
     std::size_t inflated_size = 0;
     if (raw->d_size < header_size ||
         libdeflate_zlib_decompress(decompressor,
                                    static_cast<const unsigned char*>(raw->d_buf) + header_size,
-                                   raw->d_size - header_size, section.inflated.data(),
-                                   section.inflated.size(), &inflated_size) != LIBDEFLATE_SUCCESS ||
+                                   raw->d_size - header_size, section.inflated.get(),
+                                   compression.ch_size, &inflated_size) != LIBDEFLATE_SUCCESS ||
         inflated_size != compression.ch_size) {
       return false;
     }
     header.sh_flags &= ~static_cast<GElf_Xword>(SHF_COMPRESSED);
     header.sh_size = compression.ch_size;
     header.sh_addralign = compression.ch_addralign;
-    section.bytes = section.inflated.data();
+    section.bytes = section.inflated.get();
     section.changed = true;
   }
   return true;
@@ -339,10 +341,15 @@ int InflatedDebugFiles::find_debuginfo(Dwfl_Module* module, void** userdata,
   const char* debug_file = nullptr;
   dwfl_module_info(module, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, &debug_file);
   if (userdata != nullptr && *userdata != nullptr && debug_file == nullptr) {
-    const int fd =
-        static_cast<InflatedDebugFiles*>(*userdata)->open_inflated(module, debuginfo_file_name);
-    if (fd >= 0) {
-      return fd;
+    // No exception crosses libdw: without memory (or for a section claiming more than there
+    // is) libdw reads the file as it is.
+    try {
+      const int fd =
+          static_cast<InflatedDebugFiles*>(*userdata)->open_inflated(module, debuginfo_file_name);
+      if (fd >= 0) {
+        return fd;
+      }
+    } catch (const std::exception&) {
     }
   }
   return dwfl_build_id_find_debuginfo(module, userdata, module_name, base, file_name,
