@@ -233,7 +233,7 @@ struct HeapEvent {
 // is freed before it is allocated again, as the allocator saw it.
 class EventLog {
 public:
-  static constexpr std::size_t ring_capacity = 4096; // events per thread: 160 KiB
+  static constexpr std::size_t ring_capacity = 16384; // events per thread: 640 KiB
 
   // One thread's events. Opened by the thread, closed when it ends; a closed ring is reused by
   // a new thread once the drainer has emptied it.
