@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The heap profiler on programs nobody here wrote, as the distribution ships them (stripped, no
-# frame pointers): native, hotscope full, hotscope sampled and heaptrack side by side, rounds
-# interleaved (each round runs every program under every tool, the tools' order rotating), so a
-# noisy machine affects each alike. Prints, per program, the median wall time and CPU time (user +
+# frame pointers): native, hotscope full, hotscope sampled (with the debug cache warm, and cold as
+# on a program's first run) and heaptrack side by side, rounds interleaved (each round runs every
+# program under every tool, the tools' order rotating), so a noisy machine affects each alike. Prints, per program, the median wall time and CPU time (user +
 # system of every process the tool ran) and each tool's ratio to native, then the goals of
 # docs/performance.md checked against them, the time the sampled runs took to symbolize at exit,
 # and the load average.
@@ -137,15 +137,20 @@ if [[ -n "$only" ]]; then
   [[ -v "commands[$only]" ]] || { echo "bench/real-programs.sh: no program '$only'" >&2; exit 2; }
   programs=("$only")
 fi
-tools=(native full sampled heaptrack)
+# sampled-cold: the sampled mode with an empty debug cache, as a program's first run on a machine
+# (every compressed debug file it needs is inflated, and written to the cache); the other hotscope
+# runs share a cache the warm-up below filled, as every later run finds it.
+tools=(native full sampled sampled-cold heaptrack)
 
 run() { # program tool -> "wall_s cpu_s", or nothing (and a line on stderr) when it failed
   local out="$work/out-$1-$2" prefix=()
-  rm -rf "$out" && mkdir -p "$out"
+  rm -rf "$out" "$work/cold-cache" && mkdir -p "$out"
+  local hotscope=(env LD_PRELOAD="$preload" HOTSCOPE_OUT="$out" XDG_CACHE_HOME="$work/cache")
   case "$2" in
     native) prefix=() ;;
-    full) prefix=(env LD_PRELOAD="$preload" HOTSCOPE_OUT="$out") ;;
-    sampled) prefix=(env LD_PRELOAD="$preload" HOTSCOPE_OUT="$out" HOTSCOPE_HEAP_MODE=sampled) ;;
+    full) prefix=("${hotscope[@]}") ;;
+    sampled) prefix=("${hotscope[@]}" HOTSCOPE_HEAP_MODE=sampled) ;;
+    sampled-cold) prefix=("${hotscope[@]}" XDG_CACHE_HOME="$work/cold-cache" HOTSCOPE_HEAP_MODE=sampled) ;;
     heaptrack) prefix=(heaptrack -o "$out/heaptrack") ;;
   esac
   local start="$EPOCHREALTIME" # GNU time's %e has only 10 ms steps
@@ -161,6 +166,12 @@ run() { # program tool -> "wall_s cpu_s", or nothing (and a line on stderr) when
   awk -v start="$start" -v end="$end" '{ printf "%.3f %.2f\n", end - start, $1 + $2 }' "$work/time"
 }
 
+echo "warming the debug cache: one sampled run of each program (not timed)"
+for program in "${programs[@]}"; do
+  run "$program" sampled >/dev/null
+  rm -f "$work/$program-sampled.symbolized"
+done
+
 for ((round = 0; round < rounds; ++round)); do
   for program in "${programs[@]}"; do
     for ((i = 0; i < ${#tools[@]}; ++i)); do
@@ -175,11 +186,11 @@ median() { # file column; "nan" when every run failed
 }
 
 echo
-echo "| program | native wall / CPU | hotscope full | hotscope sampled | heaptrack |"
-echo "| --- | ---: | ---: | ---: | ---: |"
+echo "| program | native wall / CPU | hotscope full | hotscope sampled | sampled, cache cold | heaptrack |"
+echo "| --- | ---: | ---: | ---: | ---: | ---: |"
 for program in "${programs[@]}"; do
   line="| $program | $(median "$work/$program-native.times" 1) s / $(median "$work/$program-native.times" 2) s"
-  for tool in full sampled heaptrack; do
+  for tool in full sampled sampled-cold heaptrack; do
     line+="$(awk -v w="$(median "$work/$program-$tool.times" 1)" \
       -v nw="$(median "$work/$program-native.times" 1)" \
       -v c="$(median "$work/$program-$tool.times" 2)" \
@@ -200,7 +211,9 @@ for program in "${programs[@]}"; do
   awk -v p="$program" \
     -v nw="$(median "$work/$program-native.times" 1)" -v nc="$(median "$work/$program-native.times" 2)" \
     -v fw="$(median "$work/$program-full.times" 1)" -v fc="$(median "$work/$program-full.times" 2)" \
-    -v sw="$(median "$work/$program-sampled.times" 1)" \
+    -v sw="$(median "$work/$program-sampled.times" 1)" -v sc="$(median "$work/$program-sampled.times" 2)" \
+    -v kw="$(median "$work/$program-sampled-cold.times" 1)" \
+    -v kc="$(median "$work/$program-sampled-cold.times" 2)" \
     -v hw="$(median "$work/$program-heaptrack.times" 1)" \
     -v hc="$(median "$work/$program-heaptrack.times" 2)" 'BEGIN {
       if (hw == "nan") { printf "  %-8s heaptrack failed: no comparison\n", p; exit }
@@ -208,15 +221,19 @@ for program in "${programs[@]}"; do
       limit = nw >= 1 ? 1.05 : 1.10
       printf "  %-8s full adds %.2f s wall (heaptrack %.2f: %s), %.2f s CPU (heaptrack %.2f: %s);",
         p, fw - nw, hw - nw, wall_ok ? "met" : "missed", fc - nc, hc - nc, cpu_ok ? "met" : "missed"
-      printf " sampled %.3f × native wall (goal %.2f: %s)\n", sw / nw, limit, sw / nw <= limit ? "met" : "missed"
+      printf " sampled %.3f × native wall, %.3f × CPU (goal %.2f: %s, %s)", sw / nw, sc / nc, limit,
+        sw / nw <= limit ? "met" : "missed", sc / nc <= limit ? "met" : "missed"
+      printf "; cache cold %.3f × wall, %.3f × CPU\n", kw / nw, kc / nc
     }'
 done
 
 echo
-echo "Symbolization at exit (sampled runs, every frame resolved there):"
+echo "Symbolization at exit (sampled runs, every frame resolved there; the last run of each):"
 for program in "${programs[@]}"; do
-  if [[ -f "$work/$program-sampled.symbolized" ]]; then
-    sed "s/^/  $program: /" "$work/$program-sampled.symbolized" | tail -1
-  fi
+  for tool in sampled sampled-cold; do
+    if [[ -f "$work/$program-$tool.symbolized" ]]; then
+      sed "s/^/  $program ($tool): /" "$work/$program-$tool.symbolized" | tail -1
+    fi
+  done
 done
 echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg) ($(nproc) cores)"

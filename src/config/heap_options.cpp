@@ -69,6 +69,23 @@ void read_sampling(const Getenv& getenv, HeapOptions& options, std::vector<std::
   }
 }
 
+// HOTSCOPE_HEAP_DEBUG_CACHE=1 (the default) or 0, and the XDG base directory for user caches (an
+// absolute $XDG_CACHE_HOME, else $HOME/.cache).
+void read_debug_cache(const Getenv& getenv, HeapOptions& options,
+                      std::vector<std::string>& errors) {
+  bool enabled = true;
+  variables::read_switch(getenv, "HOTSCOPE_HEAP_DEBUG_CACHE", enabled, errors);
+  const char* cache_home = getenv("XDG_CACHE_HOME");
+  const char* home = getenv("HOME");
+  if (!enabled) {
+    options.debug_cache.clear();
+  } else if (cache_home != nullptr && cache_home[0] == '/') {
+    options.debug_cache = std::string(cache_home) + "/hotscope/debug";
+  } else if (home != nullptr && home[0] == '/') {
+    options.debug_cache = std::string(home) + "/.cache/hotscope/debug";
+  }
+}
+
 } // namespace
 
 ParsedHeap parse_heap(const Getenv& getenv, HeapMode default_mode) {
@@ -85,6 +102,7 @@ ParsedHeap parse_heap(const Getenv& getenv, HeapMode default_mode) {
   variables::read_switch(getenv, "HOTSCOPE_HEAP_SUMMARY", options.summary, parsed.errors);
   read_mode(getenv, options.mode, parsed.errors);
   read_sampling(getenv, options, parsed.errors);
+  read_debug_cache(getenv, options, parsed.errors);
   return parsed;
 }
 

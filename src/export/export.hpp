@@ -34,6 +34,7 @@ void write_threads_text(const Snapshot& snapshot, std::uint64_t stuck_ns, std::o
 std::string write_all(const Snapshot& snapshot, const std::string& directory);
 
 // DHAT JSON (formats.md §1): opens in valgrind's dh_view.html. Mode "cpp-heap", times in µs.
+std::string dhat_json(const HeapProfile& profile);
 void write_dhat_json(const HeapProfile& profile, std::ostream& out);
 // DHAT's closing summary: "==PID== hotscope heap: Total: / At t-gmax: / At t-end:" lines.
 void write_heap_summary(const HeapProfile& profile, std::ostream& out);

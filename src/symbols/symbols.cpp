@@ -1,5 +1,6 @@
 #include "symbols/symbols.hpp"
 
+#include "symbols/inflated_debug.hpp"
 #include "trace/function_name.hpp"
 
 #include <dwarf.h>
@@ -253,8 +254,14 @@ LoadedObjects loaded_objects() {
 } // namespace
 
 struct Symbolizer::Session {
+  explicit Session(SymbolizerOptions options)
+      : debug_directories(std::move(options.debug_directories)),
+        debug_files(debug_directories, std::move(options.inflated_debug_cache)) {}
+
   Dwfl_Callbacks callbacks{};
-  char* debuginfo_path = nullptr;
+  std::string debug_directories; // libdw keeps the pointer, not a copy
+  char* debuginfo_path = debug_directories.data();
+  InflatedDebugFiles debug_files; // each module's userdata, for its find_debuginfo
   Dwfl* dwfl = nullptr;
   LoadedObjects loaded; // when the memory map was read
   // By the address of the unit's DIE; valid while the map is not read again.
@@ -272,12 +279,13 @@ struct Symbolizer::Session {
   }
 };
 
-Symbolizer::Symbolizer() : session_(std::make_unique<Session>()) {
+Symbolizer::Symbolizer(SymbolizerOptions options)
+    : session_(std::make_unique<Session>(std::move(options))) {
   session_->callbacks.find_elf = dwfl_linux_proc_find_elf;
-  // Separate debug information by build id, under the debug directories: the standard search
-  // falls back to debuginfod, which loads libdebuginfod (and with it curl and a TLS library) into
-  // the profiled process even where no server is configured.
-  session_->callbacks.find_debuginfo = dwfl_build_id_find_debuginfo;
+  // Separate debug information by build id, under the debug directories, compressed files
+  // inflated once: the standard search falls back to debuginfod, which loads libdebuginfod (and
+  // with it curl and a TLS library) into the profiled process even where no server is configured.
+  session_->callbacks.find_debuginfo = InflatedDebugFiles::find_debuginfo;
   session_->callbacks.debuginfo_path = &session_->debuginfo_path;
   session_->dwfl = dwfl_begin(&session_->callbacks);
   session_->loaded = loaded_objects();
@@ -299,21 +307,39 @@ void Symbolizer::read_memory_map() {
     dwfl_report_begin(session_->dwfl);
     dwfl_linux_proc_report(session_->dwfl, getpid());
     dwfl_report_end(session_->dwfl, nullptr, nullptr);
-    // The tables of objects no longer loaded go.
+    // The tables of objects no longer loaded go; each module's userdata is where its
+    // find_debuginfo looks for compressed debug files.
     using Tables = decltype(session_->tables);
-    std::pair<Tables, Tables> old_and_kept{std::move(session_->tables), {}};
+    struct Pass {
+      Tables old;
+      Tables kept;
+      InflatedDebugFiles* debug_files;
+    } pass{std::move(session_->tables), {}, &session_->debug_files};
     dwfl_getmodules(
         session_->dwfl,
-        [](Dwfl_Module*, void**, const char* name, Dwarf_Addr low, void* data) -> int {
-          auto& [old, kept] = *static_cast<std::pair<Tables, Tables>*>(data);
-          if (const auto found = old.find({name, low}); found != old.end()) {
-            kept.insert(old.extract(found));
+        [](Dwfl_Module*, void** userdata, const char* name, Dwarf_Addr low, void* data) -> int {
+          auto& pass = *static_cast<Pass*>(data);
+          *userdata = pass.debug_files;
+          if (const auto found = pass.old.find({name, low}); found != pass.old.end()) {
+            pass.kept.insert(pass.old.extract(found));
           }
           return DWARF_CB_OK;
         },
-        &old_and_kept, 0);
-    session_->tables = std::move(old_and_kept.second);
+        &pass, 0);
+    session_->tables = std::move(pass.kept);
   }
+}
+
+std::size_t Symbolizer::debug_files_from_cache() const {
+  return session_->debug_files.from_cache();
+}
+
+std::size_t Symbolizer::debug_files_inflated() const {
+  return session_->debug_files.inflated();
+}
+
+std::vector<std::string> Symbolizer::take_problems() {
+  return session_->debug_files.take_problems();
 }
 
 bool Symbolizer::refresh() {

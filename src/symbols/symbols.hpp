@@ -77,11 +77,19 @@ struct Frame {
 // "0x4011A6: ??? (in /usr/lib/libx.so)": valgrind's frame syntax (formats.md §1.4).
 std::string describe(std::uintptr_t address, const Frame& frame);
 
+struct SymbolizerOptions {
+  // Where separate debug files are looked for by build id (':'-separated, as libdw takes them).
+  std::string debug_directories = "/usr/lib/debug";
+  // Where inflated copies of compressed debug files are kept by build id (docs/heap.md, "Stacks
+  // and symbols"); "" keeps none: each symbolizer inflates them again.
+  std::string inflated_debug_cache;
+};
+
 // Not thread-safe: one thread at a time.
 class Symbolizer {
 public:
   // Reads the current process's memory map: objects loaded later are not known until refresh().
-  Symbolizer();
+  explicit Symbolizer(SymbolizerOptions options = {});
   ~Symbolizer();
   Symbolizer(const Symbolizer&) = delete;
   Symbolizer& operator=(const Symbolizer&) = delete;
@@ -99,6 +107,13 @@ public:
 
   // How many addresses are cached.
   std::size_t cached() const { return cache_.size(); }
+
+  // Compressed debug files opened so far: inflated copies found in the cache, and files
+  // inflated (into the cache where it could be written).
+  std::size_t debug_files_from_cache() const;
+  std::size_t debug_files_inflated() const;
+  // One line per problem met since the last call (the cache directory could not be written).
+  std::vector<std::string> take_problems();
 
 private:
   struct Session;

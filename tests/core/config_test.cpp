@@ -125,6 +125,28 @@ TEST(HeapConfig, ReadsTheEnvironmentAndReportsBadValues) {
   EXPECT_EQ(bad.options.depth, 32u);
 }
 
+TEST(HeapConfig, TheInflatedDebugCacheFollowsTheXdgCacheDirectoryUnlessSwitchedOff) {
+  const auto with = [](const char* xdg, const char* home, const char* cache) {
+    return config::parse_heap([=](const char* name) -> const char* {
+      const std::string_view n = name;
+      return n == "XDG_CACHE_HOME"              ? xdg
+             : n == "HOME"                      ? home
+             : n == "HOTSCOPE_HEAP_DEBUG_CACHE" ? cache
+                                                : nullptr;
+    });
+  };
+  EXPECT_EQ(with("/c", "/h", nullptr).options.debug_cache, "/c/hotscope/debug");
+  EXPECT_EQ(with(nullptr, "/h", nullptr).options.debug_cache, "/h/.cache/hotscope/debug");
+  // The XDG specification ignores a relative $XDG_CACHE_HOME.
+  EXPECT_EQ(with("relative", "/h", "1").options.debug_cache, "/h/.cache/hotscope/debug");
+  EXPECT_EQ(with(nullptr, nullptr, nullptr).options.debug_cache, "");
+  EXPECT_EQ(with("/c", "/h", "0").options.debug_cache, "");
+  const auto bad = with("/c", "/h", "off");
+  ASSERT_EQ(bad.errors.size(), 1u);
+  EXPECT_EQ(bad.errors[0], "hotscope: HOTSCOPE_HEAP_DEBUG_CACHE=\"off\" is not 0 or 1; using 1");
+  EXPECT_EQ(bad.options.debug_cache, "/c/hotscope/debug");
+}
+
 TEST(HeapConfig, SamplingSettingsAndTheirErrors) {
   const auto set = config::parse_heap([](const char* name) -> const char* {
     const std::string_view n = name;

@@ -3,6 +3,7 @@
 // stripped system binary (GCC's cc1plus, .dynsym only), of the C++ runtime, and of this project's
 // test program with and without its debug information, from a separate debug file by build id
 // and from MiniDebugInfo (.gnu_debugdata).
+#include "support/child_process.hpp"
 #include "support/scratch_dir.hpp"
 #include "symbols/symbols.hpp"
 
@@ -22,19 +23,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using hotscope::symbols::SymbolTable;
-
-std::string output_of(const std::string& command) {
-  std::string text;
-  if (FILE* pipe = popen(command.c_str(), "r")) {
-    char buffer[65536];
-    std::size_t got = 0;
-    while ((got = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) {
-      text.append(buffer, got);
-    }
-    pclose(pipe);
-  }
-  return text;
-}
+using hotscope::test_support::output_of;
 
 int run(const std::string& command) {
   const int status = std::system(command.c_str());

@@ -16,6 +16,20 @@
 
 namespace hotscope::test_support {
 
+// What `command`, run by the shell, writes to its standard output.
+inline std::string output_of(const std::string& command) {
+  std::string text;
+  if (FILE* pipe = popen(command.c_str(), "r")) {
+    char buffer[65536];
+    std::size_t got = 0;
+    while ((got = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) {
+      text.append(buffer, got);
+    }
+    pclose(pipe);
+  }
+  return text;
+}
+
 // In a child about to exec: every signal at its default action and none blocked, as a program
 // started from a terminal has them (a background job of a script has SIGINT ignored).
 inline void default_signals() {

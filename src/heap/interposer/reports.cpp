@@ -100,7 +100,13 @@ std::atomic<int> profiles_waiting{0};
 __thread bool building_profile __attribute__((tls_model("initial-exec"))) = false;
 
 symbols::Symbolizer& kept_symbolizer() {
-  static auto* const symbolizer = new symbols::Symbolizer;
+  static auto* const symbolizer = [] {
+    symbols::SymbolizerOptions options;
+    if (const Recorder* recorder = recorder_pointer) {
+      options.inflated_debug_cache = recorder->options().debug_cache;
+    }
+    return new symbols::Symbolizer(std::move(options));
+  }();
   return *symbolizer;
 }
 
@@ -110,6 +116,11 @@ struct Symbolized {
   std::size_t addresses = 0;
   std::size_t ahead = 0;
   double seconds = 0;
+  // Compressed debug files this process opened: inflated now, or an inflated copy cached by an
+  // earlier run.
+  std::size_t debug_files_inflated = 0;
+  std::size_t debug_files_from_cache = 0;
+  std::vector<std::string> problems; // the symbolizer's, one line each
 };
 
 HeapProfile profile_of(const RawProfile& raw, Symbolized* symbolized = nullptr) {
@@ -132,8 +143,12 @@ HeapProfile profile_of(const RawProfile& raw, Symbolized* symbolized = nullptr) 
   const std::size_t cached = symbolizer.cached();
   HeapProfile profile = build_profile(raw, command_line(), getpid(), symbolizer);
   if (symbolized != nullptr) {
-    *symbolized = {symbolizer.cached() - cached, cached,
-                   static_cast<double>(clock::monotonic_ns() - start_ns) / 1e9};
+    *symbolized = {symbolizer.cached() - cached,
+                   cached,
+                   static_cast<double>(clock::monotonic_ns() - start_ns) / 1e9,
+                   symbolizer.debug_files_inflated(),
+                   symbolizer.debug_files_from_cache(),
+                   symbolizer.take_problems()};
   }
   return profile;
 }
@@ -152,7 +167,12 @@ void print_summary(const Recorder& recorder, const HeapProfile& profile,
   exporters::write_heap_summary(profile, summary);
   summary << "==" << profile.pid << "== hotscope heap: symbolized " << symbolized.addresses
           << " code addresses at exit (" << symbolized.ahead << " ahead), profile built in "
-          << std::fixed << std::setprecision(3) << symbolized.seconds << " s\n";
+          << std::fixed << std::setprecision(3) << symbolized.seconds << " s";
+  if (symbolized.debug_files_inflated + symbolized.debug_files_from_cache > 0) {
+    summary << "; compressed debug files: " << symbolized.debug_files_inflated << " inflated, "
+            << symbolized.debug_files_from_cache << " from the cache";
+  }
+  summary << "\n";
   summary << "==" << profile.pid << "== hotscope heap: wrote " << path.string() << "\n";
   if (pprof_written) {
     summary << "==" << profile.pid << "== hotscope heap: wrote " << pprof_path.string() << "\n";
@@ -190,11 +210,13 @@ void write_report_now() {
   }
   Symbolized symbolized;
   const HeapProfile profile = profile_of(taken->raw, &symbolized);
+  for (const std::string& problem : symbolized.problems) {
+    print_error(problem);
+  }
   const std::filesystem::path path = report_path(recorder.options(), ".json");
   const std::filesystem::path pprof_path = report_path(recorder.options(), ".pb.gz");
-  std::ostringstream dhat;
-  exporters::write_dhat_json(profile, dhat);
-  if (const std::string problem = write_file(path, std::move(dhat).str()); !problem.empty()) {
+  if (const std::string problem = write_file(path, exporters::dhat_json(profile));
+      !problem.empty()) {
     print_error(problem);
     return; // the directory is unusable: one line is enough
   }
@@ -222,9 +244,7 @@ void build_outputs(int formats, Outputs& outputs) {
   }
   const HeapProfile profile = profile_of(recorder->take()->raw);
   if ((formats & HOTSCOPE_HEAP_DHAT) != 0) {
-    std::ostringstream dhat;
-    exporters::write_dhat_json(profile, dhat);
-    outputs.dhat = std::move(dhat).str();
+    outputs.dhat = exporters::dhat_json(profile);
   }
   if ((formats & HOTSCOPE_HEAP_PPROF) != 0) {
     outputs.error = pprof_bytes(profile, recorder->pprof_period(), outputs.pprof);
