@@ -75,7 +75,9 @@ std::uint64_t Histogram::midpoint(int block, std::uint64_t slot) {
 
 void Histogram::add(std::uint64_t value, std::uint64_t count) {
   const int b = block_of(value);
-  block(b)[slot_of(value, b)] += count;
+  Block& into = block(b);
+  into.slots[slot_of(value, b)] += count;
+  into.total += count;
   count_ += count;
 }
 
@@ -86,9 +88,11 @@ std::size_t Histogram::allocated_bytes() const {
 void Histogram::merge(const Histogram& other) {
   for_each_block(other.used_, [&](int b) {
     Block& into = block(b);
+    const Block& from = *other.blocks_[b];
     for (std::uint64_t s = 0; s < kSubBuckets; ++s) {
-      into[s] += (*other.blocks_[b])[s];
+      into.slots[s] += from.slots[s];
     }
+    into.total += from.total;
   });
   count_ += other.count_;
 }
@@ -113,14 +117,20 @@ void Histogram::quantiles(std::span<const double> qs, std::span<std::uint64_t> v
   std::uint64_t rank = rank_of(qs[0]);
   std::uint64_t seen = 0;
   for_each_block(used_, [&](int b) {
+    if (next == qs.size()) {
+      return;
+    }
     const Block& block = *blocks_[b];
-    for (std::uint64_t s = 0; s < kSubBuckets && next < qs.size(); ++s) {
-      seen += block[s];
+    const std::uint64_t after = seen + block.total;
+    // Only the slots up to the last quantile in this block are read (a kilobyte per block).
+    for (std::uint64_t s = 0; s < kSubBuckets && next < qs.size() && rank <= after; ++s) {
+      seen += block.slots[s];
       while (next < qs.size() && seen >= rank) {
         values[next++] = midpoint(b, s);
         rank = next < qs.size() ? rank_of(qs[next]) : 0;
       }
     }
+    seen = after;
   });
 }
 
@@ -133,7 +143,7 @@ std::vector<std::uint64_t> Histogram::counts_at_most(std::span<const std::uint64
       return;
     }
     for (std::uint64_t s = 0; s < kSubBuckets; ++s) {
-      const std::uint64_t in_slot = (*blocks_[b])[s];
+      const std::uint64_t in_slot = blocks_[b]->slots[s];
       if (in_slot == 0) {
         continue;
       }

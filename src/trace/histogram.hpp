@@ -38,7 +38,10 @@ public:
   std::vector<std::uint64_t> counts_at_most(std::span<const std::uint64_t> bounds) const;
 
 private:
-  using Block = std::array<std::uint64_t, kSubBuckets>;
+  struct Block {
+    std::array<std::uint64_t, kSubBuckets> slots{};
+    std::uint64_t total = 0; // the slots' sum: quantiles() skips blocks none of them falls in
+  };
   static int block_of(std::uint64_t value);
   static std::uint64_t slot_of(std::uint64_t value, int block);
   static std::uint64_t midpoint(int block, std::uint64_t slot);

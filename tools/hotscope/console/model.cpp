@@ -4,10 +4,9 @@
 
 #include "profiles/profiles.hpp"
 
-#include <fmt/format.h>
-
 #include <algorithm>
-#include <iterator>
+#include <array>
+#include <charconv>
 
 namespace hotscope::cli::console {
 namespace {
@@ -27,6 +26,12 @@ double rate(std::uint64_t now, std::uint64_t before, std::uint64_t interval_ns) 
   }
   const std::uint64_t grown = now >= before ? now - before : now;
   return static_cast<double>(grown) * 1e9 / static_cast<double>(interval_ns);
+}
+
+void append_number(std::string& text, int number) {
+  std::array<char, 16> digits{};
+  text.append(digits.data(),
+              std::to_chars(digits.data(), digits.data() + digits.size(), number).ptr);
 }
 
 void remember(std::deque<double>& history, double value) {
@@ -76,12 +81,14 @@ void Model::update_stats(StatsAnswer& answer) {
   functions_.swap(answer.functions); // the previous rows go back, for the next answer's strings
   ++answers_;
   for (FunctionRow& row : functions_) {
-    row.key.clear();
-    fmt::format_to(std::back_inserter(row.key), "{}\t{}:{}", row.name, row.file, row.line);
+    // "name\tfile:line", in the row's string of an earlier answer (no allocation).
+    row.key.assign(row.name).append(1, '\t').append(row.file).append(1, ':');
+    append_number(row.key, row.line);
     FunctionHistory* history = &histories_[row.key];
     if (history->answer == answers_) {
       // Template instantiations can share name, file and line: the n-th of them stays the n-th.
-      fmt::format_to(std::back_inserter(row.key), "#{}", ++history->twins);
+      row.key.append(1, '#');
+      append_number(row.key, ++history->twins);
       history = &histories_[row.key];
     } else {
       history->twins = 0;
