@@ -3,6 +3,7 @@
 // heap sites and leak candidates, the flame's tree, the keys, and the text helpers.
 #include "console/input.hpp"
 #include "console/model.hpp"
+#include "console/source.hpp"
 #include "console/stats_reader.hpp"
 #include "console/text.hpp"
 #include "console/view.hpp"
@@ -205,6 +206,19 @@ TEST(ConsoleStatsReader, BothLayoutsGiveEveryFigureAndTheRest) {
   EXPECT_EQ(from_objects.rest, (Json{{"pid", 4}}));
   EXPECT_THROW(read_stats(R"({"functions": {"name": ["a")", from_objects),
                nlohmann::json::parse_error);
+  EXPECT_THROW(read_stats(R"({"functions": {"calls": [1e400]}})", from_objects),
+               nlohmann::json::out_of_range);
+  // The console reads through read_answer: one line naming the request, which it survives.
+  try {
+    read_answer("/v1/stats?format=columns",
+                [&] { read_stats(R"({"pid": 1, "functions": {"name": [)", from_objects); });
+    ADD_FAILURE() << "no Failure";
+  } catch (const hotscope::cli::Failure& failure) {
+    EXPECT_EQ(failure.code, hotscope::cli::kFailed);
+    EXPECT_NE(std::string(failure.what()).find("answer to GET /v1/stats?format=columns: "),
+              std::string::npos)
+        << failure.what();
+  }
 }
 
 // Functions that share name, file and line (template instantiations) are told apart by their

@@ -59,9 +59,9 @@ std::optional<Reply> Source::get(const std::string& path) {
   }
 }
 
-nlohmann::json Source::parse(const std::string& body) {
+nlohmann::json Source::parse(const std::string& path, const std::string& body) {
   nlohmann::json json;
-  timed(times_.parsed, [&] { json = nlohmann::json::parse(body); });
+  timed(times_.parsed, [&] { read_answer(path, [&] { json = nlohmann::json::parse(body); }); });
   return json;
 }
 
@@ -77,7 +77,8 @@ bool Source::fetch(Model& model, const ViewState& state, const FetchOptions& opt
     return false;
   }
   check_status(process_, "GET", stats_path(), *stats);
-  timed(times_.parsed, [&] { read_stats(stats->body, stats_answer_); });
+  timed(times_.parsed,
+        [&] { read_answer(stats_path(), [&] { read_stats(stats->body, stats_answer_); }); });
   timed(times_.updated, [&] { model.update_stats(stats_answer_); });
   switch (state.tab) {
   case Tab::Threads: {
@@ -91,7 +92,7 @@ bool Source::fetch(Model& model, const ViewState& state, const FetchOptions& opt
       break;
     }
     check_status(process_, "GET", path, *threads);
-    const nlohmann::json answer = parse(threads->body);
+    const nlohmann::json answer = parse(path, threads->body);
     timed(times_.updated, [&] { model.update_threads(answer); });
     break;
   }
@@ -146,7 +147,7 @@ void Source::fetch_heap(Model& model) {
     return;
   }
   check_status(process_, "GET", "/v1/heap?format=dhat", *reply);
-  const nlohmann::json answer = parse(reply->body);
+  const nlohmann::json answer = parse("/v1/heap?format=dhat", reply->body);
   timed(times_.updated, [&] { model.update_heap(answer); });
 }
 

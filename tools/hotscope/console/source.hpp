@@ -28,6 +28,17 @@ struct FetchTimes {
   std::chrono::steady_clock::duration updated{}; // rates, histories and rows in the model
 };
 
+// Runs `read`, which reads the agent's answer to GET `path`: JSON that cannot be read (cut
+// short, a number out of range) becomes a Failure naming the request, which the live console
+// shows on its status line and survives, not an exception that would end it.
+template <typename Read> void read_answer(const std::string& path, Read read) {
+  try {
+    read();
+  } catch (const nlohmann::json::exception& error) {
+    throw Failure(kFailed, "cannot read the agent's answer to GET " + path + ": " + error.what());
+  }
+}
+
 class Source {
 public:
   // `follow_name`: with -n, the name to reconnect to when the process ends ("" with -p).
@@ -49,7 +60,7 @@ public:
 
 private:
   std::optional<Reply> get(const std::string& path);
-  nlohmann::json parse(const std::string& body);
+  nlohmann::json parse(const std::string& path, const std::string& body);
   void fetch_heap(Model& model);
 
   AgentProcess process_;

@@ -19,7 +19,7 @@ struct StatsAnswer {
 
 // Reads `text` into `answer`. Rows already in `answer` are reused, their strings' memory too
 // (Model::update_stats gives the previous rows back), so a refresh allocates almost nothing.
-// A syntax error throws nlohmann::json::parse_error, as nlohmann::json::parse does.
+// Text that is not JSON throws what nlohmann::json::parse throws (a nlohmann::json::exception).
 void read_stats(std::string_view text, StatsAnswer& answer);
 
 } // namespace hotscope::cli::console
