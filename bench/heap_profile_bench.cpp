@@ -105,9 +105,7 @@ int main(int argc, char** argv) {
     profile_sites = profile.sites.size();
 
     start = Clock::now();
-    std::ostringstream dhat;
-    hotscope::exporters::write_dhat_json(profile, dhat);
-    const std::string dhat_text = dhat.str();
+    const std::string dhat_text = hotscope::exporters::dhat_json(profile);
     dhat_s.push_back(seconds_since(start));
     dhat_bytes = dhat_text.size();
 

@@ -1,10 +1,12 @@
 // DHAT JSON (valgrind's dhat/dh_main.c writes the format; docs/heap.md), as the recommended C++
-// heap mode: mode "cpp-heap", lifetimes recorded, no access counts, times in µs. Written by hand,
-// streaming, so a profile of many sites needs no document tree. No fmt here: the preload library
-// links this file and must not bring a shared C++ library into a C program.
+// heap mode: mode "cpp-heap", lifetimes recorded, no access counts, times in µs. Written by hand
+// into one string, so a profile of many sites needs no document tree. No fmt here: the preload
+// library links this file and must not bring a shared C++ library into a C program.
 #include "export/export.hpp"
 
+#include <charconv>
 #include <cstdio>
+#include <iterator>
 #include <ostream>
 #include <string_view>
 
@@ -12,22 +14,27 @@ namespace hotscope::exporters {
 namespace {
 
 // valgrind's json_escape: '"' and '\' escaped, control bytes as \u00XX, everything else as is.
-std::string json_string(std::string_view text) {
-  std::string quoted = "\"";
+void append_json_string(std::string& out, std::string_view text) {
+  out += '"';
   for (const char c : text) {
     if (c == '"' || c == '\\') {
-      quoted += '\\';
-      quoted += c;
+      out += '\\';
+      out += c;
     } else if (static_cast<unsigned char>(c) <= 0x1f) {
       char escaped[8];
       std::snprintf(escaped, sizeof escaped, "\\u%04x", static_cast<unsigned>(c));
-      quoted += escaped;
+      out += escaped;
     } else {
-      quoted += c;
+      out += c;
     }
   }
-  quoted += '"';
-  return quoted;
+  out += '"';
+}
+
+void append_number(std::string& out, std::uint64_t value) {
+  char digits[24];
+  const auto end = std::to_chars(std::begin(digits), std::end(digits), value).ptr;
+  out.append(digits, end);
 }
 
 // "1,234,567", as DHAT prints its summary.
@@ -45,37 +52,65 @@ std::string grouped(std::uint64_t value) {
 
 } // namespace
 
-void write_dhat_json(const HeapProfile& profile, std::ostream& out) {
-  out << "{\"dhatFileVersion\":2\n"
-      << ",\"mode\":\"cpp-heap\",\"verb\":\"Allocated\"\n"
-      << ",\"bklt\":true,\"bkacc\":false\n"
-      << ",\"tu\":\"µs\",\"Mtu\":\"s\"\n"
-      << ",\"tuth\":10\n"
-      << ",\"cmd\":" << json_string(profile.command) << "\n"
-      << ",\"pid\":" << profile.pid << "\n"
-      << ",\"te\":" << profile.end_us << "\n"
-      << ",\"tg\":" << profile.gmax_us << "\n"
-      << ",\"pps\":\n [";
+std::string dhat_json(const HeapProfile& profile) {
+  std::string out;
+  // About 120 bytes per site plus its frame indices, 60 per frame: one allocation for most.
+  std::size_t frames = 0;
+  for (const HeapSite& site : profile.sites) {
+    frames += site.frames.size();
+  }
+  out.reserve(4096 + profile.sites.size() * 120 + frames * 6 + profile.frames.size() * 60);
+  out += "{\"dhatFileVersion\":2\n"
+         ",\"mode\":\"cpp-heap\",\"verb\":\"Allocated\"\n"
+         ",\"bklt\":true,\"bkacc\":false\n"
+         ",\"tu\":\"µs\",\"Mtu\":\"s\"\n"
+         ",\"tuth\":10\n"
+         ",\"cmd\":";
+  append_json_string(out, profile.command);
+  out += "\n,\"pid\":";
+  out += std::to_string(profile.pid);
+  out += "\n,\"te\":";
+  append_number(out, profile.end_us);
+  out += "\n,\"tg\":";
+  append_number(out, profile.gmax_us);
+  out += "\n,\"pps\":\n [";
   bool first = true;
   for (const HeapSite& site : profile.sites) {
-    out << (first ? "" : "\n ,") << "{\"tb\":" << site.total_bytes
-        << ",\"tbk\":" << site.total_blocks << ",\"tl\":" << site.lifetimes_us
-        << ",\"mb\":" << site.max_bytes << ",\"mbk\":" << site.max_blocks
-        << ",\"gb\":" << site.gmax_bytes << ",\"gbk\":" << site.gmax_blocks
-        << ",\"eb\":" << site.end_bytes << ",\"ebk\":" << site.end_blocks << ",\"fs\":[";
-    for (std::size_t i = 0; i < site.frames.size(); ++i) {
-      out << (i == 0 ? "" : ",") << site.frames[i];
+    const std::pair<const char*, std::uint64_t> fields[] = {
+        {"{\"tb\":", site.total_bytes},  {",\"tbk\":", site.total_blocks},
+        {",\"tl\":", site.lifetimes_us}, {",\"mb\":", site.max_bytes},
+        {",\"mbk\":", site.max_blocks},  {",\"gb\":", site.gmax_bytes},
+        {",\"gbk\":", site.gmax_blocks}, {",\"eb\":", site.end_bytes},
+        {",\"ebk\":", site.end_blocks}};
+    out += first ? "" : "\n ,";
+    for (const auto& [key, value] : fields) {
+      out += key;
+      append_number(out, value);
     }
-    out << "]}";
+    out += ",\"fs\":[";
+    for (std::size_t i = 0; i < site.frames.size(); ++i) {
+      if (i > 0) {
+        out += ',';
+      }
+      append_number(out, site.frames[i]);
+    }
+    out += "]}";
     first = false;
   }
-  out << "\n ]\n,\"ftbl\":\n [";
+  out += "\n ]\n,\"ftbl\":\n [";
   first = true;
   for (const std::string& frame : profile.frames) {
-    out << (first ? "" : "\n ,") << json_string(frame);
+    out += first ? "" : "\n ,";
+    append_json_string(out, frame);
     first = false;
   }
-  out << "\n ]\n}\n";
+  out += "\n ]\n}\n";
+  return out;
+}
+
+void write_dhat_json(const HeapProfile& profile, std::ostream& out) {
+  const std::string text = dhat_json(profile);
+  out.write(text.data(), static_cast<std::streamsize>(text.size()));
 }
 
 void write_heap_summary(const HeapProfile& profile, std::ostream& out) {

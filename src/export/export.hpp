@@ -19,8 +19,9 @@ void write_table(const Snapshot& snapshot, std::ostream& out);
 // The same statistics, and per-thread figures, as JSON.
 void write_stats_json(const Snapshot& snapshot, std::ostream& out);
 // The same for live views (GET /v1/stats?format=columns): unindented, `functions` as one array
-// per key, and no per-thread function lists.
-void write_stats_columns(const Snapshot& snapshot, std::ostream& out);
+// per key, and no per-thread function lists. Returned whole, not through a stream: with 10,000
+// functions it is a megabyte that a stream would copy again.
+std::string stats_columns(const Snapshot& snapshot);
 
 // What every thread is doing now (GET /v1/threads, `hotscope threads`): its open scopes and how
 // long each has been open, CPU time, context switches, state. Threads whose innermost scope has
@@ -33,6 +34,7 @@ void write_threads_text(const Snapshot& snapshot, std::uint64_t stuck_ns, std::o
 std::string write_all(const Snapshot& snapshot, const std::string& directory);
 
 // DHAT JSON (formats.md §1): opens in valgrind's dh_view.html. Mode "cpp-heap", times in µs.
+std::string dhat_json(const HeapProfile& profile);
 void write_dhat_json(const HeapProfile& profile, std::ostream& out);
 // DHAT's closing summary: "==PID== hotscope heap: Total: / At t-gmax: / At t-end:" lines.
 void write_heap_summary(const HeapProfile& profile, std::ostream& out);

@@ -108,7 +108,7 @@ void LiveTable::erase_slot(std::size_t hole) {
 
 std::span<const std::uintptr_t> StackTable::stack(StackId id) const {
   const auto [offset, length] = ranges_[id];
-  return {frames_.data() + offset, length};
+  return {blocks_[offset / block_frames].get() + offset % block_frames, length};
 }
 
 void StackTable::grow() {
@@ -142,8 +142,13 @@ StackId StackTable::intern(std::span<const std::uintptr_t> frames) {
     }
   }
   const auto id = static_cast<StackId>(ranges_.size());
-  ranges_.emplace_back(frames_.size(), frames.size());
-  frames_.insert(frames_.end(), frames.begin(), frames.end());
+  if (block_frames - block_used_ < frames.size()) {
+    blocks_.push_back(std::make_unique_for_overwrite<std::uintptr_t[]>(block_frames));
+    block_used_ = 0;
+  }
+  ranges_.emplace_back((blocks_.size() - 1) * block_frames + block_used_, frames.size());
+  std::copy(frames.begin(), frames.end(), blocks_.back().get() + block_used_);
+  block_used_ += frames.size();
   index_[i] = Slot{hash, id};
   return id;
 }

@@ -14,6 +14,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -135,8 +136,13 @@ private:
   static constexpr StackId none = ~StackId{0};
   void grow();
 
-  std::vector<std::uintptr_t> frames_;
-  std::vector<std::pair<std::size_t, std::size_t>> ranges_; // offset, length
+  // The frames, in blocks that never move: a growing array would copy them all at each doubling
+  // and touch twice their memory, on the allocating thread. A stack is never split between
+  // blocks.
+  static constexpr std::size_t block_frames = std::size_t{1} << 16;
+  std::vector<std::unique_ptr<std::uintptr_t[]>> blocks_;
+  std::size_t block_used_ = block_frames;                   // in the last block
+  std::vector<std::pair<std::size_t, std::size_t>> ranges_; // offset (block, then index), length
   std::vector<Slot> index_;
 };
 
@@ -233,7 +239,7 @@ struct HeapEvent {
 // is freed before it is allocated again, as the allocator saw it.
 class EventLog {
 public:
-  static constexpr std::size_t ring_capacity = 4096; // events per thread: 160 KiB
+  static constexpr std::size_t ring_capacity = 16384; // events per thread: 640 KiB
 
   // One thread's events. Opened by the thread, closed when it ends; a closed ring is reused by
   // a new thread once the drainer has emptied it.

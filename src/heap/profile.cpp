@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <fstream>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace hotscope::heap {
 namespace {
@@ -125,7 +126,17 @@ HeapProfile build_profile(const RawProfile& raw, std::string command, std::int64
     bool in_main;
   };
   std::unordered_map<std::uintptr_t, AddressFrames> by_address;
-  std::unordered_map<std::vector<std::uint32_t>, std::size_t, FrameVectorHash> site_of_frames;
+  by_address.reserve(raw.sites.size());
+  // The sites by their frames, as indices into profile.sites: their frames are not copied.
+  const auto frames_hash = [&](std::size_t site) {
+    return FrameVectorHash{}(profile.sites[site].frames);
+  };
+  const auto same_frames = [&](std::size_t a, std::size_t b) {
+    return profile.sites[a].frames == profile.sites[b].frames;
+  };
+  std::unordered_set<std::size_t, decltype(frames_hash), decltype(same_frames)> site_of_frames(
+      raw.sites.size(), frames_hash, same_frames);
+  profile.sites.reserve(raw.sites.size());
   for (const RawSite& raw_site : raw.sites) {
     std::vector<std::uint32_t> frames;
     for (const std::uintptr_t return_address : raw_site.stack) {
@@ -153,14 +164,13 @@ HeapProfile build_profile(const RawProfile& raw, std::string command, std::int64
       }
     }
     const SiteCounts& c = raw_site.counts;
-    HeapSite site{c.total_bytes, c.total_blocks, c.lifetimes,  c.max_bytes,   c.max_blocks,
-                  c.gmax_bytes,  c.gmax_blocks,  c.curr_bytes, c.curr_blocks, {}};
-    const auto [found, inserted] = site_of_frames.emplace(frames, profile.sites.size());
-    if (inserted) {
-      site.frames = std::move(frames);
-      profile.sites.push_back(std::move(site));
-    } else {
-      merge_into(profile.sites[found->second], site);
+    profile.sites.push_back(HeapSite{c.total_bytes, c.total_blocks, c.lifetimes, c.max_bytes,
+                                     c.max_blocks, c.gmax_bytes, c.gmax_blocks, c.curr_bytes,
+                                     c.curr_blocks, std::move(frames)});
+    // Stacks that differ only below main are one site.
+    if (const auto [found, inserted] = site_of_frames.insert(profile.sites.size() - 1); !inserted) {
+      merge_into(profile.sites[*found], profile.sites.back());
+      profile.sites.pop_back();
     }
   }
   return profile;

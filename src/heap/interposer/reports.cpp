@@ -215,9 +215,8 @@ void write_report_now() {
   }
   const std::filesystem::path path = report_path(recorder.options(), ".json");
   const std::filesystem::path pprof_path = report_path(recorder.options(), ".pb.gz");
-  std::ostringstream dhat;
-  exporters::write_dhat_json(profile, dhat);
-  if (const std::string problem = write_file(path, std::move(dhat).str()); !problem.empty()) {
+  if (const std::string problem = write_file(path, exporters::dhat_json(profile));
+      !problem.empty()) {
     print_error(problem);
     return; // the directory is unusable: one line is enough
   }
@@ -245,9 +244,7 @@ void build_outputs(int formats, Outputs& outputs) {
   }
   const HeapProfile profile = profile_of(recorder->take()->raw);
   if ((formats & HOTSCOPE_HEAP_DHAT) != 0) {
-    std::ostringstream dhat;
-    exporters::write_dhat_json(profile, dhat);
-    outputs.dhat = std::move(dhat).str();
+    outputs.dhat = exporters::dhat_json(profile);
   }
   if ((formats & HOTSCOPE_HEAP_PPROF) != 0) {
     outputs.error = pprof_bytes(profile, recorder->pprof_period(), outputs.pprof);
