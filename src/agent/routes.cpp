@@ -166,8 +166,8 @@ Response stats(const Request& request) {
     return written(kText, trace::snapshot(trace::Contents::StatisticsOnly), exporters::write_table);
   }
   if (format == "columns") {
-    return written(kJson, trace::snapshot(trace::Contents::ProcessTotals),
-                   exporters::write_stats_columns);
+    return Response{200, kJson,
+                    exporters::stats_columns(trace::snapshot(trace::Contents::ProcessTotals)), ""};
   }
   return written(kJson, trace::snapshot(trace::Contents::StatisticsOnly),
                  exporters::write_stats_json);

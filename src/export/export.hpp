@@ -19,8 +19,9 @@ void write_table(const Snapshot& snapshot, std::ostream& out);
 // The same statistics, and per-thread figures, as JSON.
 void write_stats_json(const Snapshot& snapshot, std::ostream& out);
 // The same for live views (GET /v1/stats?format=columns): unindented, `functions` as one array
-// per key, and no per-thread function lists.
-void write_stats_columns(const Snapshot& snapshot, std::ostream& out);
+// per key, and no per-thread function lists. Returned whole, not through a stream: with 10,000
+// functions it is a megabyte that a stream would copy again.
+std::string stats_columns(const Snapshot& snapshot);
 
 // What every thread is doing now (GET /v1/threads, `hotscope threads`): its open scopes and how
 // long each has been open, CPU time, context switches, state. Threads whose innermost scope has

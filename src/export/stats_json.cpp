@@ -51,10 +51,19 @@ constexpr FunctionField kFunctionFields[] = {
     {"alloc_blocks_total", [](const FunctionStats& f) -> Json { return f.allocated_total.blocks; }},
 };
 
+// An object with room for `keys` keys. An ordered_json object is a vector of (const key, value)
+// pairs, which copies every value, deeply, each time it grows: these objects never grow.
+Json object_of(std::size_t keys) {
+  Json object = Json::object();
+  object.get_ref<Json::object_t&>().reserve(keys);
+  return object;
+}
+
 Json functions_json(const std::vector<FunctionStats>& functions) {
-  Json list = Json::array();
+  Json::array_t list;
+  list.reserve(functions.size());
   for (const FunctionStats& function : functions) {
-    Json object = Json::object();
+    Json object = object_of(std::size(kFunctionFields));
     for (const FunctionField& field : kFunctionFields) {
       object.emplace(field.key, field.value(function));
     }
@@ -66,7 +75,7 @@ Json functions_json(const std::vector<FunctionStats>& functions) {
 // The same figures as one array per key: no key repeated per function, so a live view with
 // thousands of functions reads a fraction of the bytes.
 Json functions_columns(const std::vector<FunctionStats>& functions) {
-  Json columns = Json::object();
+  Json columns = object_of(std::size(kFunctionFields));
   for (const FunctionField& field : kFunctionFields) {
     Json::array_t column;
     column.reserve(functions.size());
@@ -210,7 +219,8 @@ Json stats_json(const Snapshot& snapshot, StatsLayout layout) {
                         {"min", counter.min},
                         {"max", counter.max}});
   }
-  return {
+  // The functions go in last, into their place: the object grows while it is built.
+  Json stats = {
       {"hotscope_version", snapshot.hotscope_version},
       {"pid", snapshot.pid},
       {"process_name", snapshot.process_name},
@@ -225,8 +235,7 @@ Json stats_json(const Snapshot& snapshot, StatsLayout layout) {
       {"records", records_json(snapshot.records)},
       {"threads_folded", snapshot.threads_folded},
       {"allocations", allocations_json(snapshot.allocations)},
-      {"functions", layout == StatsLayout::Full ? functions_json(snapshot.functions)
-                                                : functions_columns(snapshot.functions)},
+      {"functions", nullptr},
       {"threads", std::move(threads)},
       {"counters", std::move(counters)},
       {"queues", queues_json(snapshot.queues)},
@@ -242,6 +251,9 @@ Json stats_json(const Snapshot& snapshot, StatsLayout layout) {
         {"trace_window_bytes", snapshot.memory.trace_window},
         {"statistics_bytes", snapshot.memory.statistics}}},
   };
+  stats["functions"] = layout == StatsLayout::Full ? functions_json(snapshot.functions)
+                                                   : functions_columns(snapshot.functions);
+  return stats;
 }
 
 } // namespace
@@ -250,10 +262,10 @@ void write_stats_json(const Snapshot& snapshot, std::ostream& out) {
   write_json(stats_json(snapshot, StatsLayout::Full), out);
 }
 
-void write_stats_columns(const Snapshot& snapshot, std::ostream& out) {
-  out << stats_json(snapshot, StatsLayout::Columns)
-             .dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace)
-      << '\n';
+std::string stats_columns(const Snapshot& snapshot) {
+  return stats_json(snapshot, StatsLayout::Columns)
+             .dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) +
+         '\n';
 }
 
 } // namespace hotscope::exporters

@@ -4,8 +4,21 @@
 
 #include <bit>
 #include <cmath>
+#include <utility>
 
 namespace hotscope::trace {
+namespace {
+
+static_assert(Histogram::kBlocks <= 64, "Histogram::used_ has one bit per block");
+
+// Calls visit(b) for each block b set in `used`, in ascending order.
+template <typename Visit> void for_each_block(std::uint64_t used, Visit visit) {
+  for (; used != 0; used &= used - 1) {
+    visit(std::countr_zero(used));
+  }
+}
+
+} // namespace
 
 Histogram::Histogram(const Histogram& other) {
   *this = other;
@@ -16,9 +29,29 @@ Histogram& Histogram::operator=(const Histogram& other) {
     for (int b = 0; b < kBlocks; ++b) {
       blocks_[b] = other.blocks_[b] ? std::make_unique<Block>(*other.blocks_[b]) : nullptr;
     }
+    used_ = other.used_;
     count_ = other.count_;
   }
   return *this;
+}
+
+Histogram::Histogram(Histogram&& other) noexcept
+    : blocks_(std::move(other.blocks_)), used_(std::exchange(other.used_, 0)),
+      count_(std::exchange(other.count_, 0)) {}
+
+Histogram& Histogram::operator=(Histogram&& other) noexcept {
+  blocks_ = std::move(other.blocks_);
+  used_ = std::exchange(other.used_, 0);
+  count_ = std::exchange(other.count_, 0);
+  return *this;
+}
+
+Histogram::Block& Histogram::block(int b) {
+  if (!blocks_[b]) {
+    blocks_[b] = std::make_unique<Block>();
+    used_ |= std::uint64_t{1} << b;
+  }
+  return *blocks_[b];
 }
 
 // Block b >= 1 holds values with bit width b + kSubBucketBits, i.e. [2^(b+6), 2^(b+7)).
@@ -41,66 +74,63 @@ std::uint64_t Histogram::midpoint(int block, std::uint64_t slot) {
 }
 
 void Histogram::add(std::uint64_t value, std::uint64_t count) {
-  const int block = block_of(value);
-  if (!blocks_[block]) {
-    blocks_[block] = std::make_unique<Block>();
-  }
-  (*blocks_[block])[slot_of(value, block)] += count;
+  const int b = block_of(value);
+  block(b)[slot_of(value, b)] += count;
   count_ += count;
 }
 
 std::size_t Histogram::allocated_bytes() const {
-  std::size_t bytes = 0;
-  for (const auto& block : blocks_) {
-    bytes += block ? sizeof(Block) : 0;
-  }
-  return bytes;
+  return static_cast<std::size_t>(std::popcount(used_)) * sizeof(Block);
 }
 
 void Histogram::merge(const Histogram& other) {
-  for (int b = 0; b < kBlocks; ++b) {
-    if (!other.blocks_[b]) {
-      continue;
-    }
-    if (!blocks_[b]) {
-      blocks_[b] = std::make_unique<Block>();
-    }
+  for_each_block(other.used_, [&](int b) {
+    Block& into = block(b);
     for (std::uint64_t s = 0; s < kSubBuckets; ++s) {
-      (*blocks_[b])[s] += (*other.blocks_[b])[s];
+      into[s] += (*other.blocks_[b])[s];
     }
-  }
+  });
   count_ += other.count_;
 }
 
 std::uint64_t Histogram::quantile(double q) const {
-  if (count_ == 0) {
-    return 0;
+  std::uint64_t value = 0;
+  quantiles({&q, 1}, {&value, 1});
+  return value;
+}
+
+void Histogram::quantiles(std::span<const double> qs, std::span<std::uint64_t> values) const {
+  std::fill(values.begin(), values.end(), 0);
+  if (count_ == 0 || qs.empty()) {
+    return;
   }
-  const double clamped = q < 0 ? 0 : (q > 1 ? 1 : q);
-  std::uint64_t rank = static_cast<std::uint64_t>(std::ceil(clamped * static_cast<double>(count_)));
-  rank = rank == 0 ? 1 : rank;
+  const auto rank_of = [&](double q) {
+    const double clamped = q < 0 ? 0 : (q > 1 ? 1 : q);
+    const auto rank = static_cast<std::uint64_t>(std::ceil(clamped * static_cast<double>(count_)));
+    return rank == 0 ? std::uint64_t{1} : rank;
+  };
+  std::size_t next = 0; // the first quantile not found yet, whose rank is `rank`
+  std::uint64_t rank = rank_of(qs[0]);
   std::uint64_t seen = 0;
-  for (int b = 0; b < kBlocks; ++b) {
-    if (!blocks_[b]) {
-      continue;
-    }
-    for (std::uint64_t s = 0; s < kSubBuckets; ++s) {
-      seen += (*blocks_[b])[s];
-      if (seen >= rank) {
-        return midpoint(b, s);
+  for_each_block(used_, [&](int b) {
+    const Block& block = *blocks_[b];
+    for (std::uint64_t s = 0; s < kSubBuckets && next < qs.size(); ++s) {
+      seen += block[s];
+      while (next < qs.size() && seen >= rank) {
+        values[next++] = midpoint(b, s);
+        rank = next < qs.size() ? rank_of(qs[next]) : 0;
       }
     }
-  }
-  return 0; // unreachable while count_ matches the buckets
+  });
 }
 
 std::vector<std::uint64_t> Histogram::counts_at_most(std::span<const std::uint64_t> bounds) const {
   std::vector<std::uint64_t> counts(bounds.size(), 0);
   std::size_t bound = 0;
   std::uint64_t seen = 0;
-  for (int b = 0; b < kBlocks && bound < bounds.size(); ++b) {
-    if (!blocks_[b]) {
-      continue;
+  for_each_block(used_, [&](int b) {
+    if (bound == bounds.size()) {
+      return;
     }
     for (std::uint64_t s = 0; s < kSubBuckets; ++s) {
       const std::uint64_t in_slot = (*blocks_[b])[s];
@@ -113,7 +143,7 @@ std::vector<std::uint64_t> Histogram::counts_at_most(std::span<const std::uint64
       }
       seen += in_slot;
     }
-  }
+  });
   for (; bound < bounds.size(); ++bound) {
     counts[bound] = seen;
   }

@@ -21,8 +21,8 @@ public:
   Histogram() = default;
   Histogram(const Histogram& other);
   Histogram& operator=(const Histogram& other);
-  Histogram(Histogram&&) noexcept = default;
-  Histogram& operator=(Histogram&&) noexcept = default;
+  Histogram(Histogram&& other) noexcept;
+  Histogram& operator=(Histogram&& other) noexcept;
 
   void add(std::uint64_t value, std::uint64_t count = 1);
   void merge(const Histogram& other);
@@ -31,6 +31,8 @@ public:
   std::size_t allocated_bytes() const;
   // The value at quantile q in [0, 1], as the midpoint of its bucket.
   std::uint64_t quantile(double q) const;
+  // quantile() of each of `qs` (ascending) into `values`, in one pass over the buckets.
+  void quantiles(std::span<const double> qs, std::span<std::uint64_t> values) const;
   // For each bound (ascending), how many values are at most that bound, each bucket counted by
   // its midpoint as quantile() reports it: a value within 0.4% of a bound may fall on either side.
   std::vector<std::uint64_t> counts_at_most(std::span<const std::uint64_t> bounds) const;
@@ -40,8 +42,10 @@ private:
   static int block_of(std::uint64_t value);
   static std::uint64_t slot_of(std::uint64_t value, int block);
   static std::uint64_t midpoint(int block, std::uint64_t slot);
+  Block& block(int b);
 
   std::array<std::unique_ptr<Block>, kBlocks> blocks_;
+  std::uint64_t used_ = 0; // bit b: blocks_[b] is allocated (walks skip the others unread)
   std::uint64_t count_ = 0;
 };
 

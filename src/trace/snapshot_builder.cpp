@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <unistd.h>
 
@@ -60,15 +61,18 @@ public:
     d.min_ns = convert_.duration(durations.min);
     d.max_ns = convert_.duration(durations.max);
     d.mean_ns = static_cast<double>(d.total_ns) / static_cast<double>(durations.calls);
+    static constexpr std::array<double, 5> kQuantiles{0.50, 0.90, 0.95, 0.99, 0.999};
+    std::array<std::uint64_t, kQuantiles.size()> ticks{};
+    histogram.quantiles(kQuantiles, ticks);
     // Bucket midpoints may fall outside what was seen: keep quantiles within [min, max].
-    const auto quantile = [&](double q) {
-      return std::clamp(convert_.duration(histogram.quantile(q)), d.min_ns, d.max_ns);
+    const auto quantile = [&](std::size_t i) {
+      return std::clamp(convert_.duration(ticks[i]), d.min_ns, d.max_ns);
     };
-    d.p50_ns = quantile(0.50);
-    d.p90_ns = quantile(0.90);
-    d.p95_ns = quantile(0.95);
-    d.p99_ns = quantile(0.99);
-    d.p999_ns = quantile(0.999);
+    d.p50_ns = quantile(0);
+    d.p90_ns = quantile(1);
+    d.p95_ns = quantile(2);
+    d.p99_ns = quantile(3);
+    d.p999_ns = quantile(4);
     if (contents_ != Contents::ProcessTotals) { // only the Prometheus histograms read them
       d.at_most_bucket = histogram.counts_at_most(bucket_ticks_);
     }
@@ -124,8 +128,10 @@ CapturedSnapshot Aggregator::capture(const TimeBase& time, Contents contents) co
   snapshot.clock = time.clock;
   snapshot.duration_ns = figures.convert().since_start(time.now_ticks);
   snapshot.threads_folded = threads_folded_;
-  for (const LocationText& name : names_) {
-    snapshot.names.push_back(name.name);
+  if (contents != Contents::ProcessTotals) {
+    for (const LocationText& name : names_) {
+      snapshot.names.push_back(name.name);
+    }
   }
   capture_functions_and_threads(figures, time.now_ticks, snapshot);
   capture_series(figures, time.now_ticks, snapshot);

@@ -49,7 +49,8 @@ struct TimeBase {
 
 // What a snapshot carries. Converting the trace window is the costly part, and the collector
 // cannot drain while a snapshot is built, so statistics-only requests skip it. ProcessTotals
-// also leaves out each thread's own function list (a live view of thousands of functions).
+// also leaves out each thread's own function list and the names the trace's events use (a live
+// view of thousands of functions).
 enum class Contents { StatisticsOnly, StatisticsAndTrace, ProcessTotals };
 
 // A snapshot in two steps, so that the collector is held off the rings only for the first:

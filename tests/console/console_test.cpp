@@ -217,6 +217,11 @@ TEST(ConsoleLive, TheHelpSaysHowLongTheLastRefreshTook) {
   ASSERT_FALSE(figure.empty()) << screen;
   EXPECT_TRUE(std::all_of(figure.begin(), figure.end(), ::isdigit)) << figure;
   EXPECT_NE(screen.find(" ms: asked, parsed and drawn)"), std::string::npos) << screen;
+  // And each step's share, for telling the agent's part from the console's.
+  for (const char* step : {" ms asking the agent, ", " parsing, ", " updating the model, ",
+                           " building the page, ", " drawing"}) {
+    EXPECT_NE(screen.find(step), std::string::npos) << step << "\n" << screen;
+  }
   tmux.keys({"q"});
 }
 

@@ -249,6 +249,33 @@ TEST(Aggregator, StatisticsOnlySnapshotsSkipTheTrace) {
   EXPECT_EQ(find(s.functions, "f2").stats.calls, 1u);
 }
 
+// The live views' snapshot: the same process totals, without the threads' own function lists
+// or the trace's names.
+TEST(Aggregator, ProcessTotalsLeaveOutPerThreadFunctionsAndTraceNames) {
+  Aggregator aggregator(1 << 20, numbered_resolver());
+  const auto a = aggregator.add_thread(1, "a");
+  const auto b = aggregator.add_thread(2, "b");
+  aggregator.consume(a, std::vector{begin(10, 7), end(20, 7), begin(30, 8), end(90, 8)});
+  aggregator.consume(b, std::vector{begin(10, 7), end(40, 7)});
+  const Snapshot all = aggregator.snapshot(manual_time_at(100), false);
+  const Snapshot totals =
+      trace::complete(aggregator.capture(manual_time_at(100), trace::Contents::ProcessTotals));
+  EXPECT_FALSE(all.names.empty());
+  EXPECT_TRUE(totals.names.empty());
+  ASSERT_EQ(totals.threads.size(), 2u);
+  EXPECT_TRUE(totals.threads[0].functions.empty());
+  EXPECT_FALSE(all.threads[0].functions.empty());
+  ASSERT_EQ(totals.functions.size(), all.functions.size());
+  for (std::size_t i = 0; i < all.functions.size(); ++i) {
+    EXPECT_EQ(totals.functions[i].name, all.functions[i].name);
+    EXPECT_EQ(totals.functions[i].stats.calls, all.functions[i].stats.calls);
+    EXPECT_EQ(totals.functions[i].stats.p50_ns, all.functions[i].stats.p50_ns);
+    EXPECT_EQ(totals.functions[i].stats.p999_ns, all.functions[i].stats.p999_ns);
+  }
+  EXPECT_EQ(find(totals.functions, "f7").stats.p50_ns, 10u);
+  EXPECT_EQ(find(totals.functions, "f7").stats.max_ns, 30u);
+}
+
 TEST(Aggregator, ThreadChurnIsFoldedToBoundMemory) {
   Aggregator aggregator(0, numbered_resolver()); // no trace window at all
   const std::size_t threads = Aggregator::kExitedThreadsKept + 100;

@@ -84,6 +84,52 @@ TEST(Histogram, MergeEqualsAddingEverything) {
   EXPECT_EQ(copy.quantile(0.5), a.quantile(0.5));
 }
 
+// The snapshot's p50..p999 come from one pass: the same values as one quantile() each.
+TEST(Histogram, QuantilesInOnePassEqualOneAtATime) {
+  std::mt19937_64 rng(4);
+  std::lognormal_distribution<double> dist(8.0, 3.0);
+  Histogram histogram;
+  for (int i = 0; i < 50'000; ++i) {
+    histogram.add(static_cast<std::uint64_t>(dist(rng)));
+  }
+  const std::vector<double> qs = {0.0, 0.5, 0.5, 0.9, 0.95, 0.99, 0.999, 1.0};
+  std::vector<std::uint64_t> values(qs.size(), 7);
+  histogram.quantiles(qs, values);
+  for (std::size_t i = 0; i < qs.size(); ++i) {
+    EXPECT_EQ(values[i], histogram.quantile(qs[i])) << "q=" << qs[i];
+  }
+  EXPECT_LT(values.front(), values.back());
+
+  Histogram empty;
+  empty.quantiles(qs, values);
+  EXPECT_EQ(values, std::vector<std::uint64_t>(qs.size(), 0));
+}
+
+// Blocks are counted as they are allocated, and a histogram moved from is empty.
+TEST(Histogram, AllocatedBytesFollowTheBlocksAndMovesLeaveNothing) {
+  Histogram histogram;
+  EXPECT_EQ(histogram.allocated_bytes(), 0u);
+  histogram.add(5);
+  histogram.add(6);
+  const std::size_t one_block = histogram.allocated_bytes();
+  EXPECT_GT(one_block, 0u);
+  histogram.add(1'000'000);
+  EXPECT_EQ(histogram.allocated_bytes(), 2 * one_block);
+  Histogram merged;
+  merged.merge(histogram);
+  EXPECT_EQ(merged.allocated_bytes(), 2 * one_block);
+  EXPECT_EQ(merged.quantile(1.0), histogram.quantile(1.0));
+
+  Histogram moved = std::move(histogram);
+  EXPECT_EQ(moved.allocated_bytes(), 2 * one_block);
+  EXPECT_EQ(moved.count(), 3u);
+  EXPECT_EQ(histogram.allocated_bytes(), 0u); // NOLINT(bugprone-use-after-move): defined empty
+  EXPECT_EQ(histogram.count(), 0u);
+  EXPECT_EQ(histogram.quantile(0.5), 0u);
+  histogram = std::move(moved);
+  EXPECT_EQ(histogram.quantile(1.0), merged.quantile(1.0));
+}
+
 } // namespace
 
 // Prometheus buckets come from counts_at_most: exact but for values within 0.4% of a bound.

@@ -102,9 +102,7 @@ TEST(ExportStatsJson, FunctionsThreadsAndCountersRoundTrip) {
 // The live views' layout: the same figures, one array per key, and no per-thread functions.
 TEST(ExportStatsJson, TheColumnsLayoutHoldsTheSameFunctionsAsTheObjectLayout) {
   const Snapshot snapshot = testing::known_snapshot();
-  std::ostringstream out;
-  exporters::write_stats_columns(snapshot, out);
-  const std::string text = out.str();
+  const std::string text = exporters::stats_columns(snapshot);
   EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 1) << "one unindented line";
   const json columns = json::parse(text);
   const json objects = stats(snapshot);

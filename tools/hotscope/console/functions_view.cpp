@@ -129,7 +129,6 @@ Page functions_page(const Model& model, ViewState& state, const Glyphs& glyphs,
     return state.descending ? x > y : x < y;
   });
 
-  std::vector<Cells> table;
   Cells heading;
   for (const ColumnInfo& info : kColumns) {
     if (info.column != Column::Alloc || with_alloc) {
@@ -139,11 +138,6 @@ Page functions_page(const Model& model, ViewState& state, const Glyphs& glyphs,
                                             : std::string(info.heading));
     }
   }
-  table.push_back(std::move(heading));
-  for (const FunctionRow* row : shown) {
-    table.push_back(cells(*row, with_alloc));
-  }
-  std::vector<std::string> lines = align(table, name_width, glyphs);
 
   Page page;
   std::string summary = fmt::format(" {} functions", model.functions().size());
@@ -152,13 +146,31 @@ Page functions_page(const Model& model, ViewState& state, const Glyphs& glyphs,
   }
   summary += fmt::format("; sorted by {}; rates over the last interval", column_heading(sort));
   page.fixed.push_back(Line{summary, Style::Dim});
-  page.fixed.push_back(Line{lines.front(), Style::Heading});
-  for (std::size_t i = 0; i < shown.size(); ++i) {
-    page.rows.push_back(Line{lines[i + 1]});
-    page.keys.push_back(shown[i]->key);
+  const std::size_t heading_line = page.fixed.size();
+  page.fixed.push_back(Line{align({heading}, name_width, glyphs).front(), Style::Heading});
+  page.rows.resize(shown.size());
+  page.keys.reserve(shown.size());
+  for (const FunctionRow* row : shown) {
+    page.keys.push_back(row->key);
+  }
+  if (!shown.empty()) {
+    // Thousands of rows, a screenful drawn: only those are formatted (and aligned together).
+    page.format = [shown = std::move(shown), heading = std::move(heading), heading_line, with_alloc,
+                   name_width, glyphs](Page& page, std::size_t first, std::size_t count) {
+      std::vector<Cells> table{heading};
+      table.reserve(count + 1);
+      for (std::size_t i = first; i < first + count; ++i) {
+        table.push_back(cells(*shown[i], with_alloc));
+      }
+      std::vector<std::string> lines = align(table, name_width, glyphs);
+      page.fixed[heading_line].text = std::move(lines.front());
+      for (std::size_t i = 0; i < count; ++i) {
+        page.rows[first + i].text = std::move(lines[i + 1]);
+      }
+    };
   }
   select_row(page, state);
-  if (shown.empty()) {
+  if (page.rows.empty()) {
     page.rows.push_back(Line{state.filter.empty() ? " no function has been called yet"
                                                   : " no function matches the filter",
                              Style::Dim});

@@ -1,10 +1,13 @@
 #include "model.hpp"
 
+#include "stats_reader.hpp"
+
 #include "profiles/profiles.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <iterator>
 
 namespace hotscope::cli::console {
 namespace {
@@ -31,47 +34,6 @@ void remember(std::deque<double>& history, double value) {
   if (history.size() > kHistoryLength) {
     history.pop_front();
   }
-}
-
-// Function `i`'s value for `key` in either layout of the statistics' functions: an object per
-// function (stats.json), or one array per key (GET /v1/stats?format=columns); null if absent.
-const Json& function_field(const Json& functions, std::size_t i, const char* key) {
-  static const Json absent;
-  const Json& holder = functions.is_object() ? functions : functions[i];
-  const auto found = holder.find(key);
-  if (found == holder.end()) {
-    return absent;
-  }
-  if (!functions.is_object()) {
-    return *found;
-  }
-  return found->is_array() && i < found->size() ? (*found)[i] : absent;
-}
-
-// The statistics' integer keys that a row keeps as they are.
-constexpr std::pair<const char*, std::uint64_t FunctionRow::*> kCountFields[] = {
-    {"calls", &FunctionRow::calls},
-    {"min_ns", &FunctionRow::min_ns},
-    {"p50_ns", &FunctionRow::p50_ns},
-    {"p90_ns", &FunctionRow::p90_ns},
-    {"p95_ns", &FunctionRow::p95_ns},
-    {"p99_ns", &FunctionRow::p99_ns},
-    {"p999_ns", &FunctionRow::p999_ns},
-    {"max_ns", &FunctionRow::max_ns},
-    {"self_ns", &FunctionRow::self_ns},
-    {"total_ns", &FunctionRow::total_ns},
-    {"alloc_bytes_self", &FunctionRow::alloc_bytes_self},
-    {"alloc_blocks_self", &FunctionRow::alloc_blocks_self},
-    {"alloc_bytes_total", &FunctionRow::alloc_bytes_total},
-    {"alloc_blocks_total", &FunctionRow::alloc_blocks_total},
-};
-
-std::size_t function_count(const Json& functions) {
-  if (functions.is_array()) {
-    return functions.size();
-  }
-  const auto names = functions.find("name");
-  return functions.is_object() && names != functions.end() && names->is_array() ? names->size() : 0;
 }
 
 using CountPair = std::pair<std::uint64_t, std::uint64_t>;
@@ -106,58 +68,35 @@ void Model::clear() {
   *this = Model();
 }
 
-void Model::update_stats(Json stats) {
-  const std::uint64_t duration_ns = u64(stats, "duration_ns");
+void Model::update_stats(StatsAnswer& answer) {
+  const std::uint64_t duration_ns = u64(answer.rest, "duration_ns");
   // Before a previous answer, and after a reset, the interval is the whole window.
   const bool continues = stats_.is_object() && duration_ns > stats_duration_ns_;
   const std::uint64_t interval_ns = continues ? duration_ns - stats_duration_ns_ : duration_ns;
-  std::map<std::string, Counts> counts;
-  std::map<std::string, int> occurrences;
-  std::vector<FunctionRow> rows;
-  // Moved out, not copied: with 10,000 functions the answer is megabytes of JSON.
-  Json functions = stats.contains("functions") ? std::move(stats["functions"]) : Json::array();
-  stats.erase("functions"); // kept as rows; the rest (threads, queues, counters) stays
-  const std::size_t count = function_count(functions);
-  rows.reserve(count);
-  for (std::size_t i = 0; i < count; ++i) {
-    const auto number = [&](const char* key) -> std::uint64_t {
-      const Json& value = function_field(functions, i, key);
-      return value.is_number() ? value.get<std::uint64_t>() : 0;
-    };
-    FunctionRow row;
-    const Json& name = function_field(functions, i, "name");
-    const Json& file = function_field(functions, i, "file");
-    row.name = name.is_string() ? name.get<std::string>() : "";
-    row.file = file.is_string() ? file.get<std::string>() : "";
-    row.line = static_cast<int>(number("line"));
-    row.key = fmt::format("{}\t{}:{}", row.name, row.file, row.line);
-    // Template instantiations can share name, file and line: the n-th of them stays the n-th.
-    if (const int seen = occurrences[row.key]++; seen > 0) {
-      row.key += fmt::format("#{}", seen);
+  functions_.swap(answer.functions); // the previous rows go back, for the next answer's strings
+  ++answers_;
+  for (FunctionRow& row : functions_) {
+    row.key.clear();
+    fmt::format_to(std::back_inserter(row.key), "{}\t{}:{}", row.name, row.file, row.line);
+    FunctionHistory* history = &histories_[row.key];
+    if (history->answer == answers_) {
+      // Template instantiations can share name, file and line: the n-th of them stays the n-th.
+      fmt::format_to(std::back_inserter(row.key), "#{}", ++history->twins);
+      history = &histories_[row.key];
+    } else {
+      history->twins = 0;
     }
-    for (const auto& [key, member] : kCountFields) {
-      row.*member = number(key);
-    }
-    const Json& mean = function_field(functions, i, "mean_ns");
-    row.mean_ns = mean.is_number() ? mean.get<double>() : 0.0;
-    Counts before;
-    if (continues) {
-      if (const auto found = previous_functions_.find(row.key);
-          found != previous_functions_.end()) {
-        before = found->second;
-      }
-    }
+    // Counts from the previous answer, if the function was in it.
+    const Counts before = continues && history->answer + 1 == answers_ ? history->counts : Counts{};
     row.calls_rate = rate(row.calls, before.calls, interval_ns);
     row.time_rate = rate(row.total_ns, before.total_ns, interval_ns);
     row.core = rate(row.self_ns, before.self_ns, interval_ns) / 1e9 * 100.0;
-    counts[row.key] = Counts{row.calls, row.total_ns, row.self_ns};
-    remember(p99_histories_[row.key], static_cast<double>(row.p99_ns));
-    rows.push_back(std::move(row));
+    history->counts = Counts{row.calls, row.total_ns, row.self_ns};
+    history->answer = answers_;
+    remember(history->p99, static_cast<double>(row.p99_ns));
   }
-  functions_ = std::move(rows);
-  previous_functions_ = std::move(counts);
   stats_duration_ns_ = duration_ns;
-  stats_ = std::move(stats);
+  stats_ = std::move(answer.rest);
   if (threads_unsupported_ || threads_.empty()) {
     threads_from_stats();
   }
@@ -203,8 +142,8 @@ const FunctionRow* Model::function(const std::string& key) const {
 }
 
 const std::deque<double>* Model::p99_history(const std::string& key) const {
-  const auto found = p99_histories_.find(key);
-  return found == p99_histories_.end() ? nullptr : &found->second;
+  const auto found = histories_.find(key);
+  return found == histories_.end() ? nullptr : &found->second.p99;
 }
 
 void Model::update_threads(const Json& answer) {

@@ -10,6 +10,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace hotscope::cli::console {
@@ -34,6 +35,8 @@ struct FunctionRow {
   std::uint64_t alloc_bytes_self = 0, alloc_blocks_self = 0, alloc_bytes_total = 0,
                 alloc_blocks_total = 0;
 };
+
+struct StatsAnswer;
 
 struct OpenScope {
   std::string name;
@@ -90,8 +93,9 @@ struct FlameNode {
 
 class Model {
 public:
-  // GET /v1/stats (the stats.json schema).
-  void update_stats(nlohmann::json stats);
+  // GET /v1/stats (the stats.json schema), as read_stats() read it. Gives `answer` the previous
+  // rows back, for the next read_stats() to reuse.
+  void update_stats(StatsAnswer& answer);
   // GET /v1/threads; threads_unsupported() when the agent has none (an older hotscope).
   void update_threads(const nlohmann::json& threads);
   void set_threads_unsupported();
@@ -129,11 +133,19 @@ private:
   };
   void threads_from_stats();
 
+  // What the console remembers of a function, by its row key, across answers.
+  struct FunctionHistory {
+    std::uint64_t answer = 0; // the last answer it was in (answers_ counts them from 1)
+    Counts counts;            // its counts in that answer
+    int twins = 0;            // later rows of that answer with the same name, file and line
+    std::deque<double> p99;
+  };
+
   nlohmann::json stats_;
   std::uint64_t stats_duration_ns_ = 0;
-  std::map<std::string, Counts> previous_functions_;
+  std::uint64_t answers_ = 0;
   std::vector<FunctionRow> functions_;
-  std::map<std::string, std::deque<double>> p99_histories_;
+  std::unordered_map<std::string, FunctionHistory> histories_;
 
   bool threads_unsupported_ = false;
   std::uint64_t threads_now_ns_ = 0;

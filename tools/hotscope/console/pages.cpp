@@ -34,6 +34,12 @@ void select_row(Page& page, ViewState& state) {
   state.selection() = page.keys[static_cast<std::size_t>(page.selected)];
 }
 
+void format_rows(Page& page, std::size_t first, std::size_t count) {
+  if (page.format && first < page.rows.size()) {
+    page.format(page, first, std::min(count, page.rows.size() - first));
+  }
+}
+
 Page build_page(const Model& model, ViewState& state, const Glyphs& glyphs, std::size_t width) {
   switch (state.tab) {
   case Tab::Functions: {

@@ -69,6 +69,28 @@ void Screen::line(int row, const std::string& text, int attributes) {
   attrset(A_NORMAL);
 }
 
+int Screen::first_row_line(const Page& page) const {
+  const int last = LINES - 1; // the status line
+  return std::min(2 + static_cast<int>(page.fixed.size()), std::max(2, last - 1));
+}
+
+int Screen::detail_lines(const Page& page) const {
+  const int last = LINES - 1;
+  return std::min(static_cast<int>(page.detail.size()), (last - first_row_line(page)) / 2);
+}
+
+std::pair<std::size_t, std::size_t> Screen::shown_rows(const Page& page) {
+  const int last = LINES - 1;
+  const int room = std::max(1, last - first_row_line(page) - detail_lines(page));
+  const int count = static_cast<int>(page.rows.size());
+  if (page.selected >= 0) {
+    top_ = std::clamp(top_, page.selected - room + 1, page.selected);
+  }
+  top_ = std::clamp(top_, 0, std::max(0, count - room));
+  return {static_cast<std::size_t>(top_),
+          static_cast<std::size_t>(std::max(0, std::min(room, count - top_)))};
+}
+
 void Screen::draw(const Frame& frame) {
   erase();
   if (COLS < kMinimumWidth || LINES < kMinimumHeight) {
@@ -118,16 +140,12 @@ void Screen::draw(const Frame& frame) {
         line(row++, fixed.text, style(fixed.style));
       }
     }
-    const int detail_rows = std::min(static_cast<int>(page.detail.size()), (last - row) / 2);
-    const int room = std::max(1, last - row - detail_rows);
-    const int count = static_cast<int>(page.rows.size());
-    if (page.selected >= 0) {
-      top_ = std::clamp(top_, page.selected - room + 1, page.selected);
-    }
-    top_ = std::clamp(top_, 0, std::max(0, count - room));
-    for (int i = top_; i < count && row < last - detail_rows; ++i) {
-      const Line& text = page.rows[static_cast<std::size_t>(i)];
-      line(row++, text.text, style(text.style) | (i == page.selected ? A_REVERSE : A_NORMAL));
+    const int detail_rows = detail_lines(page);
+    const auto [first, count] = shown_rows(page);
+    for (std::size_t i = first; i < first + count && row < last - detail_rows; ++i) {
+      const Line& text = page.rows[i];
+      line(row++, text.text,
+           style(text.style) | (static_cast<int>(i) == page.selected ? A_REVERSE : A_NORMAL));
     }
     row = last - detail_rows;
     for (int i = 0; i < detail_rows; ++i) {

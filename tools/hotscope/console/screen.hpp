@@ -6,6 +6,7 @@
 #include "view.hpp"
 
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace hotscope::cli::console {
@@ -34,10 +35,16 @@ public:
   const Glyphs& glyphs() const { return glyphs_; }
   // The next key, or ERR after `timeout_ms` without one (a negative timeout waits for a key).
   int read_key(int timeout_ms);
+  // The rows of `page` that draw() shows, as (first, count): it scrolls to keep the selection
+  // in view. The same until the page, the terminal's size or the selection changes.
+  std::pair<std::size_t, std::size_t> shown_rows(const Page& page);
   void draw(const Frame& frame);
 
 private:
   void line(int row, const std::string& text, int attributes);
+  // The lines under the fixed ones and the detail pane's share of them.
+  int first_row_line(const Page& page) const;
+  int detail_lines(const Page& page) const;
 
   Glyphs glyphs_;
   bool colours_ = false;

@@ -90,6 +90,18 @@ std::string status(const Source& source, const UiState& ui) {
          "q quit";
 }
 
+// The help's lines on the last refresh: how long it took, and each step's share.
+std::vector<std::string> refresh_times(Clock::duration total, const FetchTimes& fetch,
+                                       Clock::duration built, Clock::duration drawn) {
+  const auto ms = [](Clock::duration duration) {
+    return std::chrono::duration<double, std::milli>(duration).count();
+  };
+  return {fmt::format("   (the last refresh took {:.0f} ms: asked, parsed and drawn)", ms(total)),
+          fmt::format("    {:.1f} ms asking the agent, {:.1f} parsing, {:.1f} updating the model, "
+                      "{:.1f} building the page, {:.1f} drawing",
+                      ms(fetch.asked), ms(fetch.parsed), ms(fetch.updated), ms(built), ms(drawn))};
+}
+
 } // namespace
 
 int print_once(Source& source, const Options& options) {
@@ -99,7 +111,8 @@ int print_once(Source& source, const Options& options) {
   if (!source.fetch(model, view, fetch_options(options))) {
     throw Failure(kNoAgent, source.gone());
   }
-  const Page page = build_page(model, view, Glyphs{}, 0);
+  Page page = build_page(model, view, Glyphs{}, 0);
+  format_rows(page, 0, page.rows.size());
   std::string text =
       fmt::format("hotscope console: {}, {}, tab {}\n", source.label(), window(model), options.tab);
   for (const std::vector<Line>* lines : {&page.fixed, &page.rows, &page.detail}) {
@@ -120,7 +133,7 @@ int run_live(Screen& screen, Source& source, const Options& options) {
   // The first answer before drawing: an agent error ends the console with its exit code.
   Clock::time_point refresh_started = Clock::now();
   bool refreshing = true; // until the frame after a fetch is drawn
-  Clock::duration refresh_took{};
+  std::vector<std::string> refresh_took;
   source.fetch(model, ui.view, fetch_options(options));
   Clock::time_point next = Clock::now() + interval;
   std::vector<std::string> help;
@@ -142,20 +155,23 @@ int run_live(Screen& screen, Source& source, const Options& options) {
         ui.message = failure.what(); // shown; the console keeps trying
       }
     }
-    const Page page =
+    const Clock::time_point build_started = Clock::now();
+    Page page =
         build_page(model, ui.view, screen.glyphs(), static_cast<std::size_t>(screen.width()));
-    // The help also says how long the last refresh took (asked, parsed, drawn).
+    const auto [first, count] = screen.shown_rows(page);
+    format_rows(page, first, count);
+    // The help also says how long the last refresh took (asked, parsed, drawn), by step.
     if (ui.help) {
       help = help_lines();
-      help.insert(
-          help.begin() + 1,
-          fmt::format("   (the last refresh took {} ms: asked, parsed and drawn)",
-                      std::chrono::duration_cast<std::chrono::milliseconds>(refresh_took).count()));
+      help.insert(help.begin() + 1, refresh_took.begin(), refresh_took.end());
     }
+    const Clock::time_point draw_started = Clock::now();
     screen.draw(Frame{title(source, model, ui, options), ui.view.tab, &page,
                       ui.help ? &help : nullptr, status(source, ui), !source.gone().empty()});
     if (refreshing) { // shown from the next frame on
-      refresh_took = Clock::now() - refresh_started;
+      const Clock::time_point now = Clock::now();
+      refresh_took = refresh_times(now - refresh_started, source.times(),
+                                   draw_started - build_started, now - draw_started);
       refreshing = false;
     }
     // A refresh that took longer than the interval leaves no time to wait: poll the keys, then

@@ -16,6 +16,13 @@ bool running(std::int64_t pid) {
   return kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM;
 }
 
+// Runs `step`, adding how long it took to `spent`.
+template <typename Step> void timed(std::chrono::steady_clock::duration& spent, Step step) {
+  const auto start = std::chrono::steady_clock::now();
+  step();
+  spent += std::chrono::steady_clock::now() - start;
+}
+
 std::string heap_hint(const std::string& heap) {
   if (heap == "off") {
     return "the heap profiler is linked but off: start the program with HOTSCOPE_HEAP_MODE=full "
@@ -39,7 +46,9 @@ std::optional<Reply> Source::get(const std::string& path) {
     return std::nullopt;
   }
   try {
-    return send(process_, "GET", path);
+    std::optional<Reply> reply;
+    timed(times_.asked, [&] { reply = send(process_, "GET", path); });
+    return reply;
   } catch (const Failure& failure) {
     // The agent removes its socket as the process exits: no answer and no process is an exit.
     if ((failure.code == kNoAgent || failure.code == kNoProcess) || !running(process_.pid)) {
@@ -50,7 +59,14 @@ std::optional<Reply> Source::get(const std::string& path) {
   }
 }
 
+nlohmann::json Source::parse(const std::string& body) {
+  nlohmann::json json;
+  timed(times_.parsed, [&] { json = nlohmann::json::parse(body); });
+  return json;
+}
+
 bool Source::fetch(Model& model, const ViewState& state, const FetchOptions& options) {
+  times_ = FetchTimes{};
   const auto stats_path = [&] { return stats_columns_ ? "/v1/stats?format=columns" : "/v1/stats"; };
   std::optional<Reply> stats = get(stats_path());
   if (stats && stats->status == 400 && stats_columns_) {
@@ -61,7 +77,8 @@ bool Source::fetch(Model& model, const ViewState& state, const FetchOptions& opt
     return false;
   }
   check_status(process_, "GET", stats_path(), *stats);
-  model.update_stats(nlohmann::json::parse(stats->body));
+  timed(times_.parsed, [&] { read_stats(stats->body, stats_answer_); });
+  timed(times_.updated, [&] { model.update_stats(stats_answer_); });
   switch (state.tab) {
   case Tab::Threads: {
     const std::string path = fmt::format("/v1/threads?stuck_ms={}", options.stuck_ms);
@@ -74,7 +91,8 @@ bool Source::fetch(Model& model, const ViewState& state, const FetchOptions& opt
       break;
     }
     check_status(process_, "GET", path, *threads);
-    model.update_threads(nlohmann::json::parse(threads->body));
+    const nlohmann::json answer = parse(threads->body);
+    timed(times_.updated, [&] { model.update_threads(answer); });
     break;
   }
   case Tab::Memory:
@@ -100,7 +118,7 @@ bool Source::fetch(Model& model, const ViewState& state, const FetchOptions& opt
       return false;
     }
     if (folded->status / 100 == 2) { // 501 without a trace: the flame tab says so
-      model.update_flame(folded->body, options.flame_seconds);
+      timed(times_.updated, [&] { model.update_flame(folded->body, options.flame_seconds); });
     }
     break;
   }
@@ -128,7 +146,8 @@ void Source::fetch_heap(Model& model) {
     return;
   }
   check_status(process_, "GET", "/v1/heap?format=dhat", *reply);
-  model.update_heap(nlohmann::json::parse(reply->body));
+  const nlohmann::json answer = parse(reply->body);
+  timed(times_.updated, [&] { model.update_heap(answer); });
 }
 
 bool Source::reconnect() {

@@ -5,6 +5,7 @@
 
 #include "../agent_client.hpp"
 #include "model.hpp"
+#include "stats_reader.hpp"
 #include "view.hpp"
 
 #include <chrono>
@@ -18,6 +19,13 @@ struct FetchOptions {
   std::uint64_t stuck_ms = 1000; // --stuck: a thread inside one scope longer is stuck
   double flame_seconds = 5;      // the flame covers the last N seconds of the trace, asked
                                  // for every N seconds
+};
+
+// How long the last fetch() spent on each step (the help shows them).
+struct FetchTimes {
+  std::chrono::steady_clock::duration asked{};   // waiting for the agent's answers
+  std::chrono::steady_clock::duration parsed{};  // parsing their JSON (the stats into rows)
+  std::chrono::steady_clock::duration updated{}; // rates, histories and rows in the model
 };
 
 class Source {
@@ -34,12 +42,14 @@ public:
   // Asks the agent for what `state`'s tab shows and puts it into `model`. False when the
   // process has gone (gone() says when); a Failure for an agent error.
   bool fetch(Model& model, const ViewState& state, const FetchOptions& options);
+  const FetchTimes& times() const { return times_; }
   // With a name to follow and the process gone: true when a process of that name runs again
   // (the source then talks to it).
   bool reconnect();
 
 private:
   std::optional<Reply> get(const std::string& path);
+  nlohmann::json parse(const std::string& body);
   void fetch_heap(Model& model);
 
   AgentProcess process_;
@@ -48,6 +58,8 @@ private:
   std::chrono::steady_clock::time_point last_trace_; // when the flame was last asked for
   // Asks for /v1/stats?format=columns, unless the agent is from before it (it answered 400).
   bool stats_columns_ = true;
+  FetchTimes times_;
+  StatsAnswer stats_answer_; // read into again at each fetch: its rows' memory is reused
 };
 
 } // namespace hotscope::cli::console

@@ -4,6 +4,7 @@
 
 #include <array>
 #include <cstddef>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -73,7 +74,15 @@ struct Page {
   std::vector<std::string> keys; // one per row when rows can be selected
   int selected = -1;             // index into rows, -1 for none
   std::vector<Line> detail;      // under the rows: the detail pane
+  // Set by a tab of thousands of rows (functions): its rows come without text, and this writes
+  // the text of rows [first, first + count) and of the column heading above them, aligned
+  // together, so that a refresh formats only the rows drawn. See format_rows().
+  std::function<void(Page& page, std::size_t first, std::size_t count)> format;
 };
+
+// Gives rows [first, first + count) of `page` their text (all rows have it unless the page has
+// `format`); the column widths are those of these rows.
+void format_rows(Page& page, std::size_t first, std::size_t count);
 
 // `name_width` caps the name column (0: whole names, as --once prints them).
 Page functions_page(const Model& model, ViewState& state, const Glyphs& glyphs,
