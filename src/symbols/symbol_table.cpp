@@ -136,16 +136,15 @@ void SymbolTable::index() {
       open.push_back(static_cast<std::int32_t>(i));
     }
   }
-  std::vector<std::pair<std::uint64_t, std::uint64_t>> starts;
-  for (const std::vector<Range>* ranges : {&globals_, &locals_}) {
-    for (const Range& range : *ranges) {
-      starts.emplace_back(range.low, range.high);
-    }
-  }
-  std::sort(starts.begin(), starts.end());
+  // Both kinds are sorted by low already: merged, not sorted again (the order among equal lows
+  // does not change the reach).
+  std::vector<Range> starts(globals_.size() + locals_.size());
+  std::merge(globals_.begin(), globals_.end(), locals_.begin(), locals_.end(), starts.begin(),
+             [](const Range& a, const Range& b) { return a.low < b.low; });
   std::uint64_t reach = 0;
-  for (const auto& [low, high] : starts) {
-    reach = std::max(reach, high);
+  for (const Range& range : starts) {
+    const std::uint64_t low = range.low;
+    reach = std::max(reach, range.high);
     if (!reach_.empty() && reach_.back().first == low) {
       reach_.back().second = reach;
     } else {
