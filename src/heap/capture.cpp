@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <new>
 
 namespace hotscope::heap {
@@ -126,9 +127,13 @@ struct LibgccUnwinder {
   _Unwind_Reason_Code (*backtrace)(_Unwind_Trace_Fn, void*) = nullptr;
   _Unwind_Ptr (*ip_info)(_Unwind_Context*, int*) = nullptr;
   _Unwind_Word (*cfa)(_Unwind_Context*) = nullptr;
-  bool usable() const { return backtrace != nullptr && ip_info != nullptr && cfa != nullptr; }
 };
 LibgccUnwinder libgcc;
+// Looked up once, by the first thread that learns a stack; the others never wait for it (they
+// unwind without learning meanwhile): a thread inside dlopen, holding the loader's lock, may be
+// allocating, and its capture must not wait for a lookup that waits for that lock.
+enum : int { NotLookedUp, LookingUp, LookedUp };
+std::atomic<int> libgcc_state{NotLookedUp};
 
 void find_libgcc_unwinder() {
   // A C program may not have loaded it: glibc loads it the same way for pthread_cancel. Kept
@@ -141,6 +146,18 @@ void find_libgcc_unwinder() {
       reinterpret_cast<decltype(libgcc.backtrace)>(dlsym(library, "_Unwind_Backtrace"));
   libgcc.ip_info = reinterpret_cast<decltype(libgcc.ip_info)>(dlsym(library, "_Unwind_GetIPInfo"));
   libgcc.cfa = reinterpret_cast<decltype(libgcc.cfa)>(dlsym(library, "_Unwind_GetCFA"));
+}
+
+// True when libgcc's unwinder can be called; the first call looks it up.
+bool libgcc_usable() {
+  int state = libgcc_state.load(std::memory_order_acquire);
+  if (state == NotLookedUp && libgcc_state.compare_exchange_strong(state, LookingUp)) {
+    find_libgcc_unwinder();
+    libgcc_state.store(LookedUp, std::memory_order_release);
+    state = LookedUp;
+  }
+  return state == LookedUp && libgcc.backtrace != nullptr && libgcc.ip_info != nullptr &&
+         libgcc.cfa != nullptr;
 }
 
 // The validated stack cache. A program allocates from the same few call paths over and over, at
@@ -200,7 +217,6 @@ StackCache* current_cache() {
       // libunwind's default global cache takes a lock that blocks signals (two syscalls) on
       // every step.
       unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
-      find_libgcc_unwinder();
     });
     void* memory = mmap(nullptr, sizeof(StackCache), PROT_READ | PROT_WRITE,
                         MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -301,7 +317,7 @@ std::size_t cached_unwind(std::uintptr_t capture_frame, const CodeRanges& skip,
       }
     }
   }
-  if (cache == nullptr || !libgcc.usable() || !cache->may_learn()) {
+  if (cache == nullptr || !cache->may_learn() || !libgcc_usable()) {
     if (cache != nullptr) {
       ++cache->unwound;
     }
