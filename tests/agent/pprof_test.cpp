@@ -42,8 +42,12 @@ TEST(AgentPprof, GoToolPprofReadsTheWallProfileOverTcp) {
   // A window that holds more than the two seconds asked for (the tests' demos keep 2 MiB).
   Demo demo(Env{{"HOTSCOPE_AGENT_TCP", "127.0.0.1:0"}, {"HOTSCOPE_TRACE_MIB", "32"}});
   const std::string address = tcp_address(demo);
-  const CommandResult top = go_pprof(
-      demo, {"-top", "-nodefraction=0", "http://" + address + "/debug/pprof/profile?seconds=2"});
+  // pprof waits for the answer 1.5 times the seconds asked for unless told: the agent's answer
+  // comes after those 2 s, once the profile is built, which under a sanitizer on a busy machine
+  // took more than the second left.
+  const CommandResult top =
+      go_pprof(demo, {"-top", "-nodefraction=0", "-timeout=60",
+                      "http://" + address + "/debug/pprof/profile?seconds=2"});
   ASSERT_EQ(top.status, 0) << top.err;
   EXPECT_NE(top.out.find("Type: wall"), std::string::npos) << top.out;
   const std::vector<std::string> functions = top_functions(top.out);
