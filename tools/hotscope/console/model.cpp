@@ -43,14 +43,31 @@ void remember(std::deque<double>& history, double value) {
 
 using CountPair = std::pair<std::uint64_t, std::uint64_t>;
 
-// Per second, over the interval, of an entry's two cumulative counts, from the previous answer's
-// (from 0 when the entry is new or the interval does not continue the previous one).
-std::pair<double, double> rates_since(const std::map<std::string, CountPair>& previous,
-                                      const std::string& key, CountPair now, bool continues,
-                                      std::uint64_t interval_ns) {
-  const auto before = continues ? previous.find(key) : previous.end();
-  const CountPair base = before == previous.end() ? CountPair{0, 0} : before->second;
-  return {rate(now.first, base.first, interval_ns), rate(now.second, base.second, interval_ns)};
+// `entries` (the statistics' queues or tasks) as rows with the per-second rates of two of their
+// cumulative counts, `first` and `second`, over the interval: from the previous answer's counts
+// (`previous`, keyed by `key_of`, then replaced by this answer's), or from 0 when an entry is new
+// or the interval does not continue the previous one.
+template <class Row, class KeyOf>
+std::vector<Row> rows_with_rates(const Json& entries, KeyOf key_of,
+                                 std::pair<const char*, double Row::*> first,
+                                 std::pair<const char*, double Row::*> second,
+                                 std::map<std::string, CountPair>& previous, bool continues,
+                                 std::uint64_t interval_ns) {
+  std::map<std::string, CountPair> counts;
+  std::vector<Row> rows;
+  for (const Json& entry : entries) {
+    Row row{entry};
+    const std::string key = key_of(entry);
+    const CountPair now{u64(entry, first.first), u64(entry, second.first)};
+    const auto before = continues ? previous.find(key) : previous.end();
+    const CountPair base = before == previous.end() ? CountPair{0, 0} : before->second;
+    row.*first.second = rate(now.first, base.first, interval_ns);
+    row.*second.second = rate(now.second, base.second, interval_ns);
+    counts[key] = now;
+    rows.push_back(std::move(row));
+  }
+  previous = std::move(counts);
+  return rows;
 }
 
 // The fields /v1/threads and the statistics' threads share.
@@ -107,34 +124,15 @@ void Model::update_stats(StatsAnswer& answer) {
   if (threads_unsupported_ || threads_.empty()) {
     threads_from_stats();
   }
-  std::map<std::string, CountPair> queue_counts;
-  queues_.clear();
-  for (const Json& queue : stats_.value("queues", Json::array())) {
-    QueueRow row{queue};
-    const std::string name = queue.value("name", "");
-    const CountPair counts{u64(queue, "pushed"), u64(queue, "popped")};
-    std::tie(row.push_rate, row.pop_rate) =
-        rates_since(previous_queues_, name, counts, continues, interval_ns);
-    queue_counts[name] = counts;
-    queues_.push_back(std::move(row));
-  }
-  previous_queues_ = std::move(queue_counts);
-  tasks_from_stats(continues, interval_ns);
-}
-
-void Model::tasks_from_stats(bool continues, std::uint64_t interval_ns) {
-  std::map<std::string, CountPair> counts;
-  tasks_.clear();
-  for (const Json& task : stats_.value("tasks", Json::array())) {
-    TaskRow row{task};
-    const std::string key = task.value("kind", "") + ':' + task.value("name", "");
-    const CountPair now{u64(task, "created"), u64(task, "resumes")};
-    std::tie(row.created_rate, row.resume_rate) =
-        rates_since(previous_tasks_, key, now, continues, interval_ns);
-    counts[key] = now;
-    tasks_.push_back(std::move(row));
-  }
-  previous_tasks_ = std::move(counts);
+  queues_ = rows_with_rates<QueueRow>(
+      stats_.value("queues", Json::array()),
+      [](const Json& queue) { return queue.value("name", ""); }, {"pushed", &QueueRow::push_rate},
+      {"popped", &QueueRow::pop_rate}, previous_queues_, continues, interval_ns);
+  tasks_ = rows_with_rates<TaskRow>(
+      stats_.value("tasks", Json::array()),
+      [](const Json& task) { return task.value("kind", "") + ':' + task.value("name", ""); },
+      {"created", &TaskRow::created_rate}, {"resumes", &TaskRow::resume_rate}, previous_tasks_,
+      continues, interval_ns);
 }
 
 // As report.txt: the allocation columns only when the program recorded allocations.

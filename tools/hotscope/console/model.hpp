@@ -156,7 +156,6 @@ private:
   std::map<std::string, std::pair<std::uint64_t, std::uint64_t>> previous_queues_; // push, pop
   std::vector<QueueRow> queues_;
 
-  void tasks_from_stats(bool continues, std::uint64_t interval_ns);
   std::map<std::string, std::pair<std::uint64_t, std::uint64_t>>
       previous_tasks_; // created, resumes
   std::vector<TaskRow> tasks_;
