@@ -142,13 +142,16 @@ StackId StackTable::intern(std::span<const std::uintptr_t> frames) {
     }
   }
   const auto id = static_cast<StackId>(ranges_.size());
-  if (block_frames - block_used_ < frames.size()) {
+  // Where the last stack ended in the last block. A stack may be empty (every frame inside the
+  // profiler), and still needs a block to point into.
+  std::size_t used =
+      ranges_.empty() ? 0 : ranges_.back().first % block_frames + ranges_.back().second;
+  if (blocks_.empty() || block_frames - used < frames.size()) {
     blocks_.push_back(std::make_unique_for_overwrite<std::uintptr_t[]>(block_frames));
-    block_used_ = 0;
+    used = 0;
   }
-  ranges_.emplace_back((blocks_.size() - 1) * block_frames + block_used_, frames.size());
-  std::copy(frames.begin(), frames.end(), blocks_.back().get() + block_used_);
-  block_used_ += frames.size();
+  ranges_.emplace_back((blocks_.size() - 1) * block_frames + used, frames.size());
+  std::copy(frames.begin(), frames.end(), blocks_.back().get() + used);
   index_[i] = Slot{hash, id};
   return id;
 }

@@ -141,7 +141,6 @@ private:
   // blocks.
   static constexpr std::size_t block_frames = std::size_t{1} << 16;
   std::vector<std::unique_ptr<std::uintptr_t[]>> blocks_;
-  std::size_t block_used_ = block_frames;                   // in the last block
   std::vector<std::pair<std::size_t, std::size_t>> ranges_; // offset (block, then index), length
   std::vector<Slot> index_;
 };

@@ -4,8 +4,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
+#include <span>
 #include <unordered_map>
+#include <vector>
 
 namespace hotscope::heap {
 namespace {
@@ -36,6 +39,28 @@ TEST(HeapEngine, InternsEachDistinctStackOnce) {
   ASSERT_EQ(raw.sites.size(), 2u);
   EXPECT_EQ(raw.sites[a].stack, std::vector<std::uintptr_t>(stack_a.begin(), stack_a.end()));
   EXPECT_EQ(raw.sites[b].stack, std::vector<std::uintptr_t>(stack_b.begin(), stack_b.end()));
+}
+
+// The frames are kept in fixed blocks: an empty stack first (every frame inside the profiler),
+// then enough long stacks to fill several blocks, each read back whole.
+TEST(HeapEngine, StacksStayWholeAcrossTheFrameBlocks) {
+  Engine engine;
+  const StackId empty = engine.intern(std::span<const std::uintptr_t>{});
+  std::vector<std::vector<std::uintptr_t>> stacks;
+  for (std::uintptr_t i = 0; i < 3000; ++i) { // 3,000 × 48 frames: three blocks of 65,536
+    std::vector<std::uintptr_t> stack(48);
+    for (std::size_t j = 0; j < stack.size(); ++j) {
+      stack[j] = 0x10000 + i * 0x100 + j;
+    }
+    EXPECT_EQ(engine.intern(stack), i + 1);
+    stacks.push_back(std::move(stack));
+  }
+  EXPECT_EQ(engine.intern(std::span<const std::uintptr_t>{}), empty);
+  EXPECT_TRUE(engine.stack(empty).empty());
+  for (std::size_t i = 0; i < stacks.size(); ++i) {
+    const auto kept = engine.stack(static_cast<StackId>(i + 1));
+    ASSERT_TRUE(std::equal(kept.begin(), kept.end(), stacks[i].begin(), stacks[i].end())) << i;
+  }
 }
 
 // malloc(100) at A, malloc(50) at B, realloc to 200, free A, malloc(0) at C, end.
