@@ -89,8 +89,7 @@ void loaded_libraries() {
   hotscope::heap::RawProfile raw;
   for (std::size_t i = 0; i < addresses.size(); i += 10) {
     hotscope::heap::RawSite& site = raw.sites.emplace_back();
-    site.stack.assign(addresses.begin() + static_cast<std::ptrdiff_t>(i),
-                      addresses.begin() + static_cast<std::ptrdiff_t>(i + 10));
+    site.stack = std::span(addresses).subspan(i, 10);
     site.counts.total_bytes = site.counts.total_blocks = 1;
   }
   const Clock::time_point start = Clock::now();

@@ -111,37 +111,30 @@ std::span<const std::uintptr_t> StackTable::stack(StackId id) const {
   return {blocks_[offset / block_frames].get() + offset % block_frames, length};
 }
 
-void StackTable::grow() {
-  std::vector<Slot> old = std::move(index_);
-  index_.assign(old.empty() ? 256 : old.size() * 2, Slot{0, none});
-  const std::size_t mask = index_.size() - 1;
+void HashIndex::grow() {
+  std::vector<Slot> old = std::move(slots_);
+  slots_.assign(old.empty() ? 256 : old.size() * 2, Slot{0, none});
+  const std::size_t mask = slots_.size() - 1;
   for (const Slot& slot : old) {
     if (slot.id != none) {
       std::size_t i = slot.hash & mask;
-      while (index_[i].id != none) {
+      while (slots_[i].id != none) {
         i = (i + 1) & mask;
       }
-      index_[i] = slot;
+      slots_[i] = slot;
     }
   }
 }
 
 StackId StackTable::intern(std::span<const std::uintptr_t> frames) {
-  if ((ranges_.size() + 1) * 2 > index_.size()) {
-    grow();
+  const auto next = static_cast<StackId>(ranges_.size());
+  const StackId id = index_.find_or_add(hash_stack(frames), next, [&](StackId known) {
+    const auto known_frames = stack(known);
+    return std::equal(known_frames.begin(), known_frames.end(), frames.begin(), frames.end());
+  });
+  if (id != next) {
+    return id;
   }
-  const std::uint64_t hash = hash_stack(frames);
-  const std::size_t mask = index_.size() - 1;
-  std::size_t i = hash & mask;
-  for (; index_[i].id != none; i = (i + 1) & mask) {
-    if (index_[i].hash == hash) {
-      const auto known = stack(index_[i].id);
-      if (std::equal(known.begin(), known.end(), frames.begin(), frames.end())) {
-        return index_[i].id;
-      }
-    }
-  }
-  const auto id = static_cast<StackId>(ranges_.size());
   // Where the last stack ended in the last block. A stack may be empty (every frame inside the
   // profiler), and still needs a block to point into.
   std::size_t used =
@@ -152,7 +145,6 @@ StackId StackTable::intern(std::span<const std::uintptr_t> frames) {
   }
   ranges_.emplace_back((blocks_.size() - 1) * block_frames + used, frames.size());
   std::copy(frames.begin(), frames.end(), blocks_.back().get() + used);
-  index_[i] = Slot{hash, id};
   return id;
 }
 
@@ -323,7 +315,7 @@ RawProfile Engine::snapshot(std::uint64_t now) const {
   const bool at_peak = curr_bytes_ == max_bytes_; // the exit-time check_for_peak
   for (StackId id = 0; id < sites_.size(); ++id) {
     const auto frames = stacks_.stack(id);
-    RawSite& site = raw.sites.emplace_back(RawSite{{frames.begin(), frames.end()}, sites_[id]});
+    RawSite& site = raw.sites.emplace_back(RawSite{frames, sites_[id]});
     if (at_peak || synced_[id] != peak_) {
       site.counts.gmax_bytes = site.counts.curr_bytes;
       site.counts.gmax_blocks = site.counts.curr_blocks;

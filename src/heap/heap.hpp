@@ -44,8 +44,10 @@ struct SiteCounts {
 // has run, and the lifetimes of live blocks count up to `end_time`. Times are in the unit of the
 // engine's caller until in_microseconds() converts them.
 struct RawSite {
-  std::vector<std::uintptr_t> stack; // code addresses, innermost first
-  SiteCounts counts;                 // curr_* are the t-end figures (eb, ebk)
+  // Code addresses, innermost first. Not a copy: they lie in the stack table of the engine that
+  // took the profile, which keeps each stack where it is for as long as the engine lives.
+  std::span<const std::uintptr_t> stack;
+  SiteCounts counts; // curr_* are the t-end figures (eb, ebk)
 };
 
 // The process-wide figures at one moment, for gauges (/v1/metrics): everything allocated in the
@@ -110,6 +112,40 @@ private:
   unsigned shift_ = 64;
 };
 
+// Dense ids (0, 1, 2, ...) found by hash, for tables that keep what the ids stand for themselves:
+// open addressing with linear probing, at most half full, one flat array of (hash, id). Lookups
+// that repeat millions of times (a stack per allocation, a frame per site at exit) stay in a few
+// cache lines, where a node-based map chases a pointer per lookup.
+class HashIndex {
+public:
+  // The id whose entry `is(id)` says equals the one looked up (of those with `hash`), or `next`
+  // (the count of ids so far) added for it.
+  template <class Is> std::uint32_t find_or_add(std::uint64_t hash, std::uint32_t next, Is&& is) {
+    if ((std::size_t{next} + 1) * 2 > slots_.size()) {
+      grow();
+    }
+    const std::size_t mask = slots_.size() - 1;
+    std::size_t i = hash & mask;
+    for (; slots_[i].id != none; i = (i + 1) & mask) {
+      if (slots_[i].hash == hash && is(slots_[i].id)) {
+        return slots_[i].id;
+      }
+    }
+    slots_[i] = Slot{hash, next};
+    return next;
+  }
+
+private:
+  struct Slot {
+    std::uint64_t hash;
+    std::uint32_t id; // `none`: empty
+  };
+  static constexpr std::uint32_t none = ~std::uint32_t{0};
+  void grow();
+
+  std::vector<Slot> slots_;
+};
+
 // Interned stacks: each one's addresses stored once, found by hash. Ids are dense, from 0.
 class StackTable {
 public:
@@ -128,21 +164,13 @@ public:
   std::size_t size() const { return ranges_.size(); }
 
 private:
-  // The index: open addressing with linear probing, at most half full, one flat array.
-  struct Slot {
-    std::uint64_t hash;
-    StackId id; // `none`: empty
-  };
-  static constexpr StackId none = ~StackId{0};
-  void grow();
-
   // The frames, in blocks that never move: a growing array would copy them all at each doubling
   // and touch twice their memory, on the allocating thread. A stack is never split between
   // blocks.
   static constexpr std::size_t block_frames = std::size_t{1} << 16;
   std::vector<std::unique_ptr<std::uintptr_t[]>> blocks_;
   std::vector<std::pair<std::size_t, std::size_t>> ranges_; // offset (block, then index), length
-  std::vector<Slot> index_;
+  HashIndex index_;
 };
 
 // Times (`now`) are in any unit of a clock that never goes back, as the caller chooses.
@@ -273,6 +301,11 @@ public:
       const std::uint64_t at = read_.load(std::memory_order_relaxed) + distance;
       return at < visible_ ? &slots_[at % ring_capacity] : nullptr;
     }
+    // Starts fetching the event `distance` places after the drainer's next, written or not.
+    void prefetch(std::uint64_t distance) const {
+      __builtin_prefetch(
+          &slots_[(read_.load(std::memory_order_relaxed) + distance) % ring_capacity]);
+    }
   };
 
   EventLog() = default;
@@ -326,6 +359,9 @@ public:
           break;
         }
       }
+      // The events come from another core's cache: fetched twice as far ahead as what
+      // applying them reads, which needs their addresses.
+      current_->prefetch(2 * prefetch_distance);
       if (const HeapEvent* later = current_->ahead(prefetch_distance)) {
         ahead(*later);
       }

@@ -7,8 +7,8 @@
 #include <cinttypes>
 #include <cstdio>
 #include <fstream>
+#include <span>
 #include <unordered_map>
-#include <unordered_set>
 
 namespace hotscope::heap {
 namespace {
@@ -51,14 +51,50 @@ bool is_main(const std::vector<symbols::Frame>& frames) {
                      [](const symbols::Frame& frame) { return frame.function == "main"; });
 }
 
-struct FrameVectorHash {
-  std::size_t operator()(const std::vector<std::uint32_t>& frames) const {
-    std::uint64_t hash = 14695981039346656037ull; // FNV-1a over the indices
-    for (const std::uint32_t frame : frames) {
-      hash = (hash ^ frame) * 1099511628211ull;
-    }
-    return static_cast<std::size_t>(hash ^ (hash >> 29));
+std::uint64_t hash_frames(const std::vector<std::uint32_t>& frames) {
+  std::uint64_t hash = 14695981039346656037ull; // FNV-1a over the indices
+  for (const std::uint32_t frame : frames) {
+    hash = (hash ^ frame) * 1099511628211ull;
   }
+  return hash ^ (hash >> 29);
+}
+
+// Each distinct return address's frames, as indices into the frame table: a profile's stacks
+// repeat a few thousand addresses millions of times, so this lookup is build_profile's inner loop.
+class AddressFrames {
+public:
+  struct Entry {
+    std::uintptr_t address;
+    std::uint32_t first; // its frames: [first, first + count) of the indices
+    std::uint32_t count;
+    bool in_main; // a frame of main: the frames after it are the C runtime's
+  };
+
+  // The entry of `address`, and true when it is new: its frames are then to be added.
+  std::pair<Entry*, bool> find_or_add(std::uintptr_t address) {
+    const auto next = static_cast<std::uint32_t>(entries_.size());
+    const std::uint64_t product = address * 0x9E3779B97F4A7C15ull; // spreads the low bits
+    const std::uint32_t id =
+        index_.find_or_add(product ^ (product >> 32), next,
+                           [&](std::uint32_t known) { return entries_[known].address == address; });
+    if (id == next) {
+      entries_.push_back(Entry{address, static_cast<std::uint32_t>(indices_.size()), 0, false});
+    }
+    return {&entries_[id], id == next};
+  }
+  // Adds a frame to the entry find_or_add added last.
+  void add_frame(Entry& entry, std::uint32_t index) {
+    indices_.push_back(index);
+    ++entry.count;
+  }
+  std::span<const std::uint32_t> frames(const Entry& entry) const {
+    return {indices_.data() + entry.first, entry.count};
+  }
+
+private:
+  HashIndex index_;
+  std::vector<Entry> entries_;
+  std::vector<std::uint32_t> indices_;
 };
 
 // The process's executable mappings, by address, from /proc/self/maps ("start-end perms offset
@@ -121,26 +157,14 @@ HeapProfile build_profile(const RawProfile& raw, std::string command, std::int64
   profile.mappings = code_mappings();
   // Each distinct address is symbolized and described once; sites share far more addresses
   // than they have.
-  struct AddressFrames {
-    std::vector<std::uint32_t> indices; // into the frame table, innermost first
-    bool in_main;
-  };
-  std::unordered_map<std::uintptr_t, AddressFrames> by_address;
-  by_address.reserve(raw.sites.size());
+  AddressFrames by_address;
   // The sites by their frames, as indices into profile.sites: their frames are not copied.
-  const auto frames_hash = [&](std::size_t site) {
-    return FrameVectorHash{}(profile.sites[site].frames);
-  };
-  const auto same_frames = [&](std::size_t a, std::size_t b) {
-    return profile.sites[a].frames == profile.sites[b].frames;
-  };
-  std::unordered_set<std::size_t, decltype(frames_hash), decltype(same_frames)> site_of_frames(
-      raw.sites.size(), frames_hash, same_frames);
+  HashIndex site_of_frames;
   profile.sites.reserve(raw.sites.size());
   for (const RawSite& raw_site : raw.sites) {
     std::vector<std::uint32_t> frames;
     for (const std::uintptr_t return_address : raw_site.stack) {
-      auto [known, inserted] = by_address.try_emplace(return_address);
+      auto [known, inserted] = by_address.find_or_add(return_address);
       if (inserted) {
         // The call instruction ends just before the return address.
         const std::uintptr_t call = return_address - 1;
@@ -148,7 +172,7 @@ HeapProfile build_profile(const RawProfile& raw, std::string command, std::int64
         for (std::size_t i = 0; i < resolved.size(); ++i) {
           const symbols::Frame& frame = resolved[i];
           const std::uint32_t index = table.index(symbols::describe(call, frame));
-          known->second.indices.push_back(index);
+          by_address.add_frame(*known, index);
           if (index == profile.frame_details.size()) { // new to the table
             // All but the last of an address's frames are inlined into the next one.
             profile.frame_details.push_back(HeapFrame{call, frame.function, frame.file, frame.line,
@@ -156,10 +180,11 @@ HeapProfile build_profile(const RawProfile& raw, std::string command, std::int64
                                                       i + 1 < resolved.size()});
           }
         }
-        known->second.in_main = is_main(resolved);
+        known->in_main = is_main(resolved);
       }
-      frames.insert(frames.end(), known->second.indices.begin(), known->second.indices.end());
-      if (known->second.in_main) {
+      const auto indices = by_address.frames(*known);
+      frames.insert(frames.end(), indices.begin(), indices.end());
+      if (known->in_main) {
         break; // the C runtime's start-up frames say nothing
       }
     }
@@ -168,8 +193,14 @@ HeapProfile build_profile(const RawProfile& raw, std::string command, std::int64
                                      c.max_blocks, c.gmax_bytes, c.gmax_blocks, c.curr_bytes,
                                      c.curr_blocks, std::move(frames)});
     // Stacks that differ only below main are one site.
-    if (const auto [found, inserted] = site_of_frames.insert(profile.sites.size() - 1); !inserted) {
-      merge_into(profile.sites[*found], profile.sites.back());
+    const HeapSite& site = profile.sites.back();
+    const auto next = static_cast<std::uint32_t>(profile.sites.size() - 1);
+    const std::uint32_t found =
+        site_of_frames.find_or_add(hash_frames(site.frames), next, [&](std::uint32_t known) {
+          return profile.sites[known].frames == site.frames;
+        });
+    if (found != next) {
+      merge_into(profile.sites[found], site);
       profile.sites.pop_back();
     }
   }

@@ -37,8 +37,8 @@ TEST(HeapEngine, InternsEachDistinctStackOnce) {
   EXPECT_EQ(engine.intern(std::array<std::uintptr_t, 2>{0x1100, 0x2000}), b);
   const RawProfile raw = engine.snapshot(0);
   ASSERT_EQ(raw.sites.size(), 2u);
-  EXPECT_EQ(raw.sites[a].stack, std::vector<std::uintptr_t>(stack_a.begin(), stack_a.end()));
-  EXPECT_EQ(raw.sites[b].stack, std::vector<std::uintptr_t>(stack_b.begin(), stack_b.end()));
+  EXPECT_TRUE(std::ranges::equal(raw.sites[a].stack, stack_a));
+  EXPECT_TRUE(std::ranges::equal(raw.sites[b].stack, stack_b));
 }
 
 // The frames are kept in fixed blocks: an empty stack first (every frame inside the profiler),

@@ -42,11 +42,14 @@ std::string dhat_json(const hotscope::HeapProfile& profile) {
 }
 
 TEST(HeapSymbolCache, ARepeatedProfileEqualsTheFirstAndAFreshSymbolizersFrameForFrame) {
+  const std::vector<std::uintptr_t> captured = capture();
+  const std::vector<std::uintptr_t> inlined = through_inlined_code();
+  const std::vector<std::uintptr_t> in_no_object = {0x10, 0x20};
   heap::RawProfile raw;
   raw.end_time = 10;
-  raw.sites.push_back({capture(), {.total_bytes = 8, .total_blocks = 1}});
-  raw.sites.push_back({through_inlined_code(), {.total_bytes = 16, .total_blocks = 2}});
-  raw.sites.push_back({{0x10, 0x20}, {.total_bytes = 4, .total_blocks = 1}}); // in no object
+  raw.sites.push_back({captured, {.total_bytes = 8, .total_blocks = 1}});
+  raw.sites.push_back({inlined, {.total_bytes = 16, .total_blocks = 2}});
+  raw.sites.push_back({in_no_object, {.total_bytes = 4, .total_blocks = 1}});
   Symbolizer kept;
   const std::string first = dhat_json(heap::build_profile(raw, "prog", 1, kept));
   EXPECT_NE(first.find("inlined_capture"), std::string::npos) << first;
