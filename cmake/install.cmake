@@ -70,11 +70,11 @@ if(HOTSCOPE_ENABLE)
     # Libs, not Requires: its Cflags (-I/usr/include/p11-kit-1, for gnutls) are not ours to hand
     # on, and pkg-config adds a required package's Cflags even from Requires.private.
     set(HOTSCOPE_PC_LIBS "-L\${libdir} -lhotscope${HOTSCOPE_PC_MHD} -pthread")
-    set(HOTSCOPE_PC_REQUIRES "fmt prometheus-cpp-core protobuf-lite zlib")
+    set(HOTSCOPE_PC_REQUIRES "fmt prometheus-cpp-core protobuf-lite libdeflate")
   else()
     set(HOTSCOPE_PC_LIBS "-L\${libdir} -lhotscope")
     string(STRIP "${HOTSCOPE_PC_MHD} -pthread" HOTSCOPE_PC_LIBS_PRIVATE)
-    set(HOTSCOPE_PC_REQUIRES_PRIVATE "fmt prometheus-cpp-core protobuf-lite zlib")
+    set(HOTSCOPE_PC_REQUIRES_PRIVATE "fmt prometheus-cpp-core protobuf-lite libdeflate")
   endif()
 endif()
 # hotscope_install_pkg_config(<name>): cmake/<name>.pc.in, with the variables above, installed as

@@ -6,7 +6,7 @@
 
 #include <google/protobuf/arena.h>
 
-#include <zlib.h>
+#include <libdeflate.h>
 
 #include <algorithm>
 #include <map>
@@ -58,24 +58,22 @@ void add_value_type(pb::ValueType* type, Strings& strings, const std::string& na
   type->set_unit(strings.index(unit));
 }
 
-// At zlib's fastest level, as Go's runtime/pprof writes its profiles: several times faster than the
-// default level, for a file a little larger.
+// At libdeflate's fastest level, as Go's runtime/pprof writes its profiles at zlib's: several
+// times faster than the default level, for a file a little larger (libdeflate's level 1 is about
+// twice as fast as zlib's, and a large profile is written at the program's exit).
 std::string gzip(const std::string& data) {
-  z_stream stream{};
-  if (deflateInit2(&stream, Z_BEST_SPEED, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
-    throw std::runtime_error("zlib: deflateInit2 failed");
+  const std::unique_ptr<libdeflate_compressor, decltype(&libdeflate_free_compressor)> compressor(
+      libdeflate_alloc_compressor(1), &libdeflate_free_compressor);
+  if (compressor == nullptr) {
+    throw std::bad_alloc();
   }
-  std::string compressed(deflateBound(&stream, data.size()), '\0');
-  stream.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
-  stream.avail_in = static_cast<uInt>(data.size());
-  stream.next_out = reinterpret_cast<Bytef*>(compressed.data());
-  stream.avail_out = static_cast<uInt>(compressed.size());
-  const int result = deflate(&stream, Z_FINISH);
-  compressed.resize(stream.total_out);
-  deflateEnd(&stream);
-  if (result != Z_STREAM_END) {
-    throw std::runtime_error("zlib: deflate did not finish");
+  std::string compressed(libdeflate_gzip_compress_bound(compressor.get(), data.size()), '\0');
+  const std::size_t size = libdeflate_gzip_compress(compressor.get(), data.data(), data.size(),
+                                                    compressed.data(), compressed.size());
+  if (size == 0) { // the bound was not enough, which libdeflate rules out
+    throw std::runtime_error("libdeflate: the gzip stream did not fit its bound");
   }
+  compressed.resize(size);
   return compressed;
 }
 

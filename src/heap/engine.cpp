@@ -149,16 +149,17 @@ StackId StackTable::intern(std::span<const std::uintptr_t> frames) {
 }
 
 StackId Engine::intern(std::span<const std::uintptr_t> frames) {
-  const StackId id = stacks_.intern_site(frames, sites_);
-  if (synced_.size() < sites_.size()) {
-    synced_.push_back(peak_); // nothing at any earlier peak
-  }
-  return id;
+  return stacks_.intern(frames);
 }
 
 // Before a site's live figures change: if a peak was recorded since they last changed, they are
-// its figures at that peak.
+// its figures at that peak. A site's figures are made at its first block: until then they are
+// all zero, the same at any peak.
 SiteCounts& Engine::changing(StackId id) {
+  if (id >= sites_.size()) {
+    sites_.resize(std::size_t{id} + 1);
+    synced_.resize(std::size_t{id} + 1, peak_);
+  }
   SiteCounts& site = sites_[id];
   if (synced_[id] != peak_) {
     site.gmax_bytes = site.curr_bytes;
@@ -311,11 +312,14 @@ RawProfile Engine::snapshot(std::uint64_t now) const {
   raw.gmax_time = gmax_time_;
   raw.unknown_frees = unknown_frees_;
   raw.unknown_reallocs = unknown_reallocs_;
-  raw.sites.reserve(sites_.size());
+  raw.sites.reserve(stacks_.size());
   const bool at_peak = curr_bytes_ == max_bytes_; // the exit-time check_for_peak
-  for (StackId id = 0; id < sites_.size(); ++id) {
-    const auto frames = stacks_.stack(id);
-    RawSite& site = raw.sites.emplace_back(RawSite{frames, sites_[id]});
+  for (StackId id = 0; id < stacks_.size(); ++id) {
+    if (id >= sites_.size()) { // interned, no block yet
+      raw.sites.push_back(RawSite{stacks_.stack(id), {}});
+      continue;
+    }
+    RawSite& site = raw.sites.emplace_back(RawSite{stacks_.stack(id), sites_[id]});
     if (at_peak || synced_[id] != peak_) {
       site.counts.gmax_bytes = site.counts.curr_bytes;
       site.counts.gmax_blocks = site.counts.curr_blocks;

@@ -174,6 +174,10 @@ private:
 };
 
 // Times (`now`) are in any unit of a clock that never goes back, as the caller chooses.
+// intern(), stack() and stack_count() use only the interned stacks, which no other call but
+// snapshot() reads or changes: an owner may serialize those three apart from the rest, so that a
+// thread interning a new stack does not wait while another applies events (snapshot() then needs
+// both).
 class Engine {
 public:
   // Interns `stack` (innermost first); equal stacks get the same id, stored once.
@@ -386,6 +390,8 @@ public:
     std::uint64_t total = 0;
   };
   Backlog backlog() const;
+  // How many events were ever appended, by all threads (any thread may ask: a passing view).
+  std::uint64_t appended() const { return next_.load(std::memory_order_relaxed); }
 
 private:
   Ring* ring_with_head(std::uint64_t sequence);

@@ -219,6 +219,13 @@ struct LoadedObjects {
   bool contains(const Segment& segment) const {
     return std::find(segments.begin(), segments.end(), segment) != segments.end();
   }
+  // Whether `address` lies in a loaded segment (segments sorted by their start).
+  bool covers(std::uintptr_t address) const {
+    const auto after = std::upper_bound(
+        segments.begin(), segments.end(), address,
+        [](std::uintptr_t value, const Segment& segment) { return value < segment.begin; });
+    return after != segments.begin() && address < std::prev(after)->end;
+  }
 };
 
 LoadedObjects loaded_objects() {
@@ -248,6 +255,10 @@ LoadedObjects loaded_objects() {
         return 0;
       },
       &objects);
+  std::sort(objects.segments.begin(), objects.segments.end(),
+            [](const LoadedObjects::Segment& a, const LoadedObjects::Segment& b) {
+              return a.begin < b.begin;
+            });
   return objects;
 }
 
@@ -374,8 +385,12 @@ const std::vector<Frame>& Symbolizer::resolve(std::uintptr_t address) {
   }
   // Built aside and cached only when complete: an exception midway (no memory) caches nothing.
   std::vector<Frame> frames;
+  // libdw's module may reach past the object's last segment, where another object can be loaded
+  // later: such an address is no object's until the map is read again.
   Dwfl_Module* module =
-      session_->dwfl == nullptr ? nullptr : dwfl_addrmodule(session_->dwfl, address);
+      session_->dwfl == nullptr || (session_->loaded.known && !session_->loaded.covers(address))
+          ? nullptr
+          : dwfl_addrmodule(session_->dwfl, address);
   std::string object = "???";
   const SymbolTable* table = nullptr;
   if (module != nullptr) {

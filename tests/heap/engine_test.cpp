@@ -374,5 +374,29 @@ TEST(HeapEngine, RestartKeepsTheLiveBlocksAsTheNewWindowsStart) {
   EXPECT_EQ(counts(raw, b).total_bytes, 0u);
 }
 
+TEST(HashIndex, EqualHashesStillGiveEachEntryItsOwnIdAcrossGrowth) {
+  // Every key hashes alike (the worst case), and there are more than the first table holds.
+  std::vector<int> keys;
+  HashIndex index;
+  const auto find_or_add = [&](int key, std::uint64_t hash) {
+    const auto next = static_cast<std::uint32_t>(keys.size());
+    const std::uint32_t id =
+        index.find_or_add(hash, next, [&](std::uint32_t known) { return keys[known] == key; });
+    if (id == next) {
+      keys.push_back(key);
+    }
+    return id;
+  };
+  for (int key = 0; key < 1000; ++key) {
+    EXPECT_EQ(find_or_add(key * 7, 42), static_cast<std::uint32_t>(key));
+  }
+  for (int key = 999; key >= 0; --key) {
+    EXPECT_EQ(find_or_add(key * 7, 42), static_cast<std::uint32_t>(key)) << "found again";
+  }
+  EXPECT_EQ(find_or_add(3, 42), 1000u) << "a new key with a known hash is new";
+  EXPECT_EQ(find_or_add(7, 43), 1001u) << "a known key under another hash is another entry";
+  EXPECT_EQ(keys.size(), 1002u);
+}
+
 } // namespace
 } // namespace hotscope::heap

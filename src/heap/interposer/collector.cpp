@@ -26,10 +26,10 @@ void symbolize_new_stacks(Recorder& recorder, std::size_t& done) {
 // accounting runs beside the program instead of on its threads (which drain their own rings
 // only when they find them full and the mutex free). It drains in batches, once a ring is a
 // quarter full or 10 ms after it last drained: handing events over one by one would move a
-// cache line between the two cores for each. It looks again sooner while it finds a ring a quarter
-// full (down to every 20 µs), later while it finds them all less than a sixteenth full (up to
-// every 10 ms): a program allocating steadily wakes it about once per quarter ring, not 50,000
-// times a second. It ends with recording.
+// cache line between the two cores for each. It sleeps until the fullest ring, at the rate events
+// came since it last looked, would be half full (between 20 µs and 10 ms): a program allocating
+// steadily wakes it about once per half ring, not 50,000 times a second (on a virtual machine a
+// sleep and a wake-up cost some 20 µs of CPU). It ends with recording.
 void* collect_events(void* pointer) {
   Recorder& recorder = *static_cast<Recorder*>(pointer);
   prctl(PR_SET_TIMERSLACK, 1000); // 1 µs: sleeps of 20 µs, not of the default slack's 50 µs
@@ -38,13 +38,18 @@ void* collect_events(void* pointer) {
   std::uint64_t pause_ns = busy_pause_ns;
   std::uint64_t last_drain_ns = clock::monotonic_ns();
   std::uint64_t last_progress_ns = last_drain_ns;
+  std::uint64_t last_look_ns = last_drain_ns;
+  std::uint64_t appended_at_last_look = recorder.events_appended();
   std::uint64_t last_symbolized_ns = 0;
   std::size_t symbolized_stacks = 0;
+  constexpr std::uint64_t half_ring = EventLog::ring_capacity / 2;
   while (phase.load(std::memory_order_acquire) == Recording) {
     const EventLog::Backlog backlog = recorder.backlog();
     const std::uint64_t now_ns = clock::monotonic_ns();
-    if (backlog.largest >= EventLog::ring_capacity / 4 ||
-        (backlog.total > 0 && now_ns - last_drain_ns >= idle_pause_ns)) {
+    const std::uint64_t appended = recorder.events_appended();
+    const bool draining = backlog.largest >= EventLog::ring_capacity / 4 ||
+                          (backlog.total > 0 && now_ns - last_drain_ns >= idle_pause_ns);
+    if (draining) {
       // Stuck for event_wait_ns at a number never made visible: give it up.
       const bool stuck = now_ns - last_progress_ns >= Recorder::event_wait_ns;
       const std::lock_guard lock(recorder.mutex());
@@ -57,11 +62,18 @@ void* collect_events(void* pointer) {
       symbolize_new_stacks(recorder, symbolized_stacks);
       last_symbolized_ns = now_ns;
     }
-    if (backlog.largest >= EventLog::ring_capacity / 4) {
-      pause_ns = std::max(pause_ns / 2, busy_pause_ns);
-    } else if (backlog.largest < EventLog::ring_capacity / 16) {
+    // All threads' events, as if one ring took them: with several threads the pause is shorter
+    // than their own rings need.
+    const std::uint64_t arrived = appended - appended_at_last_look;
+    if (arrived == 0) {
       pause_ns = std::min(pause_ns * 2, idle_pause_ns);
+    } else {
+      const std::uint64_t waiting = draining ? 0 : std::min(backlog.largest, half_ring);
+      pause_ns = std::clamp((now_ns - last_look_ns) * (half_ring - waiting) / arrived,
+                            busy_pause_ns, idle_pause_ns);
     }
+    appended_at_last_look = appended;
+    last_look_ns = now_ns;
     const timespec pause{0, static_cast<long>(pause_ns)};
     nanosleep(&pause, nullptr);
   }

@@ -19,6 +19,8 @@
 #include <iomanip>
 #include <mutex>
 #include <sstream>
+#include <system_error>
+#include <thread>
 
 namespace hotscope::heap::interposer {
 namespace {
@@ -215,13 +217,25 @@ void write_report_now() {
   }
   const std::filesystem::path path = report_path(recorder.options(), ".json");
   const std::filesystem::path pprof_path = report_path(recorder.options(), ".pb.gz");
-  if (const std::string problem = write_file(path, exporters::dhat_json(profile));
-      !problem.empty()) {
-    print_error(problem);
+  // heap.pb.gz is encoded beside heap.json, on a thread of its own where one can be started: the
+  // program's exit waits for both.
+  std::string pprof;
+  std::string problem;
+  const auto encode_pprof = [&] { problem = pprof_bytes(profile, recorder.pprof_period(), pprof); };
+  std::jthread beside;
+  try {
+    beside = std::jthread(encode_pprof);
+  } catch (const std::system_error&) {
+    encode_pprof();
+  }
+  if (const std::string json_problem = write_file(path, exporters::dhat_json(profile));
+      !json_problem.empty()) {
+    print_error(json_problem);
     return; // the directory is unusable: one line is enough
   }
-  std::string pprof;
-  std::string problem = pprof_bytes(profile, recorder.pprof_period(), pprof);
+  if (beside.joinable()) {
+    beside.join();
+  }
   if (problem.empty()) {
     problem = write_file(pprof_path, pprof);
   } else {

@@ -43,7 +43,8 @@ public:
   std::mutex& mutex() { return mutex_; }
 
   // The calling thread's stack above the hooks, interned: its id is kept with the thread's cached
-  // copy of the stack, so only a stack seen for the first time on this thread takes the mutex.
+  // copy of the stack, so only a stack seen for the first time on this thread takes a lock: in the
+  // full mode not the mutex but the stack table's own, which no drain holds.
   StackId current_stack();
 
   // ---- The full mode: any thread, no lock ----
@@ -97,6 +98,7 @@ public:
   // ---- For the collector ----
 
   EventLog::Backlog backlog() const { return events_.backlog(); }
+  std::uint64_t events_appended() const { return events_.appended(); }
   // Copies of the stacks interned since the first `done` of them were; `done` moves on.
   std::vector<std::vector<std::uintptr_t>> stacks_since(std::size_t& done);
   // pprof's sampling period: the mean interval in bytes, or 1 when every block is recorded.
@@ -112,6 +114,9 @@ private:
   void make_room(std::uint64_t& waiting_since_ns);
 
   std::mutex mutex_;
+  // The full mode's interned stacks (Engine): taken without mutex_, and after it where both are.
+  // A fork does not take it: the child stops recording, and never interns.
+  std::mutex stacks_mutex_;
   Engine engine_;         // full mode, fed through events_
   EventLog events_;       // full mode: drained by whoever holds mutex_
   SampledEngine sampled_; // sampled mode
