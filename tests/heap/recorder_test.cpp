@@ -208,5 +208,53 @@ TEST(HeapRecorder, TheReportStopsRecordingWithItsCopyOrWithoutOne) {
   holder.join();
 }
 
+// A stack `depth` calls deeper than the caller's: each depth is a stack of its own.
+__attribute__((noinline)) StackId stack_at_depth(Recorder& recorder, int depth) {
+  const StackId id = depth == 0 ? recorder.current_stack() : stack_at_depth(recorder, depth - 1);
+  asm volatile("" ::: "memory"); // not a tail call: each level keeps its frame
+  return id;
+}
+
+// New stacks are interned under the stack table's own lock while another thread drains, reads
+// the new stacks and takes profiles under the mutex: every block still lands on its own stack.
+TEST(HeapRecorder, NewStacksAreInternedWhileAnotherThreadDrainsAndTakesProfiles) {
+  Recorded recorded(config::HeapMode::Full);
+  Recorder& recorder = *recorded.recorder;
+  constexpr int depths = 20; // stacks are cut at 32 frames: deeper ones would look alike
+  constexpr int rounds = 25;
+  std::atomic<bool> done{false};
+  std::thread allocating([&] {
+    EventLog::Ring* ring = recorder.open_ring();
+    ASSERT_NE(ring, nullptr);
+    std::uintptr_t address = 0x100000;
+    for (int round = 0; round < rounds; ++round) {
+      for (int depth = 0; depth < depths; ++depth) {
+        recorder.append(*ring, HeapEvent::Alloc, address += 64, 8, stack_at_depth(recorder, depth));
+      }
+    }
+    recorder.close_ring(*ring);
+    done.store(true);
+  });
+  std::size_t stacks_seen = 0;
+  while (!done.load()) {
+    {
+      const std::lock_guard lock(recorder.mutex());
+      recorder.drain();
+    }
+    for (const auto& stack : recorder.stacks_since(stacks_seen)) {
+      EXPECT_FALSE(stack.empty());
+    }
+    ASSERT_TRUE(recorder.take());
+  }
+  allocating.join();
+  const std::optional<Recorder::Taken> taken = recorder.take();
+  ASSERT_TRUE(taken);
+  EXPECT_EQ(taken->lost_events, 0u);
+  ASSERT_EQ(taken->raw.sites.size(), std::size_t{depths});
+  for (const RawSite& site : taken->raw.sites) {
+    EXPECT_EQ(site.counts.total_blocks, std::uint64_t{rounds});
+  }
+}
+
 } // namespace
 } // namespace hotscope::heap
