@@ -217,24 +217,26 @@ void write_report_now() {
   }
   const std::filesystem::path path = report_path(recorder.options(), ".json");
   const std::filesystem::path pprof_path = report_path(recorder.options(), ".pb.gz");
-  // heap.pb.gz is encoded beside heap.json, on a thread of its own where one can be started: the
-  // program's exit waits for both.
-  std::string pprof;
-  std::string problem;
-  const auto encode_pprof = [&] { problem = pprof_bytes(profile, recorder.pprof_period(), pprof); };
+  // heap.json is written beside heap.pb.gz's encoding, on a thread of its own where one can be
+  // started: the program's exit waits for both. The encoding stays on this thread, whose heap
+  // has the program's freed memory to reuse; a new thread's allocator arena is fresh memory,
+  // one page fault per page, and heap.json is one string.
+  std::string json_problem;
+  const auto write_json = [&] { json_problem = write_file(path, exporters::dhat_json(profile)); };
   std::jthread beside;
   try {
-    beside = std::jthread(encode_pprof);
+    beside = std::jthread(write_json);
   } catch (const std::system_error&) {
-    encode_pprof();
+    write_json();
   }
-  if (const std::string json_problem = write_file(path, exporters::dhat_json(profile));
-      !json_problem.empty()) {
-    print_error(json_problem);
-    return; // the directory is unusable: one line is enough
-  }
+  std::string pprof;
+  std::string problem = pprof_bytes(profile, recorder.pprof_period(), pprof);
   if (beside.joinable()) {
     beside.join();
+  }
+  if (!json_problem.empty()) {
+    print_error(json_problem);
+    return; // the directory is unusable: one line is enough
   }
   if (problem.empty()) {
     problem = write_file(pprof_path, pprof);
