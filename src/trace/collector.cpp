@@ -8,12 +8,9 @@
 
 #include <hotscope/hotscope.hpp>
 
-#include <linux/futex.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
-#include <climits>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -37,23 +34,13 @@ using detail::Ring;
 
 constexpr std::uint32_t kUnassigned = UINT32_MAX;
 
-// The collector sleeps on this word (a futex) for at most its period. 1: a wake is pending (a
-// ring passed its wake mark, or stop() asked); the collector clears it before each drain, so a
-// mark passed during a drain wakes it again, and only the first producer to set it makes the
-// syscall.
-std::atomic<std::uint32_t> wake_word{0};
+// The collector sleeps on it for at most its period; a ring passing its wake mark, or stop(),
+// rings it. The collector answers before each drain, so a mark passed during a drain wakes it
+// again.
+threads::Doorbell doorbell;
 
 void wake_collector() noexcept {
-  if (wake_word.exchange(1, std::memory_order_acq_rel) == 0) {
-    syscall(SYS_futex, &wake_word, FUTEX_WAKE_PRIVATE, INT_MAX, nullptr, nullptr, 0);
-  }
-}
-
-void sleep_until_woken(unsigned period_ms) noexcept {
-  const timespec timeout{static_cast<time_t>(period_ms / 1000),
-                         static_cast<long>(period_ms % 1000) * 1'000'000};
-  // Returns at once if the word is already 1 (EAGAIN); a signal or the timeout ends it too.
-  syscall(SYS_futex, &wake_word, FUTEX_WAIT_PRIVATE, 0, &timeout, nullptr, 0);
+  doorbell.ring();
 }
 
 // Ring storage is mapped, not allocated: it starts on a page, so no 32-byte record straddles two
@@ -287,8 +274,7 @@ private:
   void run() {
     pthread_setname_np(pthread_self(), "hotscope-drain"); // for top -H and the benchmarks
     while (!stopping_.load(std::memory_order_acquire)) {
-      sleep_until_woken(settings_.period_ms);
-      const bool woken = wake_word.exchange(0, std::memory_order_acq_rel) == 1;
+      const bool woken = doorbell.wait_for(std::uint64_t{settings_.period_ms} * 1'000'000);
       if (stopping_.load(std::memory_order_acquire)) {
         break;
       }

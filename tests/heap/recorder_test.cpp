@@ -256,5 +256,41 @@ TEST(HeapRecorder, NewStacksAreInternedWhileAnotherThreadDrainsAndTakesProfiles)
   }
 }
 
+// With a collector running, a thread whose ring is full wakes it and waits for room rather than
+// doing the accounting itself: here the collector sleeps until it is woken, and every event is
+// still applied, in order, once.
+TEST(HeapRecorder, AThreadWithAFullRingWakesTheCollector) {
+  Recorded recorded(config::HeapMode::Full);
+  Recorder& recorder = *recorded.recorder;
+  const StackId stack = recorder.current_stack();
+  std::atomic<bool> done{false};
+  std::atomic<int> rung{0};
+  recorder.set_collector_running(true);
+  std::thread collector([&] {
+    while (!done.load()) {
+      if (recorder.collector_doorbell().wait_for(1'000'000'000)) {
+        rung.fetch_add(1);
+      }
+      const std::lock_guard lock(recorder.mutex());
+      recorder.drain();
+    }
+  });
+  EventLog::Ring* ring = recorder.open_ring();
+  ASSERT_NE(ring, nullptr);
+  constexpr std::uintptr_t blocks = 3 * EventLog::ring_capacity;
+  for (std::uintptr_t i = 0; i < blocks; ++i) {
+    recorder.append(*ring, HeapEvent::Alloc, 0x100000 + i * 64, 16, stack);
+  }
+  recorder.close_ring(*ring);
+  done.store(true);
+  recorder.collector_doorbell().ring();
+  collector.join();
+  recorder.set_collector_running(false);
+  EXPECT_GE(rung.load(), 1) << "the full ring woke the collector";
+  const HeapTotals totals = recorder.totals();
+  EXPECT_EQ(totals.total_blocks, blocks);
+  EXPECT_EQ(totals.live_blocks, blocks);
+}
+
 } // namespace
 } // namespace hotscope::heap

@@ -24,14 +24,17 @@ void symbolize_new_stacks(Recorder& recorder, std::size_t& done) {
 
 // Drains the full mode's events on a thread of its own, so that where a core is free the
 // accounting runs beside the program instead of on its threads (which drain their own rings
-// only when they find them full and the mutex free). It drains in batches, once a ring is a
+// only when it makes no room, Recorder::collector_grace_ns). It drains in batches, once a ring is a
 // quarter full or 10 ms after it last drained: handing events over one by one would move a
 // cache line between the two cores for each. It sleeps until the fullest ring, at the rate events
 // came since it last looked, would be half full (between 20 µs and 10 ms): a program allocating
 // steadily wakes it about once per half ring, not 50,000 times a second (on a virtual machine a
-// sleep and a wake-up cost some 20 µs of CPU). It ends with recording.
+// sleep and a wake-up cost some 20 µs of CPU). A thread whose ring fills sooner (a burst) wakes
+// it at once and waits for room, rather than doing the accounting itself. It ends with
+// recording.
 void* collect_events(void* pointer) {
   Recorder& recorder = *static_cast<Recorder*>(pointer);
+  recorder.set_collector_running(true);
   prctl(PR_SET_TIMERSLACK, 1000); // 1 µs: sleeps of 20 µs, not of the default slack's 50 µs
   constexpr std::uint64_t busy_pause_ns = 20'000;
   constexpr std::uint64_t idle_pause_ns = 10'000'000;
@@ -74,9 +77,9 @@ void* collect_events(void* pointer) {
     }
     appended_at_last_look = appended;
     last_look_ns = now_ns;
-    const timespec pause{0, static_cast<long>(pause_ns)};
-    nanosleep(&pause, nullptr);
+    recorder.collector_doorbell().wait_for(pause_ns);
   }
+  recorder.set_collector_running(false);
   return nullptr;
 }
 

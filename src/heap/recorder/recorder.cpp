@@ -46,16 +46,19 @@ void Recorder::make_room(std::uint64_t& waiting_since_ns) {
   if (waiting_since_ns == 0) {
     waiting_since_ns = now_ns;
   }
-  if (mutex_.try_lock()) {
-    drain(now_ns - waiting_since_ns >= event_wait_ns ? event_wait_ns : 0);
+  const std::uint64_t waited_ns = now_ns - waiting_since_ns;
+  if (collector_running_.load(std::memory_order_relaxed) && waited_ns < collector_grace_ns) {
+    collector_doorbell_.ring(); // a system call only when it has looked since the last ring
+  } else if (mutex_.try_lock()) {
+    drain(waited_ns >= event_wait_ns ? event_wait_ns : 0);
     mutex_.unlock();
-  } else {
-    // Another thread drains, this ring among others: it frees a slot every few hundred
-    // nanoseconds. A short sleep lets it free hundreds, where yielding took a system call per
-    // event and kept both threads' caches busy with the same lines.
-    const timespec pause{0, 20'000};
-    nanosleep(&pause, nullptr);
+    return;
   }
+  // Another thread drains, this ring among others: it frees a slot every few hundred
+  // nanoseconds. A short sleep lets it free hundreds, where yielding took a system call per
+  // event and kept both threads' caches busy with the same lines.
+  const timespec pause{0, 20'000};
+  nanosleep(&pause, nullptr);
 }
 
 void Recorder::sampled_alloc(std::uintptr_t address, std::size_t size, StackId stack) {

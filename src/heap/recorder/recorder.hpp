@@ -10,6 +10,7 @@
 #include "clock/clock.hpp"
 #include "config/config.hpp"
 #include "heap/heap.hpp"
+#include "threads/threads.hpp"
 
 #include <atomic>
 #include <cstdint>
@@ -51,8 +52,10 @@ public:
 
   EventLog::Ring* open_ring() { return events_.open_ring(); } // nullptr without memory
   void close_ring(EventLog::Ring& ring) { events_.close_ring(ring); }
-  // Appends one event to the calling thread's `ring`. While the ring is full, drains the rings on
-  // this thread unless another one holds the mutex (that one drains, or will).
+  // Appends one event to the calling thread's `ring`. While the ring is full, wakes the collector
+  // (collector_running()) and waits for room, or drains the rings on this thread: without a
+  // collector, or when it made no room for collector_grace_ns (it may wait for a core), and only
+  // while no other thread holds the mutex (that one drains, or will).
   void append(EventLog::Ring& ring, HeapEvent::Kind kind, std::uintptr_t address,
               std::uint64_t size = 0, StackId stack = 0) {
     std::uint64_t waiting_since_ns = 0;
@@ -97,6 +100,16 @@ public:
 
   // ---- For the collector ----
 
+  // A thread whose ring is full wakes a running collector and waits this long for room before it
+  // drains the rings itself: draining them is the collector's work, beside the program's thread.
+  static constexpr std::uint64_t collector_grace_ns = 1'000'000;
+  // Said by the collector thread when it starts and ends.
+  void set_collector_running(bool running) {
+    collector_running_.store(running, std::memory_order_relaxed);
+  }
+  // Where the collector sleeps between its looks; a thread whose ring is full rings it.
+  threads::Doorbell& collector_doorbell() { return collector_doorbell_; }
+
   EventLog::Backlog backlog() const { return events_.backlog(); }
   std::uint64_t events_appended() const { return events_.appended(); }
   // Copies of the stacks interned since the first `done` of them were; `done` moves on.
@@ -125,6 +138,8 @@ private:
   CodeRanges skip_;
   clock::FreeRunningClock clock_;
   std::atomic<std::uint64_t> events_without_ring_{0};
+  std::atomic<bool> collector_running_{false};
+  threads::Doorbell collector_doorbell_;
   alignas(64) std::uint64_t latest_time_ = 0; // guarded by mutex_; apart from what hooks read
 };
 
