@@ -97,9 +97,25 @@ std::mutex symbolizer_mutex;
 // Profiles waiting for symbolizer_mutex: the collector, symbolizing ahead, gives way to them
 // after the stack it is on, so a profile (the report at exit) never waits for a batch.
 std::atomic<int> profiles_waiting{0};
-// Set while this thread waits for or holds symbolizer_mutex for a profile: a signal handler that
-// calls exit() there must not wait for the lock its own thread holds (write_report).
+// Set while this thread builds a profile, from before it takes the recorder's locks (take()) to
+// after it lets go of symbolizer_mutex: a signal handler that calls exit() there must not wait
+// for the locks its own thread holds (write_report_now).
 __thread bool building_profile __attribute__((tls_model("initial-exec"))) = false;
+
+// Marks the calling thread as building a profile while it lives. Set before any lock is taken
+// and cleared after the last is released, so that no instant of holding one goes unmarked.
+struct BuildingProfile {
+  BuildingProfile() {
+    building_profile = true;
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+  }
+  ~BuildingProfile() {
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+    building_profile = false;
+  }
+  BuildingProfile(const BuildingProfile&) = delete;
+  BuildingProfile& operator=(const BuildingProfile&) = delete;
+};
 
 symbols::Symbolizer& kept_symbolizer() {
   static auto* const symbolizer = [] {
@@ -125,17 +141,8 @@ struct Symbolized {
   std::vector<std::string> problems; // the symbolizer's, one line each
 };
 
+// With a BuildingProfile alive on this thread.
 HeapProfile profile_of(const RawProfile& raw, Symbolized* symbolized = nullptr) {
-  // Set before the lock is taken and cleared after it is released, so that no instant of holding
-  // it goes unmarked for a signal handler that calls exit().
-  building_profile = true;
-  std::atomic_signal_fence(std::memory_order_seq_cst);
-  struct Done {
-    ~Done() {
-      std::atomic_signal_fence(std::memory_order_seq_cst);
-      building_profile = false;
-    }
-  } done;
   profiles_waiting.fetch_add(1, std::memory_order_relaxed);
   const std::lock_guard lock(symbolizer_mutex);
   profiles_waiting.fetch_sub(1, std::memory_order_relaxed);
@@ -199,6 +206,7 @@ void write_report_now() {
                 "this thread was building one, whose lock it holds");
     return;
   }
+  const BuildingProfile building;
   const std::optional<Recorder::Taken> taken = recorder.take(stop_recording);
   if (!taken) {
     print_error("hotscope heap: no heap profile: the profiler's lock stayed held at exit (a "
@@ -258,7 +266,10 @@ void build_outputs(int formats, Outputs& outputs) {
     outputs.error = "heap profiling is off in this process";
     return;
   }
-  const HeapProfile profile = profile_of(recorder->take()->raw);
+  const HeapProfile profile = [&] {
+    const BuildingProfile building;
+    return profile_of(recorder->take()->raw);
+  }();
   if ((formats & HOTSCOPE_HEAP_DHAT) != 0) {
     outputs.dhat = exporters::dhat_json(profile);
   }
