@@ -113,10 +113,18 @@ bool lock_within_a_second(std::unique_lock<std::mutex>& lock) {
 } // namespace
 
 std::optional<Recorder::Taken> Recorder::take(void (*stop)()) {
+  // At exit, each lock within a second: the thread that holds one may be this very thread,
+  // interrupted by the signal handler that called exit().
+  const auto acquire = [stop](std::unique_lock<std::mutex>& lock) {
+    if (stop == nullptr) {
+      lock.lock();
+      return true;
+    }
+    return lock_within_a_second(lock);
+  };
   std::unique_lock lock(mutex_, std::defer_lock);
-  if (stop == nullptr) {
-    lock.lock();
-  } else if (!lock_within_a_second(lock)) {
+  std::unique_lock stacks_lock(stacks_mutex_, std::defer_lock);
+  if (!acquire(lock) || (!sampling() && !acquire(stacks_lock))) {
     stop();
     return std::nullopt;
   }
@@ -125,16 +133,14 @@ std::optional<Recorder::Taken> Recorder::take(void (*stop)()) {
   drain(event_wait_ns);
   taken.lost_events = events_.lost() + events_without_ring_.load(std::memory_order_relaxed);
   const std::uint64_t end_time = now();
-  if (sampling()) {
-    taken.raw = sampled_.snapshot(end_time);
-  } else {
-    const std::lock_guard stacks_lock(stacks_mutex_);
-    taken.raw = engine_.snapshot(end_time);
-  }
+  taken.raw = sampling() ? sampled_.snapshot(end_time) : engine_.snapshot(end_time);
   if (stop != nullptr) {
     stop();
   }
   const double microseconds = clock_.microseconds_per_tick(end_time);
+  if (stacks_lock.owns_lock()) {
+    stacks_lock.unlock();
+  }
   lock.unlock();
   taken.raw = in_microseconds(std::move(taken.raw), microseconds);
   // Sites whose blocks all ended before a reset have nothing left in this window.

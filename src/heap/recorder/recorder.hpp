@@ -90,8 +90,9 @@ public:
   };
   // The raw figures now, the events drained first, under the mutex only while they are copied.
   // With `stop` (at exit), `stop` is called with the copy, under the mutex, so that nothing is
-  // recorded after it; the mutex is then waited for a second at most (a signal handler may have
-  // called exit() on a thread that holds it): nothing when it stayed held.
+  // recorded after it; the mutex and the stack table's lock are then waited for a second at most
+  // each (a signal handler may have called exit() on a thread that holds one): nothing when one
+  // stayed held.
   std::optional<Taken> take(void (*stop)() = nullptr);
   // The process-wide figures now, the events drained first.
   HeapTotals totals();
