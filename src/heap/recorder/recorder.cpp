@@ -123,8 +123,7 @@ std::optional<Recorder::Taken> Recorder::take(void (*stop)()) {
     return lock_within_a_second(lock);
   };
   std::unique_lock lock(mutex_, std::defer_lock);
-  std::unique_lock stacks_lock(stacks_mutex_, std::defer_lock);
-  if (!acquire(lock) || (!sampling() && !acquire(stacks_lock))) {
+  if (!acquire(lock)) {
     stop();
     return std::nullopt;
   }
@@ -133,6 +132,12 @@ std::optional<Recorder::Taken> Recorder::take(void (*stop)()) {
   drain(event_wait_ns);
   taken.lost_events = events_.lost() + events_without_ring_.load(std::memory_order_relaxed);
   const std::uint64_t end_time = now();
+  // The stack table's lock for the copy only: threads interning new stacks wait for no drain.
+  std::unique_lock stacks_lock(stacks_mutex_, std::defer_lock);
+  if (!sampling() && !acquire(stacks_lock)) {
+    stop();
+    return std::nullopt;
+  }
   taken.raw = sampling() ? sampled_.snapshot(end_time) : engine_.snapshot(end_time);
   if (stop != nullptr) {
     stop();
