@@ -16,7 +16,7 @@ namespace {
 
 // Resolves the stacks interned since the first `done` of them were, outside the heap lock.
 void symbolize_new_stacks(Recorder& recorder, std::size_t& done) {
-  const std::vector<std::vector<std::uintptr_t>> stacks = recorder.stacks_since(done);
+  const std::vector<std::span<const std::uintptr_t>> stacks = recorder.stacks_since(done);
   if (!stacks.empty()) {
     symbolize_ahead(stacks);
   }

@@ -281,14 +281,14 @@ void build_outputs(int formats, Outputs& outputs) {
 // The full mode's collector resolves new stacks as they appear, beside the program: the report
 // at exit then finds most of its frames resolved (the first look into an object's debug
 // information, which may be compressed, is the slow part).
-void symbolize_ahead(const std::vector<std::vector<std::uintptr_t>>& stacks) {
+void symbolize_ahead(const std::vector<std::span<const std::uintptr_t>>& stacks) {
   const std::lock_guard lock(symbolizer_mutex);
   if (phase.load(std::memory_order_acquire) != Recording) {
     return; // the report was written: other libraries' destructors may be running
   }
   symbols::Symbolizer& symbolizer = kept_symbolizer();
   symbolizer.refresh();
-  for (const std::vector<std::uintptr_t>& stack : stacks) {
+  for (const std::span<const std::uintptr_t> stack : stacks) {
     if (profiles_waiting.load(std::memory_order_relaxed) > 0) {
       return; // the rest is resolved by the profile, or on the collector's next round
     }

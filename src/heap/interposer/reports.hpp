@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -24,7 +25,7 @@ void build_outputs(int formats, Outputs& outputs);
 
 // Resolves `stacks`' frames ahead of the next profile (the full mode's collector), unless a
 // profile waits for the symbolizer or recording has ended.
-void symbolize_ahead(const std::vector<std::vector<std::uintptr_t>>& stacks);
+void symbolize_ahead(const std::vector<std::span<const std::uintptr_t>>& stacks);
 
 } // namespace hotscope::heap::interposer
 

@@ -169,12 +169,11 @@ void Recorder::restart() {
   }
 }
 
-std::vector<std::vector<std::uintptr_t>> Recorder::stacks_since(std::size_t& done) {
-  std::vector<std::vector<std::uintptr_t>> stacks;
+std::vector<std::span<const std::uintptr_t>> Recorder::stacks_since(std::size_t& done) {
+  std::vector<std::span<const std::uintptr_t>> stacks;
   const std::lock_guard lock(stacks_mutex_);
   for (; done < engine_.stack_count(); ++done) {
-    const auto stack = engine_.stack(static_cast<StackId>(done));
-    stacks.emplace_back(stack.begin(), stack.end());
+    stacks.push_back(engine_.stack(static_cast<StackId>(done)));
   }
   return stacks;
 }

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <vector>
 
 namespace hotscope::heap {
@@ -113,8 +114,9 @@ public:
 
   EventLog::Backlog backlog() const { return events_.backlog(); }
   std::uint64_t events_appended() const { return events_.appended(); }
-  // Copies of the stacks interned since the first `done` of them were; `done` moves on.
-  std::vector<std::vector<std::uintptr_t>> stacks_since(std::size_t& done);
+  // The stacks interned since the first `done` of them were; `done` moves on. Not copies: the
+  // stack table keeps each stack where it is for as long as the recorder lives.
+  std::vector<std::span<const std::uintptr_t>> stacks_since(std::size_t& done);
   // pprof's sampling period: the mean interval in bytes, or 1 when every block is recorded.
   std::int64_t pprof_period() const;
 
