@@ -565,8 +565,21 @@ std::size_t capture_stack(Unwinder unwinder, const CodeRanges& skip, std::span<s
 HeapProfile build_profile(const RawProfile& raw, std::string command, std::int64_t pid,
                           symbols::Symbolizer& symbolizer);
 
-// Resolves `stack`'s frames as build_profile does (up to main), so that a later profile finds
-// them in the symbolizer's cache.
-void symbolize_ahead(std::span<const std::uintptr_t> stack, symbols::Symbolizer& symbolizer);
+// Resolves stacks' frames as build_profile does (up to main) as they appear, so that a later
+// profile finds them in the symbolizer's cache. Each return address is resolved once: new
+// stacks share most of their frames with earlier ones, and looking each up in the symbolizer's
+// cache again was most of the collector's symbolizing.
+// After a refresh of the symbolizer that forgot results (a dlopen or dlclose), by whoever called
+// it, addresses are resolved again.
+class AheadSymbolizer {
+public:
+  void add(std::span<const std::uintptr_t> stack, symbols::Symbolizer& symbolizer);
+
+private:
+  std::uint64_t refreshes_seen_ = 0; // the symbolizer's forgetting_refreshes() when last added
+  HashIndex index_;
+  std::vector<std::uintptr_t> addresses_; // by id
+  std::vector<bool> in_main_;             // by id: a frame of main, the stack's last wanted
+};
 
 } // namespace hotscope::heap

@@ -375,6 +375,7 @@ bool Symbolizer::refresh() {
   }
   session_->loaded = std::move(now);
   read_memory_map();
+  ++forgetting_refreshes_;
   return true;
 }
 

@@ -107,6 +107,9 @@ public:
 
   // How many addresses are cached.
   std::size_t cached() const { return cache_.size(); }
+  // How many times refresh() returned true: a caller that keeps what it resolved sees that the
+  // cache forgot results since.
+  std::uint64_t forgetting_refreshes() const { return forgetting_refreshes_; }
 
   // Compressed debug files opened so far: inflated copies found in the cache, and files
   // inflated (into the cache where it could be written).
@@ -119,9 +122,10 @@ private:
   struct Session;
   void read_memory_map();
   std::unique_ptr<Session> session_;
-  // Hashed: the collector looks up every frame of every new stack. Its elements stay where they
-  // are as it grows, so references from resolve() stay valid.
+  // Hashed: a profile looks up every frame of every site. Its elements stay where they are as it
+  // grows, so references from resolve() stay valid.
   std::unordered_map<std::uintptr_t, std::vector<Frame>> cache_;
+  std::uint64_t forgetting_refreshes_ = 0;
 };
 
 } // namespace hotscope::symbols

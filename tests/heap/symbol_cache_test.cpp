@@ -100,4 +100,26 @@ TEST(HeapSymbolCache, RefreshLearnsLoadedLibrariesAndForgetsUnloadedOnes) {
   dlclose(b);
 }
 
+// Symbolizing ahead resolves each return address once, up to main, and again after a refresh
+// that made the symbolizer forget.
+TEST(HeapSymbolCache, AheadResolvesEachAddressOnceAndAgainAfterTheCacheForgets) {
+  const std::vector<std::uintptr_t> stack = capture();
+  const std::vector<std::uintptr_t> again = capture(); // the same frames but the innermost
+  Symbolizer symbolizer;
+  symbolizer.refresh(); // libdw may load libdebuginfod on first use
+  heap::AheadSymbolizer ahead;
+  ahead.add(stack, symbolizer);
+  const std::size_t resolved = symbolizer.cached();
+  EXPECT_GT(resolved, 1u);
+  EXPECT_LE(resolved, stack.size()) << "nothing past main";
+  ahead.add(again, symbolizer);
+  EXPECT_LE(symbolizer.cached(), resolved + 1) << "only its innermost frame is new";
+  void* loaded = dlopen(HEAP_LOADED_A, RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(loaded, nullptr) << dlerror();
+  ASSERT_EQ(dlclose(loaded), 0);
+  ASSERT_TRUE(symbolizer.refresh());
+  ASSERT_EQ(symbolizer.cached(), 0u) << "after an unload nothing cached is trusted";
+  ahead.add(stack, symbolizer);
+  EXPECT_EQ(symbolizer.cached(), resolved) << "resolved again after the cache forgot";
+}
 } // namespace

@@ -287,12 +287,15 @@ void symbolize_ahead(const std::vector<std::span<const std::uintptr_t>>& stacks)
     return; // the report was written: other libraries' destructors may be running
   }
   symbols::Symbolizer& symbolizer = kept_symbolizer();
+  // The collector's, under symbolizer_mutex; never destroyed, as the symbolizer: the collector may
+  // still be here while the library's destructors run.
+  static auto* const ahead = new heap::AheadSymbolizer;
   symbolizer.refresh();
   for (const std::span<const std::uintptr_t> stack : stacks) {
     if (profiles_waiting.load(std::memory_order_relaxed) > 0) {
       return; // the rest is resolved by the profile, or on the collector's next round
     }
-    heap::symbolize_ahead(stack, symbolizer);
+    ahead->add(stack, symbolizer);
   }
 }
 
