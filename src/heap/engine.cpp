@@ -315,12 +315,10 @@ RawProfile Engine::snapshot(std::uint64_t now) const {
   raw.sites.reserve(stacks_.size());
   const bool at_peak = curr_bytes_ == max_bytes_; // the exit-time check_for_peak
   for (StackId id = 0; id < stacks_.size(); ++id) {
-    if (id >= sites_.size()) { // interned, no block yet
-      raw.sites.push_back(RawSite{stacks_.stack(id), {}});
-      continue;
-    }
-    RawSite& site = raw.sites.emplace_back(RawSite{stacks_.stack(id), sites_[id]});
-    if (at_peak || synced_[id] != peak_) {
+    const bool counted = id < sites_.size(); // a stack interned without a block yet: all zero
+    RawSite& site =
+        raw.sites.emplace_back(RawSite{stacks_.stack(id), counted ? sites_[id] : SiteCounts{}});
+    if (counted && (at_peak || synced_[id] != peak_)) {
       site.counts.gmax_bytes = site.counts.curr_bytes;
       site.counts.gmax_blocks = site.counts.curr_blocks;
     }

@@ -146,6 +146,18 @@ private:
   std::vector<Slot> slots_;
 };
 
+// Code addresses to dense ids, found by a HashIndex: each distinct address is handled once.
+class AddressIndex {
+public:
+  // The id of `address`, and true when it is new (then its id is the count of ids before it).
+  std::pair<std::uint32_t, bool> find_or_add(std::uintptr_t address);
+  void clear();
+
+private:
+  HashIndex index_;
+  std::vector<std::uintptr_t> addresses_; // by id
+};
+
 // Interned stacks: each one's addresses stored once, found by hash. Ids are dense, from 0.
 class StackTable {
 public:
@@ -577,9 +589,8 @@ public:
 
 private:
   std::uint64_t refreshes_seen_ = 0; // the symbolizer's forgetting_refreshes() when last added
-  HashIndex index_;
-  std::vector<std::uintptr_t> addresses_; // by id
-  std::vector<bool> in_main_;             // by id: a frame of main, the stack's last wanted
+  AddressIndex resolved_;
+  std::vector<bool> in_main_; // by id: a frame of main, the stack's last wanted
 };
 
 } // namespace hotscope::heap

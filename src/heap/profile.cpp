@@ -59,18 +59,11 @@ std::uint64_t hash_frames(const std::vector<std::uint32_t>& frames) {
   return hash ^ (hash >> 29);
 }
 
-// A code address's hash for a HashIndex: the multiply spreads the low bits, which differ most.
-std::uint64_t hash_address(std::uintptr_t address) {
-  const std::uint64_t product = address * 0x9E3779B97F4A7C15ull;
-  return product ^ (product >> 32);
-}
-
 // Each distinct return address's frames, as indices into the frame table: a profile's stacks
 // repeat a few thousand addresses millions of times, so this lookup is build_profile's inner loop.
 class AddressFrames {
 public:
   struct Entry {
-    std::uintptr_t address;
     std::uint32_t first; // its frames: [first, first + count) of the indices
     std::uint32_t count;
     bool in_main; // a frame of main: the frames after it are the C runtime's
@@ -78,14 +71,11 @@ public:
 
   // The entry of `address`, and true when it is new: its frames are then to be added.
   std::pair<Entry*, bool> find_or_add(std::uintptr_t address) {
-    const auto next = static_cast<std::uint32_t>(entries_.size());
-    const std::uint32_t id =
-        index_.find_or_add(hash_address(address), next,
-                           [&](std::uint32_t known) { return entries_[known].address == address; });
-    if (id == next) {
-      entries_.push_back(Entry{address, static_cast<std::uint32_t>(indices_.size()), 0, false});
+    const auto [id, added] = addresses_.find_or_add(address);
+    if (added) {
+      entries_.push_back(Entry{static_cast<std::uint32_t>(indices_.size()), 0, false});
     }
-    return {&entries_[id], id == next};
+    return {&entries_[id], added};
   }
   // Adds a frame to the entry find_or_add added last.
   void add_frame(Entry& entry, std::uint32_t index) {
@@ -97,8 +87,8 @@ public:
   }
 
 private:
-  HashIndex index_;
-  std::vector<Entry> entries_;
+  AddressIndex addresses_;
+  std::vector<Entry> entries_; // by the address's id
   std::vector<std::uint32_t> indices_;
 };
 
@@ -138,21 +128,32 @@ std::uint32_t mapping_of(const std::vector<HeapMapping>& mappings, std::uint64_t
 
 } // namespace
 
+std::pair<std::uint32_t, bool> AddressIndex::find_or_add(std::uintptr_t address) {
+  const auto next = static_cast<std::uint32_t>(addresses_.size());
+  const std::uint64_t product = address * 0x9E3779B97F4A7C15ull; // spreads the low bits
+  const std::uint32_t id =
+      index_.find_or_add(product ^ (product >> 32), next,
+                         [&](std::uint32_t known) { return addresses_[known] == address; });
+  if (id == next) {
+    addresses_.push_back(address);
+  }
+  return {id, id == next};
+}
+
+void AddressIndex::clear() {
+  index_ = HashIndex{};
+  addresses_.clear();
+}
+
 void AheadSymbolizer::add(std::span<const std::uintptr_t> stack, symbols::Symbolizer& symbolizer) {
   if (symbolizer.forgetting_refreshes() != refreshes_seen_) {
     refreshes_seen_ = symbolizer.forgetting_refreshes();
-    index_ = HashIndex{};
-    addresses_.clear();
+    resolved_.clear();
     in_main_.clear();
   }
   for (const std::uintptr_t return_address : stack) {
-    const auto next = static_cast<std::uint32_t>(addresses_.size());
-    const std::uint32_t id =
-        index_.find_or_add(hash_address(return_address), next, [&](std::uint32_t known) {
-          return addresses_[known] == return_address;
-        });
-    if (id == next) {
-      addresses_.push_back(return_address);
+    const auto [id, added] = resolved_.find_or_add(return_address);
+    if (added) {
       in_main_.push_back(is_main(symbolizer.resolve(return_address - 1)));
     }
     if (in_main_[id]) {

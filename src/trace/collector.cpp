@@ -39,10 +39,6 @@ constexpr std::uint32_t kUnassigned = UINT32_MAX;
 // again.
 threads::Doorbell doorbell;
 
-void wake_collector() noexcept {
-  doorbell.ring();
-}
-
 // Ring storage is mapped, not allocated: it starts on a page, so no 32-byte record straddles two
 // cache lines, and it goes back to the system when its thread's slot is freed instead of leaving
 // a megabyte-sized hole in the program's heap.
@@ -214,7 +210,7 @@ public:
     // parent's thread as a waiter: only the process that owns the thread wakes and joins it.
     if (thread_runs_here_ && thread_.joinable()) {
       stopping_.store(true, std::memory_order_release);
-      wake_collector();
+      doorbell.ring();
       thread_.join();
     }
     collect();
@@ -448,7 +444,7 @@ bool hotscope::detail::has_room_slow(Ring* ring, std::uint64_t head,
   // Past the mark: the fast check now runs up to the capacity, and the collector is woken.
   // Each later slow call (the ring looks full) wakes it again if it has not drained since.
   ring->fast_limit = ring->capacity;
-  hotscope::trace::wake_collector();
+  hotscope::trace::doorbell.ring();
   return true;
 }
 

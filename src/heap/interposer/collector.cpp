@@ -23,15 +23,15 @@ void symbolize_new_stacks(Recorder& recorder, std::size_t& done) {
 }
 
 // Drains the full mode's events on a thread of its own, so that where a core is free the
-// accounting runs beside the program instead of on its threads (which drain their own rings
-// only when it makes no room, Recorder::collector_grace_ns). It drains in batches, once a ring is a
-// quarter full or 10 ms after it last drained: handing events over one by one would move a
-// cache line between the two cores for each. It sleeps until the fullest ring, at the rate events
-// came since it last looked, would be half full (between 20 µs and 10 ms): a program allocating
-// steadily wakes it about once per half ring, not 50,000 times a second (on a virtual machine a
-// sleep and a wake-up cost some 20 µs of CPU). A thread whose ring fills sooner (a burst) wakes
-// it at once and waits for room, rather than doing the accounting itself. It ends with
-// recording.
+// accounting runs beside the program instead of on its threads (a thread drains the rings itself
+// only when the collector makes no room for it, Recorder::collector_grace_ns). It drains in
+// batches, once a ring is a quarter full or 10 ms after it last drained: handing events over one by
+// one would move a cache line between the two cores for each. It sleeps until the fullest ring, at
+// the rate events came since it last looked, would be half full (between 20 µs and 10 ms): a
+// program allocating steadily wakes it about once per half ring, not 50,000 times a second (on a
+// virtual machine a sleep and a wake-up cost some 20 µs of CPU). A thread whose ring fills sooner
+// (a burst) wakes it at once and waits for room, rather than doing the accounting itself. It ends
+// with recording.
 void* collect_events(void* pointer) {
   Recorder& recorder = *static_cast<Recorder*>(pointer);
   recorder.set_collector_running(true);
