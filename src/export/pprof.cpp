@@ -161,6 +161,9 @@ void write_pprof_heap(const HeapProfile& profile, std::int64_t period, std::ostr
   const std::int64_t bytes_key = strings.index("bytes");
   for (const HeapSite& site : profile.sites) {
     pb::Sample* sample = message.add_sample();
+    // Sized once: grown one field at a time, each would be copied to a larger arena block.
+    sample->mutable_location_id()->Reserve(static_cast<int>(site.frames.size()));
+    sample->mutable_value()->Reserve(4);
     // One address's frames, innermost first: inlined frames up to the one they are inlined into.
     const std::span<const std::uint32_t> frames(site.frames);
     std::size_t first = 0;

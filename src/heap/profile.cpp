@@ -182,8 +182,10 @@ HeapProfile build_profile(const RawProfile& raw, std::string command, std::int64
   // The sites by their frames, as indices into profile.sites: their frames are not copied.
   HashIndex site_of_frames;
   profile.sites.reserve(raw.sites.size());
+  // One site's frames, reused: a stack that merges into a known site allocates nothing.
+  std::vector<std::uint32_t> frames;
   for (const RawSite& raw_site : raw.sites) {
-    std::vector<std::uint32_t> frames;
+    frames.clear();
     for (const std::uintptr_t return_address : raw_site.stack) {
       auto [known, inserted] = by_address.find_or_add(return_address);
       if (inserted) {
@@ -210,19 +212,19 @@ HeapProfile build_profile(const RawProfile& raw, std::string command, std::int64
       }
     }
     const SiteCounts& c = raw_site.counts;
-    profile.sites.push_back(HeapSite{c.total_bytes, c.total_blocks, c.lifetimes, c.max_bytes,
-                                     c.max_blocks, c.gmax_bytes, c.gmax_blocks, c.curr_bytes,
-                                     c.curr_blocks, std::move(frames)});
+    const HeapSite counts{c.total_bytes, c.total_blocks, c.lifetimes,  c.max_bytes,   c.max_blocks,
+                          c.gmax_bytes,  c.gmax_blocks,  c.curr_bytes, c.curr_blocks, {}};
     // Stacks that differ only below main are one site.
-    const HeapSite& site = profile.sites.back();
-    const auto next = static_cast<std::uint32_t>(profile.sites.size() - 1);
+    const auto next = static_cast<std::uint32_t>(profile.sites.size());
     const std::uint32_t found =
-        site_of_frames.find_or_add(hash_frames(site.frames), next, [&](std::uint32_t known) {
-          return profile.sites[known].frames == site.frames;
+        site_of_frames.find_or_add(hash_frames(frames), next, [&](std::uint32_t known) {
+          return profile.sites[known].frames == frames;
         });
-    if (found != next) {
-      merge_into(profile.sites[found], site);
-      profile.sites.pop_back();
+    if (found == next) {
+      profile.sites.push_back(counts);
+      profile.sites.back().frames = frames;
+    } else {
+      merge_into(profile.sites[found], counts);
     }
   }
   return profile;
