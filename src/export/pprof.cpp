@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <map>
+#include <memory>
 #include <ostream>
 #include <span>
 #include <stdexcept>
@@ -58,28 +59,28 @@ void add_value_type(pb::ValueType* type, Strings& strings, const std::string& na
   type->set_unit(strings.index(unit));
 }
 
-// At libdeflate's fastest level, as Go's runtime/pprof writes its profiles at zlib's: several
-// times faster than the default level, for a file a little larger (libdeflate's level 1 is about
-// twice as fast as zlib's, and a large profile is written at the program's exit).
-std::string gzip(const std::string& data) {
+// Writes `message` gzip-compressed at libdeflate's fastest level, as Go's runtime/pprof writes
+// its profiles at zlib's: several times faster than the default level, for a file a little
+// larger (libdeflate's level 1 is about twice as fast as zlib's, and a large profile is written at
+// the program's exit). Both buffers are left uninitialized: a large profile's are megabytes,
+// whose zeroing would be a page fault per page before they are written.
+void write_gzipped(const pb::Profile& message, std::ostream& out) {
+  const std::size_t size = message.ByteSizeLong();
+  const auto serialized = std::make_unique_for_overwrite<std::uint8_t[]>(size);
+  message.SerializeWithCachedSizesToArray(serialized.get());
   const std::unique_ptr<libdeflate_compressor, decltype(&libdeflate_free_compressor)> compressor(
       libdeflate_alloc_compressor(1), &libdeflate_free_compressor);
   if (compressor == nullptr) {
     throw std::bad_alloc();
   }
-  std::string compressed(libdeflate_gzip_compress_bound(compressor.get(), data.size()), '\0');
-  const std::size_t size = libdeflate_gzip_compress(compressor.get(), data.data(), data.size(),
-                                                    compressed.data(), compressed.size());
-  if (size == 0) { // the bound was not enough, which libdeflate rules out
+  const std::size_t bound = libdeflate_gzip_compress_bound(compressor.get(), size);
+  const auto compressed = std::make_unique_for_overwrite<char[]>(bound);
+  const std::size_t compressed_size =
+      libdeflate_gzip_compress(compressor.get(), serialized.get(), size, compressed.get(), bound);
+  if (compressed_size == 0) { // the bound was not enough, which libdeflate rules out
     throw std::runtime_error("libdeflate: the gzip stream did not fit its bound");
   }
-  compressed.resize(size);
-  return compressed;
-}
-
-void write_gzipped(const pb::Profile& message, std::ostream& out) {
-  const std::string compressed = gzip(message.SerializeAsString());
-  out.write(compressed.data(), static_cast<std::streamsize>(compressed.size()));
+  out.write(compressed.get(), static_cast<std::streamsize>(compressed_size));
 }
 
 } // namespace
