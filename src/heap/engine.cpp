@@ -51,7 +51,7 @@ LiveBlock* LiveTable::find(std::uintptr_t address) {
 }
 
 void LiveTable::grow() {
-  std::vector<Slot> old = std::move(slots_);
+  Table<Slot> old = std::move(slots_);
   const std::size_t size = old.empty() ? 1024 : old.size() * 2;
   slots_.assign(size, Slot{0, {}});
   shift_ = 64 - static_cast<unsigned>(std::countr_zero(size));
@@ -112,7 +112,7 @@ std::span<const std::uintptr_t> StackTable::stack(StackId id) const {
 }
 
 void HashIndex::grow() {
-  std::vector<Slot> old = std::move(slots_);
+  Table<Slot> old = std::move(slots_);
   slots_.assign(old.empty() ? 256 : old.size() * 2, Slot{0, none});
   const std::size_t mask = slots_.size() - 1;
   for (const Slot& slot : old) {

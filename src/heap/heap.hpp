@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <new>
 #include <span>
 #include <string>
 #include <vector>
@@ -26,6 +27,38 @@ class Symbolizer;
 namespace hotscope::heap {
 
 using StackId = std::uint32_t;
+
+// Memory for the profiler's own growing tables: from 64 KiB up, mapped and unmapped directly,
+// not through malloc. glibc maps its large blocks, and when one is freed it raises its threshold
+// for mapping (up to 32 MiB) for the whole process: the program's own large blocks then come
+// from its heap, where each free merges every freed small block first (malloc_consolidate).
+// Regrowing the live-block table through malloc made perl 10 % slower for that alone.
+void* map_table(std::size_t bytes); // throws std::bad_alloc
+void unmap_table(void* table, std::size_t bytes);
+inline constexpr std::size_t mapped_table_bytes = 64 * 1024;
+
+template <class T> struct TableAllocator {
+  using value_type = T;
+  TableAllocator() = default;
+  template <class U> TableAllocator(const TableAllocator<U>&) noexcept {}
+  T* allocate(std::size_t count) {
+    if (count > SIZE_MAX / sizeof(T)) {
+      throw std::bad_array_new_length();
+    }
+    const std::size_t bytes = count * sizeof(T);
+    return static_cast<T*>(bytes < mapped_table_bytes ? ::operator new(bytes) : map_table(bytes));
+  }
+  void deallocate(T* table, std::size_t count) noexcept {
+    const std::size_t bytes = count * sizeof(T);
+    if (bytes < mapped_table_bytes) {
+      ::operator delete(table);
+    } else {
+      unmap_table(table, bytes);
+    }
+  }
+  friend bool operator==(const TableAllocator&, const TableAllocator&) { return true; }
+};
+template <class T> using Table = std::vector<T, TableAllocator<T>>;
 
 // DHAT's counters of one program point (site): one per interned stack.
 struct SiteCounts {
@@ -107,7 +140,7 @@ private:
   void erase_slot(std::size_t hole);
   void grow();
 
-  std::vector<Slot> slots_;
+  Table<Slot> slots_;
   std::size_t count_ = 0;
   unsigned shift_ = 64;
 };
@@ -143,7 +176,7 @@ private:
   static constexpr std::uint32_t none = ~std::uint32_t{0};
   void grow();
 
-  std::vector<Slot> slots_;
+  Table<Slot> slots_;
 };
 
 // Code addresses to dense ids, found by a HashIndex: each distinct address is handled once.
@@ -155,7 +188,7 @@ public:
 
 private:
   HashIndex index_;
-  std::vector<std::uintptr_t> addresses_; // by id
+  Table<std::uintptr_t> addresses_; // by id
 };
 
 // Interned stacks: each one's addresses stored once, found by hash. Ids are dense, from 0.
@@ -165,7 +198,7 @@ public:
   StackId intern(std::span<const std::uintptr_t> stack);
   // As intern(), and a new stack gets a default-constructed entry in `sites` (indexed by id).
   template <class Site>
-  StackId intern_site(std::span<const std::uintptr_t> stack, std::vector<Site>& sites) {
+  StackId intern_site(std::span<const std::uintptr_t> stack, Table<Site>& sites) {
     const StackId id = intern(stack);
     if (id == sites.size()) {
       sites.emplace_back();
@@ -181,7 +214,7 @@ private:
   // blocks.
   static constexpr std::size_t block_frames = std::size_t{1} << 16;
   std::vector<std::unique_ptr<std::uintptr_t[]>> blocks_;
-  std::vector<std::pair<std::size_t, std::size_t>> ranges_; // offset (block, then index), length
+  Table<std::pair<std::size_t, std::size_t>> ranges_; // offset (block, then index), length
   HashIndex index_;
 };
 
@@ -237,7 +270,7 @@ private:
   SiteCounts& changing(StackId id);
 
   StackTable stacks_;
-  std::vector<SiteCounts> sites_; // indexed by StackId
+  Table<SiteCounts> sites_; // indexed by StackId
   // Peaks recorded by check_for_peak, and per site the count when its figures last changed: a
   // site behind the count holds its figures at the latest peak in curr_*, not gmax_*.
   std::uint64_t peak_ = 0;
@@ -531,7 +564,7 @@ private:
 
   double mean_bytes_ = 512.0 * 1024;
   StackTable stacks_;
-  std::vector<Site> sites_;
+  Table<Site> sites_;
   LiveTable live_;
   double curr_bytes_ = 0, curr_blocks_ = 0, max_bytes_ = 0, max_blocks_ = 0;
   std::uint64_t gmax_time_ = 0;

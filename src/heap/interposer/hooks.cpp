@@ -20,10 +20,12 @@ namespace heap = hotscope::heap;
 // also interposer.hpp's, for operator new and delete, which call the hooks here).
 using heap::interposer::arena_allocate;
 using heap::interposer::arena_block_size;
+using heap::interposer::end_library_loading;
 using heap::interposer::full_fast;
 using heap::interposer::in_arena;
 using heap::interposer::in_profiler;
 using heap::interposer::Inside;
+using heap::interposer::library_loading;
 using heap::interposer::note_arena_block;
 using heap::interposer::Off;
 using heap::interposer::phase;
@@ -84,6 +86,9 @@ inline bool skipped(std::size_t size) {
 // True when an allocation is passed on unrecorded. Off (a linked program's default) is checked
 // first: then nothing else is.
 inline bool passed_on(const void* caller, std::size_t size) {
+  if (__builtin_expect(library_loading.load(std::memory_order_relaxed), 0) && !untracked(caller)) {
+    end_library_loading(); // the program's, or another library's: this one has loaded
+  }
   return phase.load(std::memory_order_acquire) == Off || untracked(caller) || skipped(size);
 }
 
@@ -142,6 +147,14 @@ __attribute__((noinline)) void* allocate_unless_own(std::size_t size, const void
 __attribute__((noinline)) void* allocate_unsampled(std::size_t size, const void* caller) {
   if (!resolve_real()) {
     return bootstrap_allocate(size, 16);
+  }
+  // This library's large start-up blocks (library_loading), while the arena has room.
+  constexpr std::size_t startup_block_bytes = 16 * 1024;
+  if (size >= startup_block_bytes && library_loading.load(std::memory_order_relaxed) &&
+      untracked(caller)) {
+    if (void* block = bootstrap_allocate(size, 16)) {
+      return block;
+    }
   }
   if (passed_on(caller, size)) {
     return real.malloc(size);

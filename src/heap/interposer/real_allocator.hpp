@@ -49,7 +49,7 @@ struct Inside {
 };
 
 // The bootstrap arena: bump allocation, never reused. Each block is preceded by its size.
-inline constexpr std::size_t arena_size = 1 << 16;
+inline constexpr std::size_t arena_size = 1 << 18; // with room for start-up blocks
 extern unsigned char arena[arena_size];
 
 inline bool in_arena(const void* pointer) {

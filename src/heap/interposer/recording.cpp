@@ -19,6 +19,7 @@ std::atomic<int> phase{NotStarted};
 bool sampling = false;
 std::atomic<bool> sampling_fast{false};
 std::atomic<bool> full_fast{false};
+std::atomic<bool> library_loading{false};
 __thread Sampler thread_sampler;
 SamplingPlan plan;
 SampledAddresses sampled_addresses;
@@ -54,6 +55,34 @@ void enable_sampling_fast() {
   sampling_fast.store(true);
   if (arena_block_count.load() != count) {
     sampling_fast.store(false);
+  }
+}
+
+// Whether the fast paths were turned on, by whichever of start_recording and end_library_loading
+// found both the recorder built and the library loaded (both store, then look: sequentially
+// consistent, one of them sees the other's store).
+std::atomic<bool> fast_paths_on{false};
+
+void enable_fast_paths() {
+  // The fast path calls the real functions without resolving them.
+  if (real_state.load(std::memory_order_acquire) != Resolved || library_loading.load() ||
+      phase.load() != Recording || fast_paths_on.exchange(true)) {
+    return;
+  }
+  if (sampling) {
+    enable_sampling_fast();
+  } else {
+    full_fast.store(true, std::memory_order_release);
+  }
+}
+
+// Before this library's other constructors and its C++ runtime's: a recorder built earlier (an
+// allocation by the loader or another library) has its fast paths turned off until the end.
+__attribute__((constructor(101))) void begin_library_loading() {
+  library_loading.store(true);
+  if (fast_paths_on.exchange(false)) {
+    sampling_fast.store(false);
+    full_fast.store(false);
   }
 }
 
@@ -176,15 +205,8 @@ __attribute__((noinline)) Recorder* start_recording() {
     }
     pthread_atfork(before_fork, after_fork_in_parent, after_fork_in_child);
     recorder_pointer = recorder;
-    // The fast path calls the real functions without resolving them.
-    if (real_state.load(std::memory_order_acquire) == Resolved) {
-      if (sampling) {
-        enable_sampling_fast();
-      } else {
-        full_fast.store(true, std::memory_order_release);
-      }
-    }
-    phase.store(Recording, std::memory_order_release);
+    phase.store(Recording);
+    enable_fast_paths();
     return recorder;
   }
   // Another thread is building the recorder: it takes microseconds, once.
@@ -192,6 +214,12 @@ __attribute__((noinline)) Recorder* start_recording() {
     sched_yield();
   }
   return current == Recording ? recorder_pointer : nullptr;
+}
+
+void end_library_loading() {
+  if (library_loading.exchange(false)) {
+    enable_fast_paths();
+  }
 }
 
 void stop_recording() {

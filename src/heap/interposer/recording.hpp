@@ -19,11 +19,20 @@ namespace hotscope::heap::interposer {
 enum : int { NotStarted, Starting, Recording, Off };
 extern std::atomic<int> phase;
 extern bool sampling; // set before phase becomes Recording, then constant
-// True while phase is Recording in the sampled mode, with the real functions known: malloc and
-// free then take the fast path (one flag, the countdown or the address counters, the real call).
+// True while phase is Recording in the sampled mode, with the real functions known and this
+// library loaded: malloc and free then take the fast path (one flag, the countdown or the address
+// counters, the real call).
 extern std::atomic<bool> sampling_fast asm("hotscope_sampling_fast");
 // The same for the full mode: its hooks go straight to recording an event.
 extern std::atomic<bool> full_fast;
+// True while this library loads: from its first constructor to the first allocation after it
+// that is not the library's own (end_library_loading). Meanwhile the C++ runtime the preload
+// library carries initializes, and the hooks keep its large start-up blocks out of the
+// program's heap: a C program's heap with the exception emergency pool (71 KiB, kept for the
+// process's life) at its bottom made glibc's malloc_consolidate two to three times slower in
+// perl, a tenth of its run time, whatever the mode. The fast paths wait for the end.
+extern std::atomic<bool> library_loading;
+void end_library_loading();
 extern __thread Sampler thread_sampler asm("hotscope_thread_sampler")
     __attribute__((tls_model("initial-exec")));
 // The sampled mode's; outside the recorder, so the fast path reaches them without a pointer load.

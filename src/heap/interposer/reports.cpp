@@ -7,6 +7,7 @@
 #include "heap/interposer/recording.hpp"
 #include "signals/signals.hpp"
 #include "symbols/symbols.hpp"
+#include "threads/threads.hpp"
 
 #include <dlfcn.h>
 #include <unistd.h>
@@ -189,6 +190,71 @@ void print_summary(const Recorder& recorder, const HeapProfile& profile,
   std::fputs(summary.str().c_str(), stderr);
 }
 
+// Starts `work` on a thread of its own, all signals blocked (the program's handlers run on its
+// own threads): the thread returned is joined when destroyed. Runs it on this thread, and
+// returns no thread, when none can be started.
+template <class Work> std::jthread start_thread(Work&& work) {
+  try {
+    const threads::SignalsBlocked blocked;
+    return std::jthread(std::forward<Work>(work));
+  } catch (const std::system_error&) {
+    work();
+    return {};
+  }
+}
+
+// The report at exit.
+void write_report(Recorder& recorder) {
+  const std::optional<Recorder::Taken> taken_now = recorder.take(stop_recording);
+  if (!taken_now) {
+    print_error("hotscope heap: no heap profile: the profiler's lock stayed held at exit (a "
+                "signal handler that called exit() interrupted a thread holding it)");
+    return;
+  }
+  const Recorder::Taken& taken = *taken_now;
+  if (taken.lost_events > 0) {
+    print_error("hotscope heap: " + std::to_string(taken.lost_events) +
+                " allocation events could not be recorded (no memory for a thread's event ring, "
+                "or a thread stopped while handing one over): the figures miss them");
+  }
+  Symbolized symbolized;
+  // Never freed: the process is ending, and freeing a large profile's hundreds of thousands of
+  // blocks took a fifth of the report's time (cc1plus). Held here, where leak checkers see it.
+  static const HeapProfile* report_at_exit = nullptr;
+  report_at_exit = new HeapProfile(profile_of(taken.raw, &symbolized));
+  const HeapProfile& profile = *report_at_exit;
+  for (const std::string& problem : symbolized.problems) {
+    print_error(problem);
+  }
+  const std::filesystem::path path = report_path(recorder.options(), ".json");
+  const std::filesystem::path pprof_path = report_path(recorder.options(), ".pb.gz");
+  // heap.json is written beside heap.pb.gz's encoding: the program's exit waits for both.
+  std::string json_problem;
+  std::jthread json =
+      start_thread([&] { json_problem = write_file(path, exporters::dhat_json(profile)); });
+  std::string pprof;
+  std::string problem = pprof_bytes(profile, recorder.pprof_period(), pprof);
+  if (json.joinable()) {
+    json.join();
+  }
+  if (!json_problem.empty()) {
+    print_error(json_problem);
+    return; // the directory is unusable: one line is enough
+  }
+  if (problem.empty()) {
+    problem = write_file(pprof_path, pprof);
+  } else {
+    problem = "hotscope: cannot write the heap profile " + pprof_path.string() + ": " + problem;
+  }
+  if (!problem.empty()) {
+    print_error(problem);
+  }
+  if (recorder.options().summary) {
+    print_summary(recorder, profile, taken.sampled_allocations, symbolized, path, pprof_path,
+                  problem.empty());
+  }
+}
+
 } // namespace
 
 void write_report_now() {
@@ -206,62 +272,13 @@ void write_report_now() {
                 "this thread was building one, whose lock it holds");
     return;
   }
+  // This thread waits, marked as building, while threads of its own take the figures and write
+  // the files: their allocations come from the allocator's other arenas. A program that freed
+  // much before exiting (perl) leaves glibc's main arena with hundreds of thousands of freed
+  // small blocks, which the report's first larger requests there would each merge first
+  // (malloc_consolidate, 30 ms and more).
   const BuildingProfile building;
-  const std::optional<Recorder::Taken> taken = recorder.take(stop_recording);
-  if (!taken) {
-    print_error("hotscope heap: no heap profile: the profiler's lock stayed held at exit (a "
-                "signal handler that called exit() interrupted a thread holding it)");
-    return;
-  }
-  if (taken->lost_events > 0) {
-    print_error("hotscope heap: " + std::to_string(taken->lost_events) +
-                " allocation events could not be recorded (no memory for a thread's event ring, "
-                "or a thread stopped while handing one over): the figures miss them");
-  }
-  Symbolized symbolized;
-  // Never freed: the process is ending, and freeing a large profile's hundreds of thousands of
-  // blocks took a fifth of the report's time (cc1plus). Held here, where leak checkers see it.
-  static const HeapProfile* report_at_exit = nullptr;
-  report_at_exit = new HeapProfile(profile_of(taken->raw, &symbolized));
-  const HeapProfile& profile = *report_at_exit;
-  for (const std::string& problem : symbolized.problems) {
-    print_error(problem);
-  }
-  const std::filesystem::path path = report_path(recorder.options(), ".json");
-  const std::filesystem::path pprof_path = report_path(recorder.options(), ".pb.gz");
-  // heap.json is written beside heap.pb.gz's encoding, on a thread of its own where one can be
-  // started: the program's exit waits for both. The encoding stays on this thread, whose heap
-  // has the program's freed memory to reuse; a new thread's allocator arena is fresh memory,
-  // one page fault per page, and heap.json is one string.
-  std::string json_problem;
-  const auto write_json = [&] { json_problem = write_file(path, exporters::dhat_json(profile)); };
-  std::jthread beside;
-  try {
-    beside = std::jthread(write_json);
-  } catch (const std::system_error&) {
-    write_json();
-  }
-  std::string pprof;
-  std::string problem = pprof_bytes(profile, recorder.pprof_period(), pprof);
-  if (beside.joinable()) {
-    beside.join();
-  }
-  if (!json_problem.empty()) {
-    print_error(json_problem);
-    return; // the directory is unusable: one line is enough
-  }
-  if (problem.empty()) {
-    problem = write_file(pprof_path, pprof);
-  } else {
-    problem = "hotscope: cannot write the heap profile " + pprof_path.string() + ": " + problem;
-  }
-  if (!problem.empty()) {
-    print_error(problem);
-  }
-  if (recorder.options().summary) {
-    print_summary(recorder, profile, taken->sampled_allocations, symbolized, path, pprof_path,
-                  problem.empty());
-  }
+  start_thread([&] { write_report(recorder); });
 }
 
 void build_outputs(int formats, Outputs& outputs) {
