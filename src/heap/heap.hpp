@@ -610,20 +610,36 @@ std::size_t capture_stack(Unwinder unwinder, const CodeRanges& skip, std::span<s
 HeapProfile build_profile(const RawProfile& raw, std::string command, std::int64_t pid,
                           symbols::Symbolizer& symbolizer);
 
-// Resolves stacks' frames as build_profile does (up to main) as they appear, so that a later
-// profile finds them in the symbolizer's cache. Each return address is resolved once: new
-// stacks share most of their frames with earlier ones, and looking each up in the symbolizer's
-// cache again was most of the collector's symbolizing.
-// After a refresh of the symbolizer that forgot results (a dlopen or dlclose), by whoever called
-// it, addresses are resolved again.
-class AheadSymbolizer {
+// Profiles of one stack table's stacks (ids 0, 1, ... in the order added), with what each stack
+// needs done once (symbolized up to main, inlined frames expanded, its frames added to the frame
+// table, its site found by its frames) done ahead of the profiles, where a thread has the time
+// (the full mode's collector): a profile then only adds up each stack's counts into its site.
+// Each return address is resolved once. After a refresh of the symbolizer that forgot results
+// (a dlopen or dlclose, by whoever called it) everything is done again.
+class ProfileBuilder {
 public:
+  ProfileBuilder();
+  ~ProfileBuilder();
+  ProfileBuilder(const ProfileBuilder&) = delete;
+  ProfileBuilder& operator=(const ProfileBuilder&) = delete;
+
+  // How many stacks add() added: the next one is the stack of that id.
+  std::size_t added() const;
+  // Starts over if the symbolizer forgot results since the stacks were added.
+  void forget_if_stale(const symbols::Symbolizer& symbolizer);
+  // Adds the next stack of the table (id added()). The symbolizer refreshed by the caller.
   void add(std::span<const std::uintptr_t> stack, symbols::Symbolizer& symbolizer);
+  // As build_profile. A raw site is matched to a stack added by where its stack is kept (the same
+  // span's data); the others are added now. The frame table also lists the frames of stacks added
+  // that the profile has no site of (stacks without blocks).
+  HeapProfile build(const RawProfile& raw, std::string command, std::int64_t pid,
+                    symbols::Symbolizer& symbolizer);
 
 private:
-  std::uint64_t refreshes_seen_ = 0; // the symbolizer's forgetting_refreshes() when last added
-  AddressIndex resolved_;
-  std::vector<bool> in_main_; // by id: a frame of main, the stack's last wanted
+  // The site of `stack`, added if it is new.
+  std::uint32_t site_of(std::span<const std::uintptr_t> stack, symbols::Symbolizer& symbolizer);
+  struct State;
+  std::unique_ptr<State> state_;
 };
 
 } // namespace hotscope::heap

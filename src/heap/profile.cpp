@@ -145,25 +145,103 @@ void AddressIndex::clear() {
   addresses_.clear();
 }
 
-void AheadSymbolizer::add(std::span<const std::uintptr_t> stack, symbols::Symbolizer& symbolizer) {
-  if (symbolizer.forgetting_refreshes() != refreshes_seen_) {
-    refreshes_seen_ = symbolizer.forgetting_refreshes();
-    resolved_.clear();
-    in_main_.clear();
-  }
-  for (const std::uintptr_t return_address : stack) {
-    const auto [id, added] = resolved_.find_or_add(return_address);
-    if (added) {
-      in_main_.push_back(is_main(symbolizer.resolve(return_address - 1)));
-    }
-    if (in_main_[id]) {
-      break;
-    }
+// What a profile of one stack table needs per stack, kept from profile to profile and built
+// ahead: the frame table, each return address's frames, and each stack's site.
+struct ProfileBuilder::State {
+  std::uint64_t refreshes_seen = 0; // the symbolizer's forgetting_refreshes() when built
+  std::vector<std::string> frames;
+  FrameTable table{frames};
+  std::vector<HeapFrame> frame_details{HeapFrame{}}; // their mappings are found by each profile
+  // Each distinct address is symbolized and described once; sites share far more addresses
+  // than they have.
+  AddressFrames by_address;
+  // The stacks added, by where the stack table keeps them (raw sites are matched to them by
+  // that), and each one's site.
+  AddressIndex stacks;
+  std::vector<std::uint32_t> site_of_stack; // index into site_frames
+  std::size_t in_order = 0;                 // stacks added by add(), in the table's order
+  // Each site's frames, and the sites by their frames: stacks that differ only below main are
+  // one site.
+  std::vector<std::vector<std::uint32_t>> site_frames;
+  HashIndex site_index;
+  std::vector<std::uint32_t> scratch; // a stack's frames, reused
+};
+
+ProfileBuilder::ProfileBuilder() : state_(std::make_unique<State>()) {}
+ProfileBuilder::~ProfileBuilder() = default;
+
+namespace {
+
+// Where the stack table keeps a stack: its key among the stacks added. Only one stack can be
+// empty (equal stacks are one), and its address may be where the next one starts.
+std::uintptr_t stack_key(std::span<const std::uintptr_t> stack) {
+  return reinterpret_cast<std::uintptr_t>(stack.data()) | (stack.empty() ? 1 : 0);
+}
+
+} // namespace
+
+std::size_t ProfileBuilder::added() const {
+  return state_->in_order;
+}
+
+void ProfileBuilder::forget_if_stale(const symbols::Symbolizer& symbolizer) {
+  if (symbolizer.forgetting_refreshes() != state_->refreshes_seen) {
+    state_ = std::make_unique<State>();
+    state_->refreshes_seen = symbolizer.forgetting_refreshes();
   }
 }
 
-HeapProfile build_profile(const RawProfile& raw, std::string command, std::int64_t pid,
-                          symbols::Symbolizer& symbolizer) {
+void ProfileBuilder::add(std::span<const std::uintptr_t> stack, symbols::Symbolizer& symbolizer) {
+  ++state_->in_order;
+  site_of(stack, symbolizer);
+}
+
+std::uint32_t ProfileBuilder::site_of(std::span<const std::uintptr_t> stack,
+                                      symbols::Symbolizer& symbolizer) {
+  State& s = *state_;
+  const auto [known_stack, new_stack] = s.stacks.find_or_add(stack_key(stack));
+  if (!new_stack) {
+    return s.site_of_stack[known_stack];
+  }
+  s.scratch.clear();
+  for (const std::uintptr_t return_address : stack) {
+    auto [known, inserted] = s.by_address.find_or_add(return_address);
+    if (inserted) {
+      // The call instruction ends just before the return address.
+      const std::uintptr_t call = return_address - 1;
+      const std::vector<symbols::Frame>& resolved = symbolizer.resolve(call);
+      for (std::size_t i = 0; i < resolved.size(); ++i) {
+        const symbols::Frame& frame = resolved[i];
+        const std::uint32_t index = s.table.index(symbols::describe(call, frame));
+        s.by_address.add_frame(*known, index);
+        if (index == s.frame_details.size()) { // new to the table
+          // All but the last of an address's frames are inlined into the next one.
+          s.frame_details.push_back(
+              HeapFrame{call, frame.function, frame.file, frame.line, 0, i + 1 < resolved.size()});
+        }
+      }
+      known->in_main = is_main(resolved);
+    }
+    const auto indices = s.by_address.frames(*known);
+    s.scratch.insert(s.scratch.end(), indices.begin(), indices.end());
+    if (known->in_main) {
+      break; // the C runtime's start-up frames say nothing
+    }
+  }
+  const auto next = static_cast<std::uint32_t>(s.site_frames.size());
+  const std::uint32_t site =
+      s.site_index.find_or_add(hash_frames(s.scratch), next, [&](std::uint32_t known) {
+        return s.site_frames[known] == s.scratch;
+      });
+  if (site == next) {
+    s.site_frames.push_back(s.scratch);
+  }
+  s.site_of_stack.push_back(site);
+  return site;
+}
+
+HeapProfile ProfileBuilder::build(const RawProfile& raw, std::string command, std::int64_t pid,
+                                  symbols::Symbolizer& symbolizer) {
   HeapProfile profile;
   profile.command = std::move(command);
   profile.pid = pid;
@@ -173,61 +251,41 @@ HeapProfile build_profile(const RawProfile& raw, std::string command, std::int64
   profile.unknown_reallocs = raw.unknown_reallocs;
 
   symbolizer.refresh();
-  FrameTable table(profile.frames);
-  profile.frame_details.assign(1, HeapFrame{}); // the root
-  profile.mappings = code_mappings();
-  // Each distinct address is symbolized and described once; sites share far more addresses
-  // than they have.
-  AddressFrames by_address;
-  // The sites by their frames, as indices into profile.sites: their frames are not copied.
-  HashIndex site_of_frames;
-  profile.sites.reserve(raw.sites.size());
-  // One site's frames, reused: a stack that merges into a known site allocates nothing.
-  std::vector<std::uint32_t> frames;
+  forget_if_stale(symbolizer);
+  // Each raw site's site: known for the stacks added ahead, made now for the others. The
+  // profile's sites come in the order of their first raw site, as when built at once.
+  constexpr std::uint32_t none = ~std::uint32_t{0};
+  std::vector<std::uint32_t> profile_site(state_->site_frames.size(), none);
   for (const RawSite& raw_site : raw.sites) {
-    frames.clear();
-    for (const std::uintptr_t return_address : raw_site.stack) {
-      auto [known, inserted] = by_address.find_or_add(return_address);
-      if (inserted) {
-        // The call instruction ends just before the return address.
-        const std::uintptr_t call = return_address - 1;
-        const std::vector<symbols::Frame>& resolved = symbolizer.resolve(call);
-        for (std::size_t i = 0; i < resolved.size(); ++i) {
-          const symbols::Frame& frame = resolved[i];
-          const std::uint32_t index = table.index(symbols::describe(call, frame));
-          by_address.add_frame(*known, index);
-          if (index == profile.frame_details.size()) { // new to the table
-            // All but the last of an address's frames are inlined into the next one.
-            profile.frame_details.push_back(HeapFrame{call, frame.function, frame.file, frame.line,
-                                                      mapping_of(profile.mappings, call),
-                                                      i + 1 < resolved.size()});
-          }
-        }
-        known->in_main = is_main(resolved);
-      }
-      const auto indices = by_address.frames(*known);
-      frames.insert(frames.end(), indices.begin(), indices.end());
-      if (known->in_main) {
-        break; // the C runtime's start-up frames say nothing
-      }
+    const std::uint32_t site = site_of(raw_site.stack, symbolizer);
+    if (site >= profile_site.size()) {
+      profile_site.resize(site + 1, none);
     }
     const SiteCounts& c = raw_site.counts;
     const HeapSite counts{c.total_bytes, c.total_blocks, c.lifetimes,  c.max_bytes,   c.max_blocks,
                           c.gmax_bytes,  c.gmax_blocks,  c.curr_bytes, c.curr_blocks, {}};
-    // Stacks that differ only below main are one site.
-    const auto next = static_cast<std::uint32_t>(profile.sites.size());
-    const std::uint32_t found =
-        site_of_frames.find_or_add(hash_frames(frames), next, [&](std::uint32_t known) {
-          return profile.sites[known].frames == frames;
-        });
-    if (found == next) {
+    if (profile_site[site] == none) {
+      profile_site[site] = static_cast<std::uint32_t>(profile.sites.size());
       profile.sites.push_back(counts);
-      profile.sites.back().frames = frames;
+      profile.sites.back().frames = state_->site_frames[site];
     } else {
-      merge_into(profile.sites[found], counts);
+      merge_into(profile.sites[profile_site[site]], counts);
     }
   }
+  // The frame table holds the frames of every stack added, those without blocks too.
+  const State& s = *state_;
+  profile.frames = s.frames;
+  profile.mappings = code_mappings();
+  profile.frame_details = s.frame_details;
+  for (HeapFrame& frame : profile.frame_details) {
+    frame.mapping = frame.address == 0 ? 0 : mapping_of(profile.mappings, frame.address);
+  }
   return profile;
+}
+
+HeapProfile build_profile(const RawProfile& raw, std::string command, std::int64_t pid,
+                          symbols::Symbolizer& symbolizer) {
+  return ProfileBuilder().build(raw, std::move(command), pid, symbolizer);
 }
 
 } // namespace hotscope::heap

@@ -56,8 +56,10 @@ TEST(HeapPreload, UnknownPointersArePassedOnAndCounted) {
 
 // The preload library carries its own C++ runtime, whose start-up keeps a 71 KiB block for the
 // process's life: left at the bottom of a C program's heap, it made glibc's malloc_consolidate two
-// to three times slower in perl. It goes to the library's own arena instead: in every mode, what
-// is in use in the heap when main starts is about what it is without the library.
+// to three times slower in perl. It goes to the library's own arena instead: what is in use in the
+// heap when main starts is about what it is without the library. (Not in the full mode, whose
+// collector thread may have started building its tables before main, in an arena of its own that
+// mallinfo2 counts too.)
 TEST(HeapPreload, TheLibrarysStartUpLeavesTheProgramsHeapAlone) {
   const hotscope::testing::ScratchDir scratch("preload-heap-in-use");
   const auto in_use = [&](const std::string& environment) {
@@ -71,7 +73,7 @@ TEST(HeapPreload, TheLibrarysStartUpLeavesTheProgramsHeapAlone) {
     return bytes;
   };
   const std::size_t native = in_use("");
-  for (const std::string mode : {"off", "sampled", "full"}) {
+  for (const std::string mode : {"off", "sampled"}) {
     const std::size_t preloaded =
         in_use("HOTSCOPE_HEAP_MODE=" + mode + " HOTSCOPE_OUT=" + (scratch.path() / "out").string() +
                " LD_PRELOAD=" + HOTSCOPE_PRELOAD);

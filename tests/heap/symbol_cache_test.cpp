@@ -16,6 +16,7 @@
 namespace {
 
 namespace heap = hotscope::heap;
+using hotscope::HeapProfile;
 using hotscope::symbols::Symbolizer;
 
 __attribute__((noinline)) std::vector<std::uintptr_t> capture() {
@@ -100,26 +101,74 @@ TEST(HeapSymbolCache, RefreshLearnsLoadedLibrariesAndForgetsUnloadedOnes) {
   dlclose(b);
 }
 
-// Symbolizing ahead resolves each return address once, up to main, and again after a refresh
-// that made the symbolizer forget.
+// Building ahead resolves each return address once, up to main, and again after a refresh that
+// made the symbolizer forget.
 TEST(HeapSymbolCache, AheadResolvesEachAddressOnceAndAgainAfterTheCacheForgets) {
   const std::vector<std::uintptr_t> stack = capture();
   const std::vector<std::uintptr_t> again = capture(); // the same frames but the innermost
   Symbolizer symbolizer;
   symbolizer.refresh(); // libdw may load libdebuginfod on first use
-  heap::AheadSymbolizer ahead;
-  ahead.add(stack, symbolizer);
+  heap::ProfileBuilder builder;
+  builder.add(stack, symbolizer);
   const std::size_t resolved = symbolizer.cached();
   EXPECT_GT(resolved, 1u);
   EXPECT_LE(resolved, stack.size()) << "nothing past main";
-  ahead.add(again, symbolizer);
+  builder.add(again, symbolizer);
   EXPECT_LE(symbolizer.cached(), resolved + 1) << "only its innermost frame is new";
+  EXPECT_EQ(builder.added(), 2u);
   void* loaded = dlopen(HEAP_LOADED_A, RTLD_NOW | RTLD_LOCAL);
   ASSERT_NE(loaded, nullptr) << dlerror();
   ASSERT_EQ(dlclose(loaded), 0);
   ASSERT_TRUE(symbolizer.refresh());
   ASSERT_EQ(symbolizer.cached(), 0u) << "after an unload nothing cached is trusted";
-  ahead.add(stack, symbolizer);
+  builder.forget_if_stale(symbolizer);
+  EXPECT_EQ(builder.added(), 0u) << "built from symbols the cache no longer trusts";
+  builder.add(stack, symbolizer);
   EXPECT_EQ(symbolizer.cached(), resolved) << "resolved again after the cache forgot";
+}
+
+// A profile of stacks added ahead is the profile of the same stacks built at once; the stacks of
+// raw sites the builder has not seen (another table's) are added by the profile.
+TEST(HeapSymbolCache, AProfileBuiltAheadIsTheProfileBuiltAtOnce) {
+  const std::vector<std::uintptr_t> first = capture();
+  const std::vector<std::uintptr_t> second = capture();
+  const std::vector<std::uintptr_t> third = [&] { // differs below main: the same site as `first`
+    std::vector<std::uintptr_t> frames = first;
+    frames.push_back(0x1234);
+    return frames;
+  }();
+  heap::RawProfile raw;
+  raw.end_time = 100;
+  for (const std::vector<std::uintptr_t>* stack : {&first, &second, &third}) {
+    heap::SiteCounts counts;
+    counts.total_bytes = 8 * stack->size();
+    counts.total_blocks = 1;
+    raw.sites.push_back(heap::RawSite{*stack, counts});
+  }
+  Symbolizer symbolizer;
+  const HeapProfile at_once = heap::build_profile(raw, "test", 1, symbolizer);
+  heap::ProfileBuilder builder;
+  builder.add(first, symbolizer);
+  builder.add(second, symbolizer); // `third` is added by the profile
+  const HeapProfile ahead = builder.build(raw, "test", 1, symbolizer);
+  const auto same = [](const HeapProfile& a, const HeapProfile& b) {
+    EXPECT_EQ(a.frames, b.frames);
+    ASSERT_EQ(a.sites.size(), b.sites.size());
+    for (std::size_t i = 0; i < a.sites.size(); ++i) {
+      EXPECT_EQ(a.sites[i].frames, b.sites[i].frames) << i;
+      EXPECT_EQ(a.sites[i].total_bytes, b.sites[i].total_bytes) << i;
+      EXPECT_EQ(a.sites[i].total_blocks, b.sites[i].total_blocks) << i;
+    }
+  };
+  same(at_once, ahead);
+  EXPECT_EQ(at_once.sites.size(), 2u) << "`third` merged into `first`'s site";
+  // Another table's stacks: equal frames, but not the spans added.
+  const std::vector<std::uintptr_t> copy = first;
+  heap::RawProfile other;
+  other.sites.push_back(heap::RawSite{copy, raw.sites[0].counts});
+  const HeapProfile afresh = builder.build(other, "test", 1, symbolizer);
+  ASSERT_EQ(afresh.sites.size(), 1u);
+  EXPECT_EQ(afresh.sites[0].frames, at_once.sites[0].frames);
+  EXPECT_EQ(builder.added(), 2u) << "another table's stacks are not this table's next ones";
 }
 } // namespace

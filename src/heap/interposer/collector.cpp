@@ -1,5 +1,6 @@
 // The full mode's collector: a thread of the profiler's that applies the allocating threads'
-// events to the engine beside the program, and resolves new stacks' symbols ahead of the report.
+// events to the engine beside the program, and adds new stacks to the profiles' builder ahead of
+// the report.
 #include "heap/interposer/real_allocator.hpp"
 #include "heap/interposer/recording.hpp"
 #include "heap/interposer/reports.hpp"
@@ -13,14 +14,6 @@
 
 namespace hotscope::heap::interposer {
 namespace {
-
-// Resolves the stacks interned since the first `done` of them were, outside the heap lock.
-void symbolize_new_stacks(Recorder& recorder, std::size_t& done) {
-  const std::vector<std::span<const std::uintptr_t>> stacks = recorder.stacks_since(done);
-  if (!stacks.empty()) {
-    symbolize_ahead(stacks);
-  }
-}
 
 // Drains the full mode's events on a thread of its own, so that where a core is free the
 // accounting runs beside the program instead of on its threads (a thread drains the rings itself
@@ -43,8 +36,8 @@ void* collect_events(void* pointer) {
   std::uint64_t last_progress_ns = last_drain_ns;
   std::uint64_t last_look_ns = last_drain_ns;
   std::uint64_t appended_at_last_look = recorder.events_appended();
-  std::uint64_t last_symbolized_ns = 0;
-  std::size_t symbolized_stacks = 0;
+  std::uint64_t last_built_ns = 0;
+  std::size_t built = 0; // the stacks the profiles' builder holds
   constexpr std::uint64_t half_ring = EventLog::ring_capacity / 2;
   while (phase.load(std::memory_order_acquire) == Recording) {
     const EventLog::Backlog backlog = recorder.backlog();
@@ -61,9 +54,9 @@ void* collect_events(void* pointer) {
       }
       last_drain_ns = now_ns;
     }
-    if (now_ns - last_symbolized_ns >= idle_pause_ns) {
-      symbolize_new_stacks(recorder, symbolized_stacks);
-      last_symbolized_ns = now_ns;
+    if (now_ns - last_built_ns >= idle_pause_ns && recorder.stacks_interned() != built) {
+      built = build_ahead(recorder); // outside the heap lock
+      last_built_ns = now_ns;
     }
     // All threads' events, as if one ring took them: with several threads the pause is shorter
     // than their own rings need.

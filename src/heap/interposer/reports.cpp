@@ -118,6 +118,13 @@ struct BuildingProfile {
   BuildingProfile& operator=(const BuildingProfile&) = delete;
 };
 
+// The profiles' builder, under symbolizer_mutex, with it: the collector adds the stacks to it as
+// they appear, and a profile then only adds up their counts. Never destroyed, as the symbolizer.
+heap::ProfileBuilder& kept_builder() {
+  static auto* const builder = new heap::ProfileBuilder;
+  return *builder;
+}
+
 symbols::Symbolizer& kept_symbolizer() {
   static auto* const symbolizer = [] {
     symbols::SymbolizerOptions options;
@@ -151,7 +158,7 @@ HeapProfile profile_of(const RawProfile& raw, Symbolized* symbolized = nullptr) 
   const std::uint64_t start_ns = clock::monotonic_ns();
   symbolizer.refresh(); // before counting: it may forget addresses
   const std::size_t cached = symbolizer.cached();
-  HeapProfile profile = build_profile(raw, command_line(), getpid(), symbolizer);
+  HeapProfile profile = kept_builder().build(raw, command_line(), getpid(), symbolizer);
   if (symbolized != nullptr) {
     *symbolized = {symbolizer.cached() - cached,
                    cached,
@@ -299,25 +306,26 @@ void build_outputs(int formats, Outputs& outputs) {
   }
 }
 
-// The full mode's collector resolves new stacks as they appear, beside the program: the report
-// at exit then finds most of its frames resolved (the first look into an object's debug
-// information, which may be compressed, is the slow part).
-void symbolize_ahead(const std::vector<std::span<const std::uintptr_t>>& stacks) {
+// The full mode's collector adds new stacks to the profiles' builder as they appear, beside the
+// program: the report at exit then finds them symbolized and keyed to their sites (the first look
+// into an object's debug information, which may be compressed, is the slowest part).
+std::size_t build_ahead(Recorder& recorder) {
   const std::lock_guard lock(symbolizer_mutex);
+  heap::ProfileBuilder& builder = kept_builder();
   if (phase.load(std::memory_order_acquire) != Recording) {
-    return; // the report was written: other libraries' destructors may be running
+    return builder.added(); // the report was written: other libraries' destructors may be running
   }
   symbols::Symbolizer& symbolizer = kept_symbolizer();
-  // The collector's, under symbolizer_mutex; never destroyed, as the symbolizer: the collector may
-  // still be here while the library's destructors run.
-  static auto* const ahead = new heap::AheadSymbolizer;
   symbolizer.refresh();
-  for (const std::span<const std::uintptr_t> stack : stacks) {
+  builder.forget_if_stale(symbolizer);
+  std::size_t next = builder.added();
+  for (const std::span<const std::uintptr_t> stack : recorder.stacks_since(next)) {
     if (profiles_waiting.load(std::memory_order_relaxed) > 0) {
-      return; // the rest is resolved by the profile, or on the collector's next round
+      break; // the rest is built by the profile, or on the collector's next round
     }
-    ahead->add(stack, symbolizer);
+    builder.add(stack, symbolizer);
   }
+  return builder.added();
 }
 
 } // namespace hotscope::heap::interposer

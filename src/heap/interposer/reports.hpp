@@ -4,12 +4,14 @@
 // The pprof writer is loaded from libhotscope-pprof.so (heap/pprof says why it is separate).
 #pragma once
 
-#include <cstdint>
-#include <span>
+#include <cstddef>
 #include <string>
-#include <vector>
 
 #pragma GCC visibility push(hidden)
+
+namespace hotscope::heap {
+class Recorder;
+}
 
 namespace hotscope::heap::interposer {
 
@@ -23,9 +25,10 @@ struct Outputs {
 };
 void build_outputs(int formats, Outputs& outputs);
 
-// Resolves `stacks`' frames ahead of the next profile (the full mode's collector), unless a
-// profile waits for the symbolizer or recording has ended.
-void symbolize_ahead(const std::vector<std::span<const std::uintptr_t>>& stacks);
+// Adds the stacks interned since the last call to the profiles' builder, ahead of the next
+// profile (the full mode's collector), unless a profile waits for the symbolizer or recording has
+// ended. Returns how many stacks the builder holds.
+std::size_t build_ahead(Recorder& recorder);
 
 } // namespace hotscope::heap::interposer
 

@@ -178,6 +178,11 @@ std::vector<std::span<const std::uintptr_t>> Recorder::stacks_since(std::size_t&
   return stacks;
 }
 
+std::size_t Recorder::stacks_interned() {
+  const std::lock_guard lock(stacks_mutex_);
+  return engine_.stack_count();
+}
+
 std::int64_t Recorder::pprof_period() const {
   return sampling() ? static_cast<std::int64_t>(options_.sample_bytes) : std::int64_t{1};
 }

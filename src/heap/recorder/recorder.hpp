@@ -117,6 +117,8 @@ public:
   // The stacks interned since the first `done` of them were; `done` moves on. Not copies: the
   // stack table keeps each stack where it is for as long as the recorder lives.
   std::vector<std::span<const std::uintptr_t>> stacks_since(std::size_t& done);
+  // How many stacks the full mode has interned.
+  std::size_t stacks_interned();
   // pprof's sampling period: the mean interval in bytes, or 1 when every block is recorded.
   std::int64_t pprof_period() const;
 
