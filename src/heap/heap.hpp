@@ -179,12 +179,12 @@ private:
   Table<Slot> slots_;
 };
 
-// Code addresses to dense ids, found by a HashIndex: each distinct address is handled once.
+// Addresses (return addresses, or where the stack table keeps a stack) to dense ids, found by a
+// HashIndex: each distinct address is handled once.
 class AddressIndex {
 public:
   // The id of `address`, and true when it is new (then its id is the count of ids before it).
   std::pair<std::uint32_t, bool> find_or_add(std::uintptr_t address);
-  void clear();
 
 private:
   HashIndex index_;
@@ -619,9 +619,7 @@ HeapProfile build_profile(const RawProfile& raw, std::string command, std::int64
 class ProfileBuilder {
 public:
   ProfileBuilder();
-  ~ProfileBuilder();
-  ProfileBuilder(const ProfileBuilder&) = delete;
-  ProfileBuilder& operator=(const ProfileBuilder&) = delete;
+  ~ProfileBuilder(); // where State is whole
 
   // How many stacks add() added: the next one is the stack of that id.
   std::size_t added() const;

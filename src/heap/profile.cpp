@@ -140,11 +140,6 @@ std::pair<std::uint32_t, bool> AddressIndex::find_or_add(std::uintptr_t address)
   return {id, id == next};
 }
 
-void AddressIndex::clear() {
-  index_ = HashIndex{};
-  addresses_.clear();
-}
-
 // What a profile of one stack table needs per stack, kept from profile to profile and built
 // ahead: the frame table, each return address's frames, and each stack's site.
 struct ProfileBuilder::State {
