@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <mutex>
 #include <new>
 
 namespace hotscope::heap {
@@ -177,9 +178,9 @@ struct StackTag {
 };
 
 struct CachedStack {
-  std::uint32_t count = 0;    // frames, from the return into capture_stack's caller
-  std::uint32_t first = 0;    // the leading frames inside `skip`
-  StackId id = unknown_stack; // the caller's interned id (capture_stack's `remembered`)
+  std::uint32_t count = 0; // frames, from the return into capture_stack's caller
+  std::uint32_t first = 0; // the leading frames inside `skip`
+  std::atomic<std::uint64_t> remembered{unknown_stack}; // RememberedStack's slot
   std::array<std::uintptr_t, cached_frames> frames;
   std::array<std::uint32_t, cached_frames> slots; // where each was read, minus `frame`
 };
@@ -197,32 +198,59 @@ struct StackCache {
   std::uint64_t learned = 0;
   std::uint64_t unwound = 0; // stacks unwound without learning them
   bool may_learn() const { return learned < 64 + hits / 32 + unwound / 256; }
+  // Of the entries replaced, across the threads that used this cache (RememberedStack).
+  std::uint32_t generation = 0;
+  StackCache* next_unused = nullptr; // in unused_caches
+
+  // Empty, for a new thread; the generations go on.
+  void clear() {
+    tags = {};
+    next_victim = {};
+    hits = learned = unwound = 0;
+  }
 };
 
 __thread StackCache* thread_cache __attribute__((tls_model("initial-exec"))) = nullptr;
 pthread_key_t cache_key;
 pthread_once_t cache_key_once = PTHREAD_ONCE_INIT;
 
-// Mapped, not allocated: it is released by the key's destructor when the thread ends, outside the
-// profiler, where a free() would be counted as the program's (an unknown pointer).
-void delete_cache(void* cache) {
-  static_cast<StackCache*>(cache)->~StackCache();
-  munmap(cache, sizeof(StackCache));
+// The caches of ended threads. Never unmapped: a drainer may still remember an id in one
+// (RememberedStack). Mapped, not allocated, and so never freed, which outside the profiler (the
+// key's destructor, when a thread ends) would count as the program's.
+std::mutex unused_caches_mutex;
+StackCache* unused_caches = nullptr;
+
+void keep_unused(void* cache) {
+  const std::lock_guard lock(unused_caches_mutex);
+  static_cast<StackCache*>(cache)->next_unused = unused_caches;
+  unused_caches = static_cast<StackCache*>(cache);
+}
+
+StackCache* unused_or_new_cache() {
+  {
+    const std::lock_guard lock(unused_caches_mutex);
+    if (StackCache* cache = unused_caches) {
+      unused_caches = cache->next_unused;
+      cache->clear();
+      return cache;
+    }
+  }
+  void* memory =
+      mmap(nullptr, sizeof(StackCache), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  return memory == MAP_FAILED ? nullptr : new (memory) StackCache;
 }
 
 StackCache* current_cache() {
   if (thread_cache == nullptr) {
     pthread_once(&cache_key_once, [] {
-      pthread_key_create(&cache_key, delete_cache);
+      pthread_key_create(&cache_key, keep_unused);
       // libunwind's default global cache takes a lock that blocks signals (two syscalls) on
       // every step.
       unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
     });
-    void* memory = mmap(nullptr, sizeof(StackCache), PROT_READ | PROT_WRITE,
-                        MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (memory != MAP_FAILED) {
-      thread_cache = new (memory) StackCache;
-      pthread_setspecific(cache_key, thread_cache); // unmapped when the thread ends
+    thread_cache = unused_or_new_cache();
+    if (thread_cache != nullptr) {
+      pthread_setspecific(cache_key, thread_cache); // kept for reuse when the thread ends
     }
   }
   return thread_cache;
@@ -290,8 +318,7 @@ std::size_t keep(std::span<const std::uintptr_t> frames, std::size_t first,
 // address, else unwound into `raw` (room for `out` and the frames that get dropped).
 std::size_t cached_unwind(std::uintptr_t capture_frame, const CodeRanges& skip,
                           std::span<std::uintptr_t> raw, std::span<std::uintptr_t> out,
-                          StackId*& remembered) {
-  remembered = nullptr;
+                          RememberedStack& remembered) {
   StackCache* cache = current_cache();
   const auto caller = stack_word(capture_frame + sizeof(void*));
   const std::size_t set =
@@ -309,11 +336,9 @@ std::size_t cached_unwind(std::uintptr_t capture_frame, const CodeRanges& skip,
       }
       if (same) {
         ++cache->hits;
-        remembered = &entry.id;
+        remembered = RememberedStack(entry.remembered);
         // The caller knows this stack by its id: the frames need not be copied out.
-        return entry.id == unknown_stack
-                   ? keep({entry.frames.data(), entry.count}, entry.first, out)
-                   : 0;
+        return remembered.known() ? 0 : keep({entry.frames.data(), entry.count}, entry.first, out);
       }
     }
   }
@@ -339,8 +364,9 @@ std::size_t cached_unwind(std::uintptr_t capture_frame, const CodeRanges& skip,
     CachedStack& entry = cache->sets[set][way];
     entry.count = static_cast<std::uint32_t>(count);
     entry.first = static_cast<std::uint32_t>(first);
-    entry.id = unknown_stack;
-    remembered = &entry.id;
+    entry.remembered.store(std::uint64_t{++cache->generation} << 32 | unknown_stack,
+                           std::memory_order_relaxed);
+    remembered = RememberedStack(entry.remembered);
     for (std::size_t i = 0; i < count; ++i) {
       entry.frames[i] = raw[i];
       entry.slots[i] = static_cast<std::uint32_t>(slots[i] - capture_frame);
@@ -379,16 +405,16 @@ CodeRanges own_and_allocator_code(const void* address_in_own_object) {
 }
 
 std::size_t capture_stack(Unwinder unwinder, const CodeRanges& skip, std::span<std::uintptr_t> out,
-                          StackId** remembered) {
+                          RememberedStack* remembered) {
   // Room for the frames that get dropped: the hook, the capture, the unwinder, operator new.
   constexpr std::size_t extra = 16;
   std::array<std::uintptr_t, 256 + extra> raw;
   const std::size_t wanted = std::min(out.size() + extra, raw.size());
-  StackId* slot = nullptr;
+  RememberedStack cached;
   std::size_t kept = 0;
   if (unwinder == Unwinder::Libunwind && wanted <= cached_frames) {
     const auto frame = reinterpret_cast<std::uintptr_t>(__builtin_frame_address(0));
-    kept = cached_unwind(frame, skip, {raw.data(), wanted}, out, slot);
+    kept = cached_unwind(frame, skip, {raw.data(), wanted}, out, cached);
   } else {
     const std::size_t count = unwinder == Unwinder::FramePointers
                                   ? walk_frame_pointers({raw.data(), wanted})
@@ -396,7 +422,7 @@ std::size_t capture_stack(Unwinder unwinder, const CodeRanges& skip, std::span<s
     kept = keep({raw.data(), count}, leading_frames_in(skip, {raw.data(), count}), out);
   }
   if (remembered != nullptr) {
-    *remembered = slot;
+    *remembered = cached;
   }
   return kept;
 }

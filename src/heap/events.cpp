@@ -32,6 +32,7 @@ EventLog::Ring* EventLog::open_ring() {
     return nullptr;
   }
   ring->room_until_ = ring_capacity;
+  ring->words_room_until_ = words_capacity;
   ring->next_ = rings_.load(std::memory_order_relaxed);
   while (!rings_.compare_exchange_weak(ring->next_, ring, std::memory_order_acq_rel)) {
   }
@@ -47,7 +48,11 @@ EventLog::Backlog EventLog::backlog() const {
   for (Ring* ring = rings_.load(std::memory_order_acquire); ring != nullptr; ring = ring->next_) {
     // read_ first: a drain may move it on meanwhile, never past write_.
     const std::uint64_t read = ring->read_.load(std::memory_order_acquire);
-    const std::uint64_t waiting = ring->write_.load(std::memory_order_acquire) - read;
+    const std::uint64_t words_read = ring->words_read_.load(std::memory_order_acquire);
+    const std::uint64_t waiting =
+        std::max(ring->write_.load(std::memory_order_acquire) - read,
+                 (ring->words_write_.load(std::memory_order_acquire) - words_read) * ring_capacity /
+                     words_capacity);
     backlog.largest = std::max(backlog.largest, waiting);
     backlog.total += waiting;
   }

@@ -298,13 +298,16 @@ private:
 
 // One allocation event, as an allocating thread hands it to the engine's owner.
 struct HeapEvent {
-  enum Kind : std::uint32_t { Alloc, Free, ReallocBegin, ReallocEnd };
+  enum Kind : std::uint16_t { Alloc, Free, ReallocBegin, ReallocEnd };
   std::uint64_t sequence = 0; // its number in the global order (set by EventLog)
   std::uint64_t time = 0;
   std::uintptr_t address = 0; // the block; for ReallocEnd its new address (0: the call failed)
   std::uint64_t size = 0;     // Alloc, ReallocEnd
-  StackId stack = 0;          // Alloc, ReallocEnd (used when the old block is unknown)
+  // Alloc, ReallocEnd (used when the old block is unknown): its id, or, when the event carries
+  // its stack as words in its ring (stack_words > 0), what the Recorder says they go with.
+  StackId stack = 0;
   Kind kind = Alloc;
+  std::uint16_t stack_words = 0; // set by EventLog::reserve
 };
 
 // Lets the allocating threads hand their events over without a lock, and one drainer at a time
@@ -313,24 +316,37 @@ struct HeapEvent {
 // its number where the order matters (after the real malloc returned the block, before the
 // real free gave it back), so a block handed from a free on one thread to a malloc on another
 // is freed before it is allocated again, as the allocator saw it.
+// An event may carry words (its stack, which the drainer interns): they go in its ring's word
+// buffer, in the events' order, each event's in one piece.
 class EventLog {
 public:
-  static constexpr std::size_t ring_capacity = 16384; // events per thread: 640 KiB
+  static constexpr std::size_t ring_capacity = 16384;  // events per thread: 640 KiB
+  static constexpr std::size_t words_capacity = 65536; // words per thread: 512 KiB
 
   // One thread's events. Opened by the thread, closed when it ends; a closed ring is reused by
   // a new thread once the drainer has emptied it.
   class Ring {
     friend class EventLog;
     // The owning thread's side.
-    std::atomic<std::uint64_t> write_{0}; // events made visible
-    std::uint64_t room_until_ = 0;        // write_ may reach this without reading read_
+    std::atomic<std::uint64_t> write_{0};       // events made visible
+    std::uint64_t room_until_ = 0;              // write_ may reach this without reading read_
+    std::atomic<std::uint64_t> words_write_{0}; // the visible events' words end here
+    std::uint64_t words_room_until_ = 0;        // likewise for words_read_
     // The drainer's side.
     alignas(64) std::atomic<std::uint64_t> read_{0}; // events applied (or dropped)
+    std::atomic<std::uint64_t> words_read_{0};       // their words
     std::uint64_t visible_ = 0;                      // write_ as the drainer last read it
     std::atomic<bool> open_{true};
     Ring* next_ = nullptr; // set before the ring is listed, then constant
     alignas(64) HeapEvent slots_[ring_capacity];
+    std::uintptr_t words_[words_capacity];
 
+    // Where `count` words go when the words before them end at `at`: never split at the end of
+    // the buffer (the rest of it is skipped).
+    static std::uint64_t words_start(std::uint64_t at, std::size_t count) {
+      const std::uint64_t offset = at % words_capacity;
+      return offset + count > words_capacity ? at + (words_capacity - offset) : at;
+    }
     // The drainer's next event, or nullptr.
     const HeapEvent* head() {
       const std::uint64_t at = read_.load(std::memory_order_relaxed);
@@ -342,8 +358,21 @@ public:
       }
       return &slots_[at % ring_capacity];
     }
+    // The words of the drainer's next event (head()).
+    std::span<const std::uintptr_t> head_words() const {
+      const std::uint64_t at = read_.load(std::memory_order_relaxed);
+      const std::size_t count = slots_[at % ring_capacity].stack_words;
+      const std::uint64_t start = words_start(words_read_.load(std::memory_order_relaxed), count);
+      return {&words_[start % words_capacity], count};
+    }
     void pop() {
-      read_.store(read_.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+      const std::uint64_t at = read_.load(std::memory_order_relaxed);
+      const std::size_t count = slots_[at % ring_capacity].stack_words;
+      if (count > 0) {
+        const std::uint64_t start = words_start(words_read_.load(std::memory_order_relaxed), count);
+        words_read_.store(start + count, std::memory_order_release);
+      }
+      read_.store(at + 1, std::memory_order_release);
     }
     // The event `distance` places after the drainer's next, if it was visible at the last look.
     const HeapEvent* ahead(std::uint64_t distance) const {
@@ -365,26 +394,48 @@ public:
   Ring* open_ring(); // nullptr without memory
   void close_ring(Ring& ring);
 
-  // The calling thread's next event in its `ring`, to be filled in and then committed. While
-  // the ring is full it calls `make_room()` (which drains, or waits for a drainer) and looks
+  // The calling thread's next event in its `ring`, with room for `words` words of its own
+  // (words_of(); a stack's, far fewer than words_capacity), to be filled in and then committed.
+  // While the ring is full it calls `make_room()` (which drains, or waits for a drainer) and looks
   // again.
-  template <class MakeRoom> HeapEvent& reserve(Ring& ring, MakeRoom&& make_room) {
+  template <class MakeRoom>
+  HeapEvent& reserve(Ring& ring, MakeRoom&& make_room, std::size_t words = 0) {
     const std::uint64_t at = ring.write_.load(std::memory_order_relaxed);
-    while (at == ring.room_until_) {
+    const std::uint64_t words_end =
+        Ring::words_start(ring.words_write_.load(std::memory_order_relaxed), words) + words;
+    while (at == ring.room_until_ || words_end > ring.words_room_until_) {
       ring.room_until_ = ring.read_.load(std::memory_order_acquire) + ring_capacity;
-      if (at != ring.room_until_) {
+      ring.words_room_until_ = ring.words_read_.load(std::memory_order_acquire) + words_capacity;
+      if (at != ring.room_until_ && words_end <= ring.words_room_until_) {
         break;
       }
       make_room();
     }
-    return ring.slots_[at % ring_capacity];
+    HeapEvent& event = ring.slots_[at % ring_capacity];
+    event.stack_words = static_cast<std::uint16_t>(words);
+    return event;
+  }
+  // The words of the event just reserved.
+  std::uintptr_t* words_of(Ring& ring) {
+    const HeapEvent& event =
+        ring.slots_[ring.write_.load(std::memory_order_relaxed) % ring_capacity];
+    const std::uint64_t start =
+        Ring::words_start(ring.words_write_.load(std::memory_order_relaxed), event.stack_words);
+    return &ring.words_[start % words_capacity];
   }
 
-  // Numbers the reserved event and makes it visible. From the number being taken to the event
-  // being visible are a few instructions that neither wait nor call out.
+  // Numbers the reserved event and makes it visible, its words with it. From the number being
+  // taken to the event being visible are a few instructions that neither wait nor call out.
   void commit(Ring& ring) {
     const std::uint64_t at = ring.write_.load(std::memory_order_relaxed);
-    ring.slots_[at % ring_capacity].sequence = next_.fetch_add(1, std::memory_order_acq_rel);
+    HeapEvent& event = ring.slots_[at % ring_capacity];
+    if (event.stack_words > 0) {
+      ring.words_write_.store(
+          Ring::words_start(ring.words_write_.load(std::memory_order_relaxed), event.stack_words) +
+              event.stack_words,
+          std::memory_order_relaxed);
+    }
+    event.sequence = next_.fetch_add(1, std::memory_order_acq_rel);
     ring.write_.store(at + 1, std::memory_order_release);
   }
 
@@ -392,10 +443,11 @@ public:
   // at the first number taken by a thread that has not made the event visible yet. With
   // `wait_ns`, waits up to that long for such an event, then gives up on it: counted in lost(),
   // and dropped if it comes later. Threads that keep appending cannot keep it going. `apply`
-  // also gets the event's source: the same for all events of one thread (reallocs pair their
-  // two events by it). `ahead` is shown each event a few places before `apply` gets it (most often
-  // the same ring's), so that what applying it will read can be fetched from memory meanwhile.
-  // Serialized by the caller. Returns how many events it applied.
+  // also gets the event's source (the same for all events of one thread: reallocs pair their
+  // two events by it) and its words, valid until it returns. `ahead` is shown each event a few
+  // places before `apply` gets it (most often the same ring's), so that what applying it will read
+  // can be fetched from memory meanwhile. Serialized by the caller. Returns how many events it
+  // applied.
   template <class Apply, class Ahead>
   std::size_t drain(Apply&& apply, std::uint64_t wait_ns, Ahead&& ahead) {
     const std::uint64_t end = next_.load(std::memory_order_acquire);
@@ -414,7 +466,8 @@ public:
       if (const HeapEvent* later = current_->ahead(prefetch_distance)) {
         ahead(*later);
       }
-      apply(*head, reinterpret_cast<std::uintptr_t>(current_));
+      apply(*head, reinterpret_cast<std::uintptr_t>(current_),
+            head->stack_words > 0 ? current_->head_words() : std::span<const std::uintptr_t>{});
       current_->pop();
       ++expected_;
       ++applied;
@@ -430,6 +483,8 @@ public:
   std::uint64_t lost() const { return lost_; }
 
   // The most events waiting in one ring, and in all rings (any thread may ask: a passing view).
+  // A ring's words count as events in the proportion of their capacities, where they fill it
+  // faster.
   struct Backlog {
     std::uint64_t largest = 0;
     std::uint64_t total = 0;
@@ -587,17 +642,51 @@ struct CodeRanges {
 // `operator new` form currently loaded (found through the dynamic symbol table).
 CodeRanges own_and_allocator_code(const void* address_in_own_object);
 
+inline constexpr StackId unknown_stack = ~StackId{0};
+
+// Where the Libunwind unwinder's per-thread cache keeps the id a cached stack was interned as,
+// seen by the thread that captured it and by whoever interns the stack for it (the full mode's
+// drainer): one word, the cache entry's generation (new each time the entry is replaced) in the
+// high half and the id in the low half, `unknown_stack` until it is known. The caches' memory is
+// never unmapped (a new thread reuses an ended thread's), so a slot outlives its thread, and the
+// generation keeps an id off an entry that was replaced meanwhile.
+class RememberedStack {
+public:
+  RememberedStack() = default;
+  explicit RememberedStack(std::atomic<std::uint64_t>& slot)
+      : slot_(&slot), seen_(slot.load(std::memory_order_relaxed)) {}
+  // Whether the stack came from the cache, and whether the id was known when it did.
+  bool cached() const { return slot_ != nullptr; }
+  bool known() const { return cached() && id() != unknown_stack; }
+  StackId id() const { return static_cast<StackId>(seen_); }
+  std::uint32_t generation() const { return static_cast<std::uint32_t>(seen_ >> 32); }
+  std::atomic<std::uint64_t>* slot() const { return slot_; }
+
+  // Tells `slot` the `id` its stack was interned as, unless its entry was replaced since
+  // `generation` (or the id is known already). Any thread.
+  static void remember(std::atomic<std::uint64_t>& slot, std::uint32_t generation, StackId id) {
+    std::uint64_t unknown = std::uint64_t{generation} << 32 | unknown_stack;
+    // Looked at before it is written: the line is the capturing thread's, and stays shared.
+    if (slot.load(std::memory_order_relaxed) == unknown) {
+      slot.compare_exchange_strong(unknown, std::uint64_t{generation} << 32 | id,
+                                   std::memory_order_relaxed);
+    }
+  }
+
+private:
+  std::atomic<std::uint64_t>* slot_ = nullptr;
+  std::uint64_t seen_ = 0;
+};
+
 // Fills `out` with return addresses, innermost first, dropping the leading frames inside `skip`.
 // Returns the number written (at most out.size()). Frame pointers are followed only within the
 // calling thread's stack; code without them yields a truncated or shifted stack.
-// With `remembered`, a stack found in the Libunwind unwinder's cache also gets a slot, kept with
-// the cached stack, where the caller can store the id it interned it as (`unknown_stack` until
-// then), and skip interning next time; nullptr when the stack is not cached. When the slot holds
-// an id already, nothing is written to `out` and 0 returned: the caller has the stack's id. The
-// slot belongs to the calling thread; the ids must all come from one StackTable.
-inline constexpr StackId unknown_stack = ~StackId{0};
+// With `remembered`, a stack found in the Libunwind unwinder's cache also gets its slot
+// (RememberedStack), where its id can be remembered, to skip interning it next time; not cached()
+// otherwise. When the id is known(), nothing is written to `out` and 0 returned. The ids must all
+// come from one StackTable.
 std::size_t capture_stack(Unwinder unwinder, const CodeRanges& skip, std::span<std::uintptr_t> out,
-                          StackId** remembered = nullptr);
+                          RememberedStack* remembered = nullptr);
 
 // ---- From raw figures to the exporters' model ----
 

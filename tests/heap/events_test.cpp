@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <mutex>
 #include <thread>
@@ -11,6 +12,14 @@
 
 namespace hotscope::heap {
 namespace {
+
+// Each event's words (its stack, for the Recorder): `count` of them, each telling its event.
+std::uintptr_t word_of(std::uint64_t thread, std::uint64_t event) {
+  return thread << 32 | event;
+}
+std::size_t words_of_event(std::uint64_t event) {
+  return event % 3 == 0 ? 0 : event % 41; // many buffers' worth, with events that carry none
+}
 
 TEST(HeapEvents, EveryEventIsAppliedOnceInNumberOrderKeepingEachThreadsOrder) {
   constexpr int threads = 4;
@@ -21,10 +30,16 @@ TEST(HeapEvents, EveryEventIsAppliedOnceInNumberOrderKeepingEachThreadsOrder) {
   std::uint64_t applied = 0;
   std::uint64_t last_sequence = 0;
   bool in_order = true;
-  const auto apply = [&](const HeapEvent& event, std::uintptr_t) {
+  bool words_kept = true;
+  const auto apply = [&](const HeapEvent& event, std::uintptr_t,
+                         std::span<const std::uintptr_t> words) {
     const auto thread = static_cast<std::size_t>(event.address);
     in_order = in_order && event.size == next_of_thread[thread] &&
                (applied == 0 ? event.sequence == 0 : event.sequence == last_sequence + 1);
+    words_kept = words_kept && words.size() == words_of_event(event.size) &&
+                 std::all_of(words.begin(), words.end(), [&](std::uintptr_t word) {
+                   return word == word_of(thread, event.size);
+                 });
     ++next_of_thread[thread];
     last_sequence = event.sequence;
     ++applied;
@@ -48,12 +63,16 @@ TEST(HeapEvents, EveryEventIsAppliedOnceInNumberOrderKeepingEachThreadsOrder) {
       ASSERT_NE(ring, nullptr);
       for (std::uint64_t i = 0; i < per_thread; ++i) {
         // Half the threads drain themselves when full, half wait for the collector.
-        HeapEvent& event = log.reserve(*ring, [&] {
-          if (t % 2 == 0) {
-            drain();
-          }
-          std::this_thread::yield();
-        });
+        HeapEvent& event = log.reserve(
+            *ring,
+            [&] {
+              if (t % 2 == 0) {
+                drain();
+              }
+              std::this_thread::yield();
+            },
+            words_of_event(i));
+        std::fill_n(log.words_of(*ring), words_of_event(i), word_of(t, i));
         event.address = static_cast<std::uintptr_t>(t);
         event.size = i;
         log.commit(*ring);
@@ -71,6 +90,7 @@ TEST(HeapEvents, EveryEventIsAppliedOnceInNumberOrderKeepingEachThreadsOrder) {
     log.drain(apply, 1'000'000'000);
   }
   EXPECT_TRUE(in_order);
+  EXPECT_TRUE(words_kept);
   EXPECT_EQ(applied, threads * per_thread);
   EXPECT_EQ(log.lost(), 0u);
 }
@@ -99,7 +119,9 @@ TEST(HeapEvents, AHandOverBetweenThreadsKeepsItsOrder) {
   std::vector<std::uint64_t> order;
   std::thread collector([&] {
     while (order.size() < rounds) {
-      log.drain([&](const HeapEvent& event, std::uintptr_t) { order.push_back(event.size); });
+      log.drain([&](const HeapEvent& event, std::uintptr_t, std::span<const std::uintptr_t>) {
+        order.push_back(event.size);
+      });
       std::this_thread::yield();
     }
   });
@@ -122,7 +144,8 @@ TEST(HeapEvents, ClosedRingsAreReusedOnlyWhenEmpty) {
   log.close_ring(*first);
   EventLog::Ring* second = log.open_ring();
   EXPECT_NE(second, first);
-  std::size_t applied = log.drain([](const HeapEvent&, std::uintptr_t) {});
+  std::size_t applied =
+      log.drain([](const HeapEvent&, std::uintptr_t, std::span<const std::uintptr_t>) {});
   EXPECT_EQ(applied, 1u);
   log.close_ring(*second);
   EventLog::Ring* third = log.open_ring();

@@ -208,20 +208,25 @@ TEST(HeapRecorder, TheReportStopsRecordingWithItsCopyOrWithoutOne) {
   holder.join();
 }
 
-// A stack `depth` calls deeper than the caller's: each depth is a stack of its own.
-__attribute__((noinline)) StackId stack_at_depth(Recorder& recorder, int depth) {
-  const StackId id = depth == 0 ? recorder.current_stack() : stack_at_depth(recorder, depth - 1);
+// An allocation `depth` calls deeper than the caller: each depth is a stack of its own.
+__attribute__((noinline)) void allocate_at_depth(Recorder& recorder, EventLog::Ring& ring,
+                                                 std::uintptr_t address, int depth) {
+  if (depth == 0) {
+    recorder.append_with_stack(ring, HeapEvent::Alloc, address, 8);
+  } else {
+    allocate_at_depth(recorder, ring, address, depth - 1);
+  }
   asm volatile("" ::: "memory"); // not a tail call: each level keeps its frame
-  return id;
 }
 
-// New stacks are interned under the stack table's own lock while another thread drains, reads
-// the new stacks and takes profiles under the mutex: every block still lands on its own stack.
-TEST(HeapRecorder, NewStacksAreInternedWhileAnotherThreadDrainsAndTakesProfiles) {
+// The allocating thread hands its stacks over with its events, and the drainer interns them
+// (telling the thread's cache their ids) while it reads the new stacks and takes profiles under
+// the mutex: every block still lands on its own stack.
+TEST(HeapRecorder, StacksHandedOverWithTheEventsAreInternedByTheDrainer) {
   Recorded recorded(config::HeapMode::Full);
   Recorder& recorder = *recorded.recorder;
   constexpr int depths = 20; // stacks are cut at 32 frames: deeper ones would look alike
-  constexpr int rounds = 25;
+  constexpr int rounds = 200;
   std::atomic<bool> done{false};
   std::thread allocating([&] {
     EventLog::Ring* ring = recorder.open_ring();
@@ -229,7 +234,7 @@ TEST(HeapRecorder, NewStacksAreInternedWhileAnotherThreadDrainsAndTakesProfiles)
     std::uintptr_t address = 0x100000;
     for (int round = 0; round < rounds; ++round) {
       for (int depth = 0; depth < depths; ++depth) {
-        recorder.append(*ring, HeapEvent::Alloc, address += 64, 8, stack_at_depth(recorder, depth));
+        allocate_at_depth(recorder, *ring, address += 64, depth);
       }
     }
     recorder.close_ring(*ring);
@@ -254,6 +259,36 @@ TEST(HeapRecorder, NewStacksAreInternedWhileAnotherThreadDrainsAndTakesProfiles)
   for (const RawSite& site : taken->raw.sites) {
     EXPECT_EQ(site.counts.total_blocks, std::uint64_t{rounds});
   }
+  EXPECT_EQ(recorder.stacks_interned(), std::size_t{depths});
+}
+
+// Once the drainer has interned a stack, the thread's cache knows its id: the events of a stack
+// the thread repeats carry its id, not its frames.
+TEST(HeapRecorder, AnInternedStackIsHandedOverByItsIdOnceTheCacheKnowsIt) {
+  Recorded recorded(config::HeapMode::Full);
+  Recorder& recorder = *recorded.recorder;
+  std::thread allocating([&] { // a cache of its own, free to learn
+    EventLog::Ring* ring = recorder.open_ring();
+    ASSERT_NE(ring, nullptr);
+    std::uintptr_t address = 0x100000;
+    for (int i = 0; i < 110; ++i) { // one call site: one stack
+      if (i == 100) {               // the cache has learned the stack by now
+        const std::lock_guard lock(recorder.mutex());
+        recorder.drain();
+      }
+      allocate_at_depth(recorder, *ring, address += 64, 3);
+    }
+    // A backlog counts a ring's words as events where they fill it faster: a stack's frames would
+    // count for several events.
+    EXPECT_EQ(recorder.backlog().total, 10u) << "the events carry no words";
+    recorder.close_ring(*ring);
+  });
+  allocating.join();
+  const std::optional<Recorder::Taken> taken = recorder.take();
+  ASSERT_TRUE(taken);
+  ASSERT_EQ(taken->raw.sites.size(), 1u);
+  EXPECT_EQ(taken->raw.sites[0].counts.total_blocks, 110u);
+  EXPECT_EQ(recorder.stacks_interned(), 1u);
 }
 
 // With a collector running, a thread whose ring is full wakes it and waits for room rather than

@@ -17,9 +17,9 @@ __attribute__((noinline)) bool captured_from_cache(int depth) {
     return cached;
   }
   std::array<std::uintptr_t, 32> frames{};
-  StackId* remembered = nullptr;
+  RememberedStack remembered;
   capture_stack(Unwinder::Libunwind, {}, frames, &remembered);
-  return remembered != nullptr;
+  return remembered.cached();
 }
 
 // A program whose start-up allocates from stacks that never repeat, then loops on one stack (a

@@ -92,11 +92,12 @@ __attribute__((noinline)) TwoCaptures via_second_caller() {
   return both;
 }
 
-// The slot of the stack captured here; `written`: how many frames the capture wrote.
-__attribute__((noinline)) hotscope::heap::StackId*
-remembered_slot(hotscope::heap::Unwinder unwinder, std::size_t* written = nullptr) {
+// What the cache remembers of the stack captured here; `written`: how many frames the capture
+// wrote.
+__attribute__((noinline)) hotscope::heap::RememberedStack
+remembered_stack(hotscope::heap::Unwinder unwinder, std::size_t* written = nullptr) {
   std::array<std::uintptr_t, 32> frames{};
-  hotscope::heap::StackId* remembered = nullptr;
+  hotscope::heap::RememberedStack remembered;
   const std::size_t count = hotscope::heap::capture_stack(unwinder, {}, frames, &remembered);
   if (written != nullptr) {
     *written = count;
@@ -105,8 +106,9 @@ remembered_slot(hotscope::heap::Unwinder unwinder, std::size_t* written = nullpt
   return remembered;
 }
 
-__attribute__((noinline)) hotscope::heap::StackId* remembered_slot_elsewhere() {
-  hotscope::heap::StackId* remembered = remembered_slot(hotscope::heap::Unwinder::Libunwind);
+__attribute__((noinline)) hotscope::heap::RememberedStack remembered_stack_elsewhere() {
+  hotscope::heap::RememberedStack remembered =
+      remembered_stack(hotscope::heap::Unwinder::Libunwind);
   asm volatile("" ::: "memory");
   return remembered;
 }
@@ -241,28 +243,45 @@ TEST(HeapCapture, CachedStacksEqualLibunwindsAndTellCallersApart) {
 }
 
 TEST(HeapCapture, TheCachedStackKeepsTheIdItWasInternedAs) {
+  using hotscope::heap::RememberedStack;
   using hotscope::heap::Unwinder;
-  hotscope::heap::StackId* first = nullptr;
+  std::atomic<std::uint64_t>* first = nullptr;
   for (int round = 0; round < 3; ++round) { // the same stack each time
     std::size_t written = 0;
-    hotscope::heap::StackId* slot = remembered_slot(Unwinder::Libunwind, &written);
-    ASSERT_NE(slot, nullptr);
+    const RememberedStack remembered = remembered_stack(Unwinder::Libunwind, &written);
+    ASSERT_TRUE(remembered.cached());
     if (round == 0) {
       EXPECT_GT(written, 0u);
-      first = slot;
-      *slot = 7; // what the caller interned it as
+      EXPECT_FALSE(remembered.known());
+      first = remembered.slot();
+      // What the drainer interned it as, told twice: the second time changes nothing.
+      RememberedStack::remember(*first, remembered.generation(), 7);
+      RememberedStack::remember(*first, remembered.generation(), 8);
     } else {
       EXPECT_EQ(written, 0u) << "the caller has the id: no frames are copied";
+      EXPECT_TRUE(remembered.known());
     }
-    EXPECT_EQ(slot, first);
-    EXPECT_EQ(*slot, 7u);
+    EXPECT_EQ(remembered.slot(), first);
+    EXPECT_EQ(RememberedStack(*first).id(), 7u);
   }
-  hotscope::heap::StackId* other = remembered_slot_elsewhere();
-  ASSERT_NE(other, nullptr);
-  EXPECT_NE(other, first);
-  EXPECT_EQ(*other, hotscope::heap::unknown_stack);
-  EXPECT_EQ(remembered_slot(Unwinder::LibunwindUncached), nullptr);
-  EXPECT_EQ(remembered_slot(Unwinder::FramePointers), nullptr);
+  const RememberedStack other = remembered_stack_elsewhere();
+  ASSERT_TRUE(other.cached());
+  EXPECT_NE(other.slot(), first);
+  EXPECT_FALSE(other.known());
+  EXPECT_FALSE(remembered_stack(Unwinder::LibunwindUncached).cached());
+  EXPECT_FALSE(remembered_stack(Unwinder::FramePointers).cached());
+}
+
+// An id interned for an entry that was replaced meanwhile (its generation is past) is not
+// remembered for the stack that replaced it.
+TEST(HeapCapture, AnIdForAReplacedCacheEntryIsNotRemembered) {
+  using hotscope::heap::RememberedStack;
+  std::atomic<std::uint64_t> slot{std::uint64_t{5} << 32 | hotscope::heap::unknown_stack};
+  RememberedStack::remember(slot, 4, 9); // interned for the entry's previous stack
+  EXPECT_FALSE(RememberedStack(slot).known());
+  RememberedStack::remember(slot, 5, 3);
+  EXPECT_EQ(RememberedStack(slot).id(), 3u);
+  EXPECT_EQ(RememberedStack(slot).generation(), 5u);
 }
 
 TEST(HeapCapture, KeepsAtMostTheRequestedDepth) {

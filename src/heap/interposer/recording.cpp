@@ -157,15 +157,21 @@ __attribute__((noinline)) EventLog::Ring* open_thread_ring(Recorder& recorder) {
   return ring;
 }
 
+enum class Stack { None, Captured }; // whether an event carries the calling thread's stack
+
 // Appends a full-mode event to the calling thread's ring (or counts it, without memory for one).
 inline void append_event(Recorder& recorder, HeapEvent::Kind kind, std::uintptr_t address,
-                         std::uint64_t size = 0, StackId stack = 0) {
+                         std::uint64_t size = 0, Stack stack = Stack::None) {
   EventLog::Ring* ring = thread_ring;
   if (__builtin_expect(ring == nullptr, 0) && (ring = open_thread_ring(recorder)) == nullptr) {
     recorder.count_event_without_ring();
     return;
   }
-  recorder.append(*ring, kind, address, size, stack);
+  if (stack == Stack::Captured) {
+    recorder.append_with_stack(*ring, kind, address, size);
+  } else {
+    recorder.append(*ring, kind, address, size);
+  }
   if (__builtin_expect(ring != thread_ring, 0)) {
     recorder.close_ring(*ring); // the thread has ended
   }
@@ -253,7 +259,7 @@ void record_alloc(void* pointer, std::size_t size) {
     recorder->sampled_alloc(address, size, stack);
     return;
   }
-  append_event(*recorder, HeapEvent::Alloc, address, size, recorder->current_stack());
+  append_event(*recorder, HeapEvent::Alloc, address, size, Stack::Captured);
   observe_allocation(size);
 }
 
@@ -282,7 +288,7 @@ void record_realloc_begin(Recorder& recorder, void* old) {
 void record_realloc_end(Recorder& recorder, void* pointer, std::size_t size) {
   // The stack is recorded if the old block is unknown.
   append_event(recorder, HeapEvent::ReallocEnd, reinterpret_cast<std::uintptr_t>(pointer), size,
-               recorder.current_stack());
+               Stack::Captured);
   if (pointer != nullptr) {
     observe_allocation(size);
   }

@@ -24,21 +24,46 @@ std::uint64_t Recorder::time_of(std::uint64_t ticks) {
 
 StackId Recorder::current_stack() {
   std::uintptr_t frames[256];
-  StackId* remembered = nullptr;
+  RememberedStack remembered;
   const std::size_t depth =
       capture_stack(options_.unwinder, skip_, {frames, options_.depth}, &remembered);
-  if (remembered != nullptr && *remembered != unknown_stack) {
-    return *remembered;
+  if (remembered.known()) {
+    return remembered.id();
   }
-  // Never unwind while holding a mutex: the unwinder takes the loader's lock, and a thread
+  // Never unwind while holding the mutex: the unwinder takes the loader's lock, and a thread
   // holding that lock may be waiting in malloc for this mutex.
-  const std::lock_guard lock(sampling() ? mutex_ : stacks_mutex_);
+  const std::lock_guard lock(mutex_);
   const StackId id =
       sampling() ? sampled_.intern({frames, depth}) : engine_.intern({frames, depth});
-  if (remembered != nullptr) {
-    *remembered = id;
+  if (remembered.cached()) {
+    RememberedStack::remember(*remembered.slot(), remembered.generation(), id);
   }
   return id;
+}
+
+void Recorder::append_with_stack(EventLog::Ring& ring, HeapEvent::Kind kind, std::uintptr_t address,
+                                 std::uint64_t size) {
+  std::uintptr_t frames[256];
+  RememberedStack remembered;
+  const std::size_t depth =
+      capture_stack(options_.unwinder, skip_, {frames, options_.depth}, &remembered);
+  if (remembered.known()) {
+    append(ring, kind, address, size, remembered.id());
+    return;
+  }
+  // The words: the cache's slot (0 when not cached), then the frames.
+  std::uint64_t waiting_since_ns = 0;
+  HeapEvent& event = events_.reserve(
+      ring, [&] { make_room(waiting_since_ns); }, depth + 1);
+  std::uintptr_t* words = events_.words_of(ring);
+  words[0] = reinterpret_cast<std::uintptr_t>(remembered.slot());
+  std::copy_n(frames, depth, words + 1);
+  event.kind = kind;
+  event.time = clock_.ticks();
+  event.address = address;
+  event.size = size;
+  event.stack = remembered.generation();
+  events_.commit(ring);
 }
 
 void Recorder::make_room(std::uint64_t& waiting_since_ns) {
@@ -75,11 +100,19 @@ void Recorder::forget_sampled(std::uintptr_t address) {
 
 std::size_t Recorder::drain(std::uint64_t wait_ns) {
   return events_.drain(
-      [this](const HeapEvent& event, std::uintptr_t source) {
+      [this](const HeapEvent& event, std::uintptr_t source, std::span<const std::uintptr_t> words) {
         const std::uint64_t time = time_of(event.time);
+        StackId stack = event.stack;
+        if (!words.empty()) { // append_with_stack's
+          stack = engine_.intern(words.subspan(1));
+          if (words[0] != 0) {
+            RememberedStack::remember(*reinterpret_cast<std::atomic<std::uint64_t>*>(words[0]),
+                                      event.stack, stack);
+          }
+        }
         switch (event.kind) {
         case HeapEvent::Alloc:
-          engine_.alloc(event.address, event.size, event.stack, time);
+          engine_.alloc(event.address, event.size, stack, time);
           break;
         case HeapEvent::Free:
           engine_.free(event.address, time);
@@ -88,7 +121,7 @@ std::size_t Recorder::drain(std::uint64_t wait_ns) {
           engine_.realloc_begin(source, event.address);
           break;
         case HeapEvent::ReallocEnd:
-          engine_.realloc_end(source, event.address, event.size, event.stack, time);
+          engine_.realloc_end(source, event.address, event.size, stack, time);
           break;
         }
       },
@@ -113,17 +146,12 @@ bool lock_within_a_second(std::unique_lock<std::mutex>& lock) {
 } // namespace
 
 std::optional<Recorder::Taken> Recorder::take(void (*stop)()) {
-  // At exit, each lock within a second: the thread that holds one may be this very thread,
-  // interrupted by the signal handler that called exit().
-  const auto acquire = [stop](std::unique_lock<std::mutex>& lock) {
-    if (stop == nullptr) {
-      lock.lock();
-      return true;
-    }
-    return lock_within_a_second(lock);
-  };
+  // At exit, within a second: the thread that holds it may be this very thread, interrupted by
+  // the signal handler that called exit().
   std::unique_lock lock(mutex_, std::defer_lock);
-  if (!acquire(lock)) {
+  if (stop == nullptr) {
+    lock.lock();
+  } else if (!lock_within_a_second(lock)) {
     stop();
     return std::nullopt;
   }
@@ -132,20 +160,11 @@ std::optional<Recorder::Taken> Recorder::take(void (*stop)()) {
   drain(event_wait_ns);
   taken.lost_events = events_.lost() + events_without_ring_.load(std::memory_order_relaxed);
   const std::uint64_t end_time = now();
-  // The stack table's lock for the copy only: threads interning new stacks wait for no drain.
-  std::unique_lock stacks_lock(stacks_mutex_, std::defer_lock);
-  if (!sampling() && !acquire(stacks_lock)) {
-    stop();
-    return std::nullopt;
-  }
   taken.raw = sampling() ? sampled_.snapshot(end_time) : engine_.snapshot(end_time);
   if (stop != nullptr) {
     stop();
   }
   const double microseconds = clock_.microseconds_per_tick(end_time);
-  if (stacks_lock.owns_lock()) {
-    stacks_lock.unlock();
-  }
   lock.unlock();
   taken.raw = in_microseconds(std::move(taken.raw), microseconds);
   // Sites whose blocks all ended before a reset have nothing left in this window.
@@ -171,7 +190,7 @@ void Recorder::restart() {
 
 std::vector<std::span<const std::uintptr_t>> Recorder::stacks_since(std::size_t& done) {
   std::vector<std::span<const std::uintptr_t>> stacks;
-  const std::lock_guard lock(stacks_mutex_);
+  const std::lock_guard lock(mutex_);
   for (; done < engine_.stack_count(); ++done) {
     stacks.push_back(engine_.stack(static_cast<StackId>(done)));
   }
@@ -179,7 +198,7 @@ std::vector<std::span<const std::uintptr_t>> Recorder::stacks_since(std::size_t&
 }
 
 std::size_t Recorder::stacks_interned() {
-  const std::lock_guard lock(stacks_mutex_);
+  const std::lock_guard lock(mutex_);
   return engine_.stack_count();
 }
 

@@ -1,6 +1,8 @@
 // The heap libraries' recorder: what the hooks record goes here, and profiles come out of it.
 // In the full mode the allocating threads hand their events over through the EventLog, without a
-// lock, and whoever holds the mutex applies them to the Engine in one order; in the sampled mode
+// lock, and whoever holds the mutex applies them to the Engine in one order, interning the stacks
+// they carry: a thread never interns, nor waits for a lock to (it is the costly part of a new
+// stack, after the unwinding: the table's lines are rarely in a cache). In the sampled mode
 // the sample points go to the SampledEngine under the mutex. It keeps the timestamps' clock, and
 // gives the raw profile, the totals and a restart. One per process in the heap libraries
 // (src/heap/interposer owns it, its modes and its threads); it needs no hooks, so tests drive it
@@ -41,12 +43,13 @@ public:
   const config::HeapOptions& options() const { return options_; }
   bool sampling() const { return options_.mode == config::HeapMode::Sampled; }
   const clock::FreeRunningClock& clock() const { return clock_; }
-  // Serializes the engines. Held only for short copies and drains: never while unwinding.
+  // Serializes the engines and their stack tables. Held only for short copies and drains: never
+  // while unwinding.
   std::mutex& mutex() { return mutex_; }
 
-  // The calling thread's stack above the hooks, interned: its id is kept with the thread's cached
-  // copy of the stack, so only a stack seen for the first time on this thread takes a lock: in the
-  // full mode not the mutex but the stack table's own, which no drain holds.
+  // The calling thread's stack above the hooks, interned under the mutex (the sampled mode's
+  // way): its id is kept with the thread's cached copy of the stack, so only a stack the thread's
+  // cache does not know the id of takes the lock.
   StackId current_stack();
 
   // ---- The full mode: any thread, no lock ----
@@ -68,6 +71,10 @@ public:
     event.stack = stack;
     events_.commit(ring);
   }
+  // As append(), with the calling thread's stack above the hooks: its id when the thread's cache
+  // of stacks knows it, else its frames, which the drainer interns (and tells the cache the id).
+  void append_with_stack(EventLog::Ring& ring, HeapEvent::Kind kind, std::uintptr_t address,
+                         std::uint64_t size);
   // An event that could not be recorded: no memory for its thread's ring.
   void count_event_without_ring() { events_without_ring_.fetch_add(1, std::memory_order_relaxed); }
 
@@ -91,9 +98,8 @@ public:
   };
   // The raw figures now, the events drained first, under the mutex only while they are copied.
   // With `stop` (at exit), `stop` is called with the copy, under the mutex, so that nothing is
-  // recorded after it; the mutex and the stack table's lock are then waited for a second at most
-  // each (a signal handler may have called exit() on a thread that holds one): nothing when one
-  // stayed held.
+  // recorded after it; the mutex is then waited for a second at most (a signal handler may have
+  // called exit() on a thread that holds it): nothing when it stayed held.
   std::optional<Taken> take(void (*stop)() = nullptr);
   // The process-wide figures now, the events drained first.
   HeapTotals totals();
@@ -115,7 +121,7 @@ public:
   EventLog::Backlog backlog() const { return events_.backlog(); }
   std::uint64_t events_appended() const { return events_.appended(); }
   // The stacks interned since the first `done` of them were; `done` moves on. Not copies: the
-  // stack table keeps each stack where it is for as long as the recorder lives.
+  // stack table keeps each stack where it is for as long as the recorder lives. Takes the mutex.
   std::vector<std::span<const std::uintptr_t>> stacks_since(std::size_t& done);
   // How many stacks the full mode has interned.
   std::size_t stacks_interned();
@@ -132,9 +138,6 @@ private:
   void make_room(std::uint64_t& waiting_since_ns);
 
   std::mutex mutex_;
-  // The full mode's interned stacks (Engine): taken without mutex_, and after it where both are.
-  // A fork does not take it: the child stops recording, and never interns.
-  std::mutex stacks_mutex_;
   Engine engine_;         // full mode, fed through events_
   EventLog events_;       // full mode: drained by whoever holds mutex_
   SampledEngine sampled_; // sampled mode
