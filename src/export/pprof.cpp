@@ -87,8 +87,11 @@ void write_gzipped(const pb::Profile& message, std::ostream& out) {
 
 void write_pprof_heap(const HeapProfile& profile, std::int64_t period, std::ostream& out) {
   // A site is a Sample with repeated fields and a Label: on an arena, the hundreds of thousands of
-  // small allocations of a large profile become a few blocks, freed at once.
-  google::protobuf::Arena arena;
+  // small allocations of a large profile become a few blocks, freed at once. Blocks of up to 1 MiB,
+  // not protobuf's 8 KiB: a large profile's 30 MB would be thousands of them.
+  google::protobuf::ArenaOptions options;
+  options.max_block_size = 1024 * 1024;
+  google::protobuf::Arena arena(options);
   pb::Profile& message = *google::protobuf::Arena::CreateMessage<pb::Profile>(&arena);
   Strings strings(message);
   // speedscope shows the last type, pprof the default one: inuse_space for both.

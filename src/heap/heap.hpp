@@ -437,6 +437,14 @@ public:
     }
     event.sequence = next_.fetch_add(1, std::memory_order_acq_rel);
     ring.write_.store(at + 1, std::memory_order_release);
+    // The lines the next events will write, fetched for writing meanwhile: the drainer read them a
+    // lap ago, and stores that miss stall the next commit's atomic, which waits for every store
+    // before it (on cc1plus that stall was 4 % of the thread's time).
+    prefetch_for_writing(&ring.slots_[(at + 2) % ring_capacity]);
+    const std::uint64_t words_at = ring.words_write_.load(std::memory_order_relaxed);
+    for (std::uint64_t line = 0; line < next_words_prefetched; line += 8) {
+      prefetch_for_writing(&ring.words_[(words_at + line) % words_capacity]);
+    }
   }
 
   // Applies, in number order, the events numbered before it started: it stops
@@ -498,6 +506,16 @@ private:
   // The event numbered expected_, found at the head of its ring (current_ then points to it),
   // waiting for it as drain() says; nullptr when the drain is to stop.
   const HeapEvent* find_next(std::uint64_t end, std::uint64_t wait_ns);
+
+  // A stack's words, about: 32 frames and the slot.
+  static constexpr std::uint64_t next_words_prefetched = 40;
+  static void prefetch_for_writing(const void* line) {
+#if defined(__x86_64__)
+    asm volatile("prefetchw %0" : : "m"(*static_cast<const char*>(line))); // a no-op without it
+#else
+    __builtin_prefetch(line, 1);
+#endif
+  }
 
   // On cache lines of their own: every thread takes numbers, the drainer moves on per event.
   // About a DRAM access's worth of applying events: the live-block table of a program with a
