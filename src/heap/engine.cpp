@@ -317,7 +317,7 @@ RawProfile Engine::snapshot(std::uint64_t now) const {
   for (StackId id = 0; id < stacks_.size(); ++id) {
     const bool counted = id < sites_.size(); // a stack interned without a block yet: all zero
     RawSite& site =
-        raw.sites.emplace_back(RawSite{stacks_.stack(id), counted ? sites_[id] : SiteCounts{}});
+        raw.sites.emplace_back(RawSite{stacks_.stack(id), counted ? sites_[id] : SiteCounts{}, id});
     if (counted && (at_peak || synced_[id] != peak_)) {
       site.counts.gmax_bytes = site.counts.curr_bytes;
       site.counts.gmax_blocks = site.counts.curr_blocks;

@@ -59,6 +59,14 @@ EventLog::Backlog EventLog::backlog() const {
   return backlog;
 }
 
+std::uint64_t EventLog::appended() const {
+  std::uint64_t words = 0;
+  for (Ring* ring = rings_.load(std::memory_order_acquire); ring != nullptr; ring = ring->next_) {
+    words += ring->words_write_.load(std::memory_order_relaxed);
+  }
+  return next_.load(std::memory_order_relaxed) + words * ring_capacity / words_capacity;
+}
+
 // Events older than `sequence` at a ring's head were given up on: they are dropped on the way.
 EventLog::Ring* EventLog::ring_with_head(std::uint64_t sequence) {
   for (Ring* ring = rings_.load(std::memory_order_acquire); ring != nullptr; ring = ring->next_) {

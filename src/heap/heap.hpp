@@ -81,6 +81,7 @@ struct RawSite {
   // took the profile, which keeps each stack where it is for as long as the engine lives.
   std::span<const std::uintptr_t> stack;
   SiteCounts counts; // curr_* are the t-end figures (eb, ebk)
+  StackId id = 0;    // the stack's in that table
 };
 
 // The process-wide figures at one moment, for gauges (/v1/metrics): everything allocated in the
@@ -179,8 +180,7 @@ private:
   Table<Slot> slots_;
 };
 
-// Addresses (return addresses, or where the stack table keeps a stack) to dense ids, found by a
-// HashIndex: each distinct address is handled once.
+// Addresses to dense ids, found by a HashIndex: each distinct address is handled once.
 class AddressIndex {
 public:
   // The id of `address`, and true when it is new (then its id is the count of ids before it).
@@ -498,8 +498,9 @@ public:
     std::uint64_t total = 0;
   };
   Backlog backlog() const;
-  // How many events were ever appended, by all threads (any thread may ask: a passing view).
-  std::uint64_t appended() const { return next_.load(std::memory_order_relaxed); }
+  // How many events were ever appended, by all threads, their words counting as in backlog() (any
+  // thread may ask: a passing view).
+  std::uint64_t appended() const;
 
 private:
   Ring* ring_with_head(std::uint64_t sequence);
@@ -734,15 +735,19 @@ public:
   void forget_if_stale(const symbols::Symbolizer& symbolizer);
   // Adds the next stack of the table (id added()). The symbolizer refreshed by the caller.
   void add(std::span<const std::uintptr_t> stack, symbols::Symbolizer& symbolizer);
-  // As build_profile. A raw site is matched to a stack added by where its stack is kept (the same
-  // span's data); the others are added now. The frame table also lists the frames of stacks added
-  // that the profile has no site of (stacks without blocks).
+  // As build_profile. A raw site is matched to the stack added with its id, if that was kept
+  // where the site's stack is (the same span's data: the same table); the others are added now.
+  // The frame table also lists the frames of stacks added that the profile has no site of
+  // (stacks without blocks).
   HeapProfile build(const RawProfile& raw, std::string command, std::int64_t pid,
                     symbols::Symbolizer& symbolizer);
 
 private:
   // The site of `stack`, added if it is new.
   std::uint32_t site_of(std::span<const std::uintptr_t> stack, symbols::Symbolizer& symbolizer);
+  // The site of the stack `id`, kept where `stack` is, found or added.
+  std::uint32_t site_of(StackId id, std::span<const std::uintptr_t> stack,
+                        symbols::Symbolizer& symbolizer);
   struct State;
   std::unique_ptr<State> state_;
 };

@@ -150,11 +150,14 @@ struct ProfileBuilder::State {
   // Each distinct address is symbolized and described once; sites share far more addresses
   // than they have.
   AddressFrames by_address;
-  // The stacks added, by where the stack table keeps them (raw sites are matched to them by
-  // that), and each one's site.
-  AddressIndex stacks;
-  std::vector<std::uint32_t> site_of_stack; // index into site_frames
-  std::size_t in_order = 0;                 // stacks added by add(), in the table's order
+  // Each stack's site by its id, with where the stack table keeps the stack (a raw site's stack
+  // of that id kept elsewhere is another table's); key 0: not added.
+  struct AddedStack {
+    std::uintptr_t key = 0;
+    std::uint32_t site = 0; // index into site_frames
+  };
+  std::vector<AddedStack> stacks;
+  std::size_t in_order = 0; // stacks added by add(), in the table's order
   // Each site's frames, and the sites by their frames: stacks that differ only below main are
   // one site.
   std::vector<std::vector<std::uint32_t>> site_frames;
@@ -167,8 +170,8 @@ ProfileBuilder::~ProfileBuilder() = default;
 
 namespace {
 
-// Where the stack table keeps a stack: its key among the stacks added. Only one stack can be
-// empty (equal stacks are one), and its address may be where the next one starts.
+// Where the stack table keeps a stack, never 0: its key among the stacks added. Only one stack can
+// be empty (equal stacks are one), and its address may be where the next one starts.
 std::uintptr_t stack_key(std::span<const std::uintptr_t> stack) {
   return reinterpret_cast<std::uintptr_t>(stack.data()) | (stack.empty() ? 1 : 0);
 }
@@ -187,17 +190,29 @@ void ProfileBuilder::forget_if_stale(const symbols::Symbolizer& symbolizer) {
 }
 
 void ProfileBuilder::add(std::span<const std::uintptr_t> stack, symbols::Symbolizer& symbolizer) {
-  ++state_->in_order;
-  site_of(stack, symbolizer);
+  site_of(static_cast<StackId>(state_->in_order++), stack, symbolizer);
+}
+
+std::uint32_t ProfileBuilder::site_of(StackId id, std::span<const std::uintptr_t> stack,
+                                      symbols::Symbolizer& symbolizer) {
+  State& s = *state_;
+  const std::uintptr_t key = stack_key(stack);
+  if (id < s.stacks.size() && s.stacks[id].key == key) {
+    return s.stacks[id].site;
+  }
+  const std::uint32_t site = site_of(stack, symbolizer);
+  if (id >= s.stacks.size()) {
+    s.stacks.resize(std::size_t{id} + 1);
+  }
+  if (s.stacks[id].key == 0) { // another table's stack leaves this table's alone
+    s.stacks[id] = State::AddedStack{key, site};
+  }
+  return site;
 }
 
 std::uint32_t ProfileBuilder::site_of(std::span<const std::uintptr_t> stack,
                                       symbols::Symbolizer& symbolizer) {
   State& s = *state_;
-  const auto [known_stack, new_stack] = s.stacks.find_or_add(stack_key(stack));
-  if (!new_stack) {
-    return s.site_of_stack[known_stack];
-  }
   s.scratch.clear();
   for (const std::uintptr_t return_address : stack) {
     auto [known, inserted] = s.by_address.find_or_add(return_address);
@@ -231,7 +246,6 @@ std::uint32_t ProfileBuilder::site_of(std::span<const std::uintptr_t> stack,
   if (site == next) {
     s.site_frames.push_back(s.scratch);
   }
-  s.site_of_stack.push_back(site);
   return site;
 }
 
@@ -252,7 +266,7 @@ HeapProfile ProfileBuilder::build(const RawProfile& raw, std::string command, st
   constexpr std::uint32_t none = ~std::uint32_t{0};
   std::vector<std::uint32_t> profile_site(state_->site_frames.size(), none);
   for (const RawSite& raw_site : raw.sites) {
-    const std::uint32_t site = site_of(raw_site.stack, symbolizer);
+    const std::uint32_t site = site_of(raw_site.id, raw_site.stack, symbolizer);
     if (site >= profile_site.size()) {
       profile_site.resize(site + 1, none);
     }

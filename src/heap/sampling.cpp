@@ -157,7 +157,7 @@ RawProfile SampledEngine::snapshot(std::uint64_t now) const {
     counts.max_blocks = rounded(site.max_blocks);
     counts.gmax_bytes = rounded(at_peak ? site.curr_bytes : site.gmax_bytes);
     counts.gmax_blocks = rounded(at_peak ? site.curr_blocks : site.gmax_blocks);
-    raw.sites.push_back(RawSite{frames, counts});
+    raw.sites.push_back(RawSite{frames, counts, id});
   }
   return raw;
 }

@@ -143,7 +143,8 @@ TEST(HeapSymbolCache, AProfileBuiltAheadIsTheProfileBuiltAtOnce) {
     heap::SiteCounts counts;
     counts.total_bytes = 8 * stack->size();
     counts.total_blocks = 1;
-    raw.sites.push_back(heap::RawSite{*stack, counts});
+    raw.sites.push_back(
+        heap::RawSite{*stack, counts, static_cast<heap::StackId>(raw.sites.size())});
   }
   Symbolizer symbolizer;
   const HeapProfile at_once = heap::build_profile(raw, "test", 1, symbolizer);
@@ -162,13 +163,15 @@ TEST(HeapSymbolCache, AProfileBuiltAheadIsTheProfileBuiltAtOnce) {
   };
   same(at_once, ahead);
   EXPECT_EQ(at_once.sites.size(), 2u) << "`third` merged into `first`'s site";
-  // Another table's stacks: equal frames, but not the spans added.
+  // Another table's stacks, with the ids of this table's: `second`'s id, but `first`'s frames,
+  // kept elsewhere.
   const std::vector<std::uintptr_t> copy = first;
   heap::RawProfile other;
-  other.sites.push_back(heap::RawSite{copy, raw.sites[0].counts});
+  other.sites.push_back(heap::RawSite{copy, raw.sites[0].counts, 1});
   const HeapProfile afresh = builder.build(other, "test", 1, symbolizer);
   ASSERT_EQ(afresh.sites.size(), 1u);
   EXPECT_EQ(afresh.sites[0].frames, at_once.sites[0].frames);
   EXPECT_EQ(builder.added(), 2u) << "another table's stacks are not this table's next ones";
+  same(at_once, builder.build(raw, "test", 1, symbolizer)); // this table's still as they were
 }
 } // namespace
