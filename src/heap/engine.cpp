@@ -8,15 +8,6 @@
 namespace hotscope::heap {
 namespace {
 
-std::uint64_t hash_stack(std::span<const std::uintptr_t> stack) {
-  // FNV-1a over the addresses, then the high bits folded down: the table uses the low bits.
-  std::uint64_t hash = 14695981039346656037ull;
-  for (std::uintptr_t address : stack) {
-    hash = (hash ^ address) * 1099511628211ull;
-  }
-  return hash ^ (hash >> 29);
-}
-
 // valgrind cannot keep zero-sized blocks in its interval tree, so it records them as 1 byte.
 std::uint64_t dhat_size(std::size_t size) {
   return size == 0 ? 1 : size;
@@ -126,9 +117,18 @@ void HashIndex::grow() {
   }
 }
 
-StackId StackTable::intern(std::span<const std::uintptr_t> frames) {
+std::uint64_t StackTable::hash(std::span<const std::uintptr_t> stack) {
+  // FNV-1a over the addresses, then the high bits folded down: the table uses the low bits.
+  std::uint64_t hash = 14695981039346656037ull;
+  for (std::uintptr_t address : stack) {
+    hash = (hash ^ address) * 1099511628211ull;
+  }
+  return hash ^ (hash >> 29);
+}
+
+StackId StackTable::intern(std::span<const std::uintptr_t> frames, std::uint64_t hash) {
   const auto next = static_cast<StackId>(ranges_.size());
-  const StackId id = index_.find_or_add(hash_stack(frames), next, [&](StackId known) {
+  const StackId id = index_.find_or_add(hash, next, [&](StackId known) {
     const auto known_frames = stack(known);
     return std::equal(known_frames.begin(), known_frames.end(), frames.begin(), frames.end());
   });
@@ -146,10 +146,6 @@ StackId StackTable::intern(std::span<const std::uintptr_t> frames) {
   ranges_.emplace_back((blocks_.size() - 1) * block_frames + used, frames.size());
   std::copy(frames.begin(), frames.end(), blocks_.back().get() + used);
   return id;
-}
-
-StackId Engine::intern(std::span<const std::uintptr_t> frames) {
-  return stacks_.intern(frames);
 }
 
 // Before a site's live figures change: if a peak was recorded since they last changed, they are

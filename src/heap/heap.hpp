@@ -168,6 +168,12 @@ public:
     slots_[i] = Slot{hash, next};
     return next;
   }
+  // Starts fetching where a lookup of `hash` begins.
+  void prefetch(std::uint64_t hash) const {
+    if (!slots_.empty()) {
+      __builtin_prefetch(&slots_[hash & (slots_.size() - 1)]);
+    }
+  }
 
 private:
   struct Slot {
@@ -195,7 +201,12 @@ private:
 class StackTable {
 public:
   // Equal stacks (innermost first) get the same id.
-  StackId intern(std::span<const std::uintptr_t> stack);
+  StackId intern(std::span<const std::uintptr_t> stack) { return intern(stack, hash(stack)); }
+  // As intern(), `hash` being hash(stack).
+  StackId intern(std::span<const std::uintptr_t> stack, std::uint64_t hash);
+  static std::uint64_t hash(std::span<const std::uintptr_t> stack);
+  // Starts fetching what interning a stack of `hash` reads first.
+  void prefetch(std::uint64_t hash) const { index_.prefetch(hash); }
   // As intern(), and a new stack gets a default-constructed entry in `sites` (indexed by id).
   template <class Site>
   StackId intern_site(std::span<const std::uintptr_t> stack, Table<Site>& sites) {
@@ -225,8 +236,17 @@ private:
 // both).
 class Engine {
 public:
-  // Interns `stack` (innermost first); equal stacks get the same id, stored once.
-  StackId intern(std::span<const std::uintptr_t> stack);
+  // Interns `stack` (innermost first); equal stacks get the same id, stored once. `hash`, if
+  // given, is stack_hash(stack).
+  StackId intern(std::span<const std::uintptr_t> stack) { return stacks_.intern(stack); }
+  StackId intern(std::span<const std::uintptr_t> stack, std::uint64_t hash) {
+    return stacks_.intern(stack, hash);
+  }
+  static std::uint64_t stack_hash(std::span<const std::uintptr_t> stack) {
+    return StackTable::hash(stack);
+  }
+  // Starts fetching what interning a stack of `hash` reads first.
+  void prefetch_stack(std::uint64_t hash) const { stacks_.prefetch(hash); }
 
   // A new block. Size 0 counts as 1 byte, as valgrind does.
   void alloc(std::uintptr_t address, std::size_t size, StackId stack, std::uint64_t now);
@@ -336,6 +356,8 @@ public:
     alignas(64) std::atomic<std::uint64_t> read_{0}; // events applied (or dropped)
     std::atomic<std::uint64_t> words_read_{0};       // their words
     std::uint64_t visible_ = 0;                      // write_ as the drainer last read it
+    std::uint64_t ahead_at_ = 0;       // an event from the drainer's next on (ahead_words())
+    std::uint64_t ahead_words_at_ = 0; // where the words before that event end
     std::atomic<bool> open_{true};
     Ring* next_ = nullptr; // set before the ring is listed, then constant
     alignas(64) HeapEvent slots_[ring_capacity];
@@ -378,6 +400,21 @@ public:
     const HeapEvent* ahead(std::uint64_t distance) const {
       const std::uint64_t at = read_.load(std::memory_order_relaxed) + distance;
       return at < visible_ ? &slots_[at % ring_capacity] : nullptr;
+    }
+    // The words of the event `distance` places after the drainer's next, which ahead() returned:
+    // found by walking on from the event they were last found for.
+    std::span<const std::uintptr_t> ahead_words(std::uint64_t distance) {
+      const std::uint64_t read = read_.load(std::memory_order_relaxed);
+      if (ahead_at_ < read) {
+        ahead_at_ = read;
+        ahead_words_at_ = words_read_.load(std::memory_order_relaxed);
+      }
+      for (; ahead_at_ < read + distance; ++ahead_at_) {
+        const std::size_t count = slots_[ahead_at_ % ring_capacity].stack_words;
+        ahead_words_at_ = words_start(ahead_words_at_, count) + count;
+      }
+      const std::size_t count = slots_[ahead_at_ % ring_capacity].stack_words;
+      return {&words_[words_start(ahead_words_at_, count) % words_capacity], count};
     }
     // Starts fetching the event `distance` places after the drainer's next, written or not.
     void prefetch(std::uint64_t distance) const {
@@ -452,10 +489,10 @@ public:
   // `wait_ns`, waits up to that long for such an event, then gives up on it: counted in lost(),
   // and dropped if it comes later. Threads that keep appending cannot keep it going. `apply`
   // also gets the event's source (the same for all events of one thread: reallocs pair their
-  // two events by it) and its words, valid until it returns. `ahead` is shown each event a few
-  // places before `apply` gets it (most often the same ring's), so that what applying it will read
-  // can be fetched from memory meanwhile. Serialized by the caller. Returns how many events it
-  // applied.
+  // two events by it) and its words, valid until it returns; `ahead` an event and its words.
+  // `ahead` is shown each event a few places before `apply` gets it (most often the same ring's),
+  // so that what applying it will read can be fetched from memory meanwhile. Serialized by the
+  // caller. Returns how many events it applied.
   template <class Apply, class Ahead>
   std::size_t drain(Apply&& apply, std::uint64_t wait_ns, Ahead&& ahead) {
     const std::uint64_t end = next_.load(std::memory_order_acquire);
@@ -472,7 +509,8 @@ public:
       // applying them reads, which needs their addresses.
       current_->prefetch(2 * prefetch_distance);
       if (const HeapEvent* later = current_->ahead(prefetch_distance)) {
-        ahead(*later);
+        ahead(*later, later->stack_words > 0 ? current_->ahead_words(prefetch_distance)
+                                             : std::span<const std::uintptr_t>{});
       }
       apply(*head, reinterpret_cast<std::uintptr_t>(current_),
             head->stack_words > 0 ? current_->head_words() : std::span<const std::uintptr_t>{});
@@ -484,7 +522,7 @@ public:
   }
 
   template <class Apply> std::size_t drain(Apply&& apply, std::uint64_t wait_ns = 0) {
-    return drain(apply, wait_ns, [](const HeapEvent&) {});
+    return drain(apply, wait_ns, [](const HeapEvent&, std::span<const std::uintptr_t>) {});
   }
 
   // Events given up on (see drain). Drainer only.

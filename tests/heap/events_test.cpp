@@ -44,9 +44,19 @@ TEST(HeapEvents, EveryEventIsAppliedOnceInNumberOrderKeepingEachThreadsOrder) {
     last_sequence = event.sequence;
     ++applied;
   };
-  const auto drain = [&] {
+  // The events a drain shows ahead come with their words too.
+  bool ahead_words_kept = true;
+  std::uint64_t shown_ahead = 0;
+  const auto ahead = [&](const HeapEvent& event, std::span<const std::uintptr_t> words) {
+    ++shown_ahead;
+    ahead_words_kept = ahead_words_kept && words.size() == words_of_event(event.size) &&
+                       std::all_of(words.begin(), words.end(), [&](std::uintptr_t word) {
+                         return word == word_of(event.address, event.size);
+                       });
+  };
+  const auto drain = [&](std::uint64_t wait_ns = 0) {
     const std::lock_guard lock(drainer);
-    return log.drain(apply);
+    return log.drain(apply, wait_ns, ahead);
   };
   std::atomic<bool> done{false};
   std::thread collector([&] {
@@ -85,12 +95,11 @@ TEST(HeapEvents, EveryEventIsAppliedOnceInNumberOrderKeepingEachThreadsOrder) {
   }
   done.store(true);
   collector.join();
-  {
-    const std::lock_guard lock(drainer);
-    log.drain(apply, 1'000'000'000);
-  }
+  drain(1'000'000'000);
   EXPECT_TRUE(in_order);
   EXPECT_TRUE(words_kept);
+  EXPECT_TRUE(ahead_words_kept);
+  EXPECT_GT(shown_ahead, 0u);
   EXPECT_EQ(applied, threads * per_thread);
   EXPECT_EQ(log.lost(), 0u);
 }

@@ -104,7 +104,10 @@ std::size_t Recorder::drain(std::uint64_t wait_ns) {
         const std::uint64_t time = time_of(event.time);
         StackId stack = event.stack;
         if (!words.empty()) { // append_with_stack's
-          stack = engine_.intern(words.subspan(1));
+          const std::span<const std::uintptr_t> frames = words.subspan(1);
+          const AheadHash& ahead = ahead_hashes_[event.sequence % ahead_hashes_.size()];
+          stack = engine_.intern(
+              frames, ahead.sequence == event.sequence ? ahead.hash : Engine::stack_hash(frames));
           if (words[0] != 0) {
             RememberedStack::remember(*reinterpret_cast<std::atomic<std::uint64_t>*>(words[0]),
                                       event.stack, stack);
@@ -125,7 +128,15 @@ std::size_t Recorder::drain(std::uint64_t wait_ns) {
           break;
         }
       },
-      wait_ns, [this](const HeapEvent& event) { engine_.prefetch(event.address); });
+      wait_ns,
+      [this](const HeapEvent& event, std::span<const std::uintptr_t> words) {
+        engine_.prefetch(event.address);
+        if (!words.empty()) {
+          const std::uint64_t hash = Engine::stack_hash(words.subspan(1));
+          ahead_hashes_[event.sequence % ahead_hashes_.size()] = {event.sequence, hash};
+          engine_.prefetch_stack(hash);
+        }
+      });
 }
 
 namespace {

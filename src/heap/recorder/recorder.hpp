@@ -14,6 +14,7 @@
 #include "heap/heap.hpp"
 #include "threads/threads.hpp"
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <mutex>
@@ -149,6 +150,14 @@ private:
   std::atomic<bool> collector_running_{false};
   threads::Doorbell collector_doorbell_;
   alignas(64) std::uint64_t latest_time_ = 0; // guarded by mutex_; apart from what hooks read
+  // The hashes of the stacks of the events a drain has seen ahead (their interning's first cache
+  // miss fetched meanwhile), by event number: the drain looks a few events ahead. Guarded by
+  // mutex_.
+  struct AheadHash {
+    std::uint64_t sequence = ~std::uint64_t{0};
+    std::uint64_t hash = 0;
+  };
+  std::array<AheadHash, 16> ahead_hashes_;
 };
 
 } // namespace hotscope::heap
