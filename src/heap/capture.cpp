@@ -221,6 +221,9 @@ std::mutex unused_caches_mutex;
 StackCache* unused_caches = nullptr;
 
 void keep_unused(void* cache) {
+  // An allocation after this (another key's destructor) takes a cache again, and gives it back
+  // in the next round of destructors.
+  thread_cache = nullptr;
   const std::lock_guard lock(unused_caches_mutex);
   static_cast<StackCache*>(cache)->next_unused = unused_caches;
   unused_caches = static_cast<StackCache*>(cache);

@@ -49,5 +49,33 @@ TEST(StackCache, AWholeStackDownToTheProgramsFirstFrameIsCached) {
   EXPECT_GE(cached, 700); // this thread's cache may have used up its learning budget before
 }
 
+__attribute__((noinline)) RememberedStack remembered_here() {
+  std::array<std::uintptr_t, 32> frames{};
+  RememberedStack remembered;
+  capture_stack(Unwinder::Libunwind, {}, frames, &remembered);
+  asm volatile("" ::: "memory");
+  return remembered;
+}
+
+// A drainer may tell an ended thread's cache an id: the cache is kept (for the next thread, which
+// starts with it empty), so the slot is still there, and the id lands on no stack of the next
+// thread's.
+TEST(StackCache, AnIdToldAfterItsThreadEndedLandsOnNoStackOfTheNextThread) {
+  RememberedStack ended;
+  std::thread first([&] { ended = remembered_here(); });
+  first.join();
+  ASSERT_TRUE(ended.cached());
+  RememberedStack next;
+  std::thread second([&] { next = remembered_here(); }); // most likely the same cache
+  second.join();
+  RememberedStack::remember(*ended.slot(), ended.generation(), 7);
+  ASSERT_TRUE(next.cached());
+  EXPECT_FALSE(RememberedStack(*next.slot()).known())
+      << "the next thread's stack got the ended thread's id";
+  if (next.slot() == ended.slot()) {
+    EXPECT_NE(next.generation(), ended.generation());
+  }
+}
+
 } // namespace
 } // namespace hotscope::heap
