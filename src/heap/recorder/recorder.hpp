@@ -11,6 +11,7 @@
 
 #include "clock/clock.hpp"
 #include "config/config.hpp"
+#include "heap/events/events.hpp"
 #include "heap/heap.hpp"
 #include "threads/threads.hpp"
 

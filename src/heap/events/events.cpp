@@ -1,5 +1,5 @@
-// EventLog (heap.hpp): per-thread rings of allocation events, applied in one global order.
-#include "heap/heap.hpp"
+// EventLog (events.hpp): per-thread rings of allocation events, applied in one global order.
+#include "heap/events/events.hpp"
 
 #include <sched.h>
 
