@@ -5,7 +5,6 @@
 #include <dlfcn.h>
 #include <link.h>
 #include <pthread.h>
-#include <sys/mman.h>
 
 #define UNW_LOCAL_ONLY
 #include <libunwind.h>
@@ -238,9 +237,11 @@ StackCache* unused_or_new_cache() {
       return cache;
     }
   }
-  void* memory =
-      mmap(nullptr, sizeof(StackCache), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  return memory == MAP_FAILED ? nullptr : new (memory) StackCache;
+  try {
+    return new (map_table(sizeof(StackCache))) StackCache;
+  } catch (const std::bad_alloc&) {
+    return nullptr; // stacks are then unwound, not cached
+  }
 }
 
 StackCache* current_cache() {

@@ -117,15 +117,6 @@ void HashIndex::grow() {
   }
 }
 
-std::uint64_t StackTable::hash(std::span<const std::uintptr_t> stack) {
-  // FNV-1a over the addresses, then the high bits folded down: the table uses the low bits.
-  std::uint64_t hash = 14695981039346656037ull;
-  for (std::uintptr_t address : stack) {
-    hash = (hash ^ address) * 1099511628211ull;
-  }
-  return hash ^ (hash >> 29);
-}
-
 StackId StackTable::intern(std::span<const std::uintptr_t> frames, std::uint64_t hash) {
   const auto next = static_cast<StackId>(ranges_.size());
   const StackId id = index_.find_or_add(hash, next, [&](StackId known) {

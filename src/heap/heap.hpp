@@ -28,11 +28,12 @@ namespace hotscope::heap {
 
 using StackId = std::uint32_t;
 
-// Memory for the profiler's own growing tables: from 64 KiB up, mapped and unmapped directly,
-// not through malloc. glibc maps its large blocks, and when one is freed it raises its threshold
-// for mapping (up to 32 MiB) for the whole process: the program's own large blocks then come
-// from its heap, where each free merges every freed small block first (malloc_consolidate).
-// Regrowing the live-block table through malloc made perl 10 % slower for that alone.
+// Memory for the profiler's own large tables (the growing ones from 64 KiB up, the threads' stack
+// caches): mapped and unmapped directly, not through malloc. glibc maps its large blocks, and when
+// one is freed it raises its threshold for mapping (up to 32 MiB) for the whole process: the
+// program's own large blocks then come from its heap, where each free merges every freed small
+// block first (malloc_consolidate). Regrowing the live-block table through malloc made perl 10 %
+// slower for that alone.
 void* map_table(std::size_t bytes); // throws std::bad_alloc
 void unmap_table(void* table, std::size_t bytes);
 inline constexpr std::size_t mapped_table_bytes = 64 * 1024;
@@ -146,6 +147,15 @@ private:
   unsigned shift_ = 64;
 };
 
+// FNV-1a over `values`, then the high bits folded down: HashIndex uses the low bits.
+template <class T> std::uint64_t hash_values(std::span<const T> values) {
+  std::uint64_t hash = 14695981039346656037ull;
+  for (const T value : values) {
+    hash = (hash ^ value) * 1099511628211ull;
+  }
+  return hash ^ (hash >> 29);
+}
+
 // Dense ids (0, 1, 2, ...) found by hash, for tables that keep what the ids stand for themselves:
 // open addressing with linear probing, at most half full, one flat array of (hash, id). Lookups
 // that repeat millions of times (a stack per allocation, a frame per site at exit) stay in a few
@@ -201,10 +211,11 @@ private:
 class StackTable {
 public:
   // Equal stacks (innermost first) get the same id.
-  StackId intern(std::span<const std::uintptr_t> stack) { return intern(stack, hash(stack)); }
-  // As intern(), `hash` being hash(stack).
+  StackId intern(std::span<const std::uintptr_t> stack) {
+    return intern(stack, hash_values(stack));
+  }
+  // As intern(), `hash` being hash_values(stack).
   StackId intern(std::span<const std::uintptr_t> stack, std::uint64_t hash);
-  static std::uint64_t hash(std::span<const std::uintptr_t> stack);
   // Starts fetching what interning a stack of `hash` reads first.
   void prefetch(std::uint64_t hash) const { index_.prefetch(hash); }
   // As intern(), and a new stack gets a default-constructed entry in `sites` (indexed by id).
@@ -233,13 +244,10 @@ private:
 class Engine {
 public:
   // Interns `stack` (innermost first); equal stacks get the same id, stored once. `hash`, if
-  // given, is stack_hash(stack).
+  // given, is hash_values(stack).
   StackId intern(std::span<const std::uintptr_t> stack) { return stacks_.intern(stack); }
   StackId intern(std::span<const std::uintptr_t> stack, std::uint64_t hash) {
     return stacks_.intern(stack, hash);
-  }
-  static std::uint64_t stack_hash(std::span<const std::uintptr_t> stack) {
-    return StackTable::hash(stack);
   }
   // Starts fetching what interning a stack of `hash` reads first.
   void prefetch_stack(std::uint64_t hash) const { stacks_.prefetch(hash); }

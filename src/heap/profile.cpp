@@ -51,14 +51,6 @@ bool is_main(const std::vector<symbols::Frame>& frames) {
                      [](const symbols::Frame& frame) { return frame.function == "main"; });
 }
 
-std::uint64_t hash_frames(const std::vector<std::uint32_t>& frames) {
-  std::uint64_t hash = 14695981039346656037ull; // FNV-1a over the indices
-  for (const std::uint32_t frame : frames) {
-    hash = (hash ^ frame) * 1099511628211ull;
-  }
-  return hash ^ (hash >> 29);
-}
-
 // Each distinct return address's frames, as indices into the frame table: a profile's stacks
 // repeat a few thousand addresses millions of times, so this lookup is build_profile's inner loop.
 class AddressFrames {
@@ -239,10 +231,9 @@ std::uint32_t ProfileBuilder::site_of(std::span<const std::uintptr_t> stack,
     }
   }
   const auto next = static_cast<std::uint32_t>(s.site_frames.size());
-  const std::uint32_t site =
-      s.site_index.find_or_add(hash_frames(s.scratch), next, [&](std::uint32_t known) {
-        return s.site_frames[known] == s.scratch;
-      });
+  const std::uint32_t site = s.site_index.find_or_add(
+      hash_values(std::span<const std::uint32_t>(s.scratch)), next,
+      [&](std::uint32_t known) { return s.site_frames[known] == s.scratch; });
   if (site == next) {
     s.site_frames.push_back(s.scratch);
   }

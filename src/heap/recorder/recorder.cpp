@@ -22,48 +22,44 @@ std::uint64_t Recorder::time_of(std::uint64_t ticks) {
   return latest_time_;
 }
 
+Recorder::Captured Recorder::capture() const {
+  Captured captured;
+  captured.depth = capture_stack(options_.unwinder, skip_, {captured.frames.data(), options_.depth},
+                                 &captured.remembered);
+  return captured;
+}
+
 StackId Recorder::current_stack() {
-  std::uintptr_t frames[256];
-  RememberedStack remembered;
-  const std::size_t depth =
-      capture_stack(options_.unwinder, skip_, {frames, options_.depth}, &remembered);
-  if (remembered.known()) {
-    return remembered.id();
+  const Captured captured = capture();
+  if (captured.remembered.known()) {
+    return captured.remembered.id();
   }
   // Never unwind while holding the mutex: the unwinder takes the loader's lock, and a thread
   // holding that lock may be waiting in malloc for this mutex.
   const std::lock_guard lock(mutex_);
   const StackId id =
-      sampling() ? sampled_.intern({frames, depth}) : engine_.intern({frames, depth});
-  if (remembered.cached()) {
-    RememberedStack::remember(*remembered.slot(), remembered.generation(), id);
+      sampling() ? sampled_.intern(captured.stack()) : engine_.intern(captured.stack());
+  if (captured.remembered.cached()) {
+    RememberedStack::remember(*captured.remembered.slot(), captured.remembered.generation(), id);
   }
   return id;
 }
 
 void Recorder::append_with_stack(EventLog::Ring& ring, HeapEvent::Kind kind, std::uintptr_t address,
                                  std::uint64_t size) {
-  std::uintptr_t frames[256];
-  RememberedStack remembered;
-  const std::size_t depth =
-      capture_stack(options_.unwinder, skip_, {frames, options_.depth}, &remembered);
+  const Captured captured = capture();
+  const RememberedStack& remembered = captured.remembered;
   if (remembered.known()) {
     append(ring, kind, address, size, remembered.id());
     return;
   }
-  // The words: the cache's slot (0 when not cached), then the frames.
-  std::uint64_t waiting_since_ns = 0;
-  HeapEvent& event = events_.reserve(
-      ring, [&] { make_room(waiting_since_ns); }, depth + 1);
-  std::uintptr_t* words = events_.words_of(ring);
-  words[0] = reinterpret_cast<std::uintptr_t>(remembered.slot());
-  std::copy_n(frames, depth, words + 1);
-  event.kind = kind;
-  event.time = clock_.ticks();
-  event.address = address;
-  event.size = size;
-  event.stack = remembered.generation();
-  events_.commit(ring);
+  // The words: the cache's slot (0 when not cached), then the frames; the event's stack, the
+  // slot's generation (drain()).
+  append_words(ring, kind, address, size, remembered.generation(), captured.depth + 1, [&] {
+    std::uintptr_t* words = events_.words_of(ring);
+    words[0] = reinterpret_cast<std::uintptr_t>(remembered.slot());
+    std::copy(captured.frames.begin(), captured.frames.begin() + captured.depth, words + 1);
+  });
 }
 
 void Recorder::make_room(std::uint64_t& waiting_since_ns) {
@@ -106,8 +102,8 @@ std::size_t Recorder::drain(std::uint64_t wait_ns) {
         if (!words.empty()) { // append_with_stack's
           const std::span<const std::uintptr_t> frames = words.subspan(1);
           const AheadHash& ahead = ahead_hashes_[event.sequence % ahead_hashes_.size()];
-          stack = engine_.intern(
-              frames, ahead.sequence == event.sequence ? ahead.hash : Engine::stack_hash(frames));
+          stack = engine_.intern(frames, ahead.sequence == event.sequence ? ahead.hash
+                                                                          : hash_values(frames));
           if (words[0] != 0) {
             RememberedStack::remember(*reinterpret_cast<std::atomic<std::uint64_t>*>(words[0]),
                                       event.stack, stack);
@@ -132,7 +128,7 @@ std::size_t Recorder::drain(std::uint64_t wait_ns) {
       [this](const HeapEvent& event, std::span<const std::uintptr_t> words) {
         engine_.prefetch(event.address);
         if (!words.empty()) {
-          const std::uint64_t hash = Engine::stack_hash(words.subspan(1));
+          const std::uint64_t hash = hash_values(words.subspan(1));
           ahead_hashes_[event.sequence % ahead_hashes_.size()] = {event.sequence, hash};
           engine_.prefetch_stack(hash);
         }

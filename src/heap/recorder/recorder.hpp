@@ -64,14 +64,7 @@ public:
   // while no other thread holds the mutex (that one drains, or will).
   void append(EventLog::Ring& ring, HeapEvent::Kind kind, std::uintptr_t address,
               std::uint64_t size = 0, StackId stack = 0) {
-    std::uint64_t waiting_since_ns = 0;
-    HeapEvent& event = events_.reserve(ring, [&] { make_room(waiting_since_ns); });
-    event.kind = kind;
-    event.time = clock_.ticks();
-    event.address = address;
-    event.size = size;
-    event.stack = stack;
-    events_.commit(ring);
+    append_words(ring, kind, address, size, stack, 0, [] {});
   }
   // As append(), with the calling thread's stack above the hooks: its id when the thread's cache
   // of stacks knows it, else its frames, which the drainer interns (and tells the cache the id).
@@ -131,6 +124,31 @@ public:
   std::int64_t pprof_period() const;
 
 private:
+  // The calling thread's stack above the hooks, and what its cache remembers of it.
+  struct Captured {
+    std::array<std::uintptr_t, 256> frames; // the deepest HOTSCOPE_HEAP_DEPTH
+    std::size_t depth = 0;
+    RememberedStack remembered;
+    std::span<const std::uintptr_t> stack() const { return {frames.data(), depth}; }
+  };
+  Captured capture() const;
+  // As append(), the event carrying `words` words, which `write_words()` writes (at
+  // events_.words_of(ring)) before the event is made visible.
+  template <class WriteWords>
+  void append_words(EventLog::Ring& ring, HeapEvent::Kind kind, std::uintptr_t address,
+                    std::uint64_t size, StackId stack, std::size_t words,
+                    WriteWords&& write_words) {
+    std::uint64_t waiting_since_ns = 0;
+    HeapEvent& event = events_.reserve(
+        ring, [&] { make_room(waiting_since_ns); }, words);
+    write_words();
+    event.kind = kind;
+    event.time = clock_.ticks();
+    event.address = address;
+    event.size = size;
+    event.stack = stack;
+    events_.commit(ring);
+  }
   // The time of raw `ticks`, with the mutex held. Another core's TSC may lag a little, and events
   // are applied after they happened: time never goes back.
   std::uint64_t time_of(std::uint64_t ticks);
