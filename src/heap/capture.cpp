@@ -118,6 +118,52 @@ std::size_t leading_frames_in(const CodeRanges& skip, std::span<const std::uintp
   return first;
 }
 
+// Copies `frames` after their leading frames inside `skip` (the first `first` of them) into `out`,
+// as many as fit.
+std::size_t keep(std::span<const std::uintptr_t> frames, std::size_t first,
+                 std::span<std::uintptr_t> out) {
+  const std::size_t kept = std::min(frames.size() - first, out.size());
+  std::copy_n(frames.begin() + static_cast<std::ptrdiff_t>(first), kept, out.begin());
+  return kept;
+}
+
+// The most leading frames inside `skip` seen on a capture (the hook, the capture, the unwinder,
+// operator new): a few, the same few every time. Only they and the frames kept are unwound, where
+// unwinding all the room left for them walked a dozen frames more of every deep stack.
+std::atomic<std::size_t> most_leading_frames{0};
+
+// How many of `room` frames to unwind to keep `wanted`.
+std::size_t frames_to_unwind(std::size_t wanted, std::size_t room) {
+  return std::min(wanted + most_leading_frames.load(std::memory_order_relaxed), room);
+}
+
+// Notes `first` leading frames of `count` unwound, of `requested` of `room`. True when they leave
+// fewer than `wanted` of a stack that goes on (more leading frames than seen before): the stack is
+// then unwound again, with all the room.
+bool unwound_too_few(std::size_t count, std::size_t requested, std::size_t room, std::size_t first,
+                     std::size_t wanted) {
+  std::size_t most = most_leading_frames.load(std::memory_order_relaxed);
+  while (first > most &&
+         !most_leading_frames.compare_exchange_weak(most, first, std::memory_order_relaxed)) {
+  }
+  return count == requested && requested < room && count - first < wanted;
+}
+
+// Unwinds into `raw` (room for `out` and the frames that get dropped) with `unwind`, and keeps
+// the frames after the leading ones inside `skip` in `out`.
+std::size_t unwind_and_keep(std::size_t (*unwind)(std::span<std::uintptr_t>),
+                            const CodeRanges& skip, std::span<std::uintptr_t> raw,
+                            std::span<std::uintptr_t> out) {
+  const std::size_t requested = frames_to_unwind(out.size(), raw.size());
+  std::size_t count = unwind(raw.first(requested));
+  std::size_t first = leading_frames_in(skip, raw.first(count));
+  if (unwound_too_few(count, requested, raw.size(), first, out.size())) {
+    count = unwind(raw);
+    first = leading_frames_in(skip, raw.first(count));
+  }
+  return keep(raw.first(count), first, out);
+}
+
 // libgcc's unwinder, which reports each frame's CFA: the stack cache learns where each return
 // address sits from it. libunwind's unw_step would tell the same, but blocks signals (two system
 // calls) each time its small cache of unwind rules misses: 23 µs for a 30-frame stack here,
@@ -308,15 +354,6 @@ __attribute__((noinline)) bool unwind_noting_slots(std::uintptr_t capture_frame,
   return walk.cacheable && walk.started;
 }
 
-// Copies `frames` after their leading frames inside `skip` (the first `first` of them) into `out`,
-// as many as fit.
-std::size_t keep(std::span<const std::uintptr_t> frames, std::size_t first,
-                 std::span<std::uintptr_t> out) {
-  const std::size_t kept = std::min(frames.size() - first, out.size());
-  std::copy_n(frames.begin() + static_cast<std::ptrdiff_t>(first), kept, out.begin());
-  return kept;
-}
-
 // The stack above capture_stack (whose frame is at `capture_frame`) into `out`, without the
 // leading frames inside `skip`: from the thread's cache when every slot still holds its return
 // address, else unwound into `raw` (room for `out` and the frames that get dropped).
@@ -350,18 +387,19 @@ std::size_t cached_unwind(std::uintptr_t capture_frame, const CodeRanges& skip,
     if (cache != nullptr) {
       ++cache->unwound;
     }
-    const std::size_t count = backtrace(raw);
-    return keep(raw.first(count), leading_frames_in(skip, raw.first(count)), out);
+    return unwind_and_keep(backtrace, skip, raw, out);
   }
   ++cache->learned;
   std::array<std::uintptr_t, cached_frames> slots;
   std::size_t count = 0;
-  const bool cacheable = unwind_noting_slots(capture_frame, raw, slots, count);
-  if (count == 0) { // capture_stack's frame not found: unw_backtrace still finds the stack
-    count = backtrace(raw);
-  }
+  const std::size_t requested = frames_to_unwind(out.size(), raw.size());
+  const bool cacheable = unwind_noting_slots(capture_frame, raw.first(requested), slots, count);
   const std::size_t first = leading_frames_in(skip, raw.first(count));
-  if (cacheable && count > 0) {
+  // capture_stack's frame not found (unw_backtrace still finds the stack), or too few frames
+  if (count == 0 || unwound_too_few(count, requested, raw.size(), first, out.size())) {
+    return unwind_and_keep(backtrace, skip, raw, out);
+  }
+  if (cacheable) {
     const std::size_t way = cache->next_victim[set];
     cache->next_victim[set] = static_cast<std::uint8_t>((way + 1) % cache_ways);
     cache->tags[set][way] = StackTag{capture_frame, raw[0]};
@@ -420,10 +458,8 @@ std::size_t capture_stack(Unwinder unwinder, const CodeRanges& skip, std::span<s
     const auto frame = reinterpret_cast<std::uintptr_t>(__builtin_frame_address(0));
     kept = cached_unwind(frame, skip, {raw.data(), wanted}, out, cached);
   } else {
-    const std::size_t count = unwinder == Unwinder::FramePointers
-                                  ? walk_frame_pointers({raw.data(), wanted})
-                                  : backtrace({raw.data(), wanted});
-    kept = keep({raw.data(), count}, leading_frames_in(skip, {raw.data(), count}), out);
+    kept = unwind_and_keep(unwinder == Unwinder::FramePointers ? walk_frame_pointers : backtrace,
+                           skip, {raw.data(), wanted}, out);
   }
   if (remembered != nullptr) {
     *remembered = cached;

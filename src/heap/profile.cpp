@@ -155,6 +155,7 @@ struct ProfileBuilder::State {
   std::vector<std::vector<std::uint32_t>> site_frames;
   HashIndex site_index;
   std::vector<std::uint32_t> scratch; // a stack's frames, reused
+  bool handed_over = false;           // build_last() moved the tables out: the next use starts over
 };
 
 ProfileBuilder::ProfileBuilder() : state_(std::make_unique<State>()) {}
@@ -175,7 +176,7 @@ std::size_t ProfileBuilder::added() const {
 }
 
 void ProfileBuilder::forget_if_stale(const symbols::Symbolizer& symbolizer) {
-  if (symbolizer.forgetting_refreshes() != state_->refreshes_seen) {
+  if (state_->handed_over || symbolizer.forgetting_refreshes() != state_->refreshes_seen) {
     state_ = std::make_unique<State>();
     state_->refreshes_seen = symbolizer.forgetting_refreshes();
   }
@@ -242,6 +243,16 @@ std::uint32_t ProfileBuilder::site_of(std::span<const std::uintptr_t> stack,
 
 HeapProfile ProfileBuilder::build(const RawProfile& raw, std::string command, std::int64_t pid,
                                   symbols::Symbolizer& symbolizer) {
+  return build(raw, std::move(command), pid, symbolizer, false);
+}
+
+HeapProfile ProfileBuilder::build_last(const RawProfile& raw, std::string command, std::int64_t pid,
+                                       symbols::Symbolizer& symbolizer) {
+  return build(raw, std::move(command), pid, symbolizer, true);
+}
+
+HeapProfile ProfileBuilder::build(const RawProfile& raw, std::string command, std::int64_t pid,
+                                  symbols::Symbolizer& symbolizer, bool hand_over) {
   HeapProfile profile;
   profile.command = std::move(command);
   profile.pid = pid;
@@ -254,29 +265,34 @@ HeapProfile ProfileBuilder::build(const RawProfile& raw, std::string command, st
   forget_if_stale(symbolizer);
   // Each raw site's site: known for the stacks added ahead, made now for the others. The
   // profile's sites come in the order of their first raw site, as when built at once.
+  // All sites are found before any site's frames are handed over: finding a site compares frames.
+  std::vector<std::uint32_t> sites(raw.sites.size());
+  for (std::size_t i = 0; i < raw.sites.size(); ++i) {
+    sites[i] = site_of(raw.sites[i].id, raw.sites[i].stack, symbolizer);
+  }
+  State& s = *state_;
   constexpr std::uint32_t none = ~std::uint32_t{0};
-  std::vector<std::uint32_t> profile_site(state_->site_frames.size(), none);
-  for (const RawSite& raw_site : raw.sites) {
-    const std::uint32_t site = site_of(raw_site.id, raw_site.stack, symbolizer);
-    if (site >= profile_site.size()) {
-      profile_site.resize(site + 1, none);
-    }
-    const SiteCounts& c = raw_site.counts;
+  std::vector<std::uint32_t> profile_site(s.site_frames.size(), none);
+  profile.sites.reserve(raw.sites.size());
+  for (std::size_t i = 0; i < raw.sites.size(); ++i) {
+    const std::uint32_t site = sites[i];
+    const SiteCounts& c = raw.sites[i].counts;
     const HeapSite counts{c.total_bytes, c.total_blocks, c.lifetimes,  c.max_bytes,   c.max_blocks,
                           c.gmax_bytes,  c.gmax_blocks,  c.curr_bytes, c.curr_blocks, {}};
     if (profile_site[site] == none) {
       profile_site[site] = static_cast<std::uint32_t>(profile.sites.size());
       profile.sites.push_back(counts);
-      profile.sites.back().frames = state_->site_frames[site];
+      profile.sites.back().frames =
+          hand_over ? std::move(s.site_frames[site]) : s.site_frames[site];
     } else {
       merge_into(profile.sites[profile_site[site]], counts);
     }
   }
   // The frame table holds the frames of every stack added, those without blocks too.
-  const State& s = *state_;
-  profile.frames = s.frames;
+  profile.frames = hand_over ? std::move(s.frames) : s.frames;
   profile.mappings = code_mappings();
-  profile.frame_details = s.frame_details;
+  profile.frame_details = hand_over ? std::move(s.frame_details) : s.frame_details;
+  s.handed_over = hand_over;
   for (HeapFrame& frame : profile.frame_details) {
     frame.mapping = frame.address == 0 ? 0 : mapping_of(profile.mappings, frame.address);
   }

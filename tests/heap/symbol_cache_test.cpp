@@ -173,5 +173,12 @@ TEST(HeapSymbolCache, AProfileBuiltAheadIsTheProfileBuiltAtOnce) {
   EXPECT_EQ(afresh.sites[0].frames, at_once.sites[0].frames);
   EXPECT_EQ(builder.added(), 2u) << "another table's stacks are not this table's next ones";
   same(at_once, builder.build(raw, "test", 1, symbolizer)); // this table's still as they were
+  // The last profile takes the builder's tables: `third`, added by it, still merges into `first`'s
+  // site. A profile after it is built afresh.
+  heap::ProfileBuilder last;
+  last.add(first, symbolizer);
+  last.add(second, symbolizer);
+  same(at_once, last.build_last(raw, "test", 1, symbolizer));
+  same(at_once, last.build(raw, "test", 1, symbolizer));
 }
 } // namespace

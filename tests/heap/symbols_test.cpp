@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <array>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -282,6 +283,39 @@ TEST(HeapCapture, AnIdForAReplacedCacheEntryIsNotRemembered) {
   RememberedStack::remember(slot, 5, 3);
   EXPECT_EQ(RememberedStack(slot).id(), 3u);
   EXPECT_EQ(RememberedStack(slot).generation(), 5u);
+}
+
+// Captures into `frames`, from `levels` calls deeper, dropping the leading frames in `skip`.
+__attribute__((noinline)) std::size_t capture_deeper(hotscope::heap::Unwinder unwinder, int levels,
+                                                     const hotscope::heap::CodeRanges& skip,
+                                                     std::span<std::uintptr_t> frames) {
+  if (levels > 0) {
+    const std::size_t written = capture_deeper(unwinder, levels - 1, skip, frames);
+    asm volatile("" ::: "memory");
+    return written;
+  }
+  return hotscope::heap::capture_stack(unwinder, skip, frames);
+}
+
+// Only as many frames are unwound as are kept plus the most leading frames seen so far: a capture
+// with more leading frames than that still keeps its whole depth. Here each capture drops more
+// frames than the last (the program's own, from deeper each time); the first of the process drops
+// more than none. On a thread of its own, the first frame left is the C++ library's.
+TEST(HeapCapture, MoreLeadingFramesThanSeenBeforeStillLeaveTheWholeDepth) {
+  using hotscope::heap::Unwinder;
+  const hotscope::heap::CodeRanges skip =
+      hotscope::heap::own_and_allocator_code(reinterpret_cast<const void*>(&capture));
+  hotscope::symbols::Symbolizer symbolizer;
+  int levels = 1;
+  for (const Unwinder unwinder :
+       {Unwinder::Libunwind, Unwinder::LibunwindUncached, Unwinder::FramePointers}) {
+    std::array<std::uintptr_t, 1> frames{};
+    std::size_t written = 0;
+    std::thread([&] { written = capture_deeper(unwinder, levels, skip, frames); }).join();
+    ASSERT_EQ(written, 1u);
+    EXPECT_NE(symbolizer.resolve(frames[0] - 1).back().object.find("libstdc++"), std::string::npos);
+    levels += 3;
+  }
 }
 
 TEST(HeapCapture, KeepsAtMostTheRequestedDepth) {

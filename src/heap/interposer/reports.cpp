@@ -149,8 +149,9 @@ struct Symbolized {
   std::vector<std::string> problems; // the symbolizer's, one line each
 };
 
-// With a BuildingProfile alive on this thread.
-HeapProfile profile_of(const RawProfile& raw, Symbolized* symbolized = nullptr) {
+// With a BuildingProfile alive on this thread. The report at exit is the builder's last profile:
+// it takes the builder's tables rather than copying them.
+HeapProfile profile_of(const RawProfile& raw, bool at_exit, Symbolized* symbolized = nullptr) {
   profiles_waiting.fetch_add(1, std::memory_order_relaxed);
   const std::lock_guard lock(symbolizer_mutex);
   profiles_waiting.fetch_sub(1, std::memory_order_relaxed);
@@ -158,7 +159,9 @@ HeapProfile profile_of(const RawProfile& raw, Symbolized* symbolized = nullptr) 
   const std::uint64_t start_ns = clock::monotonic_ns();
   symbolizer.refresh(); // before counting: it may forget addresses
   const std::size_t cached = symbolizer.cached();
-  HeapProfile profile = kept_builder().build(raw, command_line(), getpid(), symbolizer);
+  heap::ProfileBuilder& builder = kept_builder();
+  HeapProfile profile = at_exit ? builder.build_last(raw, command_line(), getpid(), symbolizer)
+                                : builder.build(raw, command_line(), getpid(), symbolizer);
   if (symbolized != nullptr) {
     *symbolized = {symbolizer.cached() - cached,
                    cached,
@@ -228,7 +231,7 @@ void write_report(Recorder& recorder) {
   // Never freed: the process is ending, and freeing a large profile's hundreds of thousands of
   // blocks took a fifth of the report's time (cc1plus). Held here, where leak checkers see it.
   static const HeapProfile* report_at_exit = nullptr;
-  report_at_exit = new HeapProfile(profile_of(taken.raw, &symbolized));
+  report_at_exit = new HeapProfile(profile_of(taken.raw, true, &symbolized));
   const HeapProfile& profile = *report_at_exit;
   for (const std::string& problem : symbolized.problems) {
     print_error(problem);
@@ -296,7 +299,7 @@ void build_outputs(int formats, Outputs& outputs) {
   }
   const HeapProfile profile = [&] {
     const BuildingProfile building;
-    return profile_of(recorder->take()->raw);
+    return profile_of(recorder->take()->raw, false);
   }();
   if ((formats & HOTSCOPE_HEAP_DHAT) != 0) {
     outputs.dhat = exporters::dhat_json(profile);
