@@ -37,19 +37,22 @@ constexpr const char* kAllocatorFrames =
     "_M_construct|_M_append|_M_replace|_M_push_back_aux|_M_push_front_aux|_M_reallocate_map|"
     "_M_reserve_map_at_back|_M_reserve_map_at_front|_M_initialize_map|_M_rehash.*)";
 
+// The string table: a string new to it is added to the message being built (`into`), which a
+// profile written in parts (HeapParts) moves on from part to part.
 class Strings {
 public:
-  explicit Strings(pb::Profile& profile) : profile_(profile) { index(""); }
+  explicit Strings(pb::Profile& into) : into_(&into) { index(""); }
   std::int64_t index(const std::string& text) {
-    const auto [it, inserted] = indices_.emplace(text, profile_.string_table_size());
+    const auto [it, inserted] = indices_.emplace(text, static_cast<std::int64_t>(indices_.size()));
     if (inserted) {
-      profile_.add_string_table(text);
+      into_->add_string_table(text);
     }
     return it->second;
   }
+  void add_to(pb::Profile& into) { into_ = &into; }
 
 private:
-  pb::Profile& profile_;
+  pb::Profile* into_;
   std::unordered_map<std::string, std::int64_t> indices_;
 };
 
@@ -64,54 +67,92 @@ void add_value_type(pb::ValueType* type, Strings& strings, const std::string& na
 // larger (libdeflate's level 1 is about twice as fast as zlib's, and a large profile is written at
 // the program's exit). Both buffers are left uninitialized: a large profile's are megabytes,
 // whose zeroing would be a page fault per page before they are written.
-void write_gzipped(const pb::Profile& message, std::ostream& out) {
-  const std::size_t size = message.ByteSizeLong();
-  const auto serialized = std::make_unique_for_overwrite<std::uint8_t[]>(size);
-  message.SerializeWithCachedSizesToArray(serialized.get());
+void write_gzipped(std::span<const std::uint8_t> serialized, std::ostream& out) {
   const std::unique_ptr<libdeflate_compressor, decltype(&libdeflate_free_compressor)> compressor(
       libdeflate_alloc_compressor(1), &libdeflate_free_compressor);
   if (compressor == nullptr) {
     throw std::bad_alloc();
   }
-  const std::size_t bound = libdeflate_gzip_compress_bound(compressor.get(), size);
+  const std::size_t bound = libdeflate_gzip_compress_bound(compressor.get(), serialized.size());
   const auto compressed = std::make_unique_for_overwrite<char[]>(bound);
-  const std::size_t compressed_size =
-      libdeflate_gzip_compress(compressor.get(), serialized.get(), size, compressed.get(), bound);
+  const std::size_t compressed_size = libdeflate_gzip_compress(
+      compressor.get(), serialized.data(), serialized.size(), compressed.get(), bound);
   if (compressed_size == 0) { // the bound was not enough, which libdeflate rules out
     throw std::runtime_error("libdeflate: the gzip stream did not fit its bound");
   }
   out.write(compressed.get(), static_cast<std::streamsize>(compressed_size));
 }
 
+void write_gzipped(const pb::Profile& message, std::ostream& out) {
+  const std::size_t size = message.ByteSizeLong();
+  const auto serialized = std::make_unique_for_overwrite<std::uint8_t[]>(size);
+  message.SerializeWithCachedSizesToArray(serialized.get());
+  write_gzipped({serialized.get(), size}, out);
+}
+
+// A large profile written in parts of a few thousand samples each, one after the other into one
+// buffer: a message serialized is its fields one after another, and two serialized messages of one
+// type read as one, the repeated fields of both in order (protobuf's merge). Each part carries the
+// strings, functions and locations its samples added; the scalar fields are set in the first
+// part only. Each part is built on the same arena, emptied between parts: a profile of 100,000
+// sites as one message took 30 MB of fresh memory, a page fault per page, at the program's exit.
+class HeapParts {
+public:
+  explicit HeapParts(std::size_t serialized_estimate) {
+    serialized_.reserve(serialized_estimate);
+    message_ = google::protobuf::Arena::CreateMessage<pb::Profile>(&arena_);
+  }
+  pb::Profile& message() { return *message_; }
+  // Serializes the part built so far and starts the next; `strings` adds to it from then on.
+  void next_part(Strings& strings) {
+    const std::size_t size = message_->ByteSizeLong();
+    const std::size_t at = serialized_.size();
+    serialized_.resize(at + size);
+    message_->SerializeWithCachedSizesToArray(serialized_.data() + at);
+    arena_.Reset();
+    message_ = google::protobuf::Arena::CreateMessage<pb::Profile>(&arena_);
+    strings.add_to(*message_);
+  }
+  std::span<const std::uint8_t> serialized() const { return serialized_; }
+
+private:
+  google::protobuf::Arena arena_;
+  pb::Profile* message_ = nullptr;
+  std::vector<std::uint8_t> serialized_;
+};
+
 } // namespace
 
 void write_pprof_heap(const HeapProfile& profile, std::int64_t period, std::ostream& out) {
   // A site is a Sample with repeated fields and a Label: on an arena, the hundreds of thousands of
-  // small allocations of a large profile become a few blocks, freed at once. Blocks of up to 1 MiB,
-  // not protobuf's 8 KiB: a large profile's 30 MB would be thousands of them.
-  google::protobuf::ArenaOptions options;
-  options.max_block_size = 1024 * 1024;
-  google::protobuf::Arena arena(options);
-  pb::Profile& message = *google::protobuf::Arena::CreateMessage<pb::Profile>(&arena);
-  Strings strings(message);
+  // small allocations of a large profile become a few blocks, reused from part to part.
+  std::size_t frame_count = 0;
+  for (const HeapSite& site : profile.sites) {
+    frame_count += site.frames.size();
+  }
+  HeapParts parts(1024 + profile.sites.size() * 24 + frame_count * 2 + profile.frames.size() * 80);
+  Strings strings(parts.message());
+  // The part being built, moved on by HeapParts: read it through this reference only after each
+  // call that may move it.
+  const auto message = [&]() -> pb::Profile& { return parts.message(); };
   // speedscope shows the last type, pprof the default one: inuse_space for both.
-  add_value_type(message.add_sample_type(), strings, "alloc_objects", "count");
-  add_value_type(message.add_sample_type(), strings, "alloc_space", "bytes");
-  add_value_type(message.add_sample_type(), strings, "inuse_objects", "count");
-  add_value_type(message.add_sample_type(), strings, "inuse_space", "bytes");
-  message.set_default_sample_type(strings.index("inuse_space"));
-  add_value_type(message.mutable_period_type(), strings, "space", "bytes");
-  message.set_period(period);
-  message.set_duration_nanos(static_cast<std::int64_t>(profile.end_us) * 1000);
+  add_value_type(message().add_sample_type(), strings, "alloc_objects", "count");
+  add_value_type(message().add_sample_type(), strings, "alloc_space", "bytes");
+  add_value_type(message().add_sample_type(), strings, "inuse_objects", "count");
+  add_value_type(message().add_sample_type(), strings, "inuse_space", "bytes");
+  message().set_default_sample_type(strings.index("inuse_space"));
+  add_value_type(message().mutable_period_type(), strings, "space", "bytes");
+  message().set_period(period);
+  message().set_duration_nanos(static_cast<std::int64_t>(profile.end_us) * 1000);
   // The allocator's own frames, and those the allocations come through, say nothing about who
   // allocated: pprof drops them (and any frame below them), so the callers show as flat.
-  message.set_drop_frames(strings.index(kAllocatorFrames));
+  message().set_drop_frames(strings.index(kAllocatorFrames));
 
   // One Mapping per object with code in the process, so that a frame keeps its object and
   // offset; the program itself comes first, where pprof looks for the main binary.
   for (std::size_t i = 0; i < profile.mappings.size(); ++i) {
     const HeapMapping& object = profile.mappings[i];
-    pb::Mapping* mapping = message.add_mapping();
+    pb::Mapping* mapping = message().add_mapping();
     mapping->set_id(i + 1);
     mapping->set_memory_start(object.start);
     mapping->set_memory_limit(object.limit);
@@ -129,7 +170,7 @@ void write_pprof_heap(const HeapProfile& profile, std::int64_t period, std::ostr
     const auto [function, inserted] =
         functions.emplace(std::pair(frame.function, frame.file), functions.size() + 1);
     if (inserted) {
-      pb::Function* added = message.add_function();
+      pb::Function* added = message().add_function();
       added->set_id(function->second);
       added->set_name(strings.index(frame.function));
       added->set_system_name(added->name());
@@ -146,7 +187,7 @@ void write_pprof_heap(const HeapProfile& profile, std::int64_t period, std::ostr
     if (id == 0) {
       id = ++locations;
       const HeapFrame& innermost = profile.frame_details.at(frames.front());
-      pb::Location* added = message.add_location();
+      pb::Location* added = message().add_location();
       added->set_id(id);
       added->set_address(innermost.address);
       added->set_mapping_id(innermost.mapping);
@@ -163,8 +204,14 @@ void write_pprof_heap(const HeapProfile& profile, std::int64_t period, std::ostr
   };
 
   const std::int64_t bytes_key = strings.index("bytes");
+  constexpr std::size_t samples_per_part = 8192;
+  std::size_t in_part = 0;
   for (const HeapSite& site : profile.sites) {
-    pb::Sample* sample = message.add_sample();
+    if (in_part++ == samples_per_part) {
+      parts.next_part(strings);
+      in_part = 1;
+    }
+    pb::Sample* sample = message().add_sample();
     // Sized once: grown one field at a time, each would be copied to a larger arena block.
     sample->mutable_location_id()->Reserve(static_cast<int>(site.frames.size()));
     sample->mutable_value()->Reserve(4);
@@ -190,7 +237,8 @@ void write_pprof_heap(const HeapProfile& profile, std::int64_t period, std::ostr
       label->set_num(static_cast<std::int64_t>(site.total_bytes / site.total_blocks));
     }
   }
-  write_gzipped(message, out);
+  parts.next_part(strings);
+  write_gzipped(parts.serialized(), out);
 }
 
 void write_pprof_wall(const Snapshot& snapshot, std::ostream& out) {
