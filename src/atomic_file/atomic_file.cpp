@@ -199,10 +199,17 @@ std::string write(const std::string& path, std::string_view bytes, mode_t mode) 
       mode);
 }
 
-std::string write_creating_directory(const std::string& path, std::string_view bytes) {
+std::string write_creating_directory(const std::string& path,
+                                     const std::function<void(std::ostream&)>& fill) {
   std::error_code ignored; // a directory that cannot be made fails the write, which says why
   std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ignored);
-  return write(path, bytes);
+  return write(path, fill);
+}
+
+std::string write_creating_directory(const std::string& path, std::string_view bytes) {
+  return write_creating_directory(path, [bytes](std::ostream& out) {
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  });
 }
 
 } // namespace hotscope::atomic_file

@@ -32,6 +32,8 @@ std::string write(const std::string& path, const std::function<void(std::ostream
 std::string write(const std::string& path, std::string_view bytes, mode_t mode = 0666);
 
 // As write(), first creating the directory `path` goes into (and its parents) where missing.
+std::string write_creating_directory(const std::string& path,
+                                     const std::function<void(std::ostream&)>& fill);
 std::string write_creating_directory(const std::string& path, std::string_view bytes);
 
 } // namespace hotscope::atomic_file

@@ -5,7 +5,9 @@
 #include "export/export.hpp"
 
 #include <charconv>
+#include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <iterator>
 #include <ostream>
 #include <string_view>
@@ -50,16 +52,15 @@ std::string grouped(std::uint64_t value) {
   return text;
 }
 
-} // namespace
-
-std::string dhat_json(const HeapProfile& profile) {
-  std::string out;
-  // About 120 bytes per site plus its frame indices, 60 per frame: one allocation for most.
-  std::size_t frames = 0;
-  for (const HeapSite& site : profile.sites) {
-    frames += site.frames.size();
-  }
-  out.reserve(4096 + profile.sites.size() * 120 + frames * 6 + profile.frames.size() * 60);
+// The JSON of `profile` appended to `out`, handed to `hand_over` (which may empty it) whenever it
+// holds `piece` bytes or more, between two sites or frames.
+void append_dhat_json(const HeapProfile& profile, std::string& out, std::size_t piece,
+                      const std::function<void(std::string&)>& hand_over) {
+  const auto handed_over_if_full = [&] {
+    if (out.size() >= piece) {
+      hand_over(out);
+    }
+  };
   out += "{\"dhatFileVersion\":2\n"
          ",\"mode\":\"cpp-heap\",\"verb\":\"Allocated\"\n"
          ",\"bklt\":true,\"bkacc\":false\n"
@@ -96,6 +97,7 @@ std::string dhat_json(const HeapProfile& profile) {
     }
     out += "]}";
     first = false;
+    handed_over_if_full();
   }
   out += "\n ]\n,\"ftbl\":\n [";
   first = true;
@@ -103,14 +105,37 @@ std::string dhat_json(const HeapProfile& profile) {
     out += first ? "" : "\n ,";
     append_json_string(out, frame);
     first = false;
+    handed_over_if_full();
   }
   out += "\n ]\n}\n";
+}
+
+} // namespace
+
+std::string dhat_json(const HeapProfile& profile) {
+  std::string out;
+  // About 120 bytes per site plus its frame indices, 60 per frame: one allocation for most.
+  std::size_t frames = 0;
+  for (const HeapSite& site : profile.sites) {
+    frames += site.frames.size();
+  }
+  out.reserve(4096 + profile.sites.size() * 120 + frames * 6 + profile.frames.size() * 60);
+  append_dhat_json(profile, out, SIZE_MAX, [](std::string&) {});
   return out;
 }
 
 void write_dhat_json(const HeapProfile& profile, std::ostream& out) {
-  const std::string text = dhat_json(profile);
-  out.write(text.data(), static_cast<std::streamsize>(text.size()));
+  // In pieces of 256 KiB, one buffer reused: a large profile's text whole (19 MB for cc1plus)
+  // was fresh memory, a page fault per page, at the program's exit.
+  constexpr std::size_t piece = 256 * 1024;
+  std::string text;
+  text.reserve(2 * piece);
+  const auto write = [&out](std::string& written) {
+    out.write(written.data(), static_cast<std::streamsize>(written.size()));
+    written.clear();
+  };
+  append_dhat_json(profile, text, piece, write);
+  write(text);
 }
 
 void write_heap_summary(const HeapProfile& profile, std::ostream& out) {

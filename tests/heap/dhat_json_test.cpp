@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include <sstream>
+#include <string>
 
 namespace {
 
@@ -56,6 +57,33 @@ TEST(DhatJson, WritesEveryFieldTheViewerRequires) {
   EXPECT_EQ(json.at("ftbl").size(), 4u);
   EXPECT_EQ(json.at("ftbl")[0], "[root]");
   EXPECT_EQ(json.at("ftbl")[2], "0x401B20: Tree::insert(int) (tree.cpp:40)");
+}
+
+// A profile of several megabytes is written to a stream in pieces: the text is the one built
+// whole, every site and frame in it.
+TEST(DhatJson, ALargeProfileStreamedInPiecesIsTheTextBuiltWhole) {
+  hotscope::HeapProfile profile = sample_profile();
+  for (std::uint32_t i = 0; i < 2000; ++i) {
+    profile.frames.push_back("0x" + std::to_string(0x400000 + i) + ": function_" +
+                             std::to_string(i) + "(long, long) (file.cpp:" + std::to_string(i) +
+                             ")");
+  }
+  for (std::uint64_t i = 0; i < 20000; ++i) {
+    hotscope::HeapSite site{i, i + 1, i * 7, i, 1, i, 1, i, 1, {}};
+    for (std::uint32_t frame = 0; frame < 30; ++frame) {
+      site.frames.push_back(static_cast<std::uint32_t>((i * 31 + frame) % 2004));
+    }
+    profile.sites.push_back(site);
+  }
+  std::ostringstream out;
+  hotscope::exporters::write_dhat_json(profile, out);
+  const std::string whole = hotscope::exporters::dhat_json(profile);
+  EXPECT_GT(whole.size(), 2'000'000u);
+  EXPECT_EQ(out.str(), whole);
+  const auto json = nlohmann::json::parse(out.str());
+  EXPECT_EQ(json.at("pps").size(), 20002u);
+  EXPECT_EQ(json.at("pps")[20001].at("fs").size(), 30u);
+  EXPECT_EQ(json.at("ftbl").size(), 2004u);
 }
 
 TEST(DhatJson, EmptyProfileIsStillValid) {

@@ -17,8 +17,10 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iomanip>
 #include <mutex>
+#include <ostream>
 #include <sstream>
 #include <system_error>
 #include <thread>
@@ -54,8 +56,9 @@ std::filesystem::path report_path(const config::HeapOptions& options,
 
 // Writes one file whole or not at all (an earlier profile stays intact); "" or one line naming
 // the path and the reason.
-std::string write_file(const std::filesystem::path& path, const std::string& bytes) {
-  const std::string reason = atomic_file::write_creating_directory(path.string(), bytes);
+std::string write_file(const std::filesystem::path& path,
+                       const std::function<void(std::ostream&)>& fill) {
+  const std::string reason = atomic_file::write_creating_directory(path.string(), fill);
   return reason.empty()
              ? ""
              : "hotscope: cannot write the heap profile " + path.string() + ": " + reason;
@@ -240,8 +243,10 @@ void write_report(Recorder& recorder) {
   const std::filesystem::path pprof_path = report_path(recorder.options(), ".pb.gz");
   // heap.json is written beside heap.pb.gz's encoding: the program's exit waits for both.
   std::string json_problem;
-  std::jthread json =
-      start_thread([&] { json_problem = write_file(path, exporters::dhat_json(profile)); });
+  std::jthread json = start_thread([&] {
+    json_problem =
+        write_file(path, [&](std::ostream& out) { exporters::write_dhat_json(profile, out); });
+  });
   std::string pprof;
   std::string problem = pprof_bytes(profile, recorder.pprof_period(), pprof);
   if (json.joinable()) {
@@ -252,7 +257,9 @@ void write_report(Recorder& recorder) {
     return; // the directory is unusable: one line is enough
   }
   if (problem.empty()) {
-    problem = write_file(pprof_path, pprof);
+    problem = write_file(pprof_path, [&](std::ostream& out) {
+      out.write(pprof.data(), static_cast<std::streamsize>(pprof.size()));
+    });
   } else {
     problem = "hotscope: cannot write the heap profile " + pprof_path.string() + ": " + problem;
   }
