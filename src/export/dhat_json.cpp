@@ -4,6 +4,8 @@
 // library links this file and must not bring a shared C++ library into a C program.
 #include "export/export.hpp"
 
+#include <algorithm>
+#include <array>
 #include <charconv>
 #include <cstdint>
 #include <cstdio>
@@ -38,6 +40,47 @@ void append_number(std::string& out, std::uint64_t value) {
   const auto end = std::to_chars(std::begin(digits), std::end(digits), value).ptr;
   out.append(digits, end);
 }
+
+// Text written into a buffer on the stack and appended to `out` a few kilobytes at a time: a
+// site's numbers appended one by one each checked the string's capacity and called memcpy for a
+// few bytes, 3 M times for cc1plus's 82,500 sites.
+class BufferedText {
+public:
+  explicit BufferedText(std::string& out) : out_(out) {}
+  BufferedText(const BufferedText&) = delete;
+  BufferedText& operator=(const BufferedText&) = delete;
+  ~BufferedText() { flush(); }
+
+  void add(std::string_view text) {
+    if (text.size() > room()) {
+      flush();
+    }
+    if (text.size() > room()) {
+      out_ += text;
+      return;
+    }
+    end_ = std::copy(text.begin(), text.end(), end_);
+  }
+  void add(std::uint64_t value) {
+    if (room() < 20) { // the digits of the largest value
+      flush();
+    }
+    end_ = std::to_chars(end_, buffer_.data() + buffer_.size(), value).ptr;
+  }
+  void flush() {
+    out_.append(buffer_.data(), end_);
+    end_ = buffer_.data();
+  }
+
+private:
+  std::size_t room() const {
+    return static_cast<std::size_t>(buffer_.data() + buffer_.size() - end_);
+  }
+
+  std::string& out_;
+  std::array<char, 4096> buffer_;
+  char* end_ = buffer_.data();
+};
 
 // "1,234,567", as DHAT prints its summary.
 std::string grouped(std::uint64_t value) {
@@ -77,25 +120,28 @@ void append_dhat_json(const HeapProfile& profile, std::string& out, std::size_t 
   out += "\n,\"pps\":\n [";
   bool first = true;
   for (const HeapSite& site : profile.sites) {
-    const std::pair<const char*, std::uint64_t> fields[] = {
+    const std::pair<std::string_view, std::uint64_t> fields[] = {
         {"{\"tb\":", site.total_bytes},  {",\"tbk\":", site.total_blocks},
         {",\"tl\":", site.lifetimes_us}, {",\"mb\":", site.max_bytes},
         {",\"mbk\":", site.max_blocks},  {",\"gb\":", site.gmax_bytes},
         {",\"gbk\":", site.gmax_blocks}, {",\"eb\":", site.end_bytes},
         {",\"ebk\":", site.end_blocks}};
-    out += first ? "" : "\n ,";
-    for (const auto& [key, value] : fields) {
-      out += key;
-      append_number(out, value);
-    }
-    out += ",\"fs\":[";
-    for (std::size_t i = 0; i < site.frames.size(); ++i) {
-      if (i > 0) {
-        out += ',';
+    {
+      BufferedText text(out);
+      text.add(first ? "" : "\n ,");
+      for (const auto& [key, value] : fields) {
+        text.add(key);
+        text.add(value);
       }
-      append_number(out, site.frames[i]);
+      text.add(",\"fs\":[");
+      for (std::size_t i = 0; i < site.frames.size(); ++i) {
+        if (i > 0) {
+          text.add(",");
+        }
+        text.add(std::uint64_t{site.frames[i]});
+      }
+      text.add("]}");
     }
-    out += "]}";
     first = false;
     handed_over_if_full();
   }
