@@ -65,6 +65,16 @@ public:
       const std::uint64_t offset = at % words_capacity;
       return offset + count > words_capacity ? at + (words_capacity - offset) : at;
     }
+    // Where those words end, and where they are.
+    static std::uint64_t words_end(std::uint64_t at, std::size_t count) {
+      return words_start(at, count) + count;
+    }
+    std::uintptr_t* words_from(std::uint64_t at, std::size_t count) {
+      return &words_[words_start(at, count) % words_capacity];
+    }
+    const std::uintptr_t* words_from(std::uint64_t at, std::size_t count) const {
+      return &words_[words_start(at, count) % words_capacity];
+    }
     // The drainer's next event, or nullptr.
     const HeapEvent* head() {
       const std::uint64_t at = read_.load(std::memory_order_relaxed);
@@ -80,15 +90,14 @@ public:
     std::span<const std::uintptr_t> head_words() const {
       const std::uint64_t at = read_.load(std::memory_order_relaxed);
       const std::size_t count = slots_[at % ring_capacity].stack_words;
-      const std::uint64_t start = words_start(words_read_.load(std::memory_order_relaxed), count);
-      return {&words_[start % words_capacity], count};
+      return {words_from(words_read_.load(std::memory_order_relaxed), count), count};
     }
     void pop() {
       const std::uint64_t at = read_.load(std::memory_order_relaxed);
       const std::size_t count = slots_[at % ring_capacity].stack_words;
       if (count > 0) {
-        const std::uint64_t start = words_start(words_read_.load(std::memory_order_relaxed), count);
-        words_read_.store(start + count, std::memory_order_release);
+        words_read_.store(words_end(words_read_.load(std::memory_order_relaxed), count),
+                          std::memory_order_release);
       }
       read_.store(at + 1, std::memory_order_release);
     }
@@ -107,10 +116,10 @@ public:
       }
       for (; ahead_at_ < read + distance; ++ahead_at_) {
         const std::size_t count = slots_[ahead_at_ % ring_capacity].stack_words;
-        ahead_words_at_ = words_start(ahead_words_at_, count) + count;
+        ahead_words_at_ = words_end(ahead_words_at_, count);
       }
       const std::size_t count = slots_[ahead_at_ % ring_capacity].stack_words;
-      return {&words_[words_start(ahead_words_at_, count) % words_capacity], count};
+      return {words_from(ahead_words_at_, count), count};
     }
     // Starts fetching the event `distance` places after the drainer's next, written or not.
     void prefetch(std::uint64_t distance) const {
@@ -134,12 +143,12 @@ public:
   template <class MakeRoom>
   HeapEvent& reserve(Ring& ring, MakeRoom&& make_room, std::size_t words = 0) {
     const std::uint64_t at = ring.write_.load(std::memory_order_relaxed);
-    const std::uint64_t words_end =
-        Ring::words_start(ring.words_write_.load(std::memory_order_relaxed), words) + words;
-    while (at == ring.room_until_ || words_end > ring.words_room_until_) {
+    const std::uint64_t words_until =
+        Ring::words_end(ring.words_write_.load(std::memory_order_relaxed), words);
+    while (at == ring.room_until_ || words_until > ring.words_room_until_) {
       ring.room_until_ = ring.read_.load(std::memory_order_acquire) + ring_capacity;
       ring.words_room_until_ = ring.words_read_.load(std::memory_order_acquire) + words_capacity;
-      if (at != ring.room_until_ && words_end <= ring.words_room_until_) {
+      if (at != ring.room_until_ && words_until <= ring.words_room_until_) {
         break;
       }
       make_room();
@@ -152,9 +161,7 @@ public:
   std::uintptr_t* words_of(Ring& ring) {
     const HeapEvent& event =
         ring.slots_[ring.write_.load(std::memory_order_relaxed) % ring_capacity];
-    const std::uint64_t start =
-        Ring::words_start(ring.words_write_.load(std::memory_order_relaxed), event.stack_words);
-    return &ring.words_[start % words_capacity];
+    return ring.words_from(ring.words_write_.load(std::memory_order_relaxed), event.stack_words);
   }
 
   // Numbers the reserved event and makes it visible, its words with it. From the number being
@@ -164,8 +171,7 @@ public:
     HeapEvent& event = ring.slots_[at % ring_capacity];
     if (event.stack_words > 0) {
       ring.words_write_.store(
-          Ring::words_start(ring.words_write_.load(std::memory_order_relaxed), event.stack_words) +
-              event.stack_words,
+          Ring::words_end(ring.words_write_.load(std::memory_order_relaxed), event.stack_words),
           std::memory_order_relaxed);
     }
     event.sequence = next_.fetch_add(1, std::memory_order_acq_rel);
