@@ -110,14 +110,6 @@ std::size_t backtrace(std::span<std::uintptr_t> out) {
   return got > 0 ? static_cast<std::size_t>(got) : 0;
 }
 
-std::size_t leading_frames_in(const CodeRanges& skip, std::span<const std::uintptr_t> frames) {
-  std::size_t first = 0;
-  while (first < frames.size() && skip.contains(frames[first])) {
-    ++first;
-  }
-  return first;
-}
-
 // Copies `frames` after their leading frames inside `skip` (the first `first` of them) into `out`,
 // as many as fit.
 std::size_t keep(std::span<const std::uintptr_t> frames, std::size_t first,
@@ -137,15 +129,25 @@ std::size_t frames_to_unwind(std::size_t wanted, std::size_t room) {
   return std::min(wanted + most_leading_frames.load(std::memory_order_relaxed), room);
 }
 
-// Notes `first` leading frames of `count` unwound, of `requested` of `room`. True when they leave
-// fewer than `wanted` of a stack that goes on (more leading frames than seen before): the stack is
-// then unwound again, with all the room.
-bool unwound_too_few(std::size_t count, std::size_t requested, std::size_t room, std::size_t first,
-                     std::size_t wanted) {
+// The leading frames of an unwound stack that are inside `skip`, counted into
+// most_leading_frames.
+std::size_t leading_frames_in(const CodeRanges& skip, std::span<const std::uintptr_t> frames) {
+  std::size_t first = 0;
+  while (first < frames.size() && skip.contains(frames[first])) {
+    ++first;
+  }
   std::size_t most = most_leading_frames.load(std::memory_order_relaxed);
   while (first > most &&
          !most_leading_frames.compare_exchange_weak(most, first, std::memory_order_relaxed)) {
   }
+  return first;
+}
+
+// True when `count` frames unwound of `requested` (of `room`), `first` of them leading, leave
+// fewer than `wanted` of a stack that goes on (more leading frames than seen before): the stack is
+// then unwound again, with all the room.
+bool unwound_too_few(std::size_t count, std::size_t requested, std::size_t room, std::size_t first,
+                     std::size_t wanted) {
   return count == requested && requested < room && count - first < wanted;
 }
 
