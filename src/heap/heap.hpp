@@ -552,8 +552,9 @@ public:
                          symbols::Symbolizer& symbolizer);
 
 private:
-  HeapProfile build(const RawProfile& raw, std::string command, std::int64_t pid,
-                    symbols::Symbolizer& symbolizer, bool hand_over);
+  // build() and build_last(): `hand_over` moves the tables into the profile.
+  HeapProfile make_profile(const RawProfile& raw, std::string command, std::int64_t pid,
+                           symbols::Symbolizer& symbolizer, bool hand_over);
   // The site of `stack`, added if it is new.
   std::uint32_t site_of(std::span<const std::uintptr_t> stack, symbols::Symbolizer& symbolizer);
   // The site of the stack `id`, kept where `stack` is, found or added.

@@ -243,16 +243,17 @@ std::uint32_t ProfileBuilder::site_of(std::span<const std::uintptr_t> stack,
 
 HeapProfile ProfileBuilder::build(const RawProfile& raw, std::string command, std::int64_t pid,
                                   symbols::Symbolizer& symbolizer) {
-  return build(raw, std::move(command), pid, symbolizer, false);
+  return make_profile(raw, std::move(command), pid, symbolizer, false);
 }
 
 HeapProfile ProfileBuilder::build_last(const RawProfile& raw, std::string command, std::int64_t pid,
                                        symbols::Symbolizer& symbolizer) {
-  return build(raw, std::move(command), pid, symbolizer, true);
+  return make_profile(raw, std::move(command), pid, symbolizer, true);
 }
 
-HeapProfile ProfileBuilder::build(const RawProfile& raw, std::string command, std::int64_t pid,
-                                  symbols::Symbolizer& symbolizer, bool hand_over) {
+HeapProfile ProfileBuilder::make_profile(const RawProfile& raw, std::string command,
+                                         std::int64_t pid, symbols::Symbolizer& symbolizer,
+                                         bool hand_over) {
   HeapProfile profile;
   profile.command = std::move(command);
   profile.pid = pid;
