@@ -10,7 +10,6 @@
 #include <cstdint>
 #include <cstdio>
 #include <functional>
-#include <iterator>
 #include <ostream>
 #include <string_view>
 
@@ -33,12 +32,6 @@ void append_json_string(std::string& out, std::string_view text) {
     }
   }
   out += '"';
-}
-
-void append_number(std::string& out, std::uint64_t value) {
-  char digits[24];
-  const auto end = std::to_chars(std::begin(digits), std::end(digits), value).ptr;
-  out.append(digits, end);
 }
 
 // Text written into a buffer on the stack and appended to `out` a few kilobytes at a time: a
@@ -113,11 +106,14 @@ void append_dhat_json(const HeapProfile& profile, std::string& out, std::size_t 
   append_json_string(out, profile.command);
   out += "\n,\"pid\":";
   out += std::to_string(profile.pid);
-  out += "\n,\"te\":";
-  append_number(out, profile.end_us);
-  out += "\n,\"tg\":";
-  append_number(out, profile.gmax_us);
-  out += "\n,\"pps\":\n [";
+  {
+    BufferedText text(out);
+    text.add("\n,\"te\":");
+    text.add(profile.end_us);
+    text.add("\n,\"tg\":");
+    text.add(profile.gmax_us);
+    text.add("\n,\"pps\":\n [");
+  }
   bool first = true;
   for (const HeapSite& site : profile.sites) {
     const std::pair<std::string_view, std::uint64_t> fields[] = {
