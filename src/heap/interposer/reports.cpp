@@ -17,7 +17,6 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <functional>
 #include <iomanip>
 #include <mutex>
 #include <ostream>
@@ -54,11 +53,9 @@ std::filesystem::path report_path(const config::HeapOptions& options,
   return std::filesystem::path(options.out_dir) / name;
 }
 
-// Writes one file whole or not at all (an earlier profile stays intact); "" or one line naming
-// the path and the reason.
-std::string write_file(const std::filesystem::path& path,
-                       const std::function<void(std::ostream&)>& fill) {
-  const std::string reason = atomic_file::write_creating_directory(path.string(), fill);
+// "" when `reason` is (the file was written, whole or not at all: atomic_file), else one line
+// naming the path and the reason.
+std::string problem_writing(const std::filesystem::path& path, const std::string& reason) {
   return reason.empty()
              ? ""
              : "hotscope: cannot write the heap profile " + path.string() + ": " + reason;
@@ -244,8 +241,10 @@ void write_report(Recorder& recorder) {
   // heap.json is written beside heap.pb.gz's encoding: the program's exit waits for both.
   std::string json_problem;
   std::jthread json = start_thread([&] {
-    json_problem =
-        write_file(path, [&](std::ostream& out) { exporters::write_dhat_json(profile, out); });
+    json_problem = problem_writing(
+        path, atomic_file::write_creating_directory(path.string(), [&](std::ostream& out) {
+          exporters::write_dhat_json(profile, out);
+        }));
   });
   std::string pprof;
   std::string problem = pprof_bytes(profile, recorder.pprof_period(), pprof);
@@ -256,13 +255,9 @@ void write_report(Recorder& recorder) {
     print_error(json_problem);
     return; // the directory is unusable: one line is enough
   }
-  if (problem.empty()) {
-    problem = write_file(pprof_path, [&](std::ostream& out) {
-      out.write(pprof.data(), static_cast<std::streamsize>(pprof.size()));
-    });
-  } else {
-    problem = "hotscope: cannot write the heap profile " + pprof_path.string() + ": " + problem;
-  }
+  problem = problem_writing(pprof_path, problem.empty() ? atomic_file::write_creating_directory(
+                                                              pprof_path.string(), pprof)
+                                                        : problem);
   if (!problem.empty()) {
     print_error(problem);
   }
