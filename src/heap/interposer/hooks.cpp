@@ -25,6 +25,7 @@ using heap::interposer::full_fast;
 using heap::interposer::in_arena;
 using heap::interposer::in_profiler;
 using heap::interposer::Inside;
+using heap::interposer::keeping_own_blocks;
 using heap::interposer::library_loading;
 using heap::interposer::note_arena_block;
 using heap::interposer::Off;
@@ -44,6 +45,7 @@ using heap::interposer::resolve_real;
 using heap::interposer::sampled_addresses;
 using heap::interposer::sampling;
 using heap::interposer::sampling_fast;
+using heap::interposer::starting_report_thread;
 using heap::interposer::thread_sampler;
 using heap::interposer::untracked;
 
@@ -240,6 +242,8 @@ __attribute__((noinline)) void release_full(void* pointer, const void* caller) {
   if (pointer != nullptr && !untracked(caller)) {
     const Inside inside;
     record_full_free(pointer);
+  } else if (keeping_own_blocks.load(std::memory_order_relaxed)) {
+    return;
   }
   real.free(pointer);
 }
@@ -266,10 +270,13 @@ void release_unsampled(void* pointer, const void* caller) {
   if (pointer == nullptr || in_arena(pointer) || !resolve_real()) {
     return;
   }
+  const bool own = untracked(caller);
+  if (own && keeping_own_blocks.load(std::memory_order_relaxed)) {
+    return;
+  }
   // Off first, as in passed_on; free_recorded only outside the profiler (which may be building
   // the recorder this very moment).
-  if (phase.load(std::memory_order_acquire) != Off && !untracked(caller) &&
-      free_recorded(pointer)) {
+  if (phase.load(std::memory_order_acquire) != Off && !own && free_recorded(pointer)) {
     record_free(pointer);
   }
   real.free(pointer);
@@ -415,6 +422,10 @@ HOTSCOPE_EXPORT void* calloc(std::size_t count, std::size_t size) noexcept {
     return bootstrap_allocate(bytes, 16); // static storage: already zero
   }
   if (passed_on(__builtin_return_address(0), bytes)) {
+    // glibc's pthread_create takes the new thread's TLS vector with calloc.
+    if (__builtin_expect(starting_report_thread, 0)) {
+      return bootstrap_allocate(bytes, 16);
+    }
     return real.calloc(count, size);
   }
   const Inside inside;

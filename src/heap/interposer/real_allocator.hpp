@@ -48,6 +48,13 @@ struct Inside {
   Inside& operator=(const Inside&) = delete;
 };
 
+// Set for good when a signal handler called exit() (reports.cpp, report_from_handler): the thread
+// it interrupted may hold the real allocator's lock for ever, so the profiler's own blocks are no
+// longer handed back to it (the process is ending), and the thread that called exit() takes what
+// starting the report's thread needs from the arena below (starting_report_thread).
+extern std::atomic<bool> keeping_own_blocks;
+extern __thread bool starting_report_thread __attribute__((tls_model("initial-exec")));
+
 // The bootstrap arena: bump allocation, never reused. Each block is preceded by its size.
 inline constexpr std::size_t arena_size = 1 << 18; // with room for start-up blocks
 extern unsigned char arena[arena_size];

@@ -10,17 +10,20 @@
 #include "threads/threads.hpp"
 
 #include <dlfcn.h>
+#include <pthread.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
 #include <mutex>
 #include <ostream>
 #include <sstream>
+#include <string_view>
 #include <system_error>
 #include <thread>
 
@@ -213,8 +216,43 @@ template <class Work> std::jthread start_thread(Work&& work) {
   }
 }
 
+// The threads that write the report at exit, each counted in when it starts. When a signal
+// handler called exit(), their CPU time tells the exit, which waits for them, whether they work
+// or wait for ever on a lock that the code the handler interrupted holds (report_from_handler).
+class ReportThreads {
+public:
+  void join() noexcept {
+    clockid_t clock;
+    const int slot = joined_.fetch_add(1, std::memory_order_relaxed);
+    if (slot < capacity && pthread_getcpuclockid(pthread_self(), &clock) == 0) {
+      clocks_[slot] = clock;
+      set_[slot].store(true, std::memory_order_release);
+    }
+  }
+  // Their CPU time so far, without the threads that ended.
+  std::uint64_t cpu_ns() const noexcept {
+    std::uint64_t total = 0;
+    for (int slot = 0; slot < capacity; ++slot) {
+      timespec spent{};
+      if (set_[slot].load(std::memory_order_acquire) && clock_gettime(clocks_[slot], &spent) == 0) {
+        total += static_cast<std::uint64_t>(spent.tv_sec) * 1'000'000'000 +
+                 static_cast<std::uint64_t>(spent.tv_nsec);
+      }
+    }
+    return total;
+  }
+
+private:
+  static constexpr int capacity = 2; // the report's thread and heap.json's
+  std::atomic<int> joined_{0};
+  clockid_t clocks_[capacity]{};
+  std::atomic<bool> set_[capacity]{};
+};
+ReportThreads report_threads;
+
 // The report at exit.
 void write_report(Recorder& recorder) {
+  report_threads.join();
   const std::optional<Recorder::Taken> taken_now = recorder.take(stop_recording);
   if (!taken_now) {
     print_error("hotscope heap: no heap profile: the profiler's lock stayed held at exit (a "
@@ -241,6 +279,7 @@ void write_report(Recorder& recorder) {
   // heap.json is written beside heap.pb.gz's encoding: the program's exit waits for both.
   std::string json_problem;
   std::jthread json = start_thread([&] {
+    report_threads.join();
     json_problem = problem_writing(
         path, atomic_file::write_creating_directory(path.string(), [&](std::ostream& out) {
           exporters::write_dhat_json(profile, out);
@@ -267,6 +306,65 @@ void write_report(Recorder& recorder) {
   }
 }
 
+// On the thread that report_from_handler starts: the profiler's own.
+std::atomic<bool> report_finished{false};
+threads::Doorbell report_finished_bell;
+void* write_report_for_handler(void* recorder) {
+  ++in_profiler;
+  write_report(*static_cast<Recorder*>(recorder));
+  report_finished.store(true, std::memory_order_release);
+  report_finished_bell.ring();
+  return nullptr;
+}
+
+// Writes `text` to stderr without allocating: this thread may hold the allocator's lock.
+void write_error(std::string_view text) {
+  [[maybe_unused]] const ssize_t written = write(STDERR_FILENO, text.data(), text.size());
+}
+
+// exit() called by a signal handler: the code it interrupted on this thread may hold a lock the
+// report needs (the allocator's, when it was allocating) and will never let it go. So nothing
+// this thread does comes from the real allocator (starting a thread takes its TLS vector from the
+// arena), the profiler's threads hand no more blocks back to it (the process is ending), and the
+// exit waits for the report only while its threads keep working: a thread waiting for a lock for
+// ever spends no CPU time.
+void report_from_handler(Recorder& recorder) {
+  keeping_own_blocks.store(true, std::memory_order_relaxed);
+  sampling_fast.store(false, std::memory_order_relaxed); // every free through the hooks' checks
+  pthread_t thread;
+  int error = 0;
+  {
+    const threads::SignalsBlocked blocked;
+    starting_report_thread = true;
+    error = real.pthread_create(&thread, nullptr, write_report_for_handler, &recorder);
+    starting_report_thread = false;
+  }
+  if (error != 0) {
+    write_error("hotscope heap: no heap profile: exit() was called by a signal handler, and no "
+                "thread could be started to write it\n");
+    return;
+  }
+  pthread_detach(thread);
+  constexpr std::uint64_t look_ns = 20'000'000;
+  constexpr std::uint64_t patience_ns = 3'000'000'000;
+  std::uint64_t cpu_ns = report_threads.cpu_ns();
+  std::uint64_t progress_ns = clock::monotonic_ns();
+  while (!report_finished.load(std::memory_order_acquire)) {
+    report_finished_bell.wait_for(look_ns);
+    const std::uint64_t now_ns = clock::monotonic_ns();
+    if (const std::uint64_t spent_ns = report_threads.cpu_ns(); spent_ns != cpu_ns) {
+      cpu_ns = spent_ns;
+      progress_ns = now_ns;
+    } else if (now_ns - progress_ns >= patience_ns && !report_finished.load()) {
+      write_error("hotscope heap: no heap profile: exit() was called by a signal handler that "
+                  "interrupted code holding a lock the report needs (the allocator's or the "
+                  "loader's), and the report stopped for 3 s; a handler that only sets a flag, "
+                  "which the program checks to exit, lets the report be written\n");
+      return;
+    }
+  }
+}
+
 } // namespace
 
 void write_report_now() {
@@ -290,6 +388,10 @@ void write_report_now() {
   // small blocks, which the report's first larger requests there would each merge first
   // (malloc_consolidate, 30 ms and more).
   const BuildingProfile building;
+  if (heap::in_signal_handler()) {
+    report_from_handler(recorder);
+    return;
+  }
   start_thread([&] { write_report(recorder); });
 }
 

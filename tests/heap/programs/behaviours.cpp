@@ -15,12 +15,16 @@
 //   chdir      allocates, then changes to the root directory before exiting;
 //   profile-exit builds heap profiles (hotscope_heap_profile) over and over until a timer's
 //              signal handler calls exit(), most likely in the middle of one;
+//   allocating-exit allocates and frees large blocks until a timer's signal handler calls
+//              exit(), most likely while glibc's malloc holds its lock;
+//   loader-lock-exit waits inside dl_iterate_phdr until a timer's signal handler calls exit();
 //   sigwait    blocks SIGUSR1, sends it to itself and takes it with sigwait() in a thread: any
 //              thread of the process (a profiler's too) that left it unblocked would die of it.
 #include "support/forks.hpp"
 #include "support/own_signal.hpp"
 
 #include <dlfcn.h>
+#include <link.h>
 #include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -44,9 +48,16 @@ namespace {
 
 void* volatile sink;
 
+bool lifecycle_mode = false;
+
+// Allocates after main only in the lifecycle mode: in the modes whose signal handler calls exit(),
+// the handler may have interrupted malloc holding its lock.
 struct AllocatesAroundMain {
   AllocatesAroundMain() : early(static_cast<char*>(std::malloc(333))) {}
   ~AllocatesAroundMain() {
+    if (!lifecycle_mode) {
+      return;
+    }
     std::free(early);
     sink = std::malloc(444); // allocated after main returned, never freed
     std::free(std::malloc(555));
@@ -150,6 +161,7 @@ int fork_child() {
 }
 
 int lifecycle() {
+  lifecycle_mode = true;
   std::atexit(at_exit_handler);
   sink = std::malloc(77);
   return 0;
@@ -194,8 +206,21 @@ int exit_from_thread() {
 
 void ignore_profile(void*, int, const char*, std::size_t) {}
 
-// Profiles until SIGALRM's handler calls exit() 20 ms in. A watchdog ends the process with
-// SIGUSR2 (its default action) if exit hangs.
+// SIGALRM's handler calls exit() 20 ms from now. A watchdog ends the process with SIGUSR2 (its
+// default action) if exit hangs.
+void exit_from_a_handler_soon() {
+  sigevent watchdog_event{};
+  watchdog_event.sigev_notify = SIGEV_SIGNAL;
+  watchdog_event.sigev_signo = SIGUSR2;
+  timer_t watchdog;
+  const itimerspec ten_seconds{{0, 0}, {10, 0}};
+  timer_create(CLOCK_MONOTONIC, &watchdog_event, &watchdog);
+  timer_settime(watchdog, 0, &ten_seconds, nullptr);
+  std::signal(SIGALRM, [](int) { std::exit(0); });
+  const itimerval twenty_ms{{0, 0}, {0, 20000}};
+  setitimer(ITIMER_REAL, &twenty_ms, nullptr);
+}
+
 int profile_until_exit() {
   using Sink = void (*)(void*, int, const char*, std::size_t);
   const auto profile =
@@ -208,18 +233,38 @@ int profile_until_exit() {
   for (std::size_t i = 0; i < 2000; ++i) {
     blocks.push_back(std::malloc(16 + i));
   }
-  sigevent watchdog_event{};
-  watchdog_event.sigev_notify = SIGEV_SIGNAL;
-  watchdog_event.sigev_signo = SIGUSR2;
-  timer_t watchdog;
-  const itimerspec ten_seconds{{0, 0}, {10, 0}};
-  timer_create(CLOCK_MONOTONIC, &watchdog_event, &watchdog);
-  timer_settime(watchdog, 0, &ten_seconds, nullptr);
-  std::signal(SIGALRM, [](int) { std::exit(0); });
-  const itimerval twenty_ms{{0, 0}, {0, 20000}};
-  setitimer(ITIMER_REAL, &twenty_ms, nullptr);
+  exit_from_a_handler_soon();
   for (;;) {
     profile(0, ignore_profile, nullptr); // no format: the time goes to the symbol lookups
+  }
+}
+
+// Waits inside dl_iterate_phdr, which holds the loader's lock, until the handler calls exit().
+int hold_the_loader_lock_until_exit() {
+  exit_from_a_handler_soon();
+  dl_iterate_phdr(
+      [](dl_phdr_info*, std::size_t, void*) {
+        for (;;) {
+          pause();
+        }
+        return 0;
+      },
+      nullptr);
+  return 1; // not reached
+}
+
+// Blocks of 4,000 bytes, too large for glibc's per-thread caches: most of the time the thread
+// holds the allocator's lock when the handler interrupts it.
+int allocate_until_exit() {
+  std::vector<void*> blocks(1000);
+  exit_from_a_handler_soon();
+  for (;;) {
+    for (void*& block : blocks) {
+      block = std::malloc(4000);
+    }
+    for (void* block : blocks) {
+      std::free(block);
+    }
   }
 }
 
@@ -263,6 +308,12 @@ int main(int argc, char** argv) {
   if (mode == "profile-exit") {
     return profile_until_exit();
   }
+  if (mode == "allocating-exit") {
+    return allocate_until_exit();
+  }
+  if (mode == "loader-lock-exit") {
+    return hold_the_loader_lock_until_exit();
+  }
   if (mode == "chdir") {
     sink = std::malloc(10);
     return chdir("/");
@@ -270,7 +321,8 @@ int main(int argc, char** argv) {
   std::fprintf(
       stderr,
       "usage: %s "
-      "threads|handoff|fork|forks|lifecycle|unknown|exec|exit|chdir|profile-exit|sigwait\n",
+      "threads|handoff|fork|forks|lifecycle|unknown|exec|exit|chdir|profile-exit|allocating-exit|"
+      "loader-lock-exit|sigwait\n",
       argv[0]);
   return 1;
 }
