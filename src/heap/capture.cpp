@@ -469,19 +469,4 @@ std::size_t capture_stack(Unwinder unwinder, const CodeRanges& skip, std::span<s
   return kept;
 }
 
-bool in_signal_handler() {
-  unw_context_t context;
-  unw_cursor_t cursor;
-  if (unw_getcontext(&context) != 0 || unw_init_local(&cursor, &context) != 0) {
-    return false;
-  }
-  constexpr int deepest = 1024;
-  for (int depth = 0; depth < deepest && unw_step(&cursor) > 0; ++depth) {
-    if (unw_is_signal_frame(&cursor) > 0) {
-      return true;
-    }
-  }
-  return false;
-}
-
 } // namespace hotscope::heap

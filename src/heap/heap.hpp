@@ -512,10 +512,6 @@ private:
 std::size_t capture_stack(Unwinder unwinder, const CodeRanges& skip, std::span<std::uintptr_t> out,
                           RememberedStack* remembered = nullptr);
 
-// True when the calling thread runs a signal handler, at any depth: a signal frame lies on its
-// stack. The code it interrupted may hold any lock, the allocator's among them.
-bool in_signal_handler();
-
 // ---- From raw figures to the exporters' model ----
 
 // Times in `raw` are in µs. Symbolizes every stack (inlined frames expanded, frames below `main`

@@ -1,14 +1,19 @@
 // The profiler's own threads: they take none of the program's signals (a program that blocks a
 // signal in all its threads to sigwait() for it must not find it delivered to one of ours, where
 // its default action may end the process), and its collectors sleep on a Doorbell that the
-// program's threads ring when their rings fill. Header-only: the heap libraries use it too.
+// program's threads ring when their rings fill. And the reports at an exit() called by a signal
+// handler: the code it interrupted may hold any lock for ever, the allocator's among them, so the
+// exiting thread waits for threads that write them only while they work. Header-only: the heap
+// libraries use it too.
 #pragma once
 
 #include <linux/futex.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
+#include <unwind.h>
 
 #include <atomic>
 #include <climits>
@@ -54,6 +59,83 @@ public:
 
 private:
   sigset_t before_;
+};
+
+// True when the calling thread runs a signal handler, at any depth: a frame on its stack was
+// interrupted by a signal (the unwinder reports its address as the instruction itself, not as a
+// return address).
+inline bool in_signal_handler() noexcept {
+  bool found = false;
+  _Unwind_Backtrace(
+      [](_Unwind_Context* context, void* result) {
+        int interrupted = 0;
+        _Unwind_GetIPInfo(context, &interrupted);
+        if (interrupted != 0) {
+          *static_cast<bool*>(result) = true;
+          return _URC_END_OF_STACK;
+        }
+        return _URC_NO_REASON;
+      },
+      &found);
+  return found;
+}
+
+// The threads that write a process's reports at exit, each counted in by itself, and whether they
+// are done. The exit waits for them with wait_while_working.
+class ReportWriters {
+public:
+  // Counts the calling thread in (two threads at most).
+  void join() noexcept {
+    clockid_t clock;
+    const int slot = joined_.fetch_add(1, std::memory_order_relaxed);
+    if (slot < capacity && pthread_getcpuclockid(pthread_self(), &clock) == 0) {
+      clocks_[slot] = clock;
+      set_[slot].store(true, std::memory_order_release);
+    }
+  }
+  void finished() noexcept {
+    done_.store(true, std::memory_order_release);
+    bell_.ring();
+  }
+  // Waits until they are finished, as long as they spend CPU time: a thread that waits for a lock
+  // held by the code a signal handler interrupted spends none. False after `patience_ns` without.
+  // Allocates nothing.
+  bool wait_while_working(std::uint64_t patience_ns) noexcept {
+    constexpr std::uint64_t look_ns = 20'000'000;
+    std::uint64_t spent_ns = cpu_ns();
+    std::uint64_t idle_ns = 0;
+    while (!done_.load(std::memory_order_acquire)) {
+      bell_.wait_for(look_ns);
+      if (const std::uint64_t now_spent_ns = cpu_ns(); now_spent_ns != spent_ns) {
+        spent_ns = now_spent_ns;
+        idle_ns = 0;
+      } else if ((idle_ns += look_ns) >= patience_ns) {
+        return done_.load(std::memory_order_acquire);
+      }
+    }
+    return true;
+  }
+
+private:
+  // Their CPU time so far, without the threads that ended.
+  std::uint64_t cpu_ns() const noexcept {
+    std::uint64_t total = 0;
+    for (int slot = 0; slot < capacity; ++slot) {
+      timespec spent{};
+      if (set_[slot].load(std::memory_order_acquire) && clock_gettime(clocks_[slot], &spent) == 0) {
+        total += static_cast<std::uint64_t>(spent.tv_sec) * 1'000'000'000 +
+                 static_cast<std::uint64_t>(spent.tv_nsec);
+      }
+    }
+    return total;
+  }
+
+  static constexpr int capacity = 2;
+  std::atomic<int> joined_{0};
+  clockid_t clocks_[capacity]{};
+  std::atomic<bool> set_[capacity]{};
+  std::atomic<bool> done_{false};
+  Doorbell bell_;
 };
 
 } // namespace hotscope::threads

@@ -190,9 +190,9 @@ TEST(HeapPreload, ExitFromASignalHandlerWhileProfilingEndsTheProgram) {
 }
 
 // exit() from a signal handler that interrupted malloc or free holding the allocator's lock: the
-// report is written by threads that need nothing from the interrupted thread, or given up with
-// one line when they stop (a lock of the loader's, say), never waited for. Before, the report's
-// thread could not even be started. Mostly written: at least once in four runs of each mode.
+// report is written by threads that need nothing from the interrupted thread, or missing with one
+// line that says why, and the program ends. Mostly written: at least once in four runs of each
+// mode.
 TEST(HeapPreload, ExitFromASignalHandlerThatInterruptedTheAllocatorWritesTheReport) {
   for (const char* mode : {"full", "sampled"}) {
     const hotscope::testing::ScratchDir scratch(std::string("preload-allocating-exit-") + mode);
@@ -210,10 +210,9 @@ TEST(HeapPreload, ExitFromASignalHandlerThatInterruptedTheAllocatorWritesTheRepo
         ++written;
         EXPECT_FALSE(nlohmann::json::parse(slurp(dir / "out" / "heap.json")).at("pps").empty());
       } else {
-        EXPECT_NE(run.err.find("exit() was called by a signal handler that interrupted code "
-                               "holding a lock the report needs"),
-                  std::string::npos)
-            << run.err;
+        // Given up (a lock of the loader's), or skipped (the profiler's own lock, held by the
+        // interrupted hook in the sampled mode): one line says why.
+        EXPECT_EQ(run.err.rfind("hotscope heap: no heap profile: ", 0), 0u) << run.err;
       }
     }
     EXPECT_GE(written, 1) << mode;

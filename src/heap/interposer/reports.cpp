@@ -16,7 +16,6 @@
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
-#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
@@ -216,39 +215,9 @@ template <class Work> std::jthread start_thread(Work&& work) {
   }
 }
 
-// The threads that write the report at exit, each counted in when it starts. When a signal
-// handler called exit(), their CPU time tells the exit, which waits for them, whether they work
-// or wait for ever on a lock that the code the handler interrupted holds (report_from_handler).
-class ReportThreads {
-public:
-  void join() noexcept {
-    clockid_t clock;
-    const int slot = joined_.fetch_add(1, std::memory_order_relaxed);
-    if (slot < capacity && pthread_getcpuclockid(pthread_self(), &clock) == 0) {
-      clocks_[slot] = clock;
-      set_[slot].store(true, std::memory_order_release);
-    }
-  }
-  // Their CPU time so far, without the threads that ended.
-  std::uint64_t cpu_ns() const noexcept {
-    std::uint64_t total = 0;
-    for (int slot = 0; slot < capacity; ++slot) {
-      timespec spent{};
-      if (set_[slot].load(std::memory_order_acquire) && clock_gettime(clocks_[slot], &spent) == 0) {
-        total += static_cast<std::uint64_t>(spent.tv_sec) * 1'000'000'000 +
-                 static_cast<std::uint64_t>(spent.tv_nsec);
-      }
-    }
-    return total;
-  }
-
-private:
-  static constexpr int capacity = 2; // the report's thread and heap.json's
-  std::atomic<int> joined_{0};
-  clockid_t clocks_[capacity]{};
-  std::atomic<bool> set_[capacity]{};
-};
-ReportThreads report_threads;
+// The report's threads, which an exit() called by a signal handler waits for
+// (report_from_handler).
+threads::ReportWriters report_threads;
 
 // The report at exit.
 void write_report(Recorder& recorder) {
@@ -307,13 +276,10 @@ void write_report(Recorder& recorder) {
 }
 
 // On the thread that report_from_handler starts: the profiler's own.
-std::atomic<bool> report_finished{false};
-threads::Doorbell report_finished_bell;
 void* write_report_for_handler(void* recorder) {
   ++in_profiler;
   write_report(*static_cast<Recorder*>(recorder));
-  report_finished.store(true, std::memory_order_release);
-  report_finished_bell.ring();
+  report_threads.finished();
   return nullptr;
 }
 
@@ -345,23 +311,11 @@ void report_from_handler(Recorder& recorder) {
     return;
   }
   pthread_detach(thread);
-  constexpr std::uint64_t look_ns = 20'000'000;
-  constexpr std::uint64_t patience_ns = 3'000'000'000;
-  std::uint64_t cpu_ns = report_threads.cpu_ns();
-  std::uint64_t progress_ns = clock::monotonic_ns();
-  while (!report_finished.load(std::memory_order_acquire)) {
-    report_finished_bell.wait_for(look_ns);
-    const std::uint64_t now_ns = clock::monotonic_ns();
-    if (const std::uint64_t spent_ns = report_threads.cpu_ns(); spent_ns != cpu_ns) {
-      cpu_ns = spent_ns;
-      progress_ns = now_ns;
-    } else if (now_ns - progress_ns >= patience_ns && !report_finished.load()) {
-      write_error("hotscope heap: no heap profile: exit() was called by a signal handler that "
-                  "interrupted code holding a lock the report needs (the allocator's or the "
-                  "loader's), and the report stopped for 3 s; a handler that only sets a flag, "
-                  "which the program checks to exit, lets the report be written\n");
-      return;
-    }
+  if (!report_threads.wait_while_working(3'000'000'000)) {
+    write_error("hotscope heap: no heap profile: exit() was called by a signal handler that "
+                "interrupted code holding a lock the report needs (the allocator's or the "
+                "loader's), and the report stopped for 3 s; a handler that only sets a flag, "
+                "which the program checks to exit, lets the report be written\n");
   }
 }
 
@@ -388,7 +342,7 @@ void write_report_now() {
   // small blocks, which the report's first larger requests there would each merge first
   // (malloc_consolidate, 30 ms and more).
   const BuildingProfile building;
-  if (heap::in_signal_handler()) {
+  if (threads::in_signal_handler()) {
     report_from_handler(recorder);
     return;
   }
