@@ -11,6 +11,7 @@
 
 #include <dlfcn.h>
 #include <pthread.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -29,8 +30,11 @@
 namespace hotscope::heap::interposer {
 namespace {
 
-void print_error(const std::string& line) {
-  std::fprintf(stderr, "%s\n", line.c_str());
+// One line on stderr, in one write and without allocating: a thread that a signal handler
+// interrupted may hold the allocator's lock (report_from_handler).
+void print_error(std::string_view line) {
+  iovec parts[] = {{const_cast<char*>(line.data()), line.size()}, {const_cast<char*>("\n"), 1}};
+  [[maybe_unused]] const ssize_t written = writev(STDERR_FILENO, parts, 2);
 }
 
 std::string command_line() {
@@ -283,11 +287,6 @@ void* write_report_for_handler(void* recorder) {
   return nullptr;
 }
 
-// Writes `text` to stderr without allocating: this thread may hold the allocator's lock.
-void write_error(std::string_view text) {
-  [[maybe_unused]] const ssize_t written = write(STDERR_FILENO, text.data(), text.size());
-}
-
 // exit() called by a signal handler: the code it interrupted on this thread may hold a lock the
 // report needs (the allocator's, when it was allocating) and will never let it go. So nothing
 // this thread does comes from the real allocator (starting a thread takes its TLS vector from the
@@ -306,16 +305,16 @@ void report_from_handler(Recorder& recorder) {
     starting_report_thread = false;
   }
   if (error != 0) {
-    write_error("hotscope heap: no heap profile: exit() was called by a signal handler, and no "
-                "thread could be started to write it\n");
+    print_error("hotscope heap: no heap profile: exit() was called by a signal handler, and no "
+                "thread could be started to write it");
     return;
   }
   pthread_detach(thread);
   if (!report_threads.wait_while_working(3'000'000'000)) {
-    write_error("hotscope heap: no heap profile: exit() was called by a signal handler that "
+    print_error("hotscope heap: no heap profile: exit() was called by a signal handler that "
                 "interrupted code holding a lock the report needs (the allocator's or the "
                 "loader's), and the report stopped for 3 s; a handler that only sets a flag, "
-                "which the program checks to exit, lets the report be written\n");
+                "which the program checks to exit, lets the report be written");
   }
 }
 
