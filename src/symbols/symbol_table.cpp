@@ -27,7 +27,7 @@ int binding_rank(const GElf_Sym& symbol) {
 struct Candidate {
   std::uint64_t low;
   std::uint64_t high;
-  std::uint32_t name;
+  const char* name;
   int rank;
   int index;
 };
@@ -47,24 +47,29 @@ SymbolTable SymbolTable::of_file(const std::string& path, const std::string& deb
   callbacks.find_debuginfo = dwfl_build_id_find_debuginfo;
   callbacks.section_address = dwfl_offline_section_address;
   callbacks.debuginfo_path = &debuginfo_path;
-  Dwfl* dwfl = dwfl_begin(&callbacks);
+  const std::shared_ptr<Dwfl> dwfl(dwfl_begin(&callbacks), [](Dwfl* session) {
+    if (session != nullptr) {
+      dwfl_end(session);
+    }
+  });
   if (dwfl == nullptr) {
     return {};
   }
-  dwfl_report_begin(dwfl);
+  dwfl_report_begin(dwfl.get());
   // At base 0: a shared object or position-independent program keeps its link-time addresses.
-  Dwfl_Module* module = dwfl_report_elf(dwfl, path.c_str(), path.c_str(), -1, 0, false);
-  dwfl_report_end(dwfl, nullptr, nullptr);
+  Dwfl_Module* module = dwfl_report_elf(dwfl.get(), path.c_str(), path.c_str(), -1, 0, false);
+  dwfl_report_end(dwfl.get(), nullptr, nullptr);
   SymbolTable table;
   if (module != nullptr) {
     table = SymbolTable(module);
+    table.file_ = dwfl;
   }
-  dwfl_end(dwfl); // the names were copied
   return table;
 }
 
 // Every symbol dwfl_module_addrinfo would consider: named, defined, not a section, file or
-// thread-local symbol.
+// thread-local symbol. "Named" is judged by the offset of the name (0 is the empty string), not by
+// reading it.
 void SymbolTable::add(Dwfl_Module* module) {
   Dwarf_Addr low = 0;
   dwfl_module_info(module, nullptr, &low, nullptr, nullptr, nullptr, nullptr, nullptr);
@@ -81,11 +86,10 @@ void SymbolTable::add(Dwfl_Module* module) {
     Dwarf_Addr bias = 0;
     const char* name = dwfl_module_getsym_info(module, i, &symbol, &value, &section, &elf, &bias);
     const int type = GELF_ST_TYPE(symbol.st_info);
-    if (name == nullptr || name[0] == '\0' || symbol.st_shndx == SHN_UNDEF || type == STT_SECTION ||
-        type == STT_FILE || type == STT_TLS) {
+    if (name == nullptr || symbol.st_name == 0 || symbol.st_shndx == SHN_UNDEF ||
+        type == STT_SECTION || type == STT_FILE || type == STT_TLS) {
       continue;
     }
-    const auto name_offset = static_cast<std::uint32_t>(names_.size());
     if (symbol.st_size == 0) {
       // A label counts only within its own section.
       GElf_Shdr header;
@@ -93,13 +97,11 @@ void SymbolTable::add(Dwfl_Module* module) {
       if (scn == nullptr || gelf_getshdr(scn, &header) == nullptr) {
         continue;
       }
-      labels_.push_back(Label{value, header.sh_addr + bias + header.sh_size, name_offset});
+      labels_.push_back(Label{value, header.sh_addr + bias + header.sh_size, name});
     } else {
       (GELF_ST_BIND(symbol.st_info) == STB_LOCAL ? locals : globals)
-          .push_back(
-              Candidate{value, value + symbol.st_size, name_offset, binding_rank(symbol), i});
+          .push_back(Candidate{value, value + symbol.st_size, name, binding_rank(symbol), i});
     }
-    names_.append(name).push_back('\0');
   }
   // By low, the largest first; of equal ranges the one dwfl_module_addrinfo picks (the strongest
   // binding, then the first in the table) last, and kept alone.
@@ -171,7 +173,7 @@ std::string_view SymbolTable::name_at(std::uint64_t address) const {
     range = containing(locals_, address);
   }
   if (range != nullptr) {
-    return names_.c_str() + range->name;
+    return range->name;
   }
   const auto label = std::upper_bound(
       labels_.begin(), labels_.end(), address,
@@ -186,7 +188,7 @@ std::string_view SymbolTable::name_at(std::uint64_t address) const {
   if (reach != reach_.begin() && std::prev(reach)->second > std::prev(label)->address) {
     return {};
   }
-  return names_.c_str() + std::prev(label)->name;
+  return std::prev(label)->name;
 }
 
 } // namespace hotscope::symbols

@@ -15,7 +15,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <map>
 #include <new>
 #include <unordered_map>
 
@@ -277,14 +276,15 @@ struct Symbolizer::Session {
   LoadedObjects loaded; // when the memory map was read
   // By the address of the unit's DIE; valid while the map is not read again.
   std::unordered_map<const void*, UnitScopes> units;
-  // By module path and load address: kept across rereads of the map for the objects still there.
-  std::map<std::pair<std::string, Dwarf_Addr>, SymbolTable> tables;
+  // By module: kept across rereads of the map for the modules libdw keeps (reported again with
+  // the same name and addresses), dropped with the others, whose ELF data their names point into.
+  // A module freed at one reread cannot share its address with a module kept at a later one.
+  std::unordered_map<Dwfl_Module*, SymbolTable> tables;
 
-  const SymbolTable& table(Dwfl_Module* module, const char* name, Dwarf_Addr low) {
-    auto found = tables.find({name, low});
+  const SymbolTable& table(Dwfl_Module* module) {
+    auto found = tables.find(module);
     if (found == tables.end()) {
-      found =
-          tables.emplace(std::pair<std::string, Dwarf_Addr>{name, low}, SymbolTable(module)).first;
+      found = tables.emplace(module, SymbolTable(module)).first;
     }
     return found->second;
   }
@@ -318,7 +318,7 @@ void Symbolizer::read_memory_map() {
     dwfl_report_begin(session_->dwfl);
     dwfl_linux_proc_report(session_->dwfl, getpid());
     dwfl_report_end(session_->dwfl, nullptr, nullptr);
-    // The tables of objects no longer loaded go; each module's userdata is where its
+    // The tables of modules no longer reported go; each module's userdata is where its
     // find_debuginfo looks for compressed debug files.
     using Tables = decltype(session_->tables);
     struct Pass {
@@ -328,11 +328,11 @@ void Symbolizer::read_memory_map() {
     } pass{std::move(session_->tables), {}, &session_->debug_files};
     dwfl_getmodules(
         session_->dwfl,
-        [](Dwfl_Module*, void** userdata, const char* name, Dwarf_Addr low, void* data) -> int {
+        [](Dwfl_Module* module, void** userdata, const char*, Dwarf_Addr, void* data) -> int {
           auto& pass = *static_cast<Pass*>(data);
           *userdata = pass.debug_files;
-          if (const auto found = pass.old.find({name, low}); found != pass.old.end()) {
-            pass.kept.insert(pass.old.extract(found));
+          if (auto found = pass.old.extract(module)) {
+            pass.kept.insert(std::move(found));
           }
           return DWARF_CB_OK;
         },
@@ -395,11 +395,10 @@ const std::vector<Frame>& Symbolizer::resolve(std::uintptr_t address) {
   std::string object = "???";
   const SymbolTable* table = nullptr;
   if (module != nullptr) {
-    Dwarf_Addr low = 0;
-    if (const char* name =
-            dwfl_module_info(module, nullptr, &low, nullptr, nullptr, nullptr, nullptr, nullptr)) {
+    if (const char* name = dwfl_module_info(module, nullptr, nullptr, nullptr, nullptr, nullptr,
+                                            nullptr, nullptr)) {
       object = name;
-      table = &session_->table(module, name, low);
+      table = &session_->table(module);
     }
   }
   // The innermost source position, then one frame per enclosing inlined subroutine, whose

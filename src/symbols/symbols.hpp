@@ -22,14 +22,17 @@ namespace hotscope::symbols {
 // (xz-compressed) where there is one. The choice among them follows dwfl_module_addrinfo: a
 // global symbol containing the address, else a local one, the closest start first, the smallest
 // first at equal starts; else the closest sizeless label in the same section with no sized symbol
-// between it and the address.
+// between it and the address. The names are not read while the table is built: they stay in
+// libdw's string tables, and only the names looked up are touched (reading each name of a 1.4 MB
+// string table in symbol order misses the cache for nearly every one).
 class SymbolTable {
 public:
   SymbolTable() = default;
+  // The names point into the module's ELF data: the table must not outlive the module.
   explicit SymbolTable(Dwfl_Module* module);
-  // The symbols of the ELF file at `path`, at its link-time addresses. Separate debug files are
-  // looked for by build id under `debug_directories` (':'-separated, as libdw takes them).
-  // Empty when the file cannot be read.
+  // The symbols of the ELF file at `path`, at its link-time addresses; the table keeps the file
+  // open. Separate debug files are looked for by build id under `debug_directories`
+  // (':'-separated, as libdw takes them). Empty when the file cannot be read.
   static SymbolTable of_file(const std::string& path,
                              const std::string& debug_directories = "/usr/lib/debug");
 
@@ -43,13 +46,13 @@ private:
   struct Range {
     std::uint64_t low;
     std::uint64_t high;
-    std::uint32_t name;          // offset into names_
+    const char* name;
     std::int32_t enclosing = -1; // the nearest earlier range ending later; -1: none
   };
   struct Label { // a symbol without a size (hand-written assembly)
     std::uint64_t address;
     std::uint64_t section_end;
-    std::uint32_t name;
+    const char* name;
   };
   static const Range* containing(const std::vector<Range>& ranges, std::uint64_t address);
   void add(Dwfl_Module* module);
@@ -60,8 +63,8 @@ private:
   std::vector<Label> labels_; // by address
   // By low, over both kinds of range: the largest high of those starting at or before it.
   std::vector<std::pair<std::uint64_t, std::uint64_t>> reach_;
-  std::string names_; // each name followed by '\0'
   std::uint64_t bias_ = 0;
+  std::shared_ptr<void> file_; // of_file's: the libdw session the names point into
 };
 
 // One source-level frame. An address inside inlined code gives several, sharing the address.

@@ -129,14 +129,25 @@ void* reallocate_sampled(void* old, std::size_t size) {
 
 // ---- The hooks' bodies ----
 
-// Out of line, so that what every call runs stays small enough to be inlined into the hook.
-__attribute__((noinline)) void* allocate_recorded(std::size_t size) {
+// A recorded allocation of `bytes`: the real call (`allocate_real`) inside the profiler, then the
+// record of its block.
+template <class AllocateReal> void* recorded(std::size_t bytes, AllocateReal allocate_real) {
   const Inside inside;
-  void* pointer = real.malloc(size);
+  void* pointer = allocate_real();
   if (pointer != nullptr) {
-    record_alloc(pointer, size);
+    record_alloc(pointer, bytes);
   }
   return pointer;
+}
+
+// Out of line, so that what every call runs stays small enough to be inlined into the hook.
+__attribute__((noinline)) void* allocate_recorded(std::size_t size) {
+  return recorded(size, [size] { return real.malloc(size); });
+}
+
+__attribute__((noinline)) void* allocate_zeroed_recorded(std::size_t count, std::size_t size,
+                                                         std::size_t bytes) {
+  return recorded(bytes, [count, size] { return real.calloc(count, size); });
 }
 
 // A sample point, or any allocation in the full mode (recording, the real functions known):
@@ -189,12 +200,7 @@ void* allocate_aligned(std::size_t alignment, std::size_t size, const void* call
   if (passed_on(caller, size)) {
     return real.memalign(alignment, size);
   }
-  const Inside inside;
-  void* pointer = real.memalign(alignment, size);
-  if (pointer != nullptr) {
-    record_alloc(pointer, size);
-  }
-  return pointer;
+  return recorded(size, [alignment, size] { return real.memalign(alignment, size); });
 }
 
 void* reallocate(void* old, std::size_t size, const void* caller) {
@@ -418,6 +424,15 @@ HOTSCOPE_EXPORT void* calloc(std::size_t count, std::size_t size) noexcept {
     errno = ENOMEM;
     return nullptr;
   }
+  // The sampled mode's common case first, as in allocate(): compilers and interpreters calloc
+  // nearly as often as they malloc.
+  if (__builtin_expect(sampling_fast.load(std::memory_order_acquire), 1)) {
+    if (__builtin_expect(!thread_sampler.sample(bytes, plan), 1) ||
+        untracked(__builtin_return_address(0))) {
+      return real.calloc(count, size);
+    }
+    return allocate_zeroed_recorded(count, size, bytes);
+  }
   if (!resolve_real()) {
     return bootstrap_allocate(bytes, 16); // static storage: already zero
   }
@@ -428,12 +443,7 @@ HOTSCOPE_EXPORT void* calloc(std::size_t count, std::size_t size) noexcept {
     }
     return real.calloc(count, size);
   }
-  const Inside inside;
-  void* pointer = real.calloc(count, size);
-  if (pointer != nullptr) {
-    record_alloc(pointer, bytes);
-  }
-  return pointer;
+  return allocate_zeroed_recorded(count, size, bytes);
 }
 
 HOTSCOPE_EXPORT void* realloc(void* pointer, std::size_t size) noexcept {
