@@ -2,10 +2,11 @@
 # The heap profiler on programs nobody here wrote, as the distribution ships them (stripped, no
 # frame pointers): native, hotscope full, hotscope sampled (with the debug cache warm, and cold as
 # on a program's first run) and heaptrack side by side, rounds interleaved (each round runs every
-# program under every tool, the tools' order rotating), so a noisy machine affects each alike. Prints, per program, the median wall time and CPU time (user +
-# system of every process the tool ran) and each tool's ratio to native, then the goals of
-# docs/performance.md checked against them, the time the sampled runs took to symbolize at exit,
-# and the load average.
+# program under every tool, the tools' order rotating), so a noisy machine affects each alike.
+# Prints, per program, the median wall time and CPU time (user + system of every process the tool
+# ran) of the native runs, and each tool's ratio to native, then the goals of docs/performance.md
+# checked: each run against the native run of its round, the median over the rounds. Then the time
+# the sampled runs took to symbolize at exit, and the load average.
 #   bench/real-programs.sh [--build DIR] [--rounds N] [--only NAME]
 # --build: a CMake build dir that has (or will get) the hotscope_preload target; default
 #          build-bench (configured as scripts/bench.sh does); --rounds: interleaved rounds
@@ -176,57 +177,80 @@ for ((round = 0; round < rounds; ++round)); do
   for program in "${programs[@]}"; do
     for ((i = 0; i < ${#tools[@]}; ++i)); do
       tool="${tools[$(((i + round) % ${#tools[@]}))]}"
-      run "$program" "$tool" >>"$work/$program-$tool.times" # created even when it fails
+      run "$program" "$tool" | sed "s/^/$program $tool $round /" >>"$work/runs"
     done
   done
 done
 
-median() { # file column; "nan" when every run failed
-  sort -g -k"$2" "$1" | awk -v c="$2" '{ v[NR] = $c } END { print NR ? v[int((NR + 1) / 2)] : "nan" }'
-}
+# Each run is compared with the native run of its own round, which ran next to it: on this kind
+# of machine the speed drifts between rounds, and medians taken per tool would keep the drift.
+python3 - "$work/runs" "$rounds" "${programs[@]}" <<'PYTHON'
+import collections
+import statistics
+import sys
 
-echo
-echo "| program | native wall / CPU | hotscope full | hotscope sampled | sampled, cache cold | heaptrack |"
-echo "| --- | ---: | ---: | ---: | ---: | ---: |"
-for program in "${programs[@]}"; do
-  line="| $program | $(median "$work/$program-native.times" 1) s / $(median "$work/$program-native.times" 2) s"
-  for tool in full sampled sampled-cold heaptrack; do
-    line+="$(awk -v w="$(median "$work/$program-$tool.times" 1)" \
-      -v nw="$(median "$work/$program-native.times" 1)" \
-      -v c="$(median "$work/$program-$tool.times" 2)" \
-      -v nc="$(median "$work/$program-native.times" 2)" \
-      'BEGIN {
-        if (w == "nan") printf " | failed"; else printf " | %.2f × / %.2f ×", w / nw, c / (nc > 0 ? nc : 0.01)
-      }')"
-  done
-  echo "$line |"
-done
-echo
-echo "(wall × native / CPU × native, medians of $rounds interleaved rounds; CPU is user + system"
-echo "of every process the tool ran, heaptrack_interpret included)"
+runs_file, rounds, programs = sys.argv[1], sys.argv[2], sys.argv[3:]
+runs = collections.defaultdict(dict)  # (program, tool) -> round -> (wall, cpu)
+with open(runs_file) as lines:
+    for line in lines:
+        program, tool, round_, wall, cpu = line.split()
+        runs[program, tool][round_] = (float(wall), float(cpu))
 
-echo
-echo "Goals:"
-for program in "${programs[@]}"; do
-  awk -v p="$program" \
-    -v nw="$(median "$work/$program-native.times" 1)" -v nc="$(median "$work/$program-native.times" 2)" \
-    -v fw="$(median "$work/$program-full.times" 1)" -v fc="$(median "$work/$program-full.times" 2)" \
-    -v sw="$(median "$work/$program-sampled.times" 1)" -v sc="$(median "$work/$program-sampled.times" 2)" \
-    -v kw="$(median "$work/$program-sampled-cold.times" 1)" \
-    -v kc="$(median "$work/$program-sampled-cold.times" 2)" \
-    -v hw="$(median "$work/$program-heaptrack.times" 1)" \
-    -v hc="$(median "$work/$program-heaptrack.times" 2)" 'BEGIN {
-      if (hw == "nan") { printf "  %-8s heaptrack failed: no comparison\n", p; exit }
-      wall_ok = fw - nw <= (hw - nw) / 2; cpu_ok = fc - nc <= (hc - nc) / 2
-      limit = nw >= 1 ? 1.05 : 1.10
-      printf "  %-8s full adds %.2f s wall (heaptrack %.2f: %s), %.2f s CPU (heaptrack %.2f: %s);",
-        p, fw - nw, hw - nw, wall_ok ? "met" : "missed", fc - nc, hc - nc, cpu_ok ? "met" : "missed"
-      printf " sampled %.3f × native wall, %.3f × CPU (goal %.2f: %s, %s)", sw / nw, sc / nc, limit,
-        sw / nw <= limit ? "met" : "missed", sc / nc <= limit ? "met" : "missed"
-      printf "; cache cold %.3f × wall, %.3f × CPU\n", kw / nw, kc / nc
-    }'
-done
 
+def paired(program, tool, compare):
+    """The median over rounds of compare(tool's run, native run), each round's with its own;
+    None when no round has both."""
+    native = runs[program, "native"]
+    values = [compare(run, native[r]) for r, run in runs[program, tool].items() if r in native]
+    return statistics.median(values) if values else None
+
+
+def ratio(program, tool, column):
+    return paired(program, tool, lambda run, native: run[column] / max(native[column], 0.01))
+
+
+def added(program, tool, column):
+    return paired(program, tool, lambda run, native: run[column] - native[column])
+
+
+tools = ["full", "sampled", "sampled-cold", "heaptrack"]
+print()
+print("| program | native wall / CPU | hotscope full | hotscope sampled | sampled, cache cold"
+      " | heaptrack |")
+print("| --- | ---: | ---: | ---: | ---: | ---: |")
+for program in programs:
+    native = list(runs[program, "native"].values())
+    cells = ["%.3f s / %.2f s" % (statistics.median(w for w, _ in native),
+                                  statistics.median(c for _, c in native)) if native else "failed"]
+    for tool in tools:
+        wall, cpu = ratio(program, tool, 0), ratio(program, tool, 1)
+        cells.append("failed" if wall is None else "%.2f × / %.2f ×" % (wall, cpu))
+    print("| %s | %s |" % (program, " | ".join(cells)))
+print()
+print("(wall × native / CPU × native: of each round's run against that round's native run, the")
+print("median over %s interleaved rounds; CPU is user + system of every process the tool ran," % rounds)
+print("heaptrack_interpret included)")
+print()
+print("Goals:")
+for program in programs:
+    if any(added(program, tool, 0) is None for tool in tools):
+        print("  %-8s a tool failed in every round: no comparison" % program)
+        continue
+    goals = []
+    for column, name in ((0, "wall"), (1, "CPU")):
+        ours, theirs = added(program, "full", column), added(program, "heaptrack", column)
+        goals.append("%.2f s %s (heaptrack %.2f: %s)" %
+                     (ours, name, theirs, "met" if ours <= theirs / 2 else "missed"))
+    native_wall = statistics.median(w for w, _ in runs[program, "native"].values())
+    limit = 1.05 if native_wall >= 1 else 1.10
+    sampled = [ratio(program, "sampled", column) for column in (0, 1)]
+    cold = [ratio(program, "sampled-cold", column) for column in (0, 1)]
+    print("  %-8s full adds %s, %s; sampled %.3f × native wall, %.3f × CPU (goal %.2f: %s, %s);"
+          " cache cold %.3f × wall, %.3f × CPU" %
+          (program, goals[0], goals[1], sampled[0], sampled[1], limit,
+           "met" if sampled[0] <= limit else "missed", "met" if sampled[1] <= limit else "missed",
+           cold[0], cold[1]))
+PYTHON
 echo
 echo "Symbolization at exit (sampled runs, every frame resolved there; the last run of each):"
 for program in "${programs[@]}"; do
