@@ -343,8 +343,9 @@ HOTSCOPE_EXPORT int pthread_create(pthread_t* thread, const pthread_attr_t* attr
   return result;
 }
 
-// The whole of malloc and free. Their own frames see the program's call site as their return
-// address: on x86-64 the entries below jump here (no call) when their short path does not apply.
+// The whole of malloc, free and calloc. Their own frames see the program's call site as their
+// return address: on x86-64 the entries below jump here (no call) when their short path does not
+// apply.
 extern "C" __attribute__((visibility("hidden"))) void* hotscope_malloc(std::size_t size) noexcept {
   return allocate(size, __builtin_return_address(0));
 }
@@ -353,12 +354,43 @@ extern "C" __attribute__((visibility("hidden"))) void hotscope_free(void* pointe
   release_block(pointer, __builtin_return_address(0));
 }
 
+extern "C" __attribute__((visibility("hidden"))) void* hotscope_calloc(std::size_t count,
+                                                                       std::size_t size) noexcept {
+  std::size_t bytes = 0;
+  if (__builtin_mul_overflow(count, size, &bytes)) {
+    errno = ENOMEM;
+    return nullptr;
+  }
+  // The sampled mode's common case first, as in allocate(): compilers and interpreters calloc
+  // nearly as often as they malloc.
+  if (__builtin_expect(sampling_fast.load(std::memory_order_acquire), 1)) {
+    if (__builtin_expect(!thread_sampler.sample(bytes, plan), 1) ||
+        untracked(__builtin_return_address(0))) {
+      return real.calloc(count, size);
+    }
+    return allocate_zeroed_recorded(count, size, bytes);
+  }
+  if (!resolve_real()) {
+    return bootstrap_allocate(bytes, 16); // static storage: already zero
+  }
+  if (passed_on(__builtin_return_address(0), bytes)) {
+    // glibc's pthread_create takes the new thread's TLS vector with calloc.
+    if (__builtin_expect(starting_report_thread, 0)) {
+      return bootstrap_allocate(bytes, 16);
+    }
+    return real.calloc(count, size);
+  }
+  return allocate_zeroed_recorded(count, size, bytes);
+}
+
 #if defined(__x86_64__)
-// malloc and free for the sampled mode's common case, as allocate() and release_block() do it,
+// malloc, free and calloc for the sampled mode's common case, as allocate(), release_block() and
+// hotscope_calloc do it,
 // without a frame of their own: the compiler keeps one in any function that reads its return
 // address, and cannot be made to tail-call the real allocator. Any other case jumps to the
 // hooks above, which then see the program's call site as their return address.
-static_assert(offsetof(RealAllocator, malloc) == 0 && offsetof(RealAllocator, free) == 8);
+static_assert(offsetof(RealAllocator, malloc) == 0 && offsetof(RealAllocator, free) == 8 &&
+              offsetof(RealAllocator, calloc) == 16);
 static_assert(sizeof(sampling_fast) == 1 && heap::Sampler::countdown_offset() == 0);
 static_assert(heap::SampledAddresses::bits == 16 && heap::SampledAddresses::bits_offset() == 0 &&
               heap::SampledAddresses::multiplier == 0x9E3779B97F4A7C15ull);
@@ -410,41 +442,38 @@ free:
   jmp *hotscope_real+8(%rip)          # the real free
   .cfi_endproc
   .size free, .-free
+
+  .globl calloc
+  .type calloc, @function
+  .p2align 4
+calloc:
+  .cfi_startproc
+  )" HOTSCOPE_BRANCH_TARGET R"(
+  movq %rdi, %rax
+  mulq %rsi                           # bytes, in %rax
+  jo hotscope_calloc                  # too many: the hook fails the call
+  cmpb $0, hotscope_sampling_fast(%rip)
+  je hotscope_calloc
+  cmpq $1, %rax
+  adcq $0, %rax                       # bytes: a request of 0 counts as 1
+  movq hotscope_thread_sampler@gottpoff(%rip), %rcx
+  movq %fs:(%rcx), %rdx               # bytes to this thread's next sample point
+  cmpq %rdx, %rax
+  jae hotscope_calloc                 # a sample point
+  subq %rax, %rdx
+  movq %rdx, %fs:(%rcx)
+  jmp *hotscope_real+16(%rip)         # the real calloc
+  .cfi_endproc
+  .size calloc, .-calloc
   .popsection
 )");
 #undef HOTSCOPE_BRANCH_TARGET
 #else
 HOTSCOPE_EXPORT void* malloc(std::size_t size) noexcept __attribute__((alias("hotscope_malloc")));
 HOTSCOPE_EXPORT void free(void* pointer) noexcept __attribute__((alias("hotscope_free")));
+HOTSCOPE_EXPORT void* calloc(std::size_t count, std::size_t size) noexcept
+    __attribute__((alias("hotscope_calloc")));
 #endif
-
-HOTSCOPE_EXPORT void* calloc(std::size_t count, std::size_t size) noexcept {
-  std::size_t bytes = 0;
-  if (__builtin_mul_overflow(count, size, &bytes)) {
-    errno = ENOMEM;
-    return nullptr;
-  }
-  // The sampled mode's common case first, as in allocate(): compilers and interpreters calloc
-  // nearly as often as they malloc.
-  if (__builtin_expect(sampling_fast.load(std::memory_order_acquire), 1)) {
-    if (__builtin_expect(!thread_sampler.sample(bytes, plan), 1) ||
-        untracked(__builtin_return_address(0))) {
-      return real.calloc(count, size);
-    }
-    return allocate_zeroed_recorded(count, size, bytes);
-  }
-  if (!resolve_real()) {
-    return bootstrap_allocate(bytes, 16); // static storage: already zero
-  }
-  if (passed_on(__builtin_return_address(0), bytes)) {
-    // glibc's pthread_create takes the new thread's TLS vector with calloc.
-    if (__builtin_expect(starting_report_thread, 0)) {
-      return bootstrap_allocate(bytes, 16);
-    }
-    return real.calloc(count, size);
-  }
-  return allocate_zeroed_recorded(count, size, bytes);
-}
 
 HOTSCOPE_EXPORT void* realloc(void* pointer, std::size_t size) noexcept {
   return reallocate(pointer, size, __builtin_return_address(0));

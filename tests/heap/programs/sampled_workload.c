@@ -1,6 +1,9 @@
 // The sampled mode's known workload: 200,000 allocations of ten known sizes, every tenth one
-// kept live to the end, every other round's with calloc (its hook has a short path of its own). Prints the exact totals it allocated and kept, for the test to compare
-// the sampled estimates with.
+// kept live to the end, every other round's with calloc (its hook has a short path of its own).
+// Prints the exact totals it allocated and kept, for the test to compare the sampled estimates
+// with. First, a calloc whose size overflows must fail as glibc's does (exit status 3).
+#include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +12,11 @@ enum { rounds = 20000, kinds = 10 };
 static const size_t sizes[kinds] = {8, 24, 56, 120, 250, 600, 1500, 4000, 9000, 30000};
 
 int main(void) {
+  volatile size_t half = SIZE_MAX / 2 + 1;
+  errno = 0;
+  if (calloc(half, 2) != NULL || errno != ENOMEM) {
+    return 3;
+  }
   static void* kept[rounds];
   unsigned long long total = 0;
   unsigned long long live = 0;
