@@ -385,10 +385,9 @@ extern "C" __attribute__((visibility("hidden"))) void* hotscope_calloc(std::size
 
 #if defined(__x86_64__)
 // malloc, free and calloc for the sampled mode's common case, as allocate(), release_block() and
-// hotscope_calloc do it,
-// without a frame of their own: the compiler keeps one in any function that reads its return
-// address, and cannot be made to tail-call the real allocator. Any other case jumps to the
-// hooks above, which then see the program's call site as their return address.
+// hotscope_calloc do it, without a frame of their own: the compiler keeps one in any function that
+// reads its return address, and cannot be made to tail-call the real allocator. Any other case
+// jumps to the hooks above, which then see the program's call site as their return address.
 static_assert(offsetof(RealAllocator, malloc) == 0 && offsetof(RealAllocator, free) == 8 &&
               offsetof(RealAllocator, calloc) == 16);
 static_assert(sizeof(sampling_fast) == 1 && heap::Sampler::countdown_offset() == 0);
