@@ -399,6 +399,22 @@ static_assert(heap::SampledAddresses::bits == 16 && heap::SampledAddresses::bits
 #define HOTSCOPE_BRANCH_TARGET ""
 #endif
 asm(R"(
+  # The sampled mode's countdown of %rax bytes: to `hook` when the mode is off or at a sample
+  # point, else on to the real function through `real`.
+  .macro hotscope_count_down hook, real
+  cmpb $0, hotscope_sampling_fast(%rip)
+  je \hook
+  cmpq $1, %rax
+  adcq $0, %rax                       # a request of 0 counts as 1 byte
+  movq hotscope_thread_sampler@gottpoff(%rip), %rcx
+  movq %fs:(%rcx), %rdx               # bytes to this thread's next sample point
+  cmpq %rdx, %rax
+  jae \hook                           # a sample point
+  subq %rax, %rdx
+  movq %rdx, %fs:(%rcx)
+  jmp *\real
+  .endm
+
   .pushsection .text
   .globl malloc
   .type malloc, @function
@@ -406,18 +422,8 @@ asm(R"(
 malloc:
   .cfi_startproc
   )" HOTSCOPE_BRANCH_TARGET R"(
-  cmpb $0, hotscope_sampling_fast(%rip)
-  je hotscope_malloc
-  cmpq $1, %rdi
-  movq %rdi, %rax
-  adcq $0, %rax                       # bytes: a request of 0 counts as 1
-  movq hotscope_thread_sampler@gottpoff(%rip), %rcx
-  movq %fs:(%rcx), %rdx               # bytes to this thread's next sample point
-  cmpq %rdx, %rax
-  jae hotscope_malloc                 # a sample point
-  subq %rax, %rdx
-  movq %rdx, %fs:(%rcx)
-  jmp *hotscope_real(%rip)            # the real malloc
+  movq %rdi, %rax                     # bytes
+  hotscope_count_down hotscope_malloc, hotscope_real(%rip)
   .cfi_endproc
   .size malloc, .-malloc
 
@@ -449,19 +455,9 @@ calloc:
   .cfi_startproc
   )" HOTSCOPE_BRANCH_TARGET R"(
   movq %rdi, %rax
-  mulq %rsi                           # bytes, in %rax
+  mulq %rsi                           # bytes
   jo hotscope_calloc                  # too many: the hook fails the call
-  cmpb $0, hotscope_sampling_fast(%rip)
-  je hotscope_calloc
-  cmpq $1, %rax
-  adcq $0, %rax                       # bytes: a request of 0 counts as 1
-  movq hotscope_thread_sampler@gottpoff(%rip), %rcx
-  movq %fs:(%rcx), %rdx               # bytes to this thread's next sample point
-  cmpq %rdx, %rax
-  jae hotscope_calloc                 # a sample point
-  subq %rax, %rdx
-  movq %rdx, %fs:(%rcx)
-  jmp *hotscope_real+16(%rip)         # the real calloc
+  hotscope_count_down hotscope_calloc, hotscope_real+16(%rip)
   .cfi_endproc
   .size calloc, .-calloc
   .popsection
