@@ -469,4 +469,11 @@ std::size_t capture_stack(Unwinder unwinder, const CodeRanges& skip, std::span<s
   return kept;
 }
 
+void prepare_capture(Unwinder unwinder) {
+  current_stack_bounds();
+  if (unwinder == Unwinder::Libunwind) {
+    libgcc_usable();
+  }
+}
+
 } // namespace hotscope::heap

@@ -131,7 +131,8 @@ StackId StackTable::intern(std::span<const std::uintptr_t> frames, std::uint64_t
   std::size_t used =
       ranges_.empty() ? 0 : ranges_.back().first % block_frames + ranges_.back().second;
   if (blocks_.empty() || block_frames - used < frames.size()) {
-    blocks_.push_back(std::make_unique_for_overwrite<std::uintptr_t[]>(block_frames));
+    blocks_.emplace_back(
+        static_cast<std::uintptr_t*>(map_table(block_frames * sizeof(std::uintptr_t))));
     used = 0;
   }
   ranges_.emplace_back((blocks_.size() - 1) * block_frames + used, frames.size());

@@ -29,15 +29,16 @@ namespace hotscope::heap {
 
 using StackId = std::uint32_t;
 
-// Memory for the profiler's own large tables (the growing ones from 64 KiB up, the threads' stack
-// caches): mapped and unmapped directly, not through malloc. glibc maps its large blocks, and when
-// one is freed it raises its threshold for mapping (up to 32 MiB) for the whole process: the
-// program's own large blocks then come from its heap, where each free merges every freed small
-// block first (malloc_consolidate). Regrowing the live-block table through malloc made perl 10 %
-// slower for that alone.
+// Memory for the profiler's own tables (all of them, from their first entry, and the threads'
+// stack caches): mapped and unmapped directly, never through malloc, so that the program's heap
+// is laid out as without the profiler. Through malloc, a regrown table freed a block malloc had
+// mapped, which raises glibc's threshold for mapping (up to 32 MiB) for the whole process: the
+// program's own large blocks then came from its heap, where each free merges every freed small
+// block first (malloc_consolidate; perl 10 % slower for that alone). And the small ones, taken
+// from the program's heap at its first samples, sat among its blocks: 104 KiB of them after 256
+// sampled stacks (HeapPreload.TheSampledModesRecordsStayOutOfTheProgramsHeap).
 void* map_table(std::size_t bytes); // throws std::bad_alloc
 void unmap_table(void* table, std::size_t bytes);
-inline constexpr std::size_t mapped_table_bytes = 64 * 1024;
 
 template <class T> struct TableAllocator {
   using value_type = T;
@@ -47,17 +48,9 @@ template <class T> struct TableAllocator {
     if (count > SIZE_MAX / sizeof(T)) {
       throw std::bad_array_new_length();
     }
-    const std::size_t bytes = count * sizeof(T);
-    return static_cast<T*>(bytes < mapped_table_bytes ? ::operator new(bytes) : map_table(bytes));
+    return static_cast<T*>(map_table(count * sizeof(T)));
   }
-  void deallocate(T* table, std::size_t count) noexcept {
-    const std::size_t bytes = count * sizeof(T);
-    if (bytes < mapped_table_bytes) {
-      ::operator delete(table);
-    } else {
-      unmap_table(table, bytes);
-    }
-  }
+  void deallocate(T* table, std::size_t count) noexcept { unmap_table(table, count * sizeof(T)); }
   friend bool operator==(const TableAllocator&, const TableAllocator&) { return true; }
 };
 template <class T> using Table = std::vector<T, TableAllocator<T>>;
@@ -251,7 +244,12 @@ private:
   // and touch twice their memory, on the allocating thread. A stack is never split between
   // blocks.
   static constexpr std::size_t block_frames = std::size_t{1} << 16;
-  std::vector<std::unique_ptr<std::uintptr_t[]>> blocks_;
+  struct UnmapBlock {
+    void operator()(std::uintptr_t* block) const noexcept {
+      unmap_table(block, block_frames * sizeof(std::uintptr_t));
+    }
+  };
+  Table<std::unique_ptr<std::uintptr_t[], UnmapBlock>> blocks_;
   Table<std::pair<std::size_t, std::size_t>> ranges_; // offset (block, then index), length
   HashIndex index_;
 };
@@ -511,6 +509,10 @@ private:
 // come from one StackTable.
 std::size_t capture_stack(Unwinder unwinder, const CodeRanges& skip, std::span<std::uintptr_t> out,
                           RememberedStack* remembered = nullptr);
+// The capture's one-time work, done now on the calling thread rather than at its first capture:
+// finding the thread's stack (glibc reads /proc/self/maps for the main thread's) and, for the
+// Libunwind unwinder, loading libgcc's. What that allocates stays for the process's life.
+void prepare_capture(Unwinder unwinder);
 
 // ---- From raw figures to the exporters' model ----
 

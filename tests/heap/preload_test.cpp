@@ -12,6 +12,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 namespace {
 
@@ -54,6 +55,24 @@ TEST(HeapPreload, UnknownPointersArePassedOnAndCounted) {
   EXPECT_EQ(found, 1u);
 }
 
+// What heap_in_use prints (tests/heap/programs/heap_in_use.c), run with `environment` set and
+// `argument`, its output kept in `dir`.
+std::vector<std::size_t> heap_in_use(const fs::path& dir, const std::string& environment,
+                                     const std::string& argument) {
+  const fs::path out = dir / "in-use";
+  const int status = std::system(
+      ("env " + environment + " " + HEAP_IN_USE_PROGRAM + " " + argument + " >" + out.string())
+          .c_str());
+  EXPECT_EQ(status, 0) << environment;
+  std::istringstream line(slurp(out));
+  std::vector<std::size_t> numbers;
+  for (std::size_t number = 0; line >> number;) {
+    numbers.push_back(number);
+  }
+  numbers.resize(3); // a program that failed printed less
+  return numbers;
+}
+
 // The preload library carries its own C++ runtime, whose start-up keeps a 71 KiB block for the
 // process's life: left at the bottom of a C program's heap, it made glibc's malloc_consolidate two
 // to three times slower in perl. It goes to the library's own arena instead: what is in use in the
@@ -63,14 +82,7 @@ TEST(HeapPreload, UnknownPointersArePassedOnAndCounted) {
 TEST(HeapPreload, TheLibrarysStartUpLeavesTheProgramsHeapAlone) {
   const hotscope::testing::ScratchDir scratch("preload-heap-in-use");
   const auto in_use = [&](const std::string& environment) {
-    const fs::path out = scratch.path() / "in-use";
-    const int status = std::system(
-        ("env " + environment + " " + HEAP_IN_USE_PROGRAM + " >" + out.string()).c_str());
-    EXPECT_EQ(status, 0) << environment;
-    std::istringstream line(slurp(out));
-    std::size_t bytes = 0;
-    line >> bytes;
-    return bytes;
+    return heap_in_use(scratch.path(), environment, "").at(0);
   };
   const std::size_t native = in_use("");
   for (const std::string mode : {"off", "sampled"}) {
@@ -80,6 +92,28 @@ TEST(HeapPreload, TheLibrarysStartUpLeavesTheProgramsHeapAlone) {
     EXPECT_LT(preloaded, native + 16 * 1024) << mode << ": " << preloaded << " bytes in use at "
                                              << "main, against " << native << " without it";
   }
+}
+
+// The sampled mode records its samples on the program's thread, in tables of its own: mapped
+// directly, not taken from malloc, where they would sit among the program's blocks and change
+// where its heap grows and shrinks; and what the capture needs once is done while the library
+// loads. With every allocation sampled (from 256 stacks), the bytes in use in the heap after the
+// program freed all it allocated are what they were when main started, as without the library.
+TEST(HeapPreload, TheSampledModesRecordsStayOutOfTheProgramsHeap) {
+  const hotscope::testing::ScratchDir scratch("preload-heap-after-work");
+  // The bytes in use after the work, less those in use when main started.
+  const auto added_by_work = [&](const std::string& environment) {
+    const std::vector<std::size_t> in_use = heap_in_use(scratch.path(), environment, "after-work");
+    return static_cast<long>(in_use.at(2)) - static_cast<long>(in_use.at(0));
+  };
+  const long native = added_by_work("");
+  const long sampled =
+      added_by_work("HOTSCOPE_HEAP_MODE=sampled HOTSCOPE_HEAP_SAMPLE_BYTES=1 HOTSCOPE_OUT=" +
+                    (scratch.path() / "out").string() + " LD_PRELOAD=" + HOTSCOPE_PRELOAD);
+  EXPECT_LE(sampled, native) << "the work left " << sampled << " bytes more in use, against "
+                             << native << " without the library";
+  const auto profile = nlohmann::json::parse(slurp(scratch.path() / "out" / "heap.json"));
+  EXPECT_GE(profile.at("pps").size(), 256u) << "not every stack was sampled";
 }
 
 TEST(HeapPreload, UnwritableOutputGetsOneLineAndTheProgramsResultStands) {

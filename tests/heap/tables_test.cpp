@@ -55,10 +55,11 @@ TEST(HeapTables, GrowingAndFreeingATableLeavesMallocsMappingThresholdAlone) {
   EXPECT_FALSE(malloc_maps(12 * megabytes));
 }
 
+// Every table is a mapping of its own, a small one within one page.
 TEST(HeapTables, SmallTablesAndLargeOnesHoldWhatIsPutInThem) {
   Table<std::uint32_t> small(100, 7);
-  Table<std::uint32_t> large(1 << 20, 9); // 4 MiB: mapped
-  small.resize(100000, 8);                // regrown into a mapping, copied over
+  Table<std::uint32_t> large(1 << 20, 9); // 4 MiB
+  small.resize(100000, 8);                // regrown into a larger mapping, copied over
   EXPECT_EQ(small[99], 7u);
   EXPECT_EQ(small[99999], 8u);
   EXPECT_EQ(large.front(), 9u);
