@@ -3,10 +3,13 @@
 # frame pointers): native, hotscope full, hotscope sampled (with the debug cache warm, and cold as
 # on a program's first run) and heaptrack side by side, rounds interleaved (each round runs every
 # program under every tool, the tools' order rotating), so a noisy machine affects each alike.
+# Each round also runs the native command a second time, to measure the machine's own noise.
 # Prints, per program, the median wall time and CPU time (user + system of every process the tool
 # ran) of the native runs, and each tool's ratio to native, then the goals of docs/performance.md
-# checked: each run against the native run of its round, the median over the rounds. Then the time
-# the sampled runs took to symbolize at exit, and the load average.
+# checked: each run against the native run of its round, the median over the rounds, judged met,
+# missed, or within noise (no further off than the native-against-native runs make a median of
+# that many rounds move by chance). Then the time the sampled runs took to symbolize at exit, and
+# the load average.
 #   bench/real-programs.sh [--build DIR] [--rounds N] [--only NAME]
 # --build: a CMake build dir that has (or will get) the hotscope_preload target; default
 #          build-bench (configured as scripts/bench.sh does); --rounds: interleaved rounds
@@ -141,14 +144,16 @@ fi
 # sampled-cold: the sampled mode with an empty debug cache, as a program's first run on a machine
 # (every compressed debug file it needs is inflated, and written to the cache); the other hotscope
 # runs share a cache the warm-up below filled, as every later run finds it.
-tools=(native full sampled sampled-cold heaptrack)
+# native-again: the native run once more, so the rounds measure this machine's own noise (an A/A
+# comparison) beside each tool's cost.
+tools=(native native-again full sampled sampled-cold heaptrack)
 
 run() { # program tool -> "wall_s cpu_s", or nothing (and a line on stderr) when it failed
   local out="$work/out-$1-$2" prefix=()
   rm -rf "$out" "$work/cold-cache" && mkdir -p "$out"
   local hotscope=(env LD_PRELOAD="$preload" HOTSCOPE_OUT="$out" XDG_CACHE_HOME="$work/cache")
   case "$2" in
-    native) prefix=() ;;
+    native | native-again) prefix=() ;;
     full) prefix=("${hotscope[@]}") ;;
     sampled) prefix=("${hotscope[@]}" HOTSCOPE_HEAP_MODE=sampled) ;;
     sampled-cold) prefix=("${hotscope[@]}" XDG_CACHE_HOME="$work/cold-cache" HOTSCOPE_HEAP_MODE=sampled) ;;
@@ -186,6 +191,7 @@ done
 # of machine the speed drifts between rounds, and medians taken per tool would keep the drift.
 python3 - "$work/runs" "$rounds" "${programs[@]}" <<'PYTHON'
 import collections
+import math
 import statistics
 import sys
 
@@ -197,27 +203,48 @@ with open(runs_file) as lines:
         runs[program, tool][round_] = (float(wall), float(cpu))
 
 
-def paired(program, tool, compare):
-    """The median over rounds of compare(tool's run, native run), each round's with its own;
-    None when no round has both."""
+def pairs(program, tool, compare):
+    """compare(tool's run, native run) for each round that has both, each with its own round's."""
     native = runs[program, "native"]
-    values = [compare(run, native[r]) for r, run in runs[program, tool].items() if r in native]
-    return statistics.median(values) if values else None
+    return [compare(run, native[r]) for r, run in runs[program, tool].items() if r in native]
 
 
 def ratio(program, tool, column):
-    return paired(program, tool, lambda run, native: run[column] / max(native[column], 0.01))
+    values = pairs(program, tool, lambda run, native: run[column] / max(native[column], 0.01))
+    return statistics.median(values) if values else None
 
 
 def added(program, tool, column):
-    return paired(program, tool, lambda run, native: run[column] - native[column])
+    values = pairs(program, tool, lambda run, native: run[column] - native[column])
+    return statistics.median(values) if values else None
 
 
-tools = ["full", "sampled", "sampled-cold", "heaptrack"]
+def noise(program, column):
+    """How far a median over the rounds of paired differences moves by chance alone, in seconds:
+    twice its standard error, from the spread of native-again against native (the A/A
+    comparison; 1.4826 × the median absolute deviation estimates a standard deviation, and the
+    median of n values has about 1.2533 × sd / sqrt(n) of standard error)."""
+    differences = pairs(program, "native-again", lambda run, native: run[column] - native[column])
+    if len(differences) < 3:
+        return math.inf
+    center = statistics.median(differences)
+    spread = 1.4826 * statistics.median(abs(d - center) for d in differences)
+    return 2 * 1.2533 * spread / math.sqrt(len(differences))
+
+
+def verdict(excess, margin):
+    """met when nothing is in excess of the goal; within noise when the excess is no larger than
+    chance alone makes it (the goal can be neither confirmed nor refuted at this noise)."""
+    if excess <= 0:
+        return "met"
+    return "within noise (±%.3f s)" % margin if excess <= margin else "missed"
+
+
+tools = ["native-again", "full", "sampled", "sampled-cold", "heaptrack"]
 print()
-print("| program | native wall / CPU | hotscope full | hotscope sampled | sampled, cache cold"
-      " | heaptrack |")
-print("| --- | ---: | ---: | ---: | ---: | ---: |")
+print("| program | native wall / CPU | native again | hotscope full | hotscope sampled"
+      " | sampled, cache cold | heaptrack |")
+print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
 for program in programs:
     native = list(runs[program, "native"].values())
     cells = ["%.3f s / %.2f s" % (statistics.median(w for w, _ in native),
@@ -229,9 +256,11 @@ for program in programs:
 print()
 print("(wall × native / CPU × native: of each round's run against that round's native run, the")
 print("median over %s interleaved rounds; CPU is user + system of every process the tool ran," % rounds)
-print("heaptrack_interpret included)")
+print("heaptrack_interpret included. native again: the same native command once more, this")
+print("machine's own noise)")
 print()
-print("Goals:")
+print("Goals (met; missed; or within noise: off the goal by no more than twice the standard error")
+print("that the native-against-native runs give a median of this many rounds):")
 for program in programs:
     if any(added(program, tool, 0) is None for tool in tools):
         print("  %-8s a tool failed in every round: no comparison" % program)
@@ -240,16 +269,18 @@ for program in programs:
     for column, name in ((0, "wall"), (1, "CPU")):
         ours, theirs = added(program, "full", column), added(program, "heaptrack", column)
         goals.append("%.2f s %s (heaptrack %.2f: %s)" %
-                     (ours, name, theirs, "met" if ours <= theirs / 2 else "missed"))
+                     (ours, name, theirs, verdict(ours - theirs / 2, noise(program, column))))
     native_wall = statistics.median(w for w, _ in runs[program, "native"].values())
+    native_cpu = statistics.median(c for _, c in runs[program, "native"].values())
     limit = 1.05 if native_wall >= 1 else 1.10
     sampled = [ratio(program, "sampled", column) for column in (0, 1)]
     cold = [ratio(program, "sampled-cold", column) for column in (0, 1)]
+    sampled_verdicts = [verdict((sampled[column] - limit) * base, noise(program, column))
+                        for column, base in ((0, native_wall), (1, native_cpu))]
     print("  %-8s full adds %s, %s; sampled %.3f × native wall, %.3f × CPU (goal %.2f: %s, %s);"
           " cache cold %.3f × wall, %.3f × CPU" %
-          (program, goals[0], goals[1], sampled[0], sampled[1], limit,
-           "met" if sampled[0] <= limit else "missed", "met" if sampled[1] <= limit else "missed",
-           cold[0], cold[1]))
+          (program, goals[0], goals[1], sampled[0], sampled[1], limit, sampled_verdicts[0],
+           sampled_verdicts[1], cold[0], cold[1]))
 PYTHON
 echo
 echo "Symbolization at exit (sampled runs, every frame resolved there; the last run of each):"
