@@ -135,6 +135,7 @@ StackId StackTable::intern(std::span<const std::uintptr_t> frames, std::uint64_t
         static_cast<std::uintptr_t*>(map_table(block_frames * sizeof(std::uintptr_t))));
     used = 0;
   }
+  make_room_for_one(ranges_);
   ranges_.emplace_back((blocks_.size() - 1) * block_frames + used, frames.size());
   std::copy(frames.begin(), frames.end(), blocks_.back().get() + used);
   return id;

@@ -10,6 +10,7 @@
 #include "config/config.hpp"
 #include "snapshot/snapshot.hpp"
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cstddef>
@@ -54,6 +55,15 @@ template <class T> struct TableAllocator {
   friend bool operator==(const TableAllocator&, const TableAllocator&) { return true; }
 };
 template <class T> using Table = std::vector<T, TableAllocator<T>>;
+
+// Room in `table` for one more entry. Each regrowth is a mapping of its own (two system calls,
+// on the sampled mode's allocating thread): a table grown one entry at a time doubles from a
+// page's worth, not from one entry.
+template <class T> void make_room_for_one(Table<T>& table) {
+  if (table.size() == table.capacity()) {
+    table.reserve(std::max(table.capacity() * 2, std::size_t{4096} / sizeof(T)));
+  }
+}
 
 // DHAT's counters of one program point (site): one per interned stack.
 struct SiteCounts {
@@ -232,6 +242,7 @@ public:
   StackId intern_site(std::span<const std::uintptr_t> stack, Table<Site>& sites) {
     const StackId id = intern(stack);
     if (id == sites.size()) {
+      make_room_for_one(sites);
       sites.emplace_back();
     }
     return id;
