@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/random.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -15,6 +16,9 @@
 #include <vector>
 
 namespace hotscope::atomic_file {
+
+using detail::PendingFile;
+
 namespace {
 
 std::string reason_of(int error) {
@@ -90,12 +94,6 @@ std::string directory_of(const std::string& path) {
   return slash == 0 ? "/" : path.substr(0, slash);
 }
 
-// The file being written: unnamed (`name` empty) or under a fresh random name.
-struct Temporary {
-  int fd = -1;
-  std::string name;
-};
-
 // Calls `create(name)` with fresh random names until one did not exist yet.
 template <typename Create>
 int create_fresh(const std::string& path, std::string& name, Create create) {
@@ -111,7 +109,7 @@ int create_fresh(const std::string& path, std::string& name, Create create) {
 }
 
 // Returns the errno of a failure, or 0.
-int open_temporary(const std::string& path, mode_t mode, Temporary& temporary) {
+int open_temporary(const std::string& path, mode_t mode, PendingFile& temporary) {
   temporary.fd = open(directory_of(path).c_str(), O_TMPFILE | O_WRONLY | O_CLOEXEC, mode);
   if (temporary.fd >= 0) {
     return 0;
@@ -126,15 +124,15 @@ int open_temporary(const std::string& path, mode_t mode, Temporary& temporary) {
   return temporary.fd >= 0 ? 0 : errno;
 }
 
-// Names the written file and renames it over `path`. Returns the errno of a failure, or 0.
-// Closes the file either way (close reports what a network file system could not store); on
-// failure removes the name it got. No fsync: every profiled process writes its profile at exit,
-// and a program that starts many processes would wait for the disk in each of them.
-int commit(const std::string& path, Temporary& temporary) {
+// Gives the written file a fresh name beside its target if it has none, and closes it (close
+// reports what a network file system could not store). Returns the errno of a failure, or 0; on
+// failure nothing is left behind. No fsync: every profiled process writes its profile at exit, and
+// a program that starts many processes would wait for the disk in each of them.
+int name_temporary(PendingFile& temporary) {
   int error = 0;
   if (temporary.name.empty()) {
     const std::string self = "/proc/self/fd/" + std::to_string(temporary.fd);
-    if (create_fresh(path, temporary.name, [&self](const std::string& name) {
+    if (create_fresh(temporary.path, temporary.name, [&self](const std::string& name) {
           return linkat(AT_FDCWD, self.c_str(), AT_FDCWD, name.c_str(), AT_SYMLINK_FOLLOW);
         }) != 0) {
       error = errno;
@@ -145,21 +143,29 @@ int commit(const std::string& path, Temporary& temporary) {
     error = errno;
   }
   temporary.fd = -1;
-  if (error == 0 && rename(temporary.name.c_str(), path.c_str()) != 0) {
-    error = errno;
-  }
   if (error != 0 && !temporary.name.empty()) {
     unlink(temporary.name.c_str());
   }
   return error;
 }
 
-} // namespace
+// Drops a file that will not be used: closed, and its name (if it got one) removed.
+void discard(PendingFile& temporary) {
+  if (temporary.fd >= 0) {
+    close(temporary.fd);
+    temporary.fd = -1;
+  }
+  if (!temporary.name.empty()) {
+    unlink(temporary.name.c_str());
+    temporary.name.clear();
+  }
+}
 
-std::string write(const std::string& path, const std::function<void(std::ostream&)>& fill,
-                  mode_t mode) {
-  Temporary temporary;
-  if (const int error = open_temporary(path, mode, temporary); error != 0) {
+// Fills a new temporary file beside `temporary.path`. Returns "" or the reason it failed; on
+// failure nothing is left behind.
+std::string fill_temporary(PendingFile& temporary, const std::function<void(std::ostream&)>& fill,
+                           mode_t mode) {
+  if (const int error = open_temporary(temporary.path, mode, temporary); error != 0) {
     return reason_of(error);
   }
   std::string problem;
@@ -178,16 +184,104 @@ std::string write(const std::string& path, const std::function<void(std::ostream
     }
   }
   if (!problem.empty()) {
-    close(temporary.fd);
-    if (!temporary.name.empty()) {
-      unlink(temporary.name.c_str());
+    discard(temporary);
+  }
+  return problem;
+}
+
+// How replacing a set of files went: `error` is 0 when all were replaced, else the errno of file
+// `failed`; the first `replaced` files are new, the others are as they were.
+struct Replaced {
+  std::size_t failed = 0;
+  int error = 0;
+  std::size_t replaced = 0;
+};
+
+// Names every file before any target is replaced, since naming is what can still fail (a full
+// directory, a network file system's close) and renaming within one directory hardly can; then
+// renames each over its target. Nothing temporary is left behind either way.
+Replaced replace_targets(std::vector<PendingFile>& files) {
+  Replaced result{files.size(), 0, 0};
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    if (const int error = name_temporary(files[i]); error != 0) {
+      for (PendingFile& file : files) {
+        discard(file);
+      }
+      return {i, error, 0};
     }
+  }
+  // A directory in a target's place is the one failure of rename() that can be seen before.
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    struct stat target {};
+    if (lstat(files[i].path.c_str(), &target) == 0 && S_ISDIR(target.st_mode)) {
+      for (PendingFile& file : files) {
+        discard(file);
+      }
+      return {i, EISDIR, 0};
+    }
+  }
+  for (std::size_t i = 0; i < files.size() && result.error == 0; ++i) {
+    if (rename(files[i].name.c_str(), files[i].path.c_str()) == 0) {
+      files[i].name.clear();
+      result.replaced = i + 1;
+    } else {
+      result = {i, errno, i};
+    }
+  }
+  for (PendingFile& file : files) {
+    discard(file);
+  }
+  return result;
+}
+
+} // namespace
+
+FileSet::FileSet() = default;
+
+FileSet::~FileSet() {
+  for (PendingFile& file : pending_) {
+    discard(file);
+  }
+}
+
+std::string FileSet::add(const std::string& path, const std::function<void(std::ostream&)>& fill,
+                         mode_t mode) {
+  PendingFile file;
+  file.path = path;
+  std::string problem = fill_temporary(file, fill, mode);
+  if (problem.empty()) {
+    pending_.push_back(std::move(file));
+  }
+  return problem;
+}
+
+std::string FileSet::commit() {
+  std::vector<PendingFile> files = std::move(pending_);
+  pending_.clear();
+  const Replaced replaced = replace_targets(files);
+  if (replaced.error == 0) {
+    return "";
+  }
+  std::string message = files[replaced.failed].path + ": " + reason_of(replaced.error);
+  if (replaced.replaced == 0) {
+    return message + (files.size() > 1 ? " (no file was replaced)" : "");
+  }
+  message += " (new: ";
+  for (std::size_t i = 0; i < replaced.replaced; ++i) {
+    message += (i == 0 ? "" : ", ") + files[i].path;
+  }
+  return message + "; the others are as they were)";
+}
+
+std::string write(const std::string& path, const std::function<void(std::ostream&)>& fill,
+                  mode_t mode) {
+  std::vector<PendingFile> files(1);
+  files[0].path = path;
+  if (std::string problem = fill_temporary(files[0], fill, mode); !problem.empty()) {
     return problem;
   }
-  if (const int error = commit(path, temporary); error != 0) {
-    return reason_of(error);
-  }
-  return "";
+  const Replaced replaced = replace_targets(files);
+  return replaced.error == 0 ? "" : reason_of(replaced.error);
 }
 
 std::string write(const std::string& path, std::string_view bytes, mode_t mode) {

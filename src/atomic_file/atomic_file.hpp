@@ -20,6 +20,7 @@
 #include <iosfwd>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace hotscope::atomic_file {
 
@@ -35,5 +36,36 @@ std::string write(const std::string& path, std::string_view bytes, mode_t mode =
 std::string write_creating_directory(const std::string& path,
                                      const std::function<void(std::ostream&)>& fill);
 std::string write_creating_directory(const std::string& path, std::string_view bytes);
+
+namespace detail {
+// A file written beside its target `path`: open (`fd`), unnamed or under the fresh `name`.
+struct PendingFile {
+  std::string path;
+  int fd = -1;
+  std::string name;
+};
+} // namespace detail
+
+// Files that replace their targets together, as a set of reports must (a full disk must not
+// leave new ones beside old ones): each is written aside by add(), and commit() replaces the
+// targets only once every file was written and named. Whatever is not committed is discarded.
+class FileSet {
+public:
+  FileSet();
+  FileSet(const FileSet&) = delete;
+  FileSet& operator=(const FileSet&) = delete;
+  ~FileSet();
+
+  // Writes the future content of `path` aside. Returns "" or the reason it failed.
+  std::string add(const std::string& path, const std::function<void(std::ostream&)>& fill,
+                  mode_t mode = 0666);
+
+  // Renames every file added over its target. Returns "" or one line: the file that failed and
+  // why, and which files are new (only a rename failing midway leaves some replaced).
+  std::string commit();
+
+private:
+  std::vector<detail::PendingFile> pending_;
+};
 
 } // namespace hotscope::atomic_file

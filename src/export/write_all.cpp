@@ -1,6 +1,6 @@
-// Writes every report file through the project's atomic file writer: a reader never sees half a
-// file, and a failure leaves the earlier file intact. The first failure is reported as one line
-// and ends the run.
+// Writes every report file as one set through the project's atomic file writer: a reader never
+// sees half a file, and a failure (a full disk) leaves the earlier set intact, not new files beside
+// old ones. The first failure is reported as one line and ends the run.
 #include "atomic_file/atomic_file.hpp"
 #include "export/export.hpp"
 
@@ -25,15 +25,17 @@ std::string write_all(const Snapshot& snapshot, const std::string& directory) {
         {"trace.json", write_chrome_json}, {"trace.folded", write_folded},
         {"trace.txt", write_text_tree},
     };
+    atomic_file::FileSet reports;
     for (const auto& [name, writer] : files) {
       const std::string path = (root / name).string();
-      const std::string reason = atomic_file::write(
-          path, [&, writer = writer](std::ostream& out) { writer(snapshot, out); });
+      const std::string reason =
+          reports.add(path, [&, writer = writer](std::ostream& out) { writer(snapshot, out); });
       if (!reason.empty()) {
-        return "cannot write " + path + ": " + reason;
+        return "cannot write " + path + ": " + reason + " (no file was replaced)";
       }
     }
-    return "";
+    const std::string problem = reports.commit();
+    return problem.empty() ? "" : "cannot write " + problem;
   } catch (const std::exception& e) {
     return "cannot write into " + directory + ": " + e.what();
   } catch (...) {

@@ -4,7 +4,10 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <sys/resource.h>
+
 #include <algorithm>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -42,6 +45,22 @@ protected:
       }
     }
     return names;
+  }
+
+  static constexpr const char* kReports[] = {"report.txt", "stats.json", "trace.json",
+                                             "trace.folded", "trace.txt"};
+
+  // An earlier run's reports, each holding its own name.
+  void write_stale_reports() const {
+    for (const char* name : kReports) {
+      std::ofstream(root_ / name) << "stale " << name;
+    }
+  }
+  void expect_stale_reports() const {
+    for (const char* name : kReports) {
+      std::ifstream in(root_ / name);
+      EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), {}), std::string("stale ") + name);
+    }
   }
 
   fs::path root_;
@@ -115,7 +134,8 @@ TEST_F(ExportWriteAll, DirectoryUnderARegularFileFailsWithOneLine) {
 TEST_F(ExportWriteAll, UnwritableFileIsNamedWithTheReason) {
   fs::create_directories(root_ / "trace.json"); // a directory where the file should go
   const std::string error = exporters::write_all(testing::known_snapshot(), root_.string());
-  EXPECT_EQ(error, "cannot write " + (root_ / "trace.json").string() + ": Is a directory");
+  EXPECT_EQ(error, "cannot write " + (root_ / "trace.json").string() +
+                       ": Is a directory (no file was replaced)");
   EXPECT_EQ(leftovers(), std::vector<std::string>{});
 }
 
@@ -125,6 +145,52 @@ TEST_F(ExportWriteAll, ExporterExceptionsBecomeTheReason) {
   const std::string error = exporters::write_all(broken, root_.string());
   EXPECT_TRUE(error.starts_with("cannot write " + (root_ / "trace.json").string() + ": ")) << error;
   EXPECT_EQ(error.find('\n'), std::string::npos);
+  EXPECT_EQ(leftovers(), std::vector<std::string>{});
+}
+
+// The five reports are one set: when one cannot be written (here an exporter throws), the files
+// of an earlier run all stay as they were, none is replaced alone.
+TEST_F(ExportWriteAll, AFailedReportLeavesTheEarlierSetWhole) {
+  write_stale_reports();
+  Snapshot broken = testing::known_snapshot();
+  broken.trace[0].name = 999; // trace.json, the third file, throws
+  const std::string error = exporters::write_all(broken, root_.string());
+  EXPECT_TRUE(error.ends_with(" (no file was replaced)")) << error;
+  expect_stale_reports();
+  EXPECT_EQ(leftovers(), std::vector<std::string>{});
+}
+
+// A file system that fills up midway: a file-size limit (EFBIG, as ENOSPC would) that the first
+// two reports fit under and the long trace.json does not.
+TEST_F(ExportWriteAll, AFullDiskMidwayLeavesTheEarlierSetWhole) {
+  testing::SnapshotBuilder builder;
+  const std::uint32_t thread = builder.thread(4242, "main");
+  for (std::uint64_t ns = 1000; ns < 3000; ++ns) {
+    builder.message(thread, ns, "tick");
+  }
+  const Snapshot snapshot = builder.build();
+  const fs::path sizes = root_ / "sizes";
+  ASSERT_EQ(exporters::write_all(snapshot, sizes.string()), "");
+  const std::uintmax_t limit =
+      std::max(fs::file_size(sizes / "report.txt"), fs::file_size(sizes / "stats.json")) + 1;
+  ASSERT_GT(fs::file_size(sizes / "trace.json"), limit);
+  fs::remove_all(sizes);
+  write_stale_reports();
+
+  const auto previous_handler = std::signal(SIGXFSZ, SIG_IGN);
+  rlimit before{};
+  ASSERT_EQ(getrlimit(RLIMIT_FSIZE, &before), 0);
+  rlimit small = before;
+  small.rlim_cur = limit;
+  ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &small), 0);
+  const std::string error = exporters::write_all(snapshot, root_.string());
+  setrlimit(RLIMIT_FSIZE, &before);
+  std::signal(SIGXFSZ, previous_handler);
+
+  EXPECT_EQ(error.find('\n'), std::string::npos);
+  EXPECT_NE(error.find("File too large"), std::string::npos) << error;
+  EXPECT_TRUE(error.ends_with(" (no file was replaced)")) << error;
+  expect_stale_reports();
   EXPECT_EQ(leftovers(), std::vector<std::string>{});
 }
 

@@ -20,6 +20,7 @@
 #include <cstring>
 #include <filesystem>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -39,8 +40,14 @@ pid_t wait_until_ready(const fs::path& output) {
   return ready.empty() ? 0 : std::atoi(ready.c_str() + 6);
 }
 
+// A zombie has ended: an orphan waits for whoever adopted it (pid 1 of a container) to reap it.
 bool still_runs(pid_t pid) {
-  return pid > 0 && kill(pid, 0) == 0;
+  if (pid <= 0 || kill(pid, 0) != 0) {
+    return false;
+  }
+  const std::string stat = slurp("/proc/" + std::to_string(pid) + "/stat");
+  const std::size_t state = stat.rfind(") ");
+  return state == std::string::npos || stat[state + 2] != 'Z';
 }
 
 std::vector<std::string> run_command(const fs::path& out, std::vector<std::string> program,
@@ -89,6 +96,29 @@ TEST(RunSignals, SigtermToTheLauncherReachesTheProgramWhichWritesItsReports) {
   EXPECT_TRUE(WIFSIGNALED(ended.status) && WTERMSIG(ended.status) == SIGTERM)
       << ended.status << ended.output;
   EXPECT_EQ(calls_of(scratch.path() / "out" / "stats.json", "ready"), 1u) << ended.output;
+}
+
+// SIGKILL cannot be passed on: the kernel sends the program SIGTERM when its launcher dies
+// (PR_SET_PDEATHSIG), which writes the reports and ends it instead of leaving it orphaned.
+TEST(RunSignals, AKilledLauncherEndsTheProgramWithItsReports) {
+  const hotscope::testing::ScratchDir scratch("run-sigkill");
+  const fs::path output = scratch.path() / "output";
+  const pid_t launcher =
+      start_command(run_command(scratch.path() / "out", {SIGNALLED_PROGRAM, "wait"}), output);
+  const pid_t program = wait_until_ready(output);
+  ASSERT_GT(program, 0) << slurp(output);
+  kill(launcher, SIGKILL);
+  wait_for_child(launcher);
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (still_runs(program) && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(10ms);
+  }
+  const bool orphaned = still_runs(program);
+  if (orphaned) {
+    kill(program, SIGKILL);
+  }
+  ASSERT_FALSE(orphaned) << "the program outlived its launcher by 10 s";
+  EXPECT_EQ(calls_of(scratch.path() / "out" / "stats.json", "ready"), 1u) << slurp(output);
 }
 
 TEST(RunSignals, TheOtherSignalsAreForwardedAndTheLauncherEndsWithTheProgramsStatus) {

@@ -1,6 +1,7 @@
 #include "run_command.hpp"
 
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -106,6 +107,7 @@ int run_program(const std::vector<std::string>& command, const RunOptions& optio
   sigaddset(&taken, SIGCHLD);
   sigset_t before;
   sigprocmask(SIG_BLOCK, &taken, &before);
+  const pid_t launcher = getpid();
   const pid_t child = fork();
   if (child < 0) {
     std::fprintf(stderr, "hotscope: cannot start %s: fork failed: %s\n", command[0].c_str(),
@@ -113,6 +115,12 @@ int run_program(const std::vector<std::string>& command, const RunOptions& optio
     return 127;
   }
   if (child == 0) {
+    // A launcher killed with SIGKILL cannot pass anything on: the kernel then sends the program
+    // SIGTERM, which writes its reports (HOTSCOPE_ON_SIGNAL=report) and ends it. The launcher
+    // may have died before the request was made.
+    if (prctl(PR_SET_PDEATHSIG, SIGTERM) != 0 || getppid() != launcher) {
+      _exit(127);
+    }
     sigprocmask(SIG_SETMASK, &before, nullptr);
     exec_program(command, options);
   }
