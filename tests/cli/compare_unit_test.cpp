@@ -226,8 +226,7 @@ TEST(CompareUnit, OnlyProfilesOfOneKindCompare) {
 }
 
 TEST(CompareUnit, FoldedStacksAndDhatFrames) {
-  const std::string text =
-      "p;main;phase_2 5\np;main 7\r\n\np;x y 3\n# hotscope 0.1.0 clock=tsc\n";
+  const std::string text = "p;main;phase_2 5\np;main 7\r\n\np;x y 3\n# hotscope 0.1.0 clock=tsc\n";
   const profiles::StackLines stacks = profiles::folded_stacks(text, "t.folded");
   ASSERT_EQ(stacks.starts.size(), 3U);
   EXPECT_EQ(stacks.frames(0), "p;main;phase_2");
@@ -313,8 +312,8 @@ TEST(FlameUnit, SvgHasOneFramePerNodeAndEscapesNames) {
   EXPECT_NE(svg.find("title &lt;1&gt;"), std::string::npos);
   EXPECT_NE(svg.find("<script><![CDATA["), std::string::npos);
   // A name with invalid UTF-8 and a control character stays readable XML.
-  const std::string odd = report::flame_svg(Graph("a\xff\x01z 1\n").graph,
-                                            {"", "", report::FlameUnit::Bytes, false});
+  const std::string odd =
+      report::flame_svg(Graph("a\xff\x01z 1\n").graph, {"", "", report::FlameUnit::Bytes, false});
   EXPECT_NE(odd.find("a\xEF\xBF\xBD\xEF\xBF\xBDz"), std::string::npos);
   EXPECT_EQ(odd.find("<script"), std::string::npos);
 }

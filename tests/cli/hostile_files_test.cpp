@@ -229,7 +229,7 @@ TEST_F(HostileFiles, DeepAndLargeStacksGiveABoundedPicture) {
   // 4,000 frames deep: drawn, no recursion.
   write(dir() / "deep.folded", stack_of(4000, "5") + stack_of(3000, "7"));
   Result result = run_hotscope(dir(), "flame " + (dir() / "deep.folded").string() + " -o " +
-                                      (dir() / "deep.svg").string());
+                                          (dir() / "deep.svg").string());
   ASSERT_EQ(result.status, 0) << result.err;
   EXPECT_NE(slurp(dir() / "deep.svg").find("data-depth=\"4000\""), std::string::npos);
 
@@ -241,7 +241,7 @@ TEST_F(HostileFiles, DeepAndLargeStacksGiveABoundedPicture) {
   }
   write(dir() / "big.folded", big);
   result = run_hotscope(dir(), "flame " + (dir() / "big.folded").string() + " -o " +
-                               (dir() / "big.svg").string());
+                                   (dir() / "big.svg").string());
   ASSERT_EQ(result.status, 0) << result.err;
   const std::uintmax_t svg = fs::file_size(dir() / "big.svg");
   EXPECT_LT(svg, 16U << 20) << "the SVG grows with the input";

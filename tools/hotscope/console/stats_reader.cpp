@@ -176,8 +176,8 @@ private:
 
   bool start(bool array) {
     if (++depth_ > profiles::kMaxJsonDepth) {
-      throw Json::other_error::create(
-          599, "the answer nests arrays and objects more than 64 deep", nullptr);
+      throw Json::other_error::create(599, "the answer nests arrays and objects more than 64 deep",
+                                      nullptr);
     }
     if (in_functions_) {
       if (levels_.empty()) {

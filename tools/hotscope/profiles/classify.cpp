@@ -102,8 +102,8 @@ public:
     if (found == object.end()) {
       return;
     }
-    const std::string at = where.empty() ? fmt::format("\"{}\"", key)
-                                         : fmt::format("{}.\"{}\"", where, key);
+    const std::string at =
+        where.empty() ? fmt::format("\"{}\"", key) : fmt::format("{}.\"{}\"", where, key);
     for (std::size_t i = 0; i < found->size(); ++i) {
       each((*found)[i], fmt::format("{}[{}]", at, i));
     }
@@ -114,8 +114,8 @@ public:
   [[noreturn]] void fail(const std::string& where, const Json& value, Type type) const {
     throw Failure(kUsage, fmt::format("{}: {} is {}, not {}: the file is not {} as hotscope "
                                       "writes it",
-                                      source_, where.empty() ? "the document" : where,
-                                      shown(value), type_name(type), kind_));
+                                      source_, where.empty() ? "the document" : where, shown(value),
+                                      type_name(type), kind_));
   }
 
 private:
@@ -178,7 +178,8 @@ void check_stats(const Json& document, const std::string& source) {
   }
   check_records(checker, document, "");
   if (const auto allocations = document.find("allocations"); allocations != document.end()) {
-    checker.keys(*allocations, "\"allocations\"", {{"bytes", Type::Count}, {"blocks", Type::Count}});
+    checker.keys(*allocations, "\"allocations\"",
+                 {{"bytes", Type::Count}, {"blocks", Type::Count}});
   }
   check_functions(checker, document, "");
   checker.elements(document, "", "threads", [&](const Json& thread, const std::string& at) {

@@ -25,10 +25,10 @@ struct Profile {
 
 // What a file given to these commands may hold (docs/diff-and-report.md, "Limits"): past any of
 // them the input is refused with a Failure (kUsage) naming the limit.
-inline constexpr std::uint64_t kMaxFileBytes = 1ULL << 30;  // any file read
-inline constexpr std::size_t kMaxJsonDepth = 64;            // nested arrays and objects
-inline constexpr std::size_t kMaxLineBytes = 1U << 20;      // a line of folded stacks
-inline constexpr std::size_t kMaxStackFrames = 4096;        // frames of one stack or heap site
+inline constexpr std::uint64_t kMaxFileBytes = 1ULL << 30; // any file read
+inline constexpr std::size_t kMaxJsonDepth = 64;           // nested arrays and objects
+inline constexpr std::size_t kMaxLineBytes = 1U << 20;     // a line of folded stacks
+inline constexpr std::size_t kMaxStackFrames = 4096;       // frames of one stack or heap site
 
 // The whole content of the file at `path`; a Failure (kUsage) naming it when it cannot be read
 // or is larger than kMaxFileBytes.
@@ -66,8 +66,7 @@ struct StackLines {
 // is wrong otherwise, or past kMaxLineBytes or kMaxStackFrames. A file that is JSON (or starts
 // like JSON) is refused as the wrong kind. `separator` other than ';': text the commands made
 // themselves (heap stacks), with no comment lines.
-StackLines folded_stacks(std::string_view text, const std::string& source,
-                         char separator = ';');
+StackLines folded_stacks(std::string_view text, const std::string& source, char separator = ';');
 
 // A DHAT frame string taken apart: "0x4011D6: ns::parse(std::string const&) (service.cpp:40)" is
 // {"ns::parse(std::string const&)", "service.cpp", 40}; "0x4011D6: f (in /lib/libc.so.6)" is

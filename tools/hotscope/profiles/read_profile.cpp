@@ -130,9 +130,9 @@ Json parse_json(std::string_view text, const std::string& source) {
     return Json::parse(text, check);
   } catch (const Json::parse_error& error) {
     const bool cut = error.byte >= text.size();
-    throw Failure(kUsage, fmt::format("{} is not valid JSON{}: {}", source,
-                                      cut ? " (it ends early: truncated?)" : "",
-                                      parse_error_text(error)));
+    throw Failure(kUsage,
+                  fmt::format("{} is not valid JSON{}: {}", source,
+                              cut ? " (it ends early: truncated?)" : "", parse_error_text(error)));
   }
 }
 
@@ -156,9 +156,9 @@ std::uint64_t StackLines::count_at(std::uint32_t start) const {
 StackLines folded_stacks(std::string_view text, const std::string& source, char separator) {
   const bool folded = separator == ';';
   if (folded && starts_like_json(text)) {
-    throw Failure(kUsage, fmt::format("{} is JSON, not folded stacks{}", source,
-                                      Json::accept(text) ? ""
-                                                         : " (and not valid JSON: truncated?)"));
+    throw Failure(kUsage,
+                  fmt::format("{} is JSON, not folded stacks{}", source,
+                              Json::accept(text) ? "" : " (and not valid JSON: truncated?)"));
   }
   if (text.size() > kMaxFileBytes) {
     throw Failure(kUsage, fmt::format("{}: more than the {} MiB a file given to hotscope may have",
@@ -208,8 +208,8 @@ StackLines folded_stacks(std::string_view text, const std::string& source, char 
                                         source, number, frames, kMaxStackFrames));
     }
     if (stacks.total + count < stacks.total) {
-      throw Failure(kUsage, fmt::format("{}:{}: the counts add up to more than 2^64-1", source,
-                                        number));
+      throw Failure(kUsage,
+                    fmt::format("{}:{}: the counts add up to more than 2^64-1", source, number));
     }
     stacks.total += count;
     stacks.starts.push_back(static_cast<std::uint32_t>(line_start));

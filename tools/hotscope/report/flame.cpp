@@ -280,8 +280,8 @@ std::string flame_svg(const FlameGraph& graph, const FlameStyle& style) {
       "<text class=\"hf-button hf-search\" x=\"{6}\" y=\"20\" text-anchor=\"end\">Search</text>\n"
       "<text class=\"hf-details\" x=\"{5}\" y=\"{7}\"> </text>\n"
       "<text class=\"hf-matched\" x=\"{6}\" y=\"{7}\"></text>\n",
-      kWidth, height, kWidth / 2, escape(style.title), escape(subtitle), kMargin,
-      kWidth - kMargin, height - 10);
+      kWidth, height, kWidth / 2, escape(style.title), escape(subtitle), kMargin, kWidth - kMargin,
+      height - 10);
   svg += "<g class=\"frames\">\n" + frames + "</g>\n";
   if (style.standalone) {
     svg += fmt::format("<script><![CDATA[\n{}]]></script>\n", assets::kFlameJs);

@@ -193,11 +193,10 @@ std::string heap_section(const profiles::Profile& heap) {
                         kTopSites, sites.size());
   }
   const std::string text = heap_stacks(sites, HeapBytes::Total);
-  const profiles::StackLines stacks =
-      profiles::folded_stacks(text, heap.source, kHeapSeparator);
+  const profiles::StackLines stacks = profiles::folded_stacks(text, heap.source, kHeapSeparator);
   if (!stacks.starts.empty()) {
     html += flame_svg(flame_graph(stacks), {"Bytes allocated by stack", "heap.json: total bytes",
-                                           FlameUnit::Bytes, false});
+                                            FlameUnit::Bytes, false});
   }
   return html + "</section>\n";
 }

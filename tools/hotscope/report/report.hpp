@@ -29,7 +29,7 @@ inline constexpr std::size_t kMaxFlameFrames = 20000;
 struct FlameGraph {
   std::vector<FlameFrame> frames; // the root first, each frame before its callees, callees by name
   std::uint64_t total = 0;        // the root's value
-  std::size_t merged = 0;         // frames left out (too narrow), their value kept in their callers'
+  std::size_t merged = 0; // frames left out (too narrow), their value kept in their callers'
 };
 // `stacks` merged into one graph under a root frame "all", as flamegraph.pl does (callees in
 // name order, a frame's own count right of its callees), without recursion whatever the depth.

@@ -72,8 +72,7 @@ int ReportCommands::run_flame() const {
   profiles::StackLines stacks;
   const std::size_t first = text.find_first_not_of(" \t\r\n");
   if (first != std::string::npos && (text[first] == '{' || text[first] == '[')) {
-    const profiles::Profile heap =
-        profiles::classify(profiles::parse_json(text, input_), input_);
+    const profiles::Profile heap = profiles::classify(profiles::parse_json(text, input_), input_);
     if (heap.kind != profiles::Kind::Heap) {
       throw Failure(kUsage, fmt::format("{} is a stats.json, which has no stacks: draw the "
                                         "trace.folded beside it",
