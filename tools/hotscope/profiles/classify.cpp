@@ -41,14 +41,20 @@ const char* type_name(Type type) {
   return "";
 }
 
+// An integer >= 0: parsed from text it is unsigned, made in code (a test's) maybe signed.
+bool is_count(const Json& value) {
+  return value.is_number_unsigned() ||
+         (value.is_number_integer() && value.get<std::int64_t>() >= 0);
+}
+
 bool has_type(const Json& value, Type type) {
   switch (type) {
   case Type::String:
     return value.is_string();
   case Type::Count:
-    return value.is_number_unsigned();
+    return is_count(value);
   case Type::Number:
-    return value.is_number_unsigned() || (value.is_number() && value.get<double>() >= 0);
+    return is_count(value) || (value.is_number_float() && value.get<double>() >= 0);
   case Type::Bool:
     return value.is_boolean();
   case Type::Object:
@@ -230,7 +236,7 @@ void check_heap(const Json& document, const std::string& source) {
                                         source, at, frames.size(), kMaxStackFrames));
     }
     for (std::size_t i = 0; i < frames.size(); ++i) {
-      if (!frames[i].is_number_unsigned() || frames[i].get<std::uint64_t>() >= table.size()) {
+      if (!is_count(frames[i]) || frames[i].get<std::uint64_t>() >= table.size()) {
         throw Failure(kUsage, fmt::format("{}: {}.\"fs\"[{}] is {}, not an index into the frame "
                                           "table (\"ftbl\", {} frames)",
                                           source, at, i, shown(frames[i]), table.size()));

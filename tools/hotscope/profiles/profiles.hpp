@@ -29,6 +29,7 @@ inline constexpr std::uint64_t kMaxFileBytes = 1ULL << 30; // any file read
 inline constexpr std::size_t kMaxJsonDepth = 64;           // nested arrays and objects
 inline constexpr std::size_t kMaxLineBytes = 1U << 20;     // a line of folded stacks
 inline constexpr std::size_t kMaxStackFrames = 4096;       // frames of one stack or heap site
+inline constexpr std::uint64_t kMaxSiteFrameBytes = 256ULL << 20; // a heap profile's frames
 
 // The whole content of the file at `path`; a Failure (kUsage) naming it when it cannot be read
 // or is larger than kMaxFileBytes.

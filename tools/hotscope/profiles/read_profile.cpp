@@ -133,6 +133,9 @@ Json parse_json(std::string_view text, const std::string& source) {
     throw Failure(kUsage,
                   fmt::format("{} is not valid JSON{}: {}", source,
                               cut ? " (it ends early: truncated?)" : "", parse_error_text(error)));
+  } catch (const Json::exception& error) { // a number too large for a double: 1e400
+    throw Failure(kUsage,
+                  fmt::format("{} is not JSON hotscope can read: {}", source, error.what()));
   }
 }
 
