@@ -43,7 +43,8 @@ struct Result {
 };
 
 Result run_hotscope(const fs::path& dir, const std::string& args) {
-  const std::string command = std::string(HOTSCOPE_CLI) + " " + args + " >" +
+  // exec: a signal that ends the command is seen here, not turned into the shell's 128 + n.
+  const std::string command = "exec " + std::string(HOTSCOPE_CLI) + " " + args + " >" +
                               (dir / "run.out").string() + " 2>" + (dir / "run.err").string();
   const int status = std::system(command.c_str());
   return Result{WIFEXITED(status), WIFEXITED(status) ? WEXITSTATUS(status) : -1,
