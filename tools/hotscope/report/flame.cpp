@@ -186,9 +186,8 @@ FlameGraph flame_graph(const profiles::StackLines& stacks, double min_width,
   for (const std::uint32_t start : order) {
     const std::string_view frames = stacks.frames_at(start);
     const std::uint64_t count = stacks.count_at(start);
-    std::size_t depth = 1;
     bool matching = true;
-    for (std::size_t from = 0;; ++depth) {
+    for (std::size_t from = 0, depth = 1;; ++depth) {
       const std::size_t end = std::min(frames.find(separator, from), frames.size());
       const std::string_view name = frames.substr(from, end - from);
       if (matching && (depth >= open.size() || open[depth].frame.name != name)) {
@@ -205,9 +204,8 @@ FlameGraph flame_graph(const profiles::StackLines& stacks, double min_width,
       }
       from = end + 1;
     }
-    if (matching) {
-      close_to(depth + 1); // a stack that ends where the previous one went deeper
-    }
+    // In this order a stack that matched all its frames is the previous one again: nothing
+    // to close.
   }
   close_to(1);
   graph.frames = widest.take();
