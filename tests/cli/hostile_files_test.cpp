@@ -184,6 +184,17 @@ TEST_F(HostileFiles, HeapJsonWithWrongTypesTruncatedOrDeep) {
                                 {"\"[root]\"", "1"},
                                 {"\"pps\": [", "\"pps\": [3, "}});
   cases.emplace_back("a site of 10,000 frames", deep_site);
+  // 1.6 MB whose sites repeat a 1 MB frame 300,000 times: 300 GB of frames if copied.
+  std::string repeated = R"({"dhatFileVersion": 2, "pps": [)";
+  for (int site = 0; site < 300; ++site) {
+    repeated += std::string(site == 0 ? "" : ",") + R"({"tb": 1, "fs": [1)";
+    for (int i = 1; i < 1000; ++i) {
+      repeated += ",1";
+    }
+    repeated += "]}";
+  }
+  repeated += R"(], "ftbl": ["[root]", ")" + std::string(1 << 20, 'f') + R"("]})";
+  cases.emplace_back("a 1 MB frame repeated", repeated);
   for (const auto& [what, text] : cases) {
     const fs::path bad = dir() / "bad-heap.json";
     write(bad, text);
