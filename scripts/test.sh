@@ -51,15 +51,20 @@ TSAN_OPTIONS=halt_on_error=1 ctest --test-dir build/tsan --output-on-failure -j2
   -R 'Runtime|ExitPaths|Demo|GuestTrace|HeapEvents|HeapRecorder|QueueProgram|TaskRuntime|AsioTracking|TasksProgram' \
   -E 'AForkedChild|ForkedChildren'
 
-step "fuzzing: the guest batch validator (clang, libFuzzer, bounded)"
-# Only the fuzzer's target is built. New inputs go to build/fuzz/corpus; the committed seeds are
-# read only. docs/guest.md says how to run it longer.
+step "fuzzing: the guest batch validator and the CLI's readers (clang, libFuzzer, bounded)"
+# Only the fuzzers' targets are built. New inputs go to build/fuzz/corpus*; the committed seeds
+# are read only. docs/guest.md and docs/diff-and-report.md say how to run them longer.
 CC=clang-14 CXX=clang++-14 configure build/fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DHOTSCOPE_FUZZ=ON -DHOTSCOPE_HEAP=OFF -DHOTSCOPE_BUILD_BENCH=OFF
-ninja -C build/fuzz guest_batch_fuzzer
+ninja -C build/fuzz guest_batch_fuzzer cli_stats_json_fuzzer cli_heap_json_fuzzer cli_folded_fuzzer
 mkdir -p build/fuzz/corpus
 build/fuzz/tests/guest/guest_batch_fuzzer -runs=200000 -max_total_time=60 -print_final_stats=1 \
   build/fuzz/corpus tests/guest/corpus
+for reader in stats_json heap_json folded; do
+  mkdir -p build/fuzz/corpus-$reader
+  build/fuzz/tests/cli/cli_${reader}_fuzzer -runs=100000 -max_total_time=15 -max_len=65536 \
+    -rss_limit_mb=2048 -print_final_stats=1 build/fuzz/corpus-$reader tests/cli/corpus/${reader%_json}
+done
 
 step "release build: every test"
 configure build/release -DCMAKE_BUILD_TYPE=RelWithDebInfo

@@ -195,7 +195,7 @@ TEST_F(CompareCli, BadInputIsOneLineAndExitTwo) {
   const struct {
     std::string args, says;
   } cases[] = {
-      {"diff " + path("base/trace.folded") + " " + stats, "is not JSON"},
+      {"diff " + path("base/trace.folded") + " " + stats, "is not valid JSON"},
       {"diff " + other.string() + " " + stats, "is neither a hotscope stats.json nor a DHAT"},
       {"diff " + stats + " " + path("new/heap.json"), "compare two of a kind"},
       {"diff " + stats + " " + dir_.string() + "/missing.json", "cannot read"},

@@ -72,13 +72,23 @@ profiles::Profile heap(const std::vector<SiteSpec>& sites, unsigned address_base
       "heap.json");
 }
 
-std::size_t frame_count(const report::FlameNode& node) {
-  std::size_t count = 1;
-  for (const report::FlameNode& child : node.children) {
-    count += frame_count(child);
+// The flame graph of folded `text` (kept alive with it).
+struct Graph {
+  std::string text;
+  profiles::StackLines stacks;
+  report::FlameGraph graph;
+  explicit Graph(std::string folded, std::size_t max_frames = report::kMaxFlameFrames)
+      : text(std::move(folded)), stacks(profiles::folded_stacks(text, "t.folded")),
+        graph(report::flame_graph(stacks, 0, max_frames)) {}
+  const report::FlameFrame& frame(std::string_view name) const {
+    for (const report::FlameFrame& frame : graph.frames) {
+      if (frame.name == name) {
+        return frame;
+      }
+    }
+    throw std::runtime_error("no frame " + std::string(name));
   }
-  return count;
-}
+};
 
 const diff::Row& row_named(const diff::Comparison& comparison, const std::string& name) {
   for (const diff::Row& row : comparison.rows) {
@@ -207,19 +217,23 @@ TEST(CompareUnit, OnlyProfilesOfOneKindCompare) {
   EXPECT_EQ(failure_code([&] { profiles::classify(Json::array(), "x.json"); }), kUsage);
   EXPECT_EQ(failure_code([&] { profiles::read_profile("/nonexistent/stats.json"); }), kUsage);
   // A function entry without a name is malformed: one line, no crash.
-  const auto broken = profiles::classify(
-      Json{{"hotscope_version", "0.1.0"}, {"functions", Json::array({Json{{"calls", 1}}})}}, "b");
-  EXPECT_EQ(failure_code([&] { diff::compare(broken, timing, {}); }), kUsage);
+  EXPECT_EQ(failure_code([&] {
+              profiles::classify(Json{{"hotscope_version", "0.1.0"},
+                                      {"functions", Json::array({Json{{"calls", 1}}})}},
+                                 "b");
+            }),
+            kUsage);
 }
 
 TEST(CompareUnit, FoldedStacksAndDhatFrames) {
-  const auto stacks = profiles::folded_stacks(
-      "p;main;phase_2 5\np;main 7\r\nnot a stack\np;x y 3\n# hotscope 0.1.0 clock=tsc\n");
-  ASSERT_EQ(stacks.size(), 3U);
-  EXPECT_EQ(stacks[0].frames, (std::vector<std::string>{"p", "main", "phase_2"}));
-  EXPECT_EQ(stacks[0].count, 5U);
-  EXPECT_EQ(stacks[1].count, 7U);
-  EXPECT_EQ(stacks[2].frames.back(), "x y"); // a space inside a frame stays
+  const std::string text = "p;main;phase_2 5\np;main 7\r\n\np;x y 3\n# hotscope 0.1.0 clock=tsc\n";
+  const profiles::StackLines stacks = profiles::folded_stacks(text, "t.folded");
+  ASSERT_EQ(stacks.starts.size(), 3U);
+  EXPECT_EQ(stacks.frames(0), "p;main;phase_2");
+  EXPECT_EQ(stacks.count(0), 5U);
+  EXPECT_EQ(stacks.count(1), 7U);
+  EXPECT_EQ(stacks.frames(2), "p;x y"); // a space inside a frame stays
+  EXPECT_EQ(stacks.total, 15U);
   const profiles::Frame frame =
       profiles::parse_frame("0x4011D6: ns::parse(std::string const&) const (service.cpp:40)");
   EXPECT_EQ(frame.function, "ns::parse(std::string const&) const");
@@ -233,25 +247,62 @@ TEST(CompareUnit, FoldedStacksAndDhatFrames) {
 }
 
 TEST(FlameUnit, TreeHasInclusiveValuesAndNameOrder) {
-  const report::FlameNode root = report::flame_tree(
-      {{{"p", "main", "b"}, 30}, {{"p", "main", "a"}, 10}, {{"p", "main"}, 5}, {{"p", "t"}, 1}});
-  EXPECT_EQ(root.name, "all");
-  EXPECT_EQ(root.value, 46U);
-  ASSERT_EQ(root.children.size(), 1U);
-  const report::FlameNode& main = root.children[0].children[0];
-  EXPECT_EQ(main.name, "main");
+  const Graph flame("p;main;b 30\np;main;a 10\np;main 5\np;t 1\n");
+  const report::FlameGraph& graph = flame.graph;
+  ASSERT_EQ(graph.frames.size(), 6U);
+  EXPECT_EQ(graph.frames[0].name, "all");
+  EXPECT_EQ(graph.frames[0].value, 46U);
+  EXPECT_EQ(graph.total, 46U);
+  const report::FlameFrame& main = flame.frame("main");
   EXPECT_EQ(main.value, 45U);
-  ASSERT_EQ(main.children.size(), 2U);
-  EXPECT_EQ(main.children[0].name, "a");
-  EXPECT_EQ(main.children[1].name, "b");
-  EXPECT_EQ(frame_count(root), 6U);
+  EXPECT_EQ(main.depth, 2U);
+  // Callees in name order from their caller's left edge, its own count right of them.
+  EXPECT_EQ(flame.frame("a").start, main.start);
+  EXPECT_EQ(flame.frame("a").value, 10U);
+  EXPECT_EQ(flame.frame("b").start, main.start + 10);
+  EXPECT_EQ(flame.frame("t").start, 45U);
+  EXPECT_EQ(graph.merged, 0U);
+  // Each frame before its callees.
+  EXPECT_EQ(graph.frames[1].name, "p");
+  EXPECT_EQ(graph.frames[2].name, "main");
+  EXPECT_EQ(graph.frames[3].name, "a");
+}
+
+TEST(FlameUnit, DeepStacksNeedNoRecursion) {
+  std::string deep = "p";
+  for (int i = 0; i < 4000; ++i) {
+    deep += ";f" + std::to_string(i % 7);
+  }
+  const Graph flame(deep + " 5\n" + deep + ";leaf 1\n");
+  EXPECT_EQ(flame.graph.frames.size(), 4003U);
+  EXPECT_EQ(flame.frame("leaf").depth, 4002U);
+  const std::string svg = report::flame_svg(flame.graph, {"", "", report::FlameUnit::Bytes, true});
+  EXPECT_NE(svg.find("data-depth=\"4002\""), std::string::npos);
+}
+
+TEST(FlameUnit, NarrowFramesAreMergedPastTheLimit) {
+  std::string text;
+  for (int i = 0; i < 1000; ++i) {
+    text += fmt::format("p;wide;f{:04} 1\n", i);
+  }
+  text += "p;wider 5000\n";
+  const Graph flame(text, 100);
+  EXPECT_EQ(flame.graph.frames.size(), 100U);
+  EXPECT_EQ(flame.graph.merged, 904U);
+  EXPECT_EQ(flame.frame("wide").value, 1000U); // the merged ones' time stays in their caller
+  EXPECT_EQ(flame.frame("wider").value, 5000U);
+  EXPECT_EQ(flame.frame("f0000").start, flame.frame("wide").start);
+  const std::string svg = report::flame_svg(flame.graph, {"", "", report::FlameUnit::Bytes, true});
+  EXPECT_NE(svg.find("904 narrow frames merged"), std::string::npos);
+  // A minimum width in pixels merges what is narrower: 1 of 6000 is 0.2 px of 1180.
+  const profiles::StackLines stacks = profiles::folded_stacks(text, "t.folded");
+  EXPECT_EQ(report::flame_graph(stacks, 0.5).frames.size(), 4U);
 }
 
 TEST(FlameUnit, SvgHasOneFramePerNodeAndEscapesNames) {
-  const report::FlameNode root =
-      report::flame_tree({{{"p", "std::vector<int>::push_back"}, 3}, {{"p", "a&b \"c\""}, 1}});
+  const Graph flame("p;std::vector<int>::push_back 3\np;a&b \"c\" 1\n");
   const std::string svg =
-      report::flame_svg(root, {"title <1>", "", report::FlameUnit::Nanoseconds, true});
+      report::flame_svg(flame.graph, {"title <1>", "", report::FlameUnit::Nanoseconds, true});
   const std::regex frame("<g class=\"frame\" data-name=");
   EXPECT_EQ(
       std::distance(std::sregex_iterator(svg.begin(), svg.end(), frame), std::sregex_iterator()),
@@ -261,8 +312,8 @@ TEST(FlameUnit, SvgHasOneFramePerNodeAndEscapesNames) {
   EXPECT_NE(svg.find("title &lt;1&gt;"), std::string::npos);
   EXPECT_NE(svg.find("<script><![CDATA["), std::string::npos);
   // A name with invalid UTF-8 and a control character stays readable XML.
-  const std::string odd = report::flame_svg(report::flame_tree({{{"a\xff\x01z"}, 1}}),
-                                            {"", "", report::FlameUnit::Bytes, false});
+  const std::string odd =
+      report::flame_svg(Graph("a\xff\x01z 1\n").graph, {"", "", report::FlameUnit::Bytes, false});
   EXPECT_NE(odd.find("a\xEF\xBF\xBD\xEF\xBF\xBDz"), std::string::npos);
   EXPECT_EQ(odd.find("<script"), std::string::npos);
 }
@@ -270,11 +321,14 @@ TEST(FlameUnit, SvgHasOneFramePerNodeAndEscapesNames) {
 TEST(FlameUnit, HeapStacksAreRootFirst) {
   const auto memory = heap({{{{"leak(int)", "w.cpp", 30}, {"main", "w.cpp", 90}}, 4096, 512}}, 0);
   const auto sites = profiles::heap_sites(memory.document, memory.source);
-  const auto total = report::heap_stacks(sites, report::HeapBytes::Total);
-  ASSERT_EQ(total.size(), 1U);
-  EXPECT_EQ(total[0].frames, (std::vector<std::string>{"main (w.cpp:90)", "leak (w.cpp:30)"}));
-  EXPECT_EQ(total[0].count, 4096U);
-  EXPECT_EQ(report::heap_stacks(sites, report::HeapBytes::AtEnd).at(0).count, 512U);
+  const std::string total = report::heap_stacks(sites, report::HeapBytes::Total);
+  EXPECT_EQ(total, "main (w.cpp:90)\x1fleak (w.cpp:30) 4096\n");
+  const profiles::StackLines stacks =
+      profiles::folded_stacks(total, "heap.json", report::kHeapSeparator);
+  ASSERT_EQ(stacks.starts.size(), 1U);
+  EXPECT_EQ(stacks.count(0), 4096U);
+  EXPECT_EQ(report::heap_stacks(sites, report::HeapBytes::AtEnd),
+            "main (w.cpp:90)\x1fleak (w.cpp:30) 512\n");
 }
 
 } // namespace

@@ -208,6 +208,11 @@ TEST(ConsoleStatsReader, BothLayoutsGiveEveryFigureAndTheRest) {
                nlohmann::json::parse_error);
   EXPECT_THROW(read_stats(R"({"functions": {"calls": [1e400]}})", from_objects),
                nlohmann::json::out_of_range);
+  // Nesting is bounded, in the functions and in the rest (docs/diff-and-report.md, "Limits").
+  EXPECT_THROW(read_stats("{\"functions\": " + std::string(100000, '[') + "]}", from_objects),
+               nlohmann::json::other_error);
+  EXPECT_THROW(read_stats("{\"x\": " + std::string(100000, '[') + "]}", from_objects),
+               nlohmann::json::other_error);
   // The console reads through read_answer: one line naming the request, which it survives.
   try {
     read_answer("/v1/stats?format=columns",
@@ -486,9 +491,22 @@ TEST(ConsoleMemory, SitesRatesAndLeakCandidates) {
   EXPECT_TRUE(contains(memory_page(model, state, glyphs, 120).fixed, "turn it on"));
 }
 
+TEST(ConsoleFlame, MalformedStacksAreRefusedInOneLine) {
+  Model model;
+  for (const char* folded : {"proc;t1;a -5\n", "proc;t1;a\n", "{\"a\": 1}"}) {
+    try {
+      model.update_flame(folded, 5);
+      ADD_FAILURE() << "no Failure for " << folded;
+    } catch (const hotscope::cli::Failure& failure) {
+      EXPECT_EQ(failure.code, hotscope::cli::kUsage);
+      EXPECT_NE(std::string(failure.what()).find("GET /v1/trace"), std::string::npos);
+    }
+  }
+}
+
 TEST(ConsoleFlame, FoldedStacksMakeATreeWithCallersAndCallees) {
   Model model;
-  model.update_flame("proc;t1;a;b 100\nproc;t1;a;c 50\nproc;t2;a 10\nnot a stack\n", 5);
+  model.update_flame("proc;t1;a;b 100\nproc;t1;a;c 50\nproc;t2;a 10\n# a comment\n", 5);
   const FlameNode& root = model.flame();
   EXPECT_EQ(root.total_ns, 160u);
   ASSERT_EQ(root.children.size(), 1u);

@@ -276,9 +276,20 @@ void Model::update_flame(const std::string& folded, double seconds) {
   flame_seconds_ = seconds;
   flame_ = FlameNode{"all", 0, 0, {}};
   stacks_.clear();
-  for (profiles::Stack& stack : profiles::folded_stacks(folded)) {
-    std::vector<std::string>& frames = stack.frames;
-    const std::uint64_t ns = stack.count;
+  const profiles::StackLines stacks =
+      profiles::folded_stacks(folded, "the agent's folded stacks (GET /v1/trace)");
+  for (std::size_t i = 0; i < stacks.starts.size(); ++i) {
+    std::vector<std::string> frames;
+    const std::string_view joined = stacks.frames(i);
+    for (std::size_t start = 0;;) {
+      const std::size_t end = std::min(joined.find(';', start), joined.size());
+      frames.emplace_back(joined.substr(start, end - start));
+      if (end == joined.size()) {
+        break;
+      }
+      start = end + 1;
+    }
+    const std::uint64_t ns = stacks.count(i);
     // The first two frames are the process and the thread: the flame merges threads.
     if (frames.size() > 2) {
       frames.erase(frames.begin(), frames.begin() + 2);

@@ -1,5 +1,7 @@
 #include "stats_reader.hpp"
 
+#include "profiles/profiles.hpp"
+
 #include <algorithm>
 #include <string>
 #include <variant>
@@ -173,6 +175,10 @@ private:
   }
 
   bool start(bool array) {
+    if (++depth_ > profiles::kMaxJsonDepth) {
+      throw Json::other_error::create(599, "the answer nests arrays and objects more than 64 deep",
+                                      nullptr);
+    }
     if (in_functions_) {
       if (levels_.empty()) {
         functions_are_columns_ = !array;
@@ -187,6 +193,7 @@ private:
   }
 
   bool end() {
+    --depth_;
     if (in_functions_) {
       levels_.pop_back();
       in_functions_ = !levels_.empty();
@@ -212,6 +219,7 @@ private:
   }
 
   StatsAnswer& answer_;
+  std::size_t depth_ = 0; // containers open
   // The rest of the answer.
   std::vector<Json*> tree_; // the containers open, outermost first
   Json* slot_ = nullptr;    // the member of the innermost object whose key came last

@@ -32,8 +32,12 @@ std::string value_text(Unit unit, double value) {
   case Unit::Count:
     break;
   }
-  return value == std::floor(value) ? fmt::format("{}", static_cast<std::int64_t>(value))
-                                    : fmt::format("{:.2f}", value);
+  // Counts reach 2^64: past what an int64 holds, printed from the double.
+  if (value == std::floor(value)) {
+    return std::fabs(value) < 9e18 ? fmt::format("{}", static_cast<std::int64_t>(value))
+                                   : fmt::format("{:.0f}", value);
+  }
+  return fmt::format("{:.2f}", value);
 }
 
 std::string change_text(Unit unit, const Cell& cell) {

@@ -41,7 +41,12 @@ std::string without_parameters(const std::string& function) {
 
 std::uint64_t figure(const nlohmann::json& site, const char* key) {
   const auto found = site.find(key);
-  return found != site.end() && found->is_number_unsigned() ? found->get<std::uint64_t>() : 0;
+  if (found == site.end() || !found->is_number_integer()) {
+    return 0;
+  }
+  return found->is_number_unsigned() || found->get<std::int64_t>() >= 0
+             ? found->get<std::uint64_t>()
+             : 0;
 }
 
 } // namespace
@@ -96,6 +101,9 @@ bool inside_allocator(const std::string& text) {
 std::vector<Site> heap_sites(const nlohmann::json& dhat, const std::string& source) {
   const nlohmann::json& table = dhat.at("ftbl");
   std::vector<Site> sites;
+  // The frames' text over all sites: a short entry of the table can name a long frame, and
+  // every site can repeat it.
+  std::uint64_t frame_bytes = 0;
   for (const nlohmann::json& point : dhat.at("pps")) {
     const auto frames = point.find("fs");
     if (!point.is_object() || frames == point.end() || !frames->is_array()) {
@@ -110,7 +118,14 @@ std::vector<Site> heap_sites(const nlohmann::json& dhat, const std::string& sour
         throw Failure(kUsage, fmt::format("{}: frame index {} is not in the frame table (\"ftbl\")",
                                           source, index.dump()));
       }
-      site.frames.push_back(table[index.get<std::size_t>()].get<std::string>());
+      const std::string& frame = table[index.get<std::size_t>()].get_ref<const std::string&>();
+      frame_bytes += frame.size();
+      if (frame_bytes > kMaxSiteFrameBytes) {
+        throw Failure(kUsage, fmt::format("{}: the sites' frames add up to more than {} MiB of "
+                                          "text (the frame table's entries repeated)",
+                                          source, kMaxSiteFrameBytes >> 20));
+      }
+      site.frames.push_back(frame);
     }
     site.total_bytes = figure(point, "tb");
     site.total_blocks = figure(point, "tbk");

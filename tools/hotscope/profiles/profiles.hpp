@@ -23,22 +23,51 @@ struct Profile {
   nlohmann::json document;
 };
 
-// The whole content of the file at `path`; a Failure (kUsage) naming it when it cannot be read.
+// What a file given to these commands may hold (docs/diff-and-report.md, "Limits"): past any of
+// them the input is refused with a Failure (kUsage) naming the limit.
+inline constexpr std::uint64_t kMaxFileBytes = 1ULL << 30; // any file read
+inline constexpr std::size_t kMaxJsonDepth = 64;           // nested arrays and objects
+inline constexpr std::size_t kMaxLineBytes = 1U << 20;     // a line of folded stacks
+inline constexpr std::size_t kMaxStackFrames = 4096;       // frames of one stack or heap site
+inline constexpr std::uint64_t kMaxSiteFrameBytes = 256ULL << 20; // a heap profile's frames
+
+// The whole content of the file at `path`; a Failure (kUsage) naming it when it cannot be read
+// or is larger than kMaxFileBytes.
 std::string read_text(const std::string& path);
 
-// `document` classified; a Failure (kUsage) naming `source` when it is neither kind.
+// `text` parsed as JSON with a bounded depth and a bounded memory (a small multiple of the
+// text); a Failure (kUsage), one line naming `source`, when it is not JSON, is cut short, is
+// nested deeper than kMaxJsonDepth or would take too much memory.
+nlohmann::json parse_json(std::string_view text, const std::string& source);
+
+// `document` classified and its figures checked (each key the commands read has the type and
+// sign docs/formats-output.md gives it); a Failure (kUsage) naming `source` and the first wrong
+// key when it is neither kind or malformed.
 Profile classify(nlohmann::json document, const std::string& source);
 // The file at `path` read, parsed and classified; a Failure (kUsage), one line, when it cannot be
 // read, is not JSON or is neither kind.
 Profile read_profile(const std::string& path);
 
-// One stack with its count: frames root first.
-struct Stack {
-  std::vector<std::string> frames;
-  std::uint64_t count = 0;
+// Stacks as lines of text, "frame;frame;frame count", root first: checked and indexed, not
+// copied (a large trace.folded stays one string). `text` must outlive it.
+struct StackLines {
+  std::string_view text;
+  char separator = ';';
+  std::vector<std::uint32_t> starts; // where each stack's line starts in `text`
+  std::uint64_t total = 0;           // the counts' sum
+  // The frames of stack `i` (still joined by `separator`) and its count.
+  std::string_view frames(std::size_t i) const { return frames_at(starts[i]); }
+  std::uint64_t count(std::size_t i) const { return count_at(starts[i]); }
+  // The same for the line that starts at `start`.
+  std::string_view frames_at(std::uint32_t start) const;
+  std::uint64_t count_at(std::uint32_t start) const;
 };
-// The stacks of a folded file; lines that are not `frame;frame count` (the comments) are skipped.
-std::vector<Stack> folded_stacks(std::string_view text);
+// The stacks of a folded file: every line but the empty ones and the `#` comments must be a
+// stack with a count (an integer >= 0); a Failure (kUsage) naming `source`, the line and what
+// is wrong otherwise, or past kMaxLineBytes or kMaxStackFrames. A file that is JSON (or starts
+// like JSON) is refused as the wrong kind. `separator` other than ';': text the commands made
+// themselves (heap stacks), with no comment lines.
+StackLines folded_stacks(std::string_view text, const std::string& source, char separator = ';');
 
 // A DHAT frame string taken apart: "0x4011D6: ns::parse(std::string const&) (service.cpp:40)" is
 // {"ns::parse(std::string const&)", "service.cpp", 40}; "0x4011D6: f (in /lib/libc.so.6)" is

@@ -1,7 +1,8 @@
 // Flame graphs as SVG, by flamegraph.pl's conventions: the root ("all") at the bottom, each
 // frame as wide as its share of the root, callees above their caller in name order, colours
 // from a hash of the name (warm for time, green for memory). Every frame is drawn, however
-// narrow: zooming in shows it (assets/flame.js).
+// narrow (zooming in shows it, assets/flame.js), up to kMaxFlameFrames: past that the narrowest
+// are merged into their callers, and the output stays bounded whatever the input.
 #include "markup.hpp"
 #include "report.hpp"
 
@@ -11,7 +12,7 @@
 
 #include <algorithm>
 #include <array>
-#include <map>
+#include <queue>
 
 namespace hotscope::cli::report {
 namespace {
@@ -24,13 +25,7 @@ constexpr double kCharWidth = kFontSize * 0.59; // an average character of the f
 constexpr double kTop = 3 * kFrameHeight;       // title, subtitle, buttons
 constexpr double kBottom = 2 * kFrameHeight;    // details line
 
-std::size_t depth_of(const FlameNode& node) {
-  std::size_t deepest = 0;
-  for (const FlameNode& child : node.children) {
-    deepest = std::max(deepest, depth_of(child) + 1);
-  }
-  return deepest;
-}
+constexpr std::size_t kMaxDrawnName = 1000; // bytes of a frame's name drawn
 
 // 32-bit FNV-1a of the name, three bytes of it scaled to 0..1.
 std::array<double, 3> name_hash(const std::string& name) {
@@ -76,86 +71,192 @@ std::string label(const std::string& name, double width) {
   return count <= fits ? name : name.substr(0, cut) + "..";
 }
 
-struct Drawing {
-  const FlameStyle& style;
-  double total = 1;
-  double height = 0;
-  std::string frames;
-};
+// `name` cut at kMaxDrawnName bytes, between two characters.
+std::string drawn_name(std::string_view name) {
+  if (name.size() <= kMaxDrawnName) {
+    return std::string(name);
+  }
+  std::size_t cut = kMaxDrawnName;
+  while (cut > 0 && (static_cast<unsigned char>(name[cut]) & 0xC0) == 0x80) {
+    --cut;
+  }
+  return std::string(name.substr(0, cut)) + "...";
+}
 
-void draw(const FlameNode& node, std::size_t depth, std::uint64_t start, Drawing& drawing) {
-  const double x = kMargin + static_cast<double>(start) / drawing.total * (kWidth - 2 * kMargin);
-  const double width = static_cast<double>(node.value) / drawing.total * (kWidth - 2 * kMargin);
-  const double y = drawing.height - kBottom - static_cast<double>(depth + 1) * kFrameHeight;
-  const std::string name = escape(node.name);
-  const std::string fill = colour(node.name, drawing.style.unit);
-  drawing.frames += fmt::format(
+std::string frame_svg(const FlameFrame& frame, double total, double height, FlameUnit unit) {
+  const double x = kMargin + static_cast<double>(frame.start) / total * (kWidth - 2 * kMargin);
+  const double width = static_cast<double>(frame.value) / total * (kWidth - 2 * kMargin);
+  const double y = height - kBottom - static_cast<double>(frame.depth + 1) * kFrameHeight;
+  const std::string full = drawn_name(frame.name);
+  const std::string name = escape(full);
+  const std::string fill = colour(full, unit);
+  return fmt::format(
       "<g class=\"frame\" data-name=\"{}\" data-start=\"{}\" data-value=\"{}\" data-depth=\"{}\" "
       "data-fill=\"{}\"><title>{} ({}, {:.2f}%)</title><rect x=\"{:.2f}\" y=\"{:.1f}\" "
       "width=\"{:.2f}\" height=\"{:.1f}\" fill=\"{}\" rx=\"2\" ry=\"2\"/><text x=\"{:.2f}\" "
       "y=\"{:.1f}\">{}</text></g>\n",
-      name, start, node.value, depth, fill, name, value_text(node.value, drawing.style.unit),
-      100.0 * static_cast<double>(node.value) / drawing.total, x, y, width, kFrameHeight - 1, fill,
-      x + 3, y + kFrameHeight - 4.5, escape(label(node.name, width)));
-  std::uint64_t child_start = start;
-  for (const FlameNode& child : node.children) {
-    draw(child, depth + 1, child_start, drawing);
-    child_start += child.value;
-  }
+      name, frame.start, frame.value, frame.depth, fill, name, value_text(frame.value, unit),
+      100.0 * static_cast<double>(frame.value) / total, x, y, width, kFrameHeight - 1, fill, x + 3,
+      y + kFrameHeight - 4.5, escape(label(full, width)));
 }
+
+// Frame-wise order of two stacks' frames: a frame ends before any byte (its callee sorts after
+// it), and bytes compare unsigned, as std::string does; flamegraph.pl's order of callees.
+bool stack_less(std::string_view a, std::string_view b, char separator) {
+  const std::size_t common = std::min(a.size(), b.size());
+  for (std::size_t i = 0; i < common; ++i) {
+    if (a[i] != b[i]) {
+      if (a[i] == separator || b[i] == separator) {
+        return a[i] == separator;
+      }
+      return static_cast<unsigned char>(a[i]) < static_cast<unsigned char>(b[i]);
+    }
+  }
+  return a.size() < b.size();
+}
+
+// Keeps the `max_frames` widest frames. A caller is never narrower than its callee and is
+// shallower, so ranking by (value desc, depth asc) keeps every kept frame's callers.
+class Widest {
+public:
+  explicit Widest(std::size_t max_frames) : max_(std::max<std::size_t>(max_frames, 1)) {}
+
+  void add(const FlameFrame& frame, std::size_t& merged) {
+    kept_.push(frame);
+    if (kept_.size() > max_) {
+      kept_.pop();
+      ++merged;
+    }
+  }
+  std::vector<FlameFrame> take() {
+    std::vector<FlameFrame> frames;
+    frames.reserve(kept_.size());
+    for (; !kept_.empty(); kept_.pop()) {
+      frames.push_back(kept_.top());
+    }
+    return frames;
+  }
+
+private:
+  struct Better {
+    bool operator()(const FlameFrame& a, const FlameFrame& b) const {
+      if (a.value != b.value) {
+        return a.value > b.value;
+      }
+      return a.depth != b.depth ? a.depth < b.depth : a.start < b.start;
+    }
+  };
+  std::size_t max_;
+  std::priority_queue<FlameFrame, std::vector<FlameFrame>, Better> kept_; // the worst on top
+};
 
 } // namespace
 
-FlameNode flame_tree(const std::vector<profiles::Stack>& stacks) {
-  // Built in maps (name order), then moved into the vectors.
-  struct Building {
-    std::uint64_t value = 0;
-    std::map<std::string, Building> children;
+FlameGraph flame_graph(const profiles::StackLines& stacks, double min_width,
+                       std::size_t max_frames) {
+  const char separator = stacks.separator;
+  std::vector<std::uint32_t> order = stacks.starts;
+  std::sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) {
+    return stack_less(stacks.frames_at(a), stacks.frames_at(b), separator);
+  });
+  FlameGraph graph;
+  graph.total = stacks.total;
+  const double total = static_cast<double>(std::max<std::uint64_t>(stacks.total, 1));
+  const double min_value = min_width / (kWidth - 2 * kMargin) * total;
+  Widest widest(max_frames > 1 ? max_frames - 1 : 1); // and the root
+  // The stacks in order walk the tree depth first: the frames open now, root first, each with
+  // where its next callee starts.
+  struct Open {
+    FlameFrame frame;
+    std::uint64_t next;
   };
-  Building root;
-  for (const profiles::Stack& stack : stacks) {
-    Building* node = &root;
-    node->value += stack.count;
-    for (const std::string& frame : stack.frames) {
-      node = &node->children[frame];
-      node->value += stack.count;
+  std::vector<Open> open{{{"all", 0, stacks.total, 0}, 0}};
+  const auto close_to = [&](std::size_t size) {
+    while (open.size() > size) {
+      const FlameFrame done = open.back().frame;
+      open.pop_back();
+      open.back().next += done.value;
+      if (static_cast<double>(done.value) < min_value) {
+        ++graph.merged;
+      } else {
+        widest.add(done, graph.merged);
+      }
     }
+  };
+  for (const std::uint32_t start : order) {
+    const std::string_view frames = stacks.frames_at(start);
+    const std::uint64_t count = stacks.count_at(start);
+    bool matching = true;
+    for (std::size_t from = 0, depth = 1;; ++depth) {
+      const std::size_t end = std::min(frames.find(separator, from), frames.size());
+      const std::string_view name = frames.substr(from, end - from);
+      if (matching && (depth >= open.size() || open[depth].frame.name != name)) {
+        matching = false;
+        close_to(depth);
+      }
+      if (!matching) {
+        const std::uint64_t at = open.back().next;
+        open.push_back({{name, at, 0, static_cast<std::uint32_t>(depth)}, at});
+      }
+      open[depth].frame.value += count;
+      if (end == frames.size()) {
+        break;
+      }
+      from = end + 1;
+    }
+    // In this order a stack that matched all its frames is the previous one again: nothing
+    // to close.
   }
-  const auto convert = [](const auto& self, const std::string& name,
-                          const Building& from) -> FlameNode {
-    FlameNode node{name, from.value, {}};
-    for (const auto& [child_name, child] : from.children) {
-      node.children.push_back(self(self, child_name, child));
-    }
-    return node;
-  };
-  return convert(convert, "all", root);
+  close_to(1);
+  graph.frames = widest.take();
+  graph.frames.push_back(open.front().frame);
+  // Each frame before its callees, callees left to right: by start, then depth.
+  std::sort(graph.frames.begin(), graph.frames.end(), [](const FlameFrame& a, const FlameFrame& b) {
+    return a.start != b.start ? a.start < b.start : a.depth < b.depth;
+  });
+  return graph;
 }
 
-std::vector<profiles::Stack> heap_stacks(const std::vector<profiles::Site>& sites,
-                                         HeapBytes which) {
-  std::vector<profiles::Stack> stacks;
+std::string heap_stacks(const std::vector<profiles::Site>& sites, HeapBytes which) {
+  std::string text;
   for (const profiles::Site& site : sites) {
-    profiles::Stack stack;
-    stack.count = which == HeapBytes::Total    ? site.total_bytes
-                  : which == HeapBytes::AtGmax ? site.gmax_bytes
-                                               : site.end_bytes;
-    if (stack.count == 0) {
+    const std::uint64_t count = which == HeapBytes::Total    ? site.total_bytes
+                                : which == HeapBytes::AtGmax ? site.gmax_bytes
+                                                             : site.end_bytes;
+    if (count == 0) {
       continue;
     }
     for (auto frame = site.frames.rbegin(); frame != site.frames.rend(); ++frame) {
-      stack.frames.push_back(profiles::short_frame(*frame));
+      std::string name = profiles::short_frame(*frame);
+      std::replace(name.begin(), name.end(), kHeapSeparator, ' ');
+      std::replace(name.begin(), name.end(), '\n', ' ');
+      text += name;
+      text += frame + 1 == site.frames.rend() ? ' ' : kHeapSeparator;
     }
-    stacks.push_back(std::move(stack));
+    if (site.frames.empty()) {
+      text += "(no frames) ";
+    }
+    text += std::to_string(count);
+    text += '\n';
   }
-  return stacks;
+  return text;
 }
 
-std::string flame_svg(const FlameNode& root, const FlameStyle& style) {
-  Drawing drawing{style, 1, 0, {}};
-  drawing.total = static_cast<double>(std::max<std::uint64_t>(root.value, 1));
-  drawing.height = kTop + static_cast<double>(depth_of(root) + 1) * kFrameHeight + kBottom;
-  draw(root, 0, 0, drawing);
+std::string flame_svg(const FlameGraph& graph, const FlameStyle& style) {
+  std::uint32_t deepest = 0;
+  for (const FlameFrame& frame : graph.frames) {
+    deepest = std::max(deepest, frame.depth);
+  }
+  const double total = static_cast<double>(std::max<std::uint64_t>(graph.total, 1));
+  const double height = kTop + static_cast<double>(deepest + 1) * kFrameHeight + kBottom;
+  std::string frames;
+  for (const FlameFrame& frame : graph.frames) {
+    frames += frame_svg(frame, total, height, style.unit);
+  }
+  std::string subtitle = style.subtitle;
+  if (graph.merged > 0) {
+    subtitle += fmt::format("; {} narrow frames merged into their callers", graph.merged);
+  }
   std::string svg;
   if (style.standalone) {
     svg += "<?xml version=\"1.0\" encoding=\"UTF-8\" standalone=\"no\"?>\n";
@@ -164,7 +265,7 @@ std::string flame_svg(const FlameNode& root, const FlameStyle& style) {
       "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" class=\"hotscope-flame\" "
       "width=\"{0}\" height=\"{1}\" viewBox=\"0 0 {0} {1}\" data-width=\"{2}\" "
       "data-margin=\"{3}\" data-char-width=\"{4:.3f}\" data-unit=\"{5}\">\n",
-      kWidth, drawing.height, kWidth - 2 * kMargin, kMargin, kCharWidth,
+      kWidth, height, kWidth - 2 * kMargin, kMargin, kCharWidth,
       style.unit == FlameUnit::Bytes ? "bytes" : "ns");
   if (style.standalone) {
     svg += fmt::format("<style>{}</style>\n", assets::kFlameCss);
@@ -177,9 +278,9 @@ std::string flame_svg(const FlameNode& root, const FlameStyle& style) {
       "<text class=\"hf-button hf-search\" x=\"{6}\" y=\"20\" text-anchor=\"end\">Search</text>\n"
       "<text class=\"hf-details\" x=\"{5}\" y=\"{7}\"> </text>\n"
       "<text class=\"hf-matched\" x=\"{6}\" y=\"{7}\"></text>\n",
-      kWidth, drawing.height, kWidth / 2, escape(style.title), escape(style.subtitle), kMargin,
-      kWidth - kMargin, drawing.height - 10);
-  svg += "<g class=\"frames\">\n" + drawing.frames + "</g>\n";
+      kWidth, height, kWidth / 2, escape(style.title), escape(subtitle), kMargin, kWidth - kMargin,
+      height - 10);
+  svg += "<g class=\"frames\">\n" + frames + "</g>\n";
   if (style.standalone) {
     svg += fmt::format("<script><![CDATA[\n{}]]></script>\n", assets::kFlameJs);
   }

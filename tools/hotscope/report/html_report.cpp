@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <optional>
 
 namespace hotscope::cli::report {
 namespace {
@@ -130,15 +131,14 @@ std::string threads_section(const Json& stats, double duration_ns, bool allocati
   return html + "</section>\n";
 }
 
-std::string flame_section(const fs::path& folded) {
+std::string flame_section(const std::optional<std::string>& folded, const std::string& source) {
   std::string html = "<section id=\"flame\"><h2>Flame graph</h2>\n";
-  if (!fs::exists(folded)) {
+  if (!folded) {
     return html + "<p class=\"note\">No trace.folded in this directory (a process run with "
                   "HOTSCOPE_TRACE_MIB=0 keeps no trace).</p></section>\n";
   }
-  const std::vector<profiles::Stack> stacks =
-      profiles::folded_stacks(profiles::read_text(folded.string()));
-  if (stacks.empty()) {
+  const profiles::StackLines stacks = profiles::folded_stacks(*folded, source);
+  if (stacks.starts.empty()) {
     return html + "<p class=\"note\">trace.folded holds no stack: no scope ran in the trace "
                   "window.</p></section>\n";
   }
@@ -146,7 +146,7 @@ std::string flame_section(const fs::path& folded) {
           "thread, then scopes. Click a frame to zoom, Search to highlight frames by name; hover "
           "for time and share.</p>\n";
   return html +
-         flame_svg(flame_tree(stacks),
+         flame_svg(flame_graph(stacks),
                    {"Time by stack", "trace.folded", FlameUnit::Nanoseconds, false}) +
          "</section>\n";
 }
@@ -192,10 +192,11 @@ std::string heap_section(const profiles::Profile& heap) {
                         "graph below has them all.</p>\n",
                         kTopSites, sites.size());
   }
-  const std::vector<profiles::Stack> stacks = heap_stacks(sites, HeapBytes::Total);
-  if (!stacks.empty()) {
-    html += flame_svg(flame_tree(stacks), {"Bytes allocated by stack", "heap.json: total bytes",
-                                           FlameUnit::Bytes, false});
+  const std::string text = heap_stacks(sites, HeapBytes::Total);
+  const profiles::StackLines stacks = profiles::folded_stacks(text, heap.source, kHeapSeparator);
+  if (!stacks.starts.empty()) {
+    html += flame_svg(flame_graph(stacks), {"Bytes allocated by stack", "heap.json: total bytes",
+                                            FlameUnit::Bytes, false});
   }
   return html + "</section>\n";
 }
@@ -230,17 +231,26 @@ std::string html_report(const std::string& dir) {
                                       dir));
   }
   const profiles::Profile stats = profiles::read_profile((root / "stats.json").string());
+  std::optional<profiles::Profile> heap;
+  if (fs::exists(root / "heap.json")) {
+    heap = profiles::read_profile((root / "heap.json").string());
+  }
+  const fs::path folded = root / "trace.folded";
+  return html_page(stats, heap,
+                   fs::exists(folded) ? std::optional(profiles::read_text(folded.string()))
+                                      : std::nullopt,
+                   folded.string());
+}
+
+std::string html_page(const profiles::Profile& stats, const std::optional<profiles::Profile>& heap,
+                      const std::optional<std::string>& folded, const std::string& folded_source) {
   if (stats.kind != profiles::Kind::Stats) {
     throw Failure(kUsage, fmt::format("{} is {}, not a stats.json", stats.source,
                                       profiles::kind_name(stats.kind)));
   }
-  std::optional<profiles::Profile> heap;
-  if (fs::exists(root / "heap.json")) {
-    heap = profiles::read_profile((root / "heap.json").string());
-    if (heap->kind != profiles::Kind::Heap) {
-      throw Failure(kUsage, fmt::format("{} is {}, not a heap profile", heap->source,
-                                        profiles::kind_name(heap->kind)));
-    }
+  if (heap && heap->kind != profiles::Kind::Heap) {
+    throw Failure(kUsage, fmt::format("{} is {}, not a heap profile", heap->source,
+                                      profiles::kind_name(heap->kind)));
   }
   const Json& document = stats.document;
   const double duration_ns = f64(document, "duration_ns");
@@ -259,7 +269,7 @@ std::string html_report(const std::string& dir) {
           "% Total is total time over the duration. Click a heading to sort.</p>\n";
   html += functions_table(document.at("functions"), duration_ns, allocations, "functions-table");
   html += "</section>\n";
-  html += flame_section(root / "trace.folded");
+  html += flame_section(folded, folded_source);
   html += threads_section(document, duration_ns, allocations);
   if (heap) {
     html += heap_section(*heap);

@@ -12,24 +12,40 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace hotscope::cli::report {
 
-// One frame of a flame graph: `value` counts its stacks and its callees' (inclusive).
-struct FlameNode {
-  std::string name;
-  std::uint64_t value = 0;
-  std::vector<FlameNode> children; // by name, as flamegraph.pl orders them
+// One frame drawn in a flame graph: `value` counts its stacks and its callees' (inclusive), from
+// `start` (the sum of the values left of it) on the row `depth` (0: the root, "all").
+struct FlameFrame {
+  std::string_view name; // into the stacks' text, which must outlive the graph
+  std::uint64_t start = 0, value = 0;
+  std::uint32_t depth = 0;
 };
-// `stacks` merged into one tree under a root frame "all".
-FlameNode flame_tree(const std::vector<profiles::Stack>& stacks);
+// A flame graph holds at most this many frames (docs/diff-and-report.md, "Limits").
+inline constexpr std::size_t kMaxFlameFrames = 20000;
+struct FlameGraph {
+  std::vector<FlameFrame> frames; // the root first, each frame before its callees, callees by name
+  std::uint64_t total = 0;        // the root's value
+  std::size_t merged = 0; // frames left out (too narrow), their value kept in their callers'
+};
+// `stacks` merged into one graph under a root frame "all", as flamegraph.pl does (callees in
+// name order, a frame's own count right of its callees), without recursion whatever the depth.
+// Frames narrower than `min_width` pixels are merged into their callers, and so are the
+// narrowest past `max_frames`: the output stays bounded whatever the input.
+FlameGraph flame_graph(const profiles::StackLines& stacks, double min_width = 0,
+                       std::size_t max_frames = kMaxFlameFrames);
 
 // Which bytes of a heap profile a flame graph weighs its stacks by.
 enum class HeapBytes { Total, AtGmax, AtEnd };
-// A heap profile's sites as stacks, root first (main before the allocating function), each
-// frame shortened ("parse (service.cpp:40)"); sites with none of those bytes are left out.
-std::vector<profiles::Stack> heap_stacks(const std::vector<profiles::Site>& sites, HeapBytes which);
+// How heap_stacks() joins frames: a byte no frame name keeps.
+inline constexpr char kHeapSeparator = '\x1f';
+// A heap profile's sites as stack lines for profiles::folded_stacks(text, source,
+// kHeapSeparator): root first (main before the allocating function), each frame shortened
+// ("parse (service.cpp:40)"); sites with none of those bytes are left out.
+std::string heap_stacks(const std::vector<profiles::Site>& sites, HeapBytes which);
 
 enum class FlameUnit { Nanoseconds, Bytes };
 struct FlameStyle {
@@ -40,11 +56,16 @@ struct FlameStyle {
   // that carries the script and the styles itself.
   bool standalone = true;
 };
-std::string flame_svg(const FlameNode& root, const FlameStyle& style);
+// The drawn frames' names are cut at 1,000 bytes.
+std::string flame_svg(const FlameGraph& graph, const FlameStyle& style);
 
 // report.html for the reports directory `dir` (stats.json; trace.folded and heap.json when
 // there); a Failure (kUsage) when it has no stats.json or a file is not what its name says.
 std::string html_report(const std::string& dir);
+// The same page from what those files hold (`folded`: trace.folded's text, read from
+// `folded_source`).
+std::string html_page(const profiles::Profile& stats, const std::optional<profiles::Profile>& heap,
+                      const std::optional<std::string>& folded, const std::string& folded_source);
 
 // `hotscope report` and `hotscope flame`.
 class ReportCommands {
@@ -62,6 +83,7 @@ private:
   std::string output_;
   std::string title_;
   std::string heap_bytes_ = "total";
+  double min_width_ = 0;
 };
 
 } // namespace hotscope::cli::report

@@ -35,6 +35,12 @@ ReportCommands::ReportCommands(CLI::App& app) {
                    "at t-gmax (the peak) or at t-end")
       ->check(CLI::IsMember({"total", "gmax", "end"}))
       ->capture_default_str();
+  flame_
+      ->add_option("--minwidth", min_width_,
+                   "Merge frames narrower than PX pixels into their callers (as flamegraph.pl); "
+                   "past 20,000 frames the narrowest are merged whatever it is")
+      ->check(CLI::Range(0.0, 1200.0))
+      ->capture_default_str();
   flame_->footer("Exit codes: 0 written, 2 bad input, 8 the output cannot be written "
                  "(docs/diff-and-report.md).");
 }
@@ -61,10 +67,12 @@ int ReportCommands::run_flame() const {
   const std::string text = profiles::read_text(input_);
   const std::string name = std::filesystem::path(input_).filename().string();
   FlameStyle style{title_.empty() ? name : title_, "", FlameUnit::Nanoseconds, true};
-  std::vector<profiles::Stack> stacks;
-  if (nlohmann::json document = nlohmann::json::parse(text, nullptr, false);
-      !document.is_discarded()) {
-    const profiles::Profile heap = profiles::classify(std::move(document), input_);
+  // JSON (or what starts like it, cut short) is a profile: only a heap.json has stacks.
+  std::string heap_text;
+  profiles::StackLines stacks;
+  const std::size_t first = text.find_first_not_of(" \t\r\n");
+  if (first != std::string::npos && (text[first] == '{' || text[first] == '[')) {
+    const profiles::Profile heap = profiles::classify(profiles::parse_json(text, input_), input_);
     if (heap.kind != profiles::Kind::Heap) {
       throw Failure(kUsage, fmt::format("{} is a stats.json, which has no stacks: draw the "
                                         "trace.folded beside it",
@@ -73,23 +81,24 @@ int ReportCommands::run_flame() const {
     const HeapBytes which = heap_bytes_ == "gmax"  ? HeapBytes::AtGmax
                             : heap_bytes_ == "end" ? HeapBytes::AtEnd
                                                    : HeapBytes::Total;
-    stacks = heap_stacks(profiles::heap_sites(heap.document, heap.source), which);
+    heap_text = heap_stacks(profiles::heap_sites(heap.document, heap.source), which);
+    stacks = profiles::folded_stacks(heap_text, input_, kHeapSeparator);
     style.unit = FlameUnit::Bytes;
     style.subtitle =
         fmt::format("bytes allocated by stack ({})", heap_bytes_ == "gmax"  ? "at t-gmax"
                                                      : heap_bytes_ == "end" ? "at t-end"
                                                                             : "total");
   } else {
-    stacks = profiles::folded_stacks(text);
+    stacks = profiles::folded_stacks(text, input_);
     style.subtitle = "self time by stack (folded stacks, counts in ns)";
-    if (stacks.empty()) {
+    if (stacks.starts.empty()) {
       throw Failure(kUsage, fmt::format("{} holds no folded stacks (lines 'frame;frame count') and "
                                         "is not a heap.json",
                                         input_));
     }
   }
   style.subtitle += "; click to zoom, Search to highlight";
-  write_output(output_, flame_svg(flame_tree(stacks), style));
+  write_output(output_, flame_svg(flame_graph(stacks, min_width_), style));
   return kOk;
 }
 
