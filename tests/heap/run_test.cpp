@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
+#include <unistd.h>
 
 #include "support/files.hpp"
 #include <algorithm>
@@ -79,6 +80,40 @@ TEST(HeapRun, NoSummaryKeepsStderrQuiet) {
             0);
   EXPECT_EQ(slurp(dir / "err"), "");
   EXPECT_TRUE(fs::exists(dir / "heap.json"));
+}
+
+// sort closes its stderr before it exits; the summary goes to the stderr it was started with.
+TEST(HeapRun, TheSummaryReachesAProgramThatClosedItsStderr) {
+  const hotscope::testing::ScratchDir scratch("run-closed-stderr");
+  const fs::path& dir = scratch.path();
+  ASSERT_EQ(shell(std::string(HOTSCOPE_CLI) + " run --heap --out " + dir.string() +
+                  " -- sort /dev/null 2>" + (dir / "err").string()),
+            0);
+  EXPECT_NE(slurp(dir / "err").find("hotscope heap: At t-end:"), std::string::npos)
+      << slurp(dir / "err");
+}
+
+// A program that closed fd 2 and opened a file of its own under that number: the summary goes to
+// the stderr it was started with, never into the program's file.
+TEST(HeapRun, TheSummaryNeverGoesIntoAFileTheProgramOpenedAsFd2) {
+  if (access("/usr/bin/python3", X_OK) != 0) {
+    GTEST_SKIP() << "/usr/bin/python3 is not installed (scripts/packages.txt lists python3)";
+  }
+  const hotscope::testing::ScratchDir scratch("run-reused-fd2");
+  const fs::path& dir = scratch.path();
+  const fs::path own = dir / "own.log";
+  ASSERT_EQ(shell(std::string(HOTSCOPE_CLI) + " run --heap --out " + dir.string() +
+                  " -- /usr/bin/python3 -c \"import os; os.close(2); "
+                  "fd = os.open('" +
+                  own.string() +
+                  "', os.O_WRONLY | os.O_CREAT); "
+                  "assert fd == 2; os.write(fd, b'own\\\\n')\" 2>" +
+                  (dir / "err").string()),
+            0)
+      << slurp(dir / "err");
+  EXPECT_EQ(slurp(own), "own\n");
+  EXPECT_NE(slurp(dir / "err").find("hotscope heap: At t-end:"), std::string::npos)
+      << slurp(dir / "err");
 }
 
 TEST(HeapRun, ReturnsTheProgramsExitStatus) {
