@@ -46,6 +46,10 @@ TEST(HeapRun, WritesTheProfileAProgramWritesUnderThePreloadLibrary) {
             0);
   EXPECT_EQ(totals(dir / "run" / "heap.json"), totals(dir / "direct" / "heap.json"));
   EXPECT_NE(slurp(dir / "err").find("hotscope heap: At t-end:"), std::string::npos);
+  // Each summary line names the process and its program.
+  const std::string program = fs::path(BEHAVIOURS_PROGRAM).filename().string();
+  EXPECT_NE(slurp(dir / "err").find("== " + program + ": hotscope heap: Total:"), std::string::npos)
+      << slurp(dir / "err");
 }
 
 TEST(HeapRun, ExecutedChildrenWriteTheirOwnFiles) {
@@ -62,8 +66,10 @@ TEST(HeapRun, ExecutedChildrenWriteTheirOwnFiles) {
   }
   std::sort(files.begin(), files.end());
   ASSERT_EQ(files.size(), 2u);
-  EXPECT_EQ(files[0].rfind("heap.", 0), 0u);
-  EXPECT_NE(files[0], "heap.json"); // heap.<child pid>.json
+  // heap.<program>.<child pid>.json: which program of a run that starts many, and which process.
+  const std::string program = fs::path(BEHAVIOURS_PROGRAM).filename().string();
+  EXPECT_EQ(files[0].rfind("heap." + program + ".", 0), 0u) << files[0];
+  EXPECT_NE(files[0], "heap.json");
   EXPECT_EQ(files[1], "heap.json");
   // The child's profile is that of the same program run on its own.
   ASSERT_EQ(shell("env HOTSCOPE_OUT=" + (dir / "direct").string() + " LD_PRELOAD=" +

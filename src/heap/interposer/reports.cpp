@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -105,15 +106,29 @@ std::string command_line() {
   return command;
 }
 
+// The program's file name (/proc/self/exe's last part: "cc1plus" for the compiler g++ starts),
+// with anything but letters, digits and ".+-_" made '_' so it fits in a file name.
+std::string program_name() {
+  std::error_code error;
+  std::string name = std::filesystem::read_symlink("/proc/self/exe", error).filename().string();
+  for (char& c : name) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '+' && c != '-') {
+      c = '_';
+    }
+  }
+  return name.empty() ? "program" : name;
+}
+
 // heap.json (or heap.pb.gz, by `extension`) for the profiled program; a process it starts
-// (exec) under the same preload writes heap.<pid>.json beside it. `hotscope run` names the
-// program's pid in HOTSCOPE_HEAP_PID.
+// (exec) under the same preload writes heap.<program>.<pid>.json beside it. `hotscope run`
+// names the program's pid in HOTSCOPE_HEAP_PID.
 std::filesystem::path report_path(const config::HeapOptions& options,
                                   const std::string& extension) {
   const char* profiled = getenv("HOTSCOPE_HEAP_PID");
   const std::string pid = std::to_string(getpid());
-  const std::string name =
-      profiled == nullptr || pid == profiled ? "heap" + extension : "heap." + pid + extension;
+  const std::string name = profiled == nullptr || pid == profiled
+                               ? "heap" + extension
+                               : "heap." + program_name() + "." + pid + extension;
   return std::filesystem::path(options.out_dir) / name;
 }
 
@@ -243,23 +258,26 @@ void print_summary(const Recorder& recorder, const HeapProfile& profile,
                    const std::filesystem::path& path, const std::filesystem::path& pprof_path,
                    bool pprof_written) {
   std::ostringstream summary;
+  // Which process of a run that starts many (a compiler driver, a shim) each line is about.
+  const std::string prefix =
+      "==" + std::to_string(profile.pid) + "== " + program_name() + ": hotscope heap: ";
   if (recorder.sampling()) {
-    summary << "==" << profile.pid << "== hotscope heap: sampled, one sample point per "
-            << recorder.options().sample_bytes << " bytes on average (" << sampled_allocations
+    summary << prefix << "sampled, one sample point per " << recorder.options().sample_bytes
+            << " bytes on average (" << sampled_allocations
             << " allocations sampled): the figures are estimates\n";
   }
-  exporters::write_heap_summary(profile, summary);
-  summary << "==" << profile.pid << "== hotscope heap: symbolized " << symbolized.addresses
-          << " code addresses at exit (" << symbolized.ahead << " ahead), profile built in "
-          << std::fixed << std::setprecision(3) << symbolized.seconds << " s";
+  exporters::write_heap_summary(profile, prefix, summary);
+  summary << prefix << "symbolized " << symbolized.addresses << " code addresses at exit ("
+          << symbolized.ahead << " ahead), profile built in " << std::fixed << std::setprecision(3)
+          << symbolized.seconds << " s";
   if (symbolized.debug_files_inflated + symbolized.debug_files_from_cache > 0) {
     summary << "; compressed debug files: " << symbolized.debug_files_inflated << " inflated, "
             << symbolized.debug_files_from_cache << " from the cache";
   }
   summary << "\n";
-  summary << "==" << profile.pid << "== hotscope heap: wrote " << path.string() << "\n";
+  summary << prefix << "wrote " << path.string() << "\n";
   if (pprof_written) {
-    summary << "==" << profile.pid << "== hotscope heap: wrote " << pprof_path.string() << "\n";
+    summary << prefix << "wrote " << pprof_path.string() << "\n";
   }
   const std::string text = summary.str();
   iovec part{const_cast<char*>(text.data()), text.size()};
