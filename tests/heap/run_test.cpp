@@ -6,11 +6,15 @@
 #include <unistd.h>
 
 #include "support/files.hpp"
+#include <signal.h>
+
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <thread>
 
 namespace {
 
@@ -120,6 +124,32 @@ TEST(HeapRun, TheSummaryNeverGoesIntoAFileTheProgramOpenedAsFd2) {
   EXPECT_EQ(slurp(own), "own\n");
   EXPECT_NE(slurp(dir / "err").find("hotscope heap: At t-end:"), std::string::npos)
       << slurp(dir / "err");
+}
+
+// Asked for a profile, a program under `hotscope run --heap` (no agent) gets an answer that says
+// where its profile will be written and how to have it now.
+TEST(HeapRun, AskingAPreloadedProgramSaysWhereItsProfileGoes) {
+  const hotscope::testing::ScratchDir scratch("run-ask");
+  const fs::path& dir = scratch.path();
+  const fs::path pid_file = dir / "pid";
+  ASSERT_EQ(shell(std::string(HOTSCOPE_CLI) + " run --heap --no-summary --out " +
+                  (dir / "out").string() + " -- /bin/sh -c 'echo $$ >" + pid_file.string() +
+                  "; exec sleep 30' >/dev/null 2>&1 &"),
+            0);
+  for (int i = 0; i < 1000 && slurp(pid_file).find('\n') == std::string::npos; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  const std::string pid = slurp(pid_file).substr(0, slurp(pid_file).find('\n'));
+  ASSERT_FALSE(pid.empty());
+  std::this_thread::sleep_for(std::chrono::milliseconds(200)); // sh has become sleep
+  const int status =
+      shell(std::string(HOTSCOPE_CLI) + " heap -p " + pid + " 2>" + (dir / "err").string());
+  kill(std::stoi(pid), SIGTERM);
+  EXPECT_EQ(status, 4);
+  const std::string err = slurp(dir / "err");
+  EXPECT_NE(err.find("runs under hotscope run --heap"), std::string::npos) << err;
+  EXPECT_NE(err.find((dir / "out" / "heap.json").string()), std::string::npos) << err;
+  EXPECT_NE(err.find("kill -TERM " + pid), std::string::npos) << err;
 }
 
 TEST(HeapRun, ReturnsTheProgramsExitStatus) {
