@@ -180,7 +180,7 @@ void write_dhat_json(const HeapProfile& profile, std::ostream& out) {
   write(text);
 }
 
-void write_heap_summary(const HeapProfile& profile, std::ostream& out) {
+void write_heap_summary(const HeapProfile& profile, std::string_view prefix, std::ostream& out) {
   HeapSite sum;
   for (const HeapSite& site : profile.sites) {
     sum.total_bytes += site.total_bytes;
@@ -190,7 +190,6 @@ void write_heap_summary(const HeapProfile& profile, std::ostream& out) {
     sum.end_bytes += site.end_bytes;
     sum.end_blocks += site.end_blocks;
   }
-  const std::string prefix = "==" + std::to_string(profile.pid) + "== hotscope heap: ";
   out << prefix << "Total:     " << grouped(sum.total_bytes) << " bytes in "
       << grouped(sum.total_blocks) << " blocks\n"
       << prefix << "At t-gmax: " << grouped(sum.gmax_bytes) << " bytes in "

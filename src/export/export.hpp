@@ -5,6 +5,7 @@
 
 #include <iosfwd>
 #include <string>
+#include <string_view>
 
 namespace hotscope::exporters {
 
@@ -36,8 +37,10 @@ std::string write_all(const Snapshot& snapshot, const std::string& directory);
 // DHAT JSON (formats.md §1): opens in valgrind's dh_view.html. Mode "cpp-heap", times in µs.
 std::string dhat_json(const HeapProfile& profile);
 void write_dhat_json(const HeapProfile& profile, std::ostream& out);
-// DHAT's closing summary: "==PID== hotscope heap: Total: / At t-gmax: / At t-end:" lines.
-void write_heap_summary(const HeapProfile& profile, std::ostream& out);
+// DHAT's closing summary: "Total: / At t-gmax: / At t-end:" lines, each after `line_prefix`
+// (such as "==4242== sort: hotscope heap: ").
+void write_heap_summary(const HeapProfile& profile, std::string_view line_prefix,
+                        std::ostream& out);
 
 // Prometheus text exposition 0.0.4 (formats.md §5): calls, self time and a duration summary per
 // function, record and drop counters, counter series, the clock as an info gauge.

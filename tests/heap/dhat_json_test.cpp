@@ -98,7 +98,7 @@ TEST(DhatJson, EmptyProfileIsStillValid) {
 
 TEST(DhatJson, SummaryAddsUpTheSitesLikeDhat) {
   std::ostringstream out;
-  hotscope::exporters::write_heap_summary(sample_profile(), out);
+  hotscope::exporters::write_heap_summary(sample_profile(), "==4242== hotscope heap: ", out);
   EXPECT_EQ(out.str(), "==4242== hotscope heap: Total:     1,239,367 bytes in 101 blocks\n"
                        "==4242== hotscope heap: At t-gmax: 2,400 bytes in 50 blocks\n"
                        "==4242== hotscope heap: At t-end:  480 bytes in 10 blocks\n");
@@ -108,7 +108,7 @@ TEST(DhatJson, SummaryNamesUnknownPointers) {
   hotscope::HeapProfile profile = sample_profile();
   profile.unknown_frees = 3;
   std::ostringstream out;
-  hotscope::exporters::write_heap_summary(profile, out);
+  hotscope::exporters::write_heap_summary(profile, "==4242== hotscope heap: ", out);
   EXPECT_NE(out.str().find("Unknown pointers: 3 frees, 0 reallocs (passed on)"), std::string::npos);
 }
 

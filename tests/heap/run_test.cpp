@@ -3,13 +3,18 @@
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
+#include <unistd.h>
 
 #include "support/files.hpp"
+#include <signal.h>
+
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <thread>
 
 namespace {
 
@@ -45,6 +50,10 @@ TEST(HeapRun, WritesTheProfileAProgramWritesUnderThePreloadLibrary) {
             0);
   EXPECT_EQ(totals(dir / "run" / "heap.json"), totals(dir / "direct" / "heap.json"));
   EXPECT_NE(slurp(dir / "err").find("hotscope heap: At t-end:"), std::string::npos);
+  // Each summary line names the process and its program.
+  const std::string program = fs::path(BEHAVIOURS_PROGRAM).filename().string();
+  EXPECT_NE(slurp(dir / "err").find("== " + program + ": hotscope heap: Total:"), std::string::npos)
+      << slurp(dir / "err");
 }
 
 TEST(HeapRun, ExecutedChildrenWriteTheirOwnFiles) {
@@ -61,8 +70,10 @@ TEST(HeapRun, ExecutedChildrenWriteTheirOwnFiles) {
   }
   std::sort(files.begin(), files.end());
   ASSERT_EQ(files.size(), 2u);
-  EXPECT_EQ(files[0].rfind("heap.", 0), 0u);
-  EXPECT_NE(files[0], "heap.json"); // heap.<child pid>.json
+  // heap.<program>.<child pid>.json: which program of a run that starts many, and which process.
+  const std::string program = fs::path(BEHAVIOURS_PROGRAM).filename().string();
+  EXPECT_EQ(files[0].rfind("heap." + program + ".", 0), 0u) << files[0];
+  EXPECT_NE(files[0], "heap.json");
   EXPECT_EQ(files[1], "heap.json");
   // The child's profile is that of the same program run on its own.
   ASSERT_EQ(shell("env HOTSCOPE_OUT=" + (dir / "direct").string() + " LD_PRELOAD=" +
@@ -79,6 +90,66 @@ TEST(HeapRun, NoSummaryKeepsStderrQuiet) {
             0);
   EXPECT_EQ(slurp(dir / "err"), "");
   EXPECT_TRUE(fs::exists(dir / "heap.json"));
+}
+
+// sort closes its stderr before it exits; the summary goes to the stderr it was started with.
+TEST(HeapRun, TheSummaryReachesAProgramThatClosedItsStderr) {
+  const hotscope::testing::ScratchDir scratch("run-closed-stderr");
+  const fs::path& dir = scratch.path();
+  ASSERT_EQ(shell(std::string(HOTSCOPE_CLI) + " run --heap --out " + dir.string() +
+                  " -- sort /dev/null 2>" + (dir / "err").string()),
+            0);
+  EXPECT_NE(slurp(dir / "err").find("hotscope heap: At t-end:"), std::string::npos)
+      << slurp(dir / "err");
+}
+
+// A program that closed fd 2 and opened a file of its own under that number: the summary goes to
+// the stderr it was started with, never into the program's file.
+TEST(HeapRun, TheSummaryNeverGoesIntoAFileTheProgramOpenedAsFd2) {
+  if (access("/usr/bin/python3", X_OK) != 0) {
+    GTEST_SKIP() << "/usr/bin/python3 is not installed (scripts/packages.txt lists python3)";
+  }
+  const hotscope::testing::ScratchDir scratch("run-reused-fd2");
+  const fs::path& dir = scratch.path();
+  const fs::path own = dir / "own.log";
+  ASSERT_EQ(shell(std::string(HOTSCOPE_CLI) + " run --heap --out " + dir.string() +
+                  " -- /usr/bin/python3 -c \"import os; os.close(2); "
+                  "fd = os.open('" +
+                  own.string() +
+                  "', os.O_WRONLY | os.O_CREAT); "
+                  "assert fd == 2; os.write(fd, b'own\\\\n')\" 2>" +
+                  (dir / "err").string()),
+            0)
+      << slurp(dir / "err");
+  EXPECT_EQ(slurp(own), "own\n");
+  EXPECT_NE(slurp(dir / "err").find("hotscope heap: At t-end:"), std::string::npos)
+      << slurp(dir / "err");
+}
+
+// Asked for a profile, a program under `hotscope run --heap` (no agent) gets an answer that says
+// where its profile will be written and how to have it now.
+TEST(HeapRun, AskingAPreloadedProgramSaysWhereItsProfileGoes) {
+  const hotscope::testing::ScratchDir scratch("run-ask");
+  const fs::path& dir = scratch.path();
+  const fs::path pid_file = dir / "pid";
+  ASSERT_EQ(shell(std::string(HOTSCOPE_CLI) + " run --heap --no-summary --out " +
+                  (dir / "out").string() + " -- /bin/sh -c 'echo $$ >" + pid_file.string() +
+                  "; exec sleep 30' >/dev/null 2>&1 &"),
+            0);
+  for (int i = 0; i < 1000 && slurp(pid_file).find('\n') == std::string::npos; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  const std::string pid = slurp(pid_file).substr(0, slurp(pid_file).find('\n'));
+  ASSERT_FALSE(pid.empty());
+  std::this_thread::sleep_for(std::chrono::milliseconds(200)); // sh has become sleep
+  const int status =
+      shell(std::string(HOTSCOPE_CLI) + " heap -p " + pid + " 2>" + (dir / "err").string());
+  kill(std::stoi(pid), SIGTERM);
+  EXPECT_EQ(status, 4);
+  const std::string err = slurp(dir / "err");
+  EXPECT_NE(err.find("runs under hotscope run --heap"), std::string::npos) << err;
+  EXPECT_NE(err.find((dir / "out" / "heap.json").string()), std::string::npos) << err;
+  EXPECT_NE(err.find("kill -TERM " + pid), std::string::npos) << err;
 }
 
 TEST(HeapRun, ReturnsTheProgramsExitStatus) {

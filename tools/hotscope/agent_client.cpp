@@ -85,10 +85,57 @@ std::string comm_of(std::int64_t pid) {
   return name;
 }
 
+// The value of `name` in the process's environment as it started, "" if unset or unreadable.
+std::string environment_value(std::int64_t pid, const std::string& name) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/environ", std::ios::binary);
+  for (std::string entry; std::getline(in, entry, '\0');) {
+    if (entry.size() > name.size() && entry.compare(0, name.size(), name) == 0 &&
+        entry[name.size()] == '=') {
+      return entry.substr(name.size() + 1);
+    }
+  }
+  return "";
+}
+
+// Whether the heap profiler's preload library (hotscope run --heap) is mapped in the process.
+bool runs_under_preload(std::int64_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/maps");
+  for (std::string line; std::getline(in, line);) {
+    if (line.find("/libhotscope-preload.so") != std::string::npos) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// Where the process writes its profile at exit: HOTSCOPE_OUT, relative to its working directory.
+std::string profile_dir(std::int64_t pid) {
+  const std::string out = environment_value(pid, "HOTSCOPE_OUT");
+  if (!out.empty() && out.front() == '/') {
+    return out;
+  }
+  std::error_code error;
+  const fs::path cwd = fs::read_symlink("/proc/" + std::to_string(pid) + "/cwd", error);
+  if (error) {
+    return out.empty() ? "its working directory" : out + " (in its working directory)";
+  }
+  return (cwd / (out.empty() ? "." : out)).lexically_normal().string();
+}
+
+// What to do about a process without an agent: how to get a profile from it now, or where it
+// will be written.
 std::string no_agent(std::int64_t pid, const std::string& dir) {
+  if (runs_under_preload(pid)) {
+    return fmt::format("process {} ({}) runs under hotscope run --heap, which has no live agent: "
+                       "its heap profile is written to {}/heap.json when it exits; `kill -TERM "
+                       "{}` makes it write the profile now and end",
+                       pid, comm_of(pid), profile_dir(pid), pid);
+  }
   return fmt::format("process {} ({}) runs no hotscope agent in {}: the agent starts with "
                      "programs linked with hotscope unless HOTSCOPE_AGENT=0; if the program set "
-                     "HOTSCOPE_RUNTIME_DIR, run this command with the same value",
+                     "HOTSCOPE_RUNTIME_DIR, run this command with the same value; a program not "
+                     "built with hotscope gets a heap profile when started with `hotscope run "
+                     "--heap -- PROGRAM`",
                      pid, comm_of(pid), dir);
 }
 

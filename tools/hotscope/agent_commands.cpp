@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -93,17 +94,77 @@ std::vector<std::string> process_table(const std::vector<AgentProcess>& agents) 
   return lines;
 }
 
-void write_output(const std::string& file, const std::string& text) {
-  if (file.empty()) {
-    if (std::fwrite(text.data(), 1, text.size(), stdout) != text.size() ||
-        std::fflush(stdout) != 0) {
-      throw Failure(kCannotWriteOutput,
-                    fmt::format("cannot write to standard output: {}", std::strerror(errno)));
+namespace {
+
+void write_to_stdout(const std::string& text) {
+  if (std::fwrite(text.data(), 1, text.size(), stdout) != text.size() || std::fflush(stdout) != 0) {
+    throw Failure(kCannotWriteOutput,
+                  fmt::format("cannot write to standard output: {}", std::strerror(errno)));
+  }
+}
+
+// A device, FIFO or socket the user named: written through, as a shell's redirection would.
+void write_through(const std::string& file, const std::string& text) {
+  const int fd = open(file.c_str(), O_WRONLY | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) {
+    throw Failure(kCannotWriteOutput,
+                  fmt::format("cannot write {}: {}", file, std::strerror(errno)));
+  }
+  std::size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t wrote = write(fd, text.data() + done, text.size() - done);
+    if (wrote < 0 && errno == EINTR) {
+      continue;
     }
+    if (wrote <= 0) {
+      const int error = wrote == 0 ? ENOSPC : errno;
+      close(fd);
+      throw Failure(kCannotWriteOutput,
+                    fmt::format("cannot write {}: {}", file, std::strerror(error)));
+    }
+    done += static_cast<std::size_t>(wrote);
+  }
+  if (close(fd) != 0) {
+    throw Failure(kCannotWriteOutput,
+                  fmt::format("cannot write {}: {}", file, std::strerror(errno)));
+  }
+}
+
+// What `file` names once the links the user gave are followed, a link whose target does not exist
+// yet included (it names that target). Only a regular file, or a name not taken yet, is then
+// replaced; 40 links at most, as the kernel follows.
+std::string followed(const std::string& file) {
+  fs::path path = file;
+  std::error_code error;
+  for (int hops = 0; hops < 40 && fs::is_symlink(path, error); ++hops) {
+    const fs::path next = fs::read_symlink(path, error);
+    if (error) {
+      break;
+    }
+    path = next.is_absolute() ? next : path.parent_path() / next;
+  }
+  return path.string();
+}
+
+bool is_written_through(const std::string& file) {
+  struct stat status {};
+  return stat(file.c_str(), &status) == 0 && !S_ISREG(status.st_mode) && !S_ISDIR(status.st_mode);
+}
+
+} // namespace
+
+void write_output(const std::string& file, const std::string& text) {
+  if (file.empty() || file == "-") {
+    write_to_stdout(text);
+    return;
+  }
+  if (is_written_through(file)) {
+    write_through(file, text);
     return;
   }
   // Whole or not at all: a full disk leaves an earlier file as it was.
-  if (const std::string reason = atomic_file::write(file, text); !reason.empty()) {
+  const std::string target = followed(file);
+  if (const std::string reason = atomic_file::write(target, text); !reason.empty()) {
     throw Failure(kCannotWriteOutput, fmt::format("cannot write {}: {}", file, reason));
   }
 }
@@ -113,7 +174,10 @@ namespace {
 // Why `file` could not be written, checked without creating it ("" if it can be): the
 // directory it goes into must take a new file, and the name must not be a directory.
 std::string unwritable(const std::string& file) {
-  fs::path directory = fs::path(file).parent_path();
+  if (file == "-" || is_written_through(file)) {
+    return "";
+  }
+  fs::path directory = fs::path(followed(file)).parent_path();
   if (directory.empty()) {
     directory = ".";
   }

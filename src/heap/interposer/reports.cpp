@@ -10,11 +10,15 @@
 #include "threads/threads.hpp"
 
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <pthread.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cctype>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -30,11 +34,66 @@
 namespace hotscope::heap::interposer {
 namespace {
 
-// One line on stderr, in one write and without allocating: a thread that a signal handler
-// interrupted may hold the allocator's lock (report_from_handler).
+// The stderr the program started with. Programs such as sort, ls and tar close fd 2 before they
+// exit; the summary goes to a copy taken at load (close-on-exec, numbered high to stay out of the
+// program's way), used only while it still names the same file: a program that closes every
+// descriptor may have reopened one of its own files under that number.
+struct ProgramStderr {
+  int fd = -1;
+  dev_t device = 0;
+  ino_t inode = 0;
+};
+ProgramStderr program_stderr;
+
+bool names(int fd, const ProgramStderr& original) {
+  struct stat now {};
+  return fd >= 0 && fstat(fd, &now) == 0 && now.st_dev == original.device &&
+         now.st_ino == original.inode;
+}
+
+__attribute__((constructor)) void keep_program_stderr() {
+  struct stat status {};
+  if (fstat(STDERR_FILENO, &status) != 0) {
+    return;
+  }
+  program_stderr = {fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 512), status.st_dev, status.st_ino};
+}
+
+// fd 2 while it is still the program's stderr, else the copy while that is, else fd 2.
+int stderr_fd() {
+  if (names(STDERR_FILENO, program_stderr) || !names(program_stderr.fd, program_stderr)) {
+    return STDERR_FILENO;
+  }
+  return program_stderr.fd;
+}
+
+// Text on the program's stderr, without allocating: a thread that a signal handler interrupted
+// may hold the allocator's lock (report_from_handler).
+void print(iovec* parts, int count) {
+  const int fd = stderr_fd();
+  while (count > 0) {
+    const ssize_t written = writev(fd, parts, count);
+    if (written < 0 && errno == EINTR) {
+      continue;
+    }
+    if (written <= 0) {
+      return;
+    }
+    auto left = static_cast<std::size_t>(written);
+    for (; count > 0 && left >= parts->iov_len; ++parts, --count) {
+      left -= parts->iov_len;
+    }
+    if (count > 0) {
+      parts->iov_base = static_cast<char*>(parts->iov_base) + left;
+      parts->iov_len -= left;
+    }
+  }
+}
+
+// One line, in one write.
 void print_error(std::string_view line) {
   iovec parts[] = {{const_cast<char*>(line.data()), line.size()}, {const_cast<char*>("\n"), 1}};
-  [[maybe_unused]] const ssize_t written = writev(STDERR_FILENO, parts, 2);
+  print(parts, 2);
 }
 
 std::string command_line() {
@@ -47,15 +106,29 @@ std::string command_line() {
   return command;
 }
 
+// The program's file name (/proc/self/exe's last part: "cc1plus" for the compiler g++ starts),
+// with anything but letters, digits and ".+-_" made '_' so it fits in a file name.
+std::string program_name() {
+  std::error_code error;
+  std::string name = std::filesystem::read_symlink("/proc/self/exe", error).filename().string();
+  for (char& c : name) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '+' && c != '-') {
+      c = '_';
+    }
+  }
+  return name.empty() ? "program" : name;
+}
+
 // heap.json (or heap.pb.gz, by `extension`) for the profiled program; a process it starts
-// (exec) under the same preload writes heap.<pid>.json beside it. `hotscope run` names the
-// program's pid in HOTSCOPE_HEAP_PID.
+// (exec) under the same preload writes heap.<program>.<pid>.json beside it. `hotscope run`
+// names the program's pid in HOTSCOPE_HEAP_PID.
 std::filesystem::path report_path(const config::HeapOptions& options,
                                   const std::string& extension) {
   const char* profiled = getenv("HOTSCOPE_HEAP_PID");
   const std::string pid = std::to_string(getpid());
-  const std::string name =
-      profiled == nullptr || pid == profiled ? "heap" + extension : "heap." + pid + extension;
+  const std::string name = profiled == nullptr || pid == profiled
+                               ? "heap" + extension
+                               : "heap." + program_name() + "." + pid + extension;
   return std::filesystem::path(options.out_dir) / name;
 }
 
@@ -185,25 +258,30 @@ void print_summary(const Recorder& recorder, const HeapProfile& profile,
                    const std::filesystem::path& path, const std::filesystem::path& pprof_path,
                    bool pprof_written) {
   std::ostringstream summary;
+  // Which process of a run that starts many (a compiler driver, a shim) each line is about.
+  const std::string prefix =
+      "==" + std::to_string(profile.pid) + "== " + program_name() + ": hotscope heap: ";
   if (recorder.sampling()) {
-    summary << "==" << profile.pid << "== hotscope heap: sampled, one sample point per "
-            << recorder.options().sample_bytes << " bytes on average (" << sampled_allocations
+    summary << prefix << "sampled, one sample point per " << recorder.options().sample_bytes
+            << " bytes on average (" << sampled_allocations
             << " allocations sampled): the figures are estimates\n";
   }
-  exporters::write_heap_summary(profile, summary);
-  summary << "==" << profile.pid << "== hotscope heap: symbolized " << symbolized.addresses
-          << " code addresses at exit (" << symbolized.ahead << " ahead), profile built in "
-          << std::fixed << std::setprecision(3) << symbolized.seconds << " s";
+  exporters::write_heap_summary(profile, prefix, summary);
+  summary << prefix << "symbolized " << symbolized.addresses << " code addresses at exit ("
+          << symbolized.ahead << " ahead), profile built in " << std::fixed << std::setprecision(3)
+          << symbolized.seconds << " s";
   if (symbolized.debug_files_inflated + symbolized.debug_files_from_cache > 0) {
     summary << "; compressed debug files: " << symbolized.debug_files_inflated << " inflated, "
             << symbolized.debug_files_from_cache << " from the cache";
   }
   summary << "\n";
-  summary << "==" << profile.pid << "== hotscope heap: wrote " << path.string() << "\n";
+  summary << prefix << "wrote " << path.string() << "\n";
   if (pprof_written) {
-    summary << "==" << profile.pid << "== hotscope heap: wrote " << pprof_path.string() << "\n";
+    summary << prefix << "wrote " << pprof_path.string() << "\n";
   }
-  std::fputs(summary.str().c_str(), stderr);
+  const std::string text = summary.str();
+  iovec part{const_cast<char*>(text.data()), text.size()};
+  print(&part, 1);
 }
 
 // Starts `work` on a thread of its own, all signals blocked (the program's handlers run on its
