@@ -414,6 +414,31 @@ TEST(ConsoleQueues, RatesAndAFullQueue) {
   EXPECT_TRUE(contains(queues_page(model).fixed, "no queue in this process"));
 }
 
+// Oldest is the age of the oldest item waiting: "-" when none waits, as in report.txt.
+TEST(ConsoleQueues, OldestIsADashWhenNothingWaits) {
+  const auto answer = [](std::uint64_t pending, std::uint64_t oldest_ns) {
+    return Json{{"duration_ns", 1'000'000'000},
+                {"queues",
+                 {{{"name", "jobs"},
+                   {"pushed", 10},
+                   {"popped", 10 - pending},
+                   {"depth", pending},
+                   {"pending", pending},
+                   {"oldest_pending_ns", oldest_ns},
+                   {"push_threads", {"main"}},
+                   {"pop_threads", {"worker"}}}}}};
+  };
+  Model model;
+  update(model, answer(0, 0));
+  Page page = queues_page(model);
+  ASSERT_EQ(page.rows.size(), 1u);
+  EXPECT_NE(page.rows[0].text.find(" -  main -> worker"), std::string::npos) << page.rows[0].text;
+  update(model, answer(2, 3'000'000));
+  page = queues_page(model);
+  EXPECT_NE(page.rows[0].text.find("3.00 ms  main -> worker"), std::string::npos)
+      << page.rows[0].text;
+}
+
 TEST(ConsoleTasks, RatesAndTheTasksFigures) {
   const auto answer = [](std::uint64_t duration_ns, std::uint64_t created,
                          std::uint64_t unfinished) {

@@ -22,7 +22,7 @@ constexpr std::array<ColumnInfo, kColumnCount> kColumns{{
     {Column::Name, "Function", 'n'},
     {Column::CallsRate, "Calls/s", 'c'},
     {Column::TimeRate, "Time/s", 't'},
-    {Column::Core, "%Core", 'o'},
+    {Column::Core, "%Wall", 'o'},
     {Column::Calls, "Calls", 'a'},
     {Column::P50, "P50", 'm'},
     {Column::P95, "P95", 'e'},

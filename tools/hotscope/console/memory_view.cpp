@@ -52,11 +52,12 @@ Page memory_page(const Model& model, ViewState& state, const Glyphs& glyphs, std
         Style::Alert});
     return page;
   }
-  page.fixed.push_back(
-      Line{fmt::format(" live {} in {} blocks   peak {} in {} blocks   allocated {} in the window",
-                       bytes(static_cast<double>(memory.live_bytes)), memory.live_blocks,
-                       bytes(static_cast<double>(memory.peak_bytes)), memory.peak_blocks,
-                       bytes(static_cast<double>(memory.total_bytes)))});
+  page.fixed.push_back(Line{
+      fmt::format(" live {} in {} blocks   at the peak of live bytes (t-gmax) {} in {} blocks   "
+                  "allocated {} in the window",
+                  bytes(static_cast<double>(memory.live_bytes)), memory.live_blocks,
+                  bytes(static_cast<double>(memory.peak_bytes)), memory.peak_blocks,
+                  bytes(static_cast<double>(memory.total_bytes)))});
   page.fixed.push_back(
       Line{fmt::format(" live bytes over the session: {}",
                        sparkline(memory.live_history, width > 40 ? width - 40 : 60, glyphs)),

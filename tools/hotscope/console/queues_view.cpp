@@ -49,7 +49,9 @@ Page queues_page(const Model& model) {
                      fmt::format("{}", q.value("max_depth", std::uint64_t{0})),
                      capacity == 0 ? "-" : fmt::format("{}", capacity), per_second(row.push_rate),
                      per_second(row.pop_rate), ns("wait_p50_ns"), ns("wait_p99_ns"),
-                     ns("wait_max_ns"), ns("oldest_pending_ns")});
+                     ns("wait_max_ns"),
+                     // Nothing waits: no age to show (a 0 would read as an item just pushed).
+                     q.value("pending", std::uint64_t{0}) == 0 ? "-" : ns("oldest_pending_ns")});
     threads.push_back(names(q.value("push_threads", nlohmann::json::array())) + " -> " +
                       names(q.value("pop_threads", nlohmann::json::array())));
   }
