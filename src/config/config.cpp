@@ -76,7 +76,7 @@ Parsed parse(const Getenv& getenv) {
   read_number(getenv, "HOTSCOPE_COLLECT_MS", 1, 1000, "a period in milliseconds", false,
               config.collect_period_ms, parsed.errors);
   read_agent(getenv, config, parsed.errors);
-  config.report_on_signal = read_on_signal(getenv, parsed.errors);
+  config.report_on_signal = read_on_signal(getenv, parsed.on_signal_errors);
   return parsed;
 }
 

@@ -37,6 +37,9 @@ struct Config {
 struct Parsed {
   Config config;
   std::vector<std::string> errors; // one line each, e.g. "hotscope: HOTSCOPE_TRACE_MIB=..."
+  // HOTSCOPE_ON_SIGNAL's problem apart: a heap library in the process reads that variable too,
+  // and says it once (the runtime prints this one only where there is none).
+  std::vector<std::string> on_signal_errors;
 };
 
 using Getenv = std::function<const char*(const char*)>;

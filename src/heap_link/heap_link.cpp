@@ -71,8 +71,12 @@ bool observe_allocations(hotscope_heap_allocation_observer observer) {
   return true;
 }
 
+bool handles_signals() {
+  return hotscope_heap_report_on_signal != nullptr;
+}
+
 bool report_on_signal(void (*write)()) {
-  if (hotscope_heap_report_on_signal == nullptr) {
+  if (!handles_signals()) {
     return false;
   }
   hotscope_heap_report_on_signal(write);

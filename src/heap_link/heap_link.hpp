@@ -69,6 +69,10 @@ bool observe_allocations(hotscope_heap_allocation_observer observer);
 // profile (one handler per process: the heap library's); false without a heap library.
 bool report_on_signal(void (*write)());
 
+// True when a heap library is in the process: it then handles HOTSCOPE_ON_SIGNAL (and reports
+// a bad value itself).
+bool handles_signals();
+
 // Restarts the heap totals; blocks still live are kept. Does nothing without heap profiling.
 void reset();
 

@@ -68,6 +68,11 @@ void start_once() {
   for (const std::string& error : parsed.errors) {
     print_line(error);
   }
+  if (!heap_link::handles_signals()) {
+    for (const std::string& error : parsed.on_signal_errors) {
+      print_line(error);
+    }
+  }
   s.config = std::move(parsed.config);
   if (!s.config.out_dir.empty()) {
     const std::string problem = config::check_out_dir(s.config.out_dir);

@@ -50,8 +50,9 @@ TEST(Config, ReportOnSignalIsOffUnlessAsked) {
   EXPECT_FALSE(parse({{"HOTSCOPE_ON_SIGNAL", "off"}}).config.report_on_signal);
   const auto parsed = parse({{"HOTSCOPE_ON_SIGNAL", "yes"}});
   EXPECT_FALSE(parsed.config.report_on_signal);
-  ASSERT_EQ(parsed.errors.size(), 1u);
-  EXPECT_EQ(parsed.errors[0],
+  EXPECT_TRUE(parsed.errors.empty());
+  ASSERT_EQ(parsed.on_signal_errors.size(), 1u);
+  EXPECT_EQ(parsed.on_signal_errors[0],
             "hotscope: HOTSCOPE_ON_SIGNAL=\"yes\" is not report or off; using off");
 }
 

@@ -171,6 +171,18 @@ TEST(HeapLinked, AnUnwritableDirectoryIsOneLine) {
                  "heap_profile: gzip\n");
 }
 
+// libhotscope and the heap library both read HOTSCOPE_ON_SIGNAL; a bad value is said once.
+TEST(HeapLinked, ABadOnSignalValueIsSaidOnce) {
+  const hotscope::testing::ScratchDir scratch("linked-on-signal");
+  const fs::path& dir = scratch.path();
+  run_forms(dir, "HOTSCOPE_ON_SIGNAL=yes");
+  const std::string err = slurp(dir / "err");
+  const std::string line = "HOTSCOPE_ON_SIGNAL=\"yes\" is not report or off; using off\n";
+  const std::size_t first = err.find(line);
+  EXPECT_NE(first, std::string::npos) << err;
+  EXPECT_EQ(err.find(line, first + 1), std::string::npos) << err;
+}
+
 TEST(HeapLinked, SampledModeAnswersTheLibraryCalls) {
   const hotscope::testing::ScratchDir scratch("linked-sampled");
   const fs::path& dir = scratch.path();
