@@ -282,7 +282,10 @@ struct Snapshot {
   ProfilerMemory memory;
 
   std::vector<FunctionStats> functions; // over all threads, sorted by total_ns descending
-  std::vector<ThreadInfo> threads;
+  std::vector<ThreadInfo> threads;      // live threads, the newest exited ones, the merged entry
+  // Exited threads merged into the "(N older exited threads)" entry whose events are still in
+  // the trace window: only index, os_tid, name and exited are set, for the trace outputs.
+  std::vector<ThreadInfo> trace_threads;
   std::vector<CounterStats> counters;
   std::vector<QueueStats> queues; // sorted by name
   std::vector<TaskStats> tasks;   // sorted by name

@@ -184,6 +184,15 @@ void Aggregator::capture_functions_and_threads(const Figures& figures, std::uint
   snapshot.functions = figures.functions(stats_, open_in_all);
   snapshot.records = folded_records_;
   for (const auto& [index, thread] : threads_) {
+    if (thread.stats_folded) {
+      ThreadInfo named;
+      named.index = index;
+      named.os_tid = thread.os_tid;
+      named.name = thread.name;
+      named.exited = true;
+      snapshot.trace_threads.push_back(std::move(named));
+      continue;
+    }
     snapshot.threads.push_back(
         capture_thread(figures, now_ticks, index, thread, open_by_thread[index]));
     snapshot.records.kept += thread.records.kept;
