@@ -40,6 +40,11 @@ constexpr std::uint32_t kUnassigned = UINT32_MAX;
 // again.
 threads::Doorbell doorbell;
 
+// Rings of threads that ended, not yet freed by a drain; past kEndedRingsKept a thread that
+// starts drains them itself.
+std::atomic<std::size_t> rings_of_ended_threads{0};
+constexpr std::size_t kEndedRingsKept = 4;
+
 // Ring storage is mapped, not allocated: it starts on a page, so no 32-byte record straddles two
 // cache lines, and it goes back to the system when its thread's slot is freed instead of leaving
 // a megabyte-sized hole in the program's heap.
@@ -126,9 +131,11 @@ public:
   }
 
   Ring* register_current_thread() noexcept {
-    if (!thread_runs_here_) {
-      // A forked child whose collector thread could not start: each new thread drains the rings
-      // first, so those of the child's ended threads are freed rather than kept for its life.
+    // A new thread drains the rings first when the collector lags behind ending threads (a
+    // loaded machine) or does not run (a forked child that could not start it): the rings of
+    // ended threads, mapped at their full size each, never pile up.
+    if (!thread_runs_here_ ||
+        rings_of_ended_threads.load(std::memory_order_relaxed) >= kEndedRingsKept) {
       try {
         collect();
       } catch (...) {
@@ -280,6 +287,7 @@ public:
 private:
   static void on_thread_exit(void* slot) {
     detail::tls_ring = nullptr; // a record after this point registers a fresh ring
+    rings_of_ended_threads.fetch_add(1, std::memory_order_relaxed);
     static_cast<ThreadSlot*>(slot)->exited.store(true, std::memory_order_release);
     // Its ring (mapped at its full size) is unmapped at the collector's next pass, now rather
     // than a period later: under thread churn rings would pile up otherwise.
@@ -341,6 +349,7 @@ private:
     for (ThreadSlot* slot : finished) {
       delete slot;
     }
+    rings_of_ended_threads.fetch_sub(finished.size(), std::memory_order_relaxed);
     aggregator_.finish_pass();
   }
 

@@ -202,7 +202,7 @@ void Aggregator::capture_functions_and_threads(const Figures& figures, std::uint
   if (!folded_thread_stats_.empty() || folded_allocations_.all.blocks != 0) {
     ThreadInfo folded;
     folded.index = next_thread_;
-    folded.name = fmt::format("({} older exited threads)", threads_folded_);
+    folded.name = fmt::format("({} ended threads)", threads_folded_);
     folded.exited = true;
     folded.records = folded_records_;
     folded.records.written = folded_records_.kept + folded_records_.dropped;

@@ -48,7 +48,7 @@ TEST(ExitPaths, TwentyThousandShortThreadsAreCountedMergedAndExitPromptly) {
   const auto& merged = threads.back();
   EXPECT_EQ(merged.at("name"), "(" +
                                    std::to_string(stats.at("threads_folded").get<std::uint64_t>()) +
-                                   " older exited threads)");
+                                   " ended threads)");
   std::uint64_t calls = 0;
   for (const auto& thread : threads) {
     for (const auto& function : thread.at("functions")) {
