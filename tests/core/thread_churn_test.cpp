@@ -16,6 +16,13 @@ namespace {
 using hotscope::test_support::calls_of;
 using hotscope::test_support::slurp;
 
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+// Everything runs 5-20 times slower, the reports' writing included.
+constexpr double kExitBoundSeconds = 30;
+#else
+constexpr double kExitBoundSeconds = 3;
+#endif
+
 std::int64_t monotonic_ns() {
   timespec now{};
   clock_gettime(CLOCK_MONOTONIC, &now);
@@ -35,8 +42,9 @@ TEST(ExitPaths, TwentyThousandShortThreadsAreCountedMergedAndExitPromptly) {
   const std::int64_t main_returned_ns = std::stoll(slurp(dir / "stdout"));
   const double exit_seconds = static_cast<double>(ended_ns - main_returned_ns) / 1e9;
   std::printf("exit after main returned: %.3f s\n", exit_seconds);
-  // docs/performance.md has the figure; the bound is loose for loaded CI machines.
-  EXPECT_LT(exit_seconds, 3.0);
+  // docs/performance.md has the figure; the bound is loose for loaded CI machines. Before the
+  // collector's work per exit was O(1), this exit took 18 s.
+  EXPECT_LT(exit_seconds, kExitBoundSeconds);
 
   const auto stats = nlohmann::json::parse(slurp(dir / "out" / "stats.json"));
   EXPECT_EQ(calls_of(stats, "{anonymous}::churn_work"), kThreads);
