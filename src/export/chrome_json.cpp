@@ -54,13 +54,19 @@ void write_chrome_json(const Snapshot& snapshot, std::ostream& out) {
                      pid, pid, json_string(name)));
   };
   name_process(snapshot.pid, detail::process_label(snapshot));
-  for (const ThreadInfo& thread : snapshot.threads) {
+  const auto name_thread = [&](const ThreadInfo& thread) {
     const TrackIds ids = track_ids(snapshot, thread);
     if (thread.external()) {
       name_process(ids.pid, detail::thread_label(thread)); // "guest: NAME"
     }
     emit(fmt::format(R"({{"ph":"M","name":"thread_name","pid":{},"tid":{},"args":{{"name":{}}}}})",
                      ids.pid, ids.tid, json_string(detail::thread_label(thread))));
+  };
+  for (const ThreadInfo& thread : snapshot.threads) {
+    name_thread(thread);
+  }
+  for (const ThreadInfo& thread : snapshot.trace_threads) {
+    name_thread(thread);
   }
 
   // Flow arrows from the scope that pushed an item to the scope that popped it (or the next

@@ -113,8 +113,10 @@ void walk_trace(const Snapshot& snapshot, const std::function<void(const TraceSt
     std::uint64_t previous_ns;
   };
   std::unordered_map<std::uint32_t, ThreadState> threads;
-  for (const ThreadInfo& thread : snapshot.threads) {
-    threads.emplace(thread.index, ThreadState{&thread, {}, snapshot.trace_start_ns});
+  for (const auto* list : {&snapshot.threads, &snapshot.trace_threads}) {
+    for (const ThreadInfo& thread : *list) {
+      threads.emplace(thread.index, ThreadState{&thread, {}, snapshot.trace_start_ns});
+    }
   }
   for (const TraceEvent& event : snapshot.trace) {
     auto found = threads.find(event.thread);

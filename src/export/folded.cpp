@@ -33,8 +33,10 @@ std::string frame(std::string_view name) {
 void write_folded(const Snapshot& snapshot, std::ostream& out) {
   const std::string process = frame(detail::process_label(snapshot));
   std::map<std::uint32_t, const ThreadInfo*> threads;
-  for (const ThreadInfo& thread : snapshot.threads) {
-    threads[thread.index] = &thread;
+  for (const auto* list : {&snapshot.threads, &snapshot.trace_threads}) {
+    for (const ThreadInfo& thread : *list) {
+      threads[thread.index] = &thread;
+    }
   }
   std::map<std::string, std::uint64_t> self_ns; // sorted, so the output is deterministic
   for (const auto& [thread_stack, ns] : detail::self_time_by_stack(snapshot)) {

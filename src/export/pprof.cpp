@@ -275,8 +275,10 @@ void write_pprof_wall(const Snapshot& snapshot, std::ostream& out) {
     return static_cast<std::uint64_t>(name) + 1;
   };
   std::map<std::uint32_t, std::string> thread_names;
-  for (const ThreadInfo& thread : snapshot.threads) {
-    thread_names[thread.index] = detail::thread_label(thread);
+  for (const auto* list : {&snapshot.threads, &snapshot.trace_threads}) {
+    for (const ThreadInfo& thread : *list) {
+      thread_names[thread.index] = detail::thread_label(thread);
+    }
   }
   const std::int64_t thread_key = strings.index("thread");
   for (const auto& [thread_stack, ns] : detail::self_time_by_stack(snapshot)) {

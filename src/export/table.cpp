@@ -143,7 +143,7 @@ void write_table(const Snapshot& snapshot, std::ostream& out) {
                        snapshot.allocations.outside_scopes.blocks);
   }
   if (snapshot.threads_folded > 0) {
-    out << fmt::format("{} exited threads merged into \"(exited threads)\"\n",
+    out << fmt::format("{0} ended threads merged into \"({0} ended threads)\"\n",
                        snapshot.threads_folded);
   }
 

@@ -77,6 +77,12 @@ void write_text_tree(const Snapshot& snapshot, std::ostream& out) {
     auto listing = listings.find(&thread);
     out << (listing == listings.end() ? "(no events in the trace window)\n" : listing->second);
   }
+  // Merged exited threads: only those with events left in the window.
+  for (const ThreadInfo& thread : snapshot.trace_threads) {
+    if (auto listing = listings.find(&thread); listing != listings.end()) {
+      out << '\n' << detail::thread_heading(thread) << '\n' << listing->second;
+    }
+  }
 }
 
 } // namespace hotscope::exporters

@@ -272,17 +272,20 @@ struct Snapshot {
   std::int64_t pid = 0;
   std::string process_name;
   ClockInfo clock;
-  std::uint64_t start_unix_ns = 0;  // wall-clock time of the start, for humans
-  std::uint64_t duration_ns = 0;    // from the start of the measuring window to this snapshot
-  RecordCounts records;             // over all threads
-  std::uint64_t threads_folded = 0; // exited threads merged into "(exited threads)" to bound memory
-  Allocations allocations;          // over all threads
-  std::optional<HeapFigures> heap;  // filled by the agent for /v1/metrics, else empty
+  std::uint64_t start_unix_ns = 0;      // wall-clock time of the start, for humans
+  std::uint64_t duration_ns = 0;        // from the start of the measuring window to this snapshot
+  RecordCounts records;                 // over all threads
+  std::uint64_t threads_folded = 0;     // exited threads merged into one entry, to bound memory
+  Allocations allocations;              // over all threads
+  std::optional<HeapFigures> heap;      // filled by the agent for /v1/metrics, else empty
   std::vector<GuestImage> guest_images; // filled by hotscope vm run, else empty
   ProfilerMemory memory;
 
   std::vector<FunctionStats> functions; // over all threads, sorted by total_ns descending
-  std::vector<ThreadInfo> threads;
+  std::vector<ThreadInfo> threads;      // live threads, the newest exited ones, the merged entry
+  // Exited threads merged into the "(N ended threads)" entry whose events are still in
+  // the trace window: only index, os_tid, name and exited are set, for the trace outputs.
+  std::vector<ThreadInfo> trace_threads;
   std::vector<CounterStats> counters;
   std::vector<QueueStats> queues; // sorted by name
   std::vector<TaskStats> tasks;   // sorted by name

@@ -50,20 +50,39 @@ std::uint32_t Aggregator::intern_location(std::uint64_t ref) {
   if (cached.ref == ref && cached.id != UINT32_MAX) {
     return cached.id;
   }
-  const auto [it, inserted] = name_ids_.try_emplace(ref, static_cast<std::uint32_t>(names_.size()));
-  if (inserted) {
-    names_.push_back(resolver_.location(ref));
-  }
-  cached = {ref, it->second};
-  return it->second;
+  const auto found = name_ids_.find(ref);
+  const std::uint32_t id =
+      found != name_ids_.end() ? found->second : intern(ref, resolver_.location(ref), 'L');
+  cached = {ref, id};
+  return id;
 }
 
 std::uint32_t Aggregator::intern_text(std::uint64_t ref) {
-  const auto [it, inserted] = name_ids_.try_emplace(ref, static_cast<std::uint32_t>(names_.size()));
+  const auto found = name_ids_.find(ref);
+  return found != name_ids_.end() ? found->second
+                                  : intern(ref, LocationText{resolver_.text(ref), "", 0}, 'T');
+}
+
+std::uint32_t Aggregator::intern(std::uint64_t ref, LocationText text, char kind) {
+  std::string key(reinterpret_cast<const char*>(&ref), sizeof ref);
+  key += kind;
+  key.append(reinterpret_cast<const char*>(&text.line), sizeof text.line);
+  key.append(reinterpret_cast<const char*>(&text.flags), sizeof text.flags);
+  key += text.name;
+  key += '\0';
+  key += text.file;
+  const auto [it, inserted] =
+      ids_by_ref_and_text_.try_emplace(std::move(key), static_cast<std::uint32_t>(names_.size()));
   if (inserted) {
-    names_.push_back(LocationText{resolver_.text(ref), "", 0});
+    names_.push_back(std::move(text));
   }
+  name_ids_[ref] = it->second;
   return it->second;
+}
+
+void Aggregator::forget_addresses() {
+  name_ids_.clear();
+  intern_cache_.fill({});
 }
 
 void Aggregator::begin(ThreadState& thread, std::uint32_t location, std::uint64_t ticks) {
@@ -228,48 +247,61 @@ void Aggregator::set_batches(std::uint32_t thread, const BatchCounts& batches) {
 }
 
 void Aggregator::mark_exited(std::uint32_t thread) {
-  threads_[thread].exited = true;
-  fold_old_threads();
+  ThreadState& state = threads_[thread];
+  if (state.exited) {
+    return;
+  }
+  state.exited = true;
+  exited_kept_.push_back(thread);
+  if (exited_kept_.size() > kExitedThreadsKept) {
+    const std::uint32_t oldest = exited_kept_.front();
+    exited_kept_.pop_front();
+    fold_thread(threads_[oldest]);
+    folded_in_window_.push_back(oldest);
+  }
+  forget_threads_out_of_window();
 }
 
 // Bounds memory under thread churn: the statistics of all but the newest exited threads are
-// merged into one entry, and a thread's identity goes once no trace event refers to it.
-void Aggregator::fold_old_threads() {
-  std::size_t exited_with_stats = 0;
-  for (auto it = threads_.rbegin(); it != threads_.rend(); ++it) {
-    ThreadState& thread = it->second;
-    if (!thread.exited || thread.stats_folded) {
-      continue;
-    }
-    if (++exited_with_stats <= kExitedThreadsKept) {
-      continue;
-    }
-    for (const auto& [location, stats] : thread.stats) {
-      folded_thread_stats_[location].merge(stats);
-    }
-    thread.stats.clear();
-    // Scopes it left open keep their allocations: a snapshot reads them from unfolded threads
-    // only, so they move into the statistics now.
-    for (const OpenAllocation& open : open_allocations(thread.stack)) {
-      for (Stats* stats : {&stats_[open.location], &folded_thread_stats_[open.location]}) {
-        stats->allocated_self += open.self;
-        stats->allocated_total += open.total;
-      }
-    }
-    forget_open_allocations(thread.stack);
-    folded_records_.kept += thread.records.kept;
-    folded_records_.dropped += thread.records.dropped;
-    thread.records = {};
-    folded_allocations_ += thread.allocations;
-    thread.allocations = {};
-    thread.stats_folded = true;
-    ++threads_folded_;
+// merged into one entry (docs/architecture.md, "The Aggregator").
+void Aggregator::fold_thread(ThreadState& thread) {
+  for (const auto& [location, stats] : thread.stats) {
+    folded_thread_stats_[location].merge(stats);
   }
+  thread.stats = {}; // its buckets too
+  // Scopes it left open keep their allocations: a snapshot reads them from unfolded threads
+  // only, so they move into the statistics now.
+  for (const OpenAllocation& open : open_allocations(thread.stack)) {
+    for (Stats* stats : {&stats_[open.location], &folded_thread_stats_[open.location]}) {
+      stats->allocated_self += open.self;
+      stats->allocated_total += open.total;
+    }
+  }
+  forget_open_allocations(thread.stack);
+  folded_records_.kept += thread.records.kept;
+  folded_records_.dropped += thread.records.dropped;
+  thread.records = {};
+  folded_allocations_ += thread.allocations;
+  thread.allocations = {};
+  thread.stats_folded = true;
+  ++threads_folded_;
+}
+
+// A folded thread's identity goes once no trace event refers to it. Threads end roughly in the
+// order of their last events, so looking at the oldest few is enough: one that lingers behind
+// an older one goes with it, a pass or a window's turn later.
+void Aggregator::forget_threads_out_of_window() {
   const std::uint64_t oldest_event = window_.oldest_ticks();
-  std::erase_if(threads_, [&](const auto& entry) {
-    const ThreadState& thread = entry.second;
-    return thread.stats_folded && thread.last_ticks < oldest_event;
-  });
+  while (!folded_in_window_.empty()) {
+    const auto found = threads_.find(folded_in_window_.front());
+    if (found != threads_.end() && found->second.last_ticks >= oldest_event) {
+      break;
+    }
+    if (found != threads_.end()) {
+      threads_.erase(found);
+    }
+    folded_in_window_.pop_front();
+  }
 }
 
 // An estimate: the containers' elements and what they point to, not the allocator's overhead.
@@ -284,10 +316,12 @@ std::size_t Aggregator::statistics_bytes() const {
   };
   std::size_t bytes = table_bytes(stats_) + table_bytes(folded_thread_stats_) +
                       name_ids_.size() * (sizeof(std::pair<std::uint64_t, std::uint32_t>) + 16) +
+                      ids_by_ref_and_text_.size() * (sizeof(std::string) + 40) +
                       sizeof(intern_cache_) + counters_.size() * (sizeof(Counter) + 16) +
                       tasks_.bytes();
   for (const LocationText& name : names_) {
-    bytes += sizeof(LocationText) + name.name.capacity() + name.file.capacity();
+    // Twice: the key of ids_by_ref_and_text_ holds the texts too.
+    bytes += sizeof(LocationText) + 2 * (name.name.capacity() + name.file.capacity());
   }
   for (const auto& [index, thread] : threads_) {
     bytes += sizeof(ThreadState) + thread.name.capacity() +
@@ -307,6 +341,8 @@ void Aggregator::reset() {
   threads_folded_ = 0;
   window_.clear();
   std::erase_if(threads_, [](const auto& entry) { return entry.second.exited; });
+  exited_kept_.clear();
+  folded_in_window_.clear();
   for (auto& [index, thread] : threads_) {
     thread.stats.clear();
     thread.dropped_before_reset += thread.records.dropped;

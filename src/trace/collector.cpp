@@ -20,6 +20,7 @@
 #include <pthread.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <system_error>
 #include <thread>
 #include <unistd.h>
 
@@ -38,6 +39,11 @@ constexpr std::uint32_t kUnassigned = UINT32_MAX;
 // rings it. The collector answers before each drain, so a mark passed during a drain wakes it
 // again.
 threads::Doorbell doorbell;
+
+// Rings of threads that ended, not yet freed by a drain; past kEndedRingsKept a thread that
+// starts drains them itself.
+std::atomic<std::size_t> rings_of_ended_threads{0};
+constexpr std::size_t kEndedRingsKept = 4;
 
 // Ring storage is mapped, not allocated: it starts on a page, so no 32-byte record straddles two
 // cache lines, and it goes back to the system when its thread's slot is freed instead of leaving
@@ -78,6 +84,7 @@ struct ThreadSlot {
   std::int64_t os_tid = 0;
   std::atomic<bool> exited{false};
   std::uint32_t index = kUnassigned; // the Aggregator's thread index, set by the collector
+  bool drained_last = false;         // exited and drained for the last time: to be freed
 };
 
 std::string read_thread_name(std::int64_t tid) {
@@ -124,9 +131,11 @@ public:
   }
 
   Ring* register_current_thread() noexcept {
-    if (!thread_runs_here_) {
-      // A forked child has no collector thread: each new thread drains the rings first, so those
-      // of the child's ended threads are freed rather than kept for the child's whole life.
+    // A new thread drains the rings first when the collector lags behind ending threads (a
+    // loaded machine) or does not run (a forked child that could not start it): the rings of
+    // ended threads, mapped at their full size each, never pile up.
+    if (!thread_runs_here_ ||
+        rings_of_ended_threads.load(std::memory_order_relaxed) >= kEndedRingsKept) {
       try {
         collect();
       } catch (...) {
@@ -206,8 +215,7 @@ public:
   }
 
   void stop() {
-    // A forked child has no collector thread, and its condition variable may still count the
-    // parent's thread as a waiter: only the process that owns the thread wakes and joins it.
+    // Only a thread this process started is woken and joined (see after_fork_in_child).
     if (thread_runs_here_ && thread_.joinable()) {
       stopping_.store(true, std::memory_order_release);
       doorbell.ring();
@@ -217,9 +225,8 @@ public:
   }
 
   // fork(): no lock may be held mid-operation at the fork (the collector thread holds
-  // state_mutex_ while it drains), and the child, which has no collector thread, must never
-  // wait for one. The order is every other path's: drain_all takes registry_mutex_ inside
-  // state_mutex_.
+  // state_mutex_ while it drains), and the child must never wait for its parent's thread. The order
+  // is every other path's: drain_all takes registry_mutex_ inside state_mutex_.
   void before_fork() {
     state_mutex_.lock();
     registry_mutex_.lock();
@@ -228,10 +235,25 @@ public:
     registry_mutex_.unlock();
     state_mutex_.unlock();
   }
+  // The child (a daemon, say) keeps recording: it gets a collector thread of its own, as it
+  // would get any thread it starts once fork() returns. Under TSan, which does not support
+  // threads started in a child of a multi-threaded process, new threads drain instead.
   void after_fork_in_child() {
     registry_mutex_.unlock();
     state_mutex_.unlock();
+    stopping_.store(false, std::memory_order_relaxed);
+    // The parent's thread does not exist here: its handle is dropped, never joined.
+    new (&thread_) std::thread;
     thread_runs_here_ = false;
+#ifndef __SANITIZE_THREAD__
+    try {
+      const threads::SignalsBlocked blocked;
+      thread_ = std::thread([this] { run(); });
+      thread_runs_here_ = true;
+    } catch (const std::system_error&) {
+      // No thread: the fallback in register_current_thread.
+    }
+#endif
   }
 
   std::uint32_t add_external_track(std::string name) {
@@ -253,7 +275,9 @@ public:
 
   // Under state_mutex_: a periodic drain under way when pausing is finished before this returns,
   // and none starts after it.
-  std::uint64_t early_wakes() const { return early_wakes_.load(std::memory_order_relaxed); }
+  std::uint64_t early_wakes() const {
+    return early_wakes_.load(std::memory_order_relaxed);
+  }
 
   void pause(bool paused) {
     std::lock_guard lock(state_mutex_);
@@ -263,7 +287,11 @@ public:
 private:
   static void on_thread_exit(void* slot) {
     detail::tls_ring = nullptr; // a record after this point registers a fresh ring
+    rings_of_ended_threads.fetch_add(1, std::memory_order_relaxed);
     static_cast<ThreadSlot*>(slot)->exited.store(true, std::memory_order_release);
+    // Its ring (mapped at its full size) is unmapped at the collector's next pass, now rather
+    // than a period later: under thread churn rings would pile up otherwise.
+    doorbell.ring();
   }
 
   // Drains every period, or sooner when a ring passes its wake mark (has_room_slow).
@@ -310,18 +338,18 @@ private:
       aggregator_.set_dropped(slot->index, slot->ring.dropped.load(std::memory_order_relaxed));
       if (exited) {
         aggregator_.mark_exited(slot->index);
+        slot->drained_last = true;
         finished.push_back(slot);
       }
     }
     if (!finished.empty()) {
       std::lock_guard lock(registry_mutex_);
-      std::erase_if(slots_, [&](ThreadSlot* slot) {
-        return std::find(finished.begin(), finished.end(), slot) != finished.end();
-      });
+      std::erase_if(slots_, [](const ThreadSlot* slot) { return slot->drained_last; });
     }
     for (ThreadSlot* slot : finished) {
       delete slot;
     }
+    rings_of_ended_threads.fetch_sub(finished.size(), std::memory_order_relaxed);
     aggregator_.finish_pass();
   }
 
@@ -346,6 +374,12 @@ private:
       release_pages(ring.slots, head - tail - first);
     }
     ring.tail.store(head, std::memory_order_release);
+    // After the copy: a library unloaded before these records were written is counted by now,
+    // so a library loaded at its address since gets names of its own.
+    if (const std::uint64_t unloaded = objects_unloaded(); unloaded != objects_unloaded_) {
+      objects_unloaded_ = unloaded;
+      aggregator_.forget_addresses();
+    }
     aggregator_.consume(slot.index, scratch_);
   }
 
@@ -356,8 +390,9 @@ private:
   std::uint64_t start_unix_ns_;
   std::string process_name_;
   std::vector<hotscope_record> scratch_;
-  std::vector<ThreadSlot*> drained_slots_;  // drain_all's, kept for their capacity
-  std::vector<ThreadSlot*> finished_slots_; // drain_all's, kept for their capacity
+  std::uint64_t objects_unloaded_ = objects_unloaded(); // as of the latest drain
+  std::vector<ThreadSlot*> drained_slots_;              // drain_all's, kept for their capacity
+  std::vector<ThreadSlot*> finished_slots_;             // drain_all's, kept for their capacity
   std::int64_t external_tracks_ = 0;
 
   std::mutex registry_mutex_; // guards slots_; taken once per thread by the thread itself
@@ -372,7 +407,7 @@ private:
   std::atomic<std::uint64_t> early_wakes_{0};
   bool paused_ = false; // guarded by state_mutex_: the periodic drain's, for tests
   std::thread thread_;
-  bool thread_runs_here_ = true; // false in a forked child: the thread stayed in the parent
+  bool thread_runs_here_ = true; // false in a forked child that could not start its own
 };
 
 thread_local Ring Collector::out_of_memory_ring_;
@@ -396,6 +431,17 @@ Ring* register_current_thread() noexcept {
 
 void collect_now() {
   collector->collect();
+}
+void before_unload() noexcept {
+  if (collector == nullptr) {
+    return;
+  }
+  try {
+    collector->collect();
+  } catch (...) {
+    // Out of memory: the records stay in their rings, and are named when drained if the
+    // library is still mapped then.
+  }
 }
 Snapshot snapshot(Contents contents) {
   Snapshot taken = collector->snapshot(contents);

@@ -184,6 +184,15 @@ void Aggregator::capture_functions_and_threads(const Figures& figures, std::uint
   snapshot.functions = figures.functions(stats_, open_in_all);
   snapshot.records = folded_records_;
   for (const auto& [index, thread] : threads_) {
+    if (thread.stats_folded) {
+      ThreadInfo named;
+      named.index = index;
+      named.os_tid = thread.os_tid;
+      named.name = thread.name;
+      named.exited = true;
+      snapshot.trace_threads.push_back(std::move(named));
+      continue;
+    }
     snapshot.threads.push_back(
         capture_thread(figures, now_ticks, index, thread, open_by_thread[index]));
     snapshot.records.kept += thread.records.kept;
@@ -193,7 +202,7 @@ void Aggregator::capture_functions_and_threads(const Figures& figures, std::uint
   if (!folded_thread_stats_.empty() || folded_allocations_.all.blocks != 0) {
     ThreadInfo folded;
     folded.index = next_thread_;
-    folded.name = fmt::format("({} older exited threads)", threads_folded_);
+    folded.name = fmt::format("({} ended threads)", threads_folded_);
     folded.exited = true;
     folded.records = folded_records_;
     folded.records.written = folded_records_.kept + folded_records_.dropped;

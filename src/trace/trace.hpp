@@ -12,6 +12,7 @@
 
 #include <array>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <span>
@@ -78,12 +79,17 @@ public:
   void set_dropped(std::uint32_t thread, std::uint64_t dropped);
   // An external track's batch figures (its records_rejected become its dropped records).
   void set_batches(std::uint32_t thread, const BatchCounts& batches);
+  // O(1) amortized: folds at most the one thread that leaves the kept set.
   void mark_exited(std::uint32_t thread);
   // Every thread's records written before the pass began have been consumed (queue pops that
   // arrived before their push wait for it until the next pass ends).
   void finish_pass();
   // Forgets statistics, counts and the trace; open scopes stay open and are timed in full.
   void reset();
+  // A shared library was unloaded: refs are addresses, so a location read from now on gets its
+  // name from the memory at its address again (a library loaded at the same address gets names
+  // of its own; a location whose text is unchanged keeps its id).
+  void forget_addresses();
 
   CapturedSnapshot capture(const TimeBase& time,
                            Contents contents = Contents::StatisticsAndTrace) const;
@@ -149,6 +155,8 @@ private:
 
   std::uint32_t intern_location(std::uint64_t ref);
   std::uint32_t intern_text(std::uint64_t ref);
+  // The id of a name read at `ref`: by address and text, so ids outlive forget_addresses().
+  std::uint32_t intern(std::uint64_t ref, LocationText text, char kind);
   void push_event(const WindowEvent& event) { window_.push(event); }
   void begin(ThreadState& thread, std::uint32_t location, std::uint64_t ticks);
   // Returns the duration of the frame it closed (0 when none was open).
@@ -168,17 +176,23 @@ private:
   void capture_series(const Figures& figures, std::uint64_t now_ticks, Snapshot& snapshot) const;
   static std::vector<OpenAllocation> open_allocations(const std::vector<Frame>& stack);
   static void forget_open_allocations(std::vector<Frame>& stack);
-  void fold_old_threads();
+  void fold_thread(ThreadState& thread);
+  void forget_threads_out_of_window();
   std::size_t statistics_bytes() const;
 
   Resolver resolver_;
   std::vector<LocationText> names_; // index = name id, for locations and static texts
-  std::unordered_map<std::uint64_t, std::uint32_t> name_ids_;
+  std::unordered_map<std::uint64_t, std::uint32_t> name_ids_; // ref -> id, since the last unload
+  std::unordered_map<std::string, std::uint32_t> ids_by_ref_and_text_;
   std::array<InternedRef, kInternCacheSlots> intern_cache_{};
   std::unordered_map<std::uint32_t, Stats> stats_;
   std::unordered_map<std::uint32_t, Counter> counters_;
   std::map<std::uint32_t, ThreadState> threads_;
   std::uint32_t next_thread_ = 0;
+  // Exited threads, oldest exit first: those whose statistics are still their own (at most
+  // kExitedThreadsKept), and those folded but still named by events in the trace window.
+  std::deque<std::uint32_t> exited_kept_;
+  std::deque<std::uint32_t> folded_in_window_;
   std::unordered_map<std::uint32_t, Stats> folded_thread_stats_;
   std::uint64_t threads_folded_ = 0;
   RecordCounts folded_records_; // counts of threads whose entry was folded away
@@ -202,6 +216,10 @@ void start(const Settings& settings);
 detail::Ring* register_current_thread() noexcept;
 // Drains every ring now, on the calling thread.
 void collect_now();
+// Drains every ring before a shared library is unloaded (unloads.cpp), if the collector started.
+void before_unload() noexcept;
+// How many objects the dynamic loader has unloaded so far (dl_phdr_info::dlpi_subs).
+std::uint64_t objects_unloaded() noexcept;
 // Drains every ring and returns a snapshot of everything collected.
 Snapshot snapshot(Contents contents = Contents::StatisticsAndTrace);
 // Fills ThreadInfo::os of every live thread of this process from /proc/self/task/TID (CPU time,

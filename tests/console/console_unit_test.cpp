@@ -367,6 +367,24 @@ TEST(ConsoleThreads, StuckThreadsComeFirstHighlightedWithTheirOpenScopes) {
   EXPECT_NE(page.rows[1].text.find("thread 4243"), std::string::npos) << page.rows[1].text;
 }
 
+TEST(ConsoleThreads, OlderExitedThreadsAreOneRowWithoutAThreadId) {
+  Json answer = threads_answer(10'000'000'000, 1'000'000'000);
+  answer["threads"].push_back(Json::parse(R"json({
+      "index": 900, "os_tid": 0, "name": "(19744 ended threads)", "exited": true,
+      "state": "", "cpu_user_ns": 0, "cpu_system_ns": 0, "voluntary_switches": 0,
+      "involuntary_switches": 0, "records": { "written": 39488, "kept": 39488, "dropped": 0 },
+      "open_scopes": [], "stuck": false })json"));
+  Model model;
+  model.update_threads(answer);
+  ViewState state;
+  const Page page = threads_page(model, state, 120);
+  EXPECT_TRUE(contains(page.fixed, "2 threads, 1 stuck")) << page.fixed[0].text;
+  ASSERT_EQ(page.rows.size(), 3u);
+  const std::string& merged = page.rows[2].text;
+  EXPECT_NE(merged.find("(19744 ended threads)"), std::string::npos) << merged;
+  EXPECT_NE(merged.find(" -  exited"), std::string::npos) << merged; // no thread id 0
+}
+
 TEST(ConsoleThreads, AnAgentWithoutThreadsGetsOneLine) {
   Model model;
   update(model, Json{{"duration_ns", 1'000'000'000},

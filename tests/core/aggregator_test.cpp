@@ -8,6 +8,7 @@
 #include <cstring>
 #include <map>
 #include <ostream>
+#include <set>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -290,6 +291,53 @@ TEST(Aggregator, ThreadChurnIsFoldedToBoundMemory) {
   EXPECT_EQ(find(s.functions, "f1").stats.calls, threads);
   EXPECT_EQ(s.records.kept, 2 * threads); // nothing is lost from the totals
   EXPECT_EQ(find(s.threads.back().functions, "f1").stats.calls, 100u);
+}
+
+TEST(Aggregator, MergedThreadsNameTheirTraceEventsButLeaveTheThreadList) {
+  Aggregator aggregator(1 << 20, numbered_resolver()); // holds every event
+  const std::size_t threads = Aggregator::kExitedThreadsKept + 44;
+  for (std::size_t i = 0; i < threads; ++i) {
+    const auto t = aggregator.add_thread(static_cast<std::int64_t>(1000 + i), "");
+    aggregator.consume(t, std::vector{begin(10 * i, 1), end(10 * i + 3, 1)});
+    aggregator.mark_exited(t);
+  }
+  const Snapshot s = aggregator.snapshot(manual_time_at(100'000));
+  EXPECT_EQ(s.threads.size(), Aggregator::kExitedThreadsKept + 1);
+  EXPECT_EQ(s.threads.back().name, "(44 ended threads)");
+  ASSERT_EQ(s.trace_threads.size(), 44u);
+  EXPECT_EQ(s.trace_threads.front().os_tid, 1000); // the oldest are merged
+  std::set<std::uint32_t> named;
+  for (const auto* list : {&s.threads, &s.trace_threads}) {
+    for (const ThreadInfo& thread : *list) {
+      named.insert(thread.index);
+    }
+  }
+  ASSERT_EQ(s.trace.size(), 2 * threads);
+  for (const TraceEvent& event : s.trace) {
+    EXPECT_EQ(named.count(event.thread), 1u) << event.thread;
+  }
+}
+
+// A shared library unloaded, and another loaded at its address: the same refs, other texts.
+TEST(Aggregator, AfterForgetAddressesARefIsReadAgain) {
+  std::string prefix = "alpha";
+  trace::Resolver resolver{
+      [&](std::uint64_t ref) {
+        return trace::LocationText{prefix + std::to_string(ref), "x.cpp", 1};
+      },
+      [&](std::uint64_t ref) { return prefix + " text" + std::to_string(ref); }};
+  Aggregator aggregator(1 << 20, resolver);
+  const auto t = aggregator.add_thread(1, "t");
+  aggregator.consume(t, std::vector{begin(0, 1), end(2, 1), begin(3, 2), end(4, 2)});
+  aggregator.forget_addresses();                              // nothing unloaded...
+  aggregator.consume(t, std::vector{begin(5, 1), end(7, 1)}); // ...keeps its id
+  prefix = "bravo";
+  aggregator.forget_addresses();
+  aggregator.consume(t, std::vector{begin(8, 1), end(9, 1), begin(10, 1), end(11, 1)});
+  const Snapshot s = aggregator.snapshot(manual_time_at(100));
+  EXPECT_EQ(find(s.functions, "alpha1").stats.calls, 2u);
+  EXPECT_EQ(find(s.functions, "alpha2").stats.calls, 1u);
+  EXPECT_EQ(find(s.functions, "bravo1").stats.calls, 2u);
 }
 
 TEST(Aggregator, ResetStartsANewWindowButOpenScopesStayOpen) {

@@ -22,6 +22,12 @@ std::string inside(const ThreadRow& row) {
   return text;
 }
 
+// The one entry older exited threads are merged into (docs/architecture.md, "The Aggregator"):
+// no thread id of its own.
+bool merged_row(const ThreadRow& row) {
+  return row.exited && row.tid == 0;
+}
+
 std::string cpu(const std::optional<double>& value) {
   return value ? percent(*value) : "-";
 }
@@ -37,13 +43,15 @@ Page threads_page(const Model& model, ViewState& state, std::size_t width) {
                               Style::Alert});
   } else {
     std::size_t stuck = 0;
+    std::size_t merged = 0;
     for (const ThreadRow& row : threads) {
       stuck += row.stuck ? 1 : 0;
+      merged += merged_row(row) ? 1 : 0;
     }
     page.fixed.push_back(
         Line{fmt::format(" {} threads, {} stuck (inside one scope longer than {}); CPU and records "
                          "over the last interval",
-                         threads.size(), stuck,
+                         threads.size() - merged, stuck,
                          duration(static_cast<double>(model.stuck_threshold_ns()))),
              stuck > 0 ? Style::Alert : Style::Dim});
   }
@@ -51,8 +59,9 @@ Page threads_page(const Model& model, ViewState& state, std::size_t width) {
       {"Thread", "TID", "State", "User", "Sys", "Records/s", "Dropped", "Inside now"}};
   for (const ThreadRow& row : threads) {
     table.push_back({row.name.empty() ? fmt::format("thread {}", row.tid) : row.name,
-                     fmt::format("{}", row.tid), row.exited ? "exited" : row.state,
-                     cpu(row.user_percent), cpu(row.system_percent), per_second(row.records_rate),
+                     merged_row(row) ? "-" : fmt::format("{}", row.tid),
+                     row.exited ? "exited" : row.state, cpu(row.user_percent),
+                     cpu(row.system_percent), per_second(row.records_rate),
                      fmt::format("{}", row.dropped), inside(row)});
   }
   // The last column is left-aligned text: pad it by hand after aligning the others.
