@@ -246,12 +246,13 @@ void Aggregator::set_batches(std::uint32_t thread, const BatchCounts& batches) {
   threads_[thread].batches = batches;
 }
 
-void Aggregator::mark_exited(std::uint32_t thread) {
+void Aggregator::mark_exited(std::uint32_t thread, const OsThreadFigures& at_exit) {
   ThreadState& state = threads_[thread];
   if (state.exited) {
     return;
   }
   state.exited = true;
+  state.at_exit = at_exit;
   exited_kept_.push_back(thread);
   if (exited_kept_.size() > kExitedThreadsKept) {
     const std::uint32_t oldest = exited_kept_.front();
@@ -282,6 +283,11 @@ void Aggregator::fold_thread(ThreadState& thread) {
   folded_records_.dropped += thread.records.dropped;
   thread.records = {};
   folded_allocations_ += thread.allocations;
+  folded_os_.state = "X"; // ended, as each of them
+  folded_os_.cpu_user_ns += thread.at_exit.cpu_user_ns;
+  folded_os_.cpu_system_ns += thread.at_exit.cpu_system_ns;
+  folded_os_.voluntary_switches += thread.at_exit.voluntary_switches;
+  folded_os_.involuntary_switches += thread.at_exit.involuntary_switches;
   thread.allocations = {};
   thread.stats_folded = true;
   ++threads_folded_;
@@ -338,6 +344,7 @@ void Aggregator::reset() {
   folded_thread_stats_.clear();
   folded_records_ = {};
   folded_allocations_ = {};
+  folded_os_ = {};
   threads_folded_ = 0;
   window_.clear();
   std::erase_if(threads_, [](const auto& entry) { return entry.second.exited; });

@@ -83,6 +83,7 @@ struct ThreadSlot {
   RingStorage storage;
   std::int64_t os_tid = 0;
   std::atomic<bool> exited{false};
+  OsThreadFigures at_exit;           // written by the thread as it ends, before `exited`
   std::uint32_t index = kUnassigned; // the Aggregator's thread index, set by the collector
   bool drained_last = false;         // exited and drained for the last time: to be freed
 };
@@ -288,7 +289,9 @@ private:
   static void on_thread_exit(void* slot) {
     detail::tls_ring = nullptr; // a record after this point registers a fresh ring
     rings_of_ended_threads.fetch_add(1, std::memory_order_relaxed);
-    static_cast<ThreadSlot*>(slot)->exited.store(true, std::memory_order_release);
+    auto* ending = static_cast<ThreadSlot*>(slot);
+    ending->at_exit = read_own_figures();
+    ending->exited.store(true, std::memory_order_release);
     // Its ring (mapped at its full size) is unmapped at the collector's next pass, now rather
     // than a period later: under thread churn rings would pile up otherwise.
     doorbell.ring();
@@ -337,7 +340,7 @@ private:
       drain(*slot);
       aggregator_.set_dropped(slot->index, slot->ring.dropped.load(std::memory_order_relaxed));
       if (exited) {
-        aggregator_.mark_exited(slot->index);
+        aggregator_.mark_exited(slot->index, slot->at_exit);
         slot->drained_last = true;
         finished.push_back(slot);
       }

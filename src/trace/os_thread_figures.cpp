@@ -1,13 +1,19 @@
 // Per-thread CPU time, context switches and state, from /proc/self/task/TID. Read by the thread
-// taking a snapshot: a measured thread never reads its own figures.
+// taking a snapshot: a measured thread never reads its own figures, but once, as it ends
+// (read_own_figures: /proc no longer has them afterwards).
 #include "trace/trace.hpp"
 
+#include <sys/resource.h>
+
+#include <algorithm>
 #include <charconv>
 #include <fstream>
 #include <iterator>
+#include <mutex>
 #include <sstream>
 #include <string_view>
 #include <unistd.h>
+#include <unordered_map>
 
 namespace hotscope::trace {
 namespace {
@@ -83,7 +89,46 @@ void read_figures(std::int64_t tid, double ns_per_clock_tick, OsThreadFigures& o
   out = std::move(figures);
 }
 
+// What was last reported per live thread: the user/system split of a thread's CPU time is
+// recomputed from tick counts at each read and may shift back, but counters only go up.
+struct Reported {
+  std::uint64_t user_ns = 0;
+  std::uint64_t system_ns = 0;
+};
+std::mutex reported_mutex;
+std::unordered_map<std::int64_t, Reported> reported; // by thread id, the threads of the last read
+
+// The exact total kept, each part at least what was reported before (the total only grows, so
+// both bounds can always be met).
+void keep_monotonic(std::int64_t tid, OsThreadFigures& figures,
+                    std::unordered_map<std::int64_t, Reported>& now) {
+  const Reported before = reported.count(tid) != 0 ? reported[tid] : Reported{};
+  const std::uint64_t total =
+      std::max(figures.cpu_user_ns + figures.cpu_system_ns, before.user_ns + before.system_ns);
+  figures.cpu_system_ns =
+      std::clamp(figures.cpu_system_ns, before.system_ns, total - before.user_ns);
+  figures.cpu_user_ns = total - figures.cpu_system_ns;
+  now[tid] = {figures.cpu_user_ns, figures.cpu_system_ns};
+}
+
 } // namespace
+
+OsThreadFigures read_own_figures() {
+  OsThreadFigures figures;
+  figures.state = "X"; // the kernel's letter for a task that has ended
+  rusage usage{};
+  if (getrusage(RUSAGE_THREAD, &usage) == 0) {
+    const auto ns = [](const timeval& time) {
+      return static_cast<std::uint64_t>(time.tv_sec) * 1'000'000'000u +
+             static_cast<std::uint64_t>(time.tv_usec) * 1000u;
+    };
+    figures.cpu_user_ns = ns(usage.ru_utime);
+    figures.cpu_system_ns = ns(usage.ru_stime);
+    figures.voluntary_switches = static_cast<std::uint64_t>(usage.ru_nvcsw);
+    figures.involuntary_switches = static_cast<std::uint64_t>(usage.ru_nivcsw);
+  }
+  return figures;
+}
 
 void read_os_thread_figures(std::vector<ThreadInfo>& threads) {
   const double ns_per_clock_tick = 1e9 / static_cast<double>(sysconf(_SC_CLK_TCK));
@@ -93,6 +138,14 @@ void read_os_thread_figures(std::vector<ThreadInfo>& threads) {
     }
     read_figures(thread.os_tid, ns_per_clock_tick, thread.os);
   }
+  std::lock_guard lock(reported_mutex);
+  std::unordered_map<std::int64_t, Reported> now;
+  for (ThreadInfo& thread : threads) {
+    if (thread.os_tid > 0 && thread.os_tid < kExternalTidBase) { // an ended one's final figures too
+      keep_monotonic(thread.os_tid, thread.os, now);
+    }
+  }
+  reported = std::move(now);
 }
 
 } // namespace hotscope::trace

@@ -207,6 +207,7 @@ void Aggregator::capture_functions_and_threads(const Figures& figures, std::uint
     folded.records = folded_records_;
     folded.records.written = folded_records_.kept + folded_records_.dropped;
     folded.allocations = folded_allocations_;
+    folded.os = folded_os_;
     if (figures.per_thread_functions()) {
       folded.functions = figures.functions(folded_thread_stats_, {});
     }
@@ -226,6 +227,7 @@ ThreadInfo Aggregator::capture_thread(const Figures& figures, std::uint64_t now_
   info.records.written = thread.records.kept + thread.records.dropped;
   info.allocations = thread.allocations;
   info.batches = thread.batches;
+  info.os = thread.at_exit; // a live thread's figures are read from /proc with the snapshot
   if (figures.per_thread_functions()) {
     info.functions = figures.functions(thread.stats, open);
   }

@@ -79,8 +79,9 @@ public:
   void set_dropped(std::uint32_t thread, std::uint64_t dropped);
   // An external track's batch figures (its records_rejected become its dropped records).
   void set_batches(std::uint32_t thread, const BatchCounts& batches);
-  // O(1) amortized: folds at most the one thread that leaves the kept set.
-  void mark_exited(std::uint32_t thread);
+  // O(1) amortized: folds at most the one thread that leaves the kept set. `at_exit`: its CPU
+  // time and context switches, read as it ended (they can no longer be read from /proc).
+  void mark_exited(std::uint32_t thread, const OsThreadFigures& at_exit = {});
   // Every thread's records written before the pass began have been consumed (queue pops that
   // arrived before their push wait for it until the next pass ends).
   void finish_pass();
@@ -145,6 +146,7 @@ private:
     Allocations allocations;
     std::uint64_t last_ticks = 0;
     std::optional<BatchCounts> batches;
+    OsThreadFigures at_exit;
   };
   // Direct-mapped, in front of name_ids_: a record's ref is found without hashing.
   struct InternedRef {
@@ -197,6 +199,7 @@ private:
   std::uint64_t threads_folded_ = 0;
   RecordCounts folded_records_; // counts of threads whose entry was folded away
   Allocations folded_allocations_;
+  OsThreadFigures folded_os_; // the folded threads' CPU time and context switches, summed
   QueueTable queues_;
   TaskTable tasks_;
   TraceWindow window_;
@@ -226,6 +229,9 @@ Snapshot snapshot(Contents contents = Contents::StatisticsAndTrace);
 // context switches, state). snapshot() does it, outside the
 // collector's lock.
 void read_os_thread_figures(std::vector<ThreadInfo>& threads);
+// The calling thread's own CPU time (exact user/system split) and context switches: what a
+// thread leaves behind as it ends.
+OsThreadFigures read_own_figures();
 // Starts a new measuring window: statistics, counts and trace restart from now.
 void reset();
 // Stops the collector thread and drains what is left (process exit).
