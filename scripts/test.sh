@@ -48,7 +48,7 @@ configure build/tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHOTSCOPE_SANITIZE=threa
   -DHOTSCOPE_BUILD_BENCH=OFF
 ninja -C build/tsan
 TSAN_OPTIONS=halt_on_error=1 ctest --test-dir build/tsan --output-on-failure -j2 -LE package \
-  -R 'Runtime|ExitPaths|Demo|GuestTrace|HeapEvents|HeapRecorder|QueueProgram|TaskRuntime|AsioTracking|TasksProgram' \
+  -R 'Runtime|ExitPaths|Demo|AgentServer|AnswerBudget|GuestTrace|HeapEvents|HeapRecorder|QueueProgram|TaskRuntime|AsioTracking|TasksProgram' \
   -E 'AForkedChild|ForkedChildren'
 
 step "fuzzing: the guest batch validator, the CLI's readers and the agent's request parser (clang, libFuzzer, bounded)"

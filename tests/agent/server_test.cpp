@@ -50,6 +50,24 @@ CommandResult curl_on(const fs::path& socket, const std::string& path) {
               socket.string(), "http://localhost" + path});
 }
 
+// Kills the process at the end of the test unless it ended (a failed assertion returns early).
+struct EndsWithTheTest {
+  pid_t pid;
+  ~EndsWithTheTest() {
+    if (waitpid(pid, nullptr, WNOHANG) == 0) {
+      kill(pid, SIGKILL);
+      waitpid(pid, nullptr, 0);
+    }
+  }
+};
+
+// The info of the agent on `socket`, or null.
+Json info_on(const fs::path& socket) {
+  const CommandResult info = curl_on(socket, "/v1/info");
+  EXPECT_EQ(info.status, 0) << info.err;
+  return info.status == 0 ? Json::parse(info.out) : Json();
+}
+
 // The daemon's files hold its three lines and nothing else: the agent wrote nothing to them
 // (not even to 2, where its standard error used to be) and read nothing from 0.
 TEST(AgentServer, ADaemonThatClosesEveryDescriptorLosesTheAgentNotItsFilesAndGetsItBack) {
@@ -67,10 +85,11 @@ TEST(AgentServer, ADaemonThatClosesEveryDescriptorLosesTheAgentNotItsFilesAndGet
     execl(DAEMON_PROGRAM, DAEMON_PROGRAM, work.c_str(), socket.c_str(), nullptr);
     _exit(127);
   }
+  const EndsWithTheTest ends{pid};
   const fs::path socket = hotscope::agent::socket_path(runtime, pid);
   const fs::path info = hotscope::agent::info_path(runtime, pid);
   ASSERT_TRUE(wait_for(info, std::chrono::seconds(30)));
-  ASSERT_EQ(Json::parse(curl_on(socket, "/v1/info").out).at("pid"), pid);
+  ASSERT_EQ(info_on(socket).value("pid", 0), pid);
   // A client connected and silent, so that a connection's descriptor goes too.
   const int silent = socket_client(socket);
   ASSERT_GE(silent, 0);
@@ -88,7 +107,7 @@ TEST(AgentServer, ADaemonThatClosesEveryDescriptorLosesTheAgentNotItsFilesAndGet
 
   ASSERT_TRUE(wait_for(work / "restarted", std::chrono::seconds(30)));
   EXPECT_EQ(slurp(work / "restarted"), ""); // start_agent() started a new one
-  EXPECT_EQ(Json::parse(curl_on(socket, "/v1/info").out).at("pid"), pid);
+  ASSERT_EQ(info_on(socket).value("pid", 0), pid);
   const std::string tcp = Json::parse(slurp(info)).at("enabled").at("metrics_tcp");
   const CommandResult metrics =
       run({CURL, "--silent", "--fail", "--max-time", "20", "http://" + tcp + "/v1/metrics"});
