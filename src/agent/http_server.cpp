@@ -17,6 +17,7 @@
 #include <cerrno>
 #include <cstring>
 #include <ostream>
+#include <system_error>
 
 namespace hotscope::agent {
 
@@ -138,19 +139,27 @@ std::shared_ptr<Server> Server::start(const Process& process, int unix_fd, int t
   server->wake_in_ = Descriptor::of(pair[0]);
   server->wake_out_ = Descriptor::of(pair[1]);
   const threads::SignalsBlocked blocked; // the threads start with every signal blocked
-  server->io_thread_ = std::thread([server] { server->run_io(); });
-  for (int i = 0; i < kWorkers; ++i) {
-    server->workers_.emplace_back([server] { server->run_worker(); });
+  try {
+    server->io_thread_ = std::thread([server] { server->run_io(); });
+    for (int i = 0; i < kWorkers; ++i) {
+      server->workers_.emplace_back([server] { server->run_worker(); });
+    }
+  } catch (const std::system_error& error) {
+    problem = std::string("cannot start the HTTP server's threads: ") + error.what();
+    if (server->io_thread_.joinable()) {
+      server->stop(); // its I/O thread closes the sockets
+    } else {
+      server->let_go_in_child();
+    }
+    return nullptr;
   }
   return server;
 }
 
 Server::~Server() {
   // stop() joined or let go of every thread; the I/O thread closed what was still ours.
-  for (std::thread* thread : {&io_thread_}) {
-    if (thread->joinable()) {
-      thread->detach();
-    }
+  if (io_thread_.joinable()) {
+    io_thread_.detach();
   }
 }
 
@@ -205,88 +214,101 @@ bool Server::check_own_descriptors() {
 void Server::run_io() {
   pthread_setname_np(pthread_self(), "hotscope-agent");
   std::vector<pollfd> polled;
-  while (!stopping_) {
-    if (!check_own_descriptors()) {
-      broken_ = true;
-      break;
+  try {
+    while (!stopping_ && poll_once(polled)) {
     }
-    polled.clear();
-    polled.push_back({wake_in_.fd, POLLIN, 0});
-    const Clock::time_point now = Clock::now();
-    for (int i = 0; i < 2; ++i) {
-      const auto held = std::count_if(connections_.begin(), connections_.end(),
-                                      [&](const auto& c) { return c->listener == kinds_[i]; });
-      const bool room = static_cast<unsigned>(held) < connection_limit_;
-      polled.push_back({listeners_[i].fd,
-                        static_cast<short>(room && now >= accept_paused_until_[i] ? POLLIN : 0),
-                        0});
-    }
-    Clock::time_point next = now + std::chrono::seconds(1); // also: descriptors checked each second
-    for (const auto& connection : connections_) {
-      short events = 0;
-      if (connection->phase != Connection::Phase::Answering) {
-        events = POLLIN;
-      } else if (!connection->answer->ready(connection->position).empty()) {
-        events = POLLOUT;
-      }
-      polled.push_back({connection->socket.fd, events, 0});
-      next = std::min(next, connection->deadline);
-    }
-    for (int i = 0; i < 2; ++i) {
-      if (now < accept_paused_until_[i]) {
-        next = std::min(next, accept_paused_until_[i]);
-      }
-    }
-    const auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(next - now).count();
-    const int ready =
-        poll(polled.data(), polled.size(), static_cast<int>(std::max<long>(wait, 0) + 1));
-    if (ready < 0 && errno != EINTR) {
-      broken_ = true;
-      break;
-    }
-    if (polled[0].revents != 0) {
-      wake_pending_ = false; // first: a wake() from now on sends again
-      char drained[64];
-      if (wake_in_.ours()) {
-        while (recv(wake_in_.fd, drained, sizeof(drained), MSG_DONTWAIT) > 0) {
-        }
-      }
-    }
-    for (std::size_t i = 0; i < 2; ++i) {
-      if (polled[1 + i].revents != 0) {
-        accept_on(i);
-      }
-    }
-    for (std::size_t i = 0; i < connections_.size(); ++i) {
-      serve(*connections_[i], polled.size() > 3 + i ? polled[3 + i].revents : 0);
-    }
-    // Connections dropped, answers freed as far as every client of theirs got.
-    std::vector<std::unique_ptr<Connection>> kept;
-    for (auto& connection : connections_) {
-      if (connection->socket.fd >= 0) {
-        kept.push_back(std::move(connection));
-      }
-    }
-    connections_ = std::move(kept);
-    std::vector<std::pair<Answer*, std::size_t>> slowest;
-    for (const auto& connection : connections_) {
-      if (connection->answer == nullptr) {
-        continue;
-      }
-      auto found = std::find_if(slowest.begin(), slowest.end(), [&](const auto& entry) {
-        return entry.first == connection->answer.get();
-      });
-      if (found == slowest.end()) {
-        slowest.emplace_back(connection->answer.get(), connection->position);
-      } else {
-        found->second = std::min(found->second, connection->position);
-      }
-    }
-    for (const auto& [answer, position] : slowest) {
-      answer->release_before(position);
-    }
+  } catch (...) { // out of memory: the agent stops rather than the program
+    broken_ = true;
   }
   shut_down();
+}
+
+// What to wait for: the wake pair, the listeners with room for a connection, each connection's
+// next step. Returns when to wake at the latest (a deadline, or a second: descriptors are
+// checked at least that often).
+Clock::time_point Server::poll_set(std::vector<pollfd>& polled, Clock::time_point now) {
+  polled.clear();
+  polled.push_back({wake_in_.fd, POLLIN, 0});
+  Clock::time_point next = now + std::chrono::seconds(1);
+  for (int i = 0; i < 2; ++i) {
+    const auto held = std::count_if(connections_.begin(), connections_.end(),
+                                    [&](const auto& c) { return c->listener == kinds_[i]; });
+    const bool room = static_cast<unsigned>(held) < connection_limit_;
+    const bool paused = now < accept_paused_until_[i];
+    polled.push_back({listeners_[i].fd, static_cast<short>(room && !paused ? POLLIN : 0), 0});
+    if (paused) {
+      next = std::min(next, accept_paused_until_[i]);
+    }
+  }
+  for (const auto& connection : connections_) {
+    short events = 0;
+    if (connection->phase != Connection::Phase::Answering) {
+      events = POLLIN;
+    } else if (!connection->answer->ready(connection->position).empty()) {
+      events = POLLOUT;
+    }
+    polled.push_back({connection->socket.fd, events, 0});
+    next = std::min(next, connection->deadline);
+  }
+  return next;
+}
+
+bool Server::poll_once(std::vector<pollfd>& polled) {
+  if (!check_own_descriptors()) {
+    broken_ = true;
+    return false;
+  }
+  const Clock::time_point now = Clock::now();
+  const auto wait =
+      std::chrono::duration_cast<std::chrono::milliseconds>(poll_set(polled, now) - now).count();
+  const int ready =
+      poll(polled.data(), polled.size(), static_cast<int>(std::max<long>(wait, 0) + 1));
+  if (ready < 0 && errno != EINTR) {
+    broken_ = true;
+    return false;
+  }
+  if (polled[0].revents != 0) {
+    wake_pending_ = false; // first: a wake() from now on sends again
+    char drained[64];
+    if (wake_in_.ours()) {
+      while (recv(wake_in_.fd, drained, sizeof(drained), MSG_DONTWAIT) > 0) {
+      }
+    }
+  }
+  for (std::size_t i = 0; i < 2; ++i) {
+    if (polled[1 + i].revents != 0) {
+      accept_on(i);
+    }
+  }
+  for (std::size_t i = 0; i < connections_.size(); ++i) {
+    serve(*connections_[i], polled.size() > 3 + i ? polled[3 + i].revents : 0);
+  }
+  const auto dropped = std::remove_if(connections_.begin(), connections_.end(),
+                                      [](const auto& c) { return c->socket.fd < 0; });
+  connections_.erase(dropped, connections_.end());
+  release_sent();
+  return true;
+}
+
+// Frees each answer's pieces that every client of it was sent.
+void Server::release_sent() {
+  std::vector<std::pair<Answer*, std::size_t>> slowest;
+  for (const auto& connection : connections_) {
+    if (connection->answer == nullptr) {
+      continue;
+    }
+    auto found = std::find_if(slowest.begin(), slowest.end(), [&](const auto& entry) {
+      return entry.first == connection->answer.get();
+    });
+    if (found == slowest.end()) {
+      slowest.emplace_back(connection->answer.get(), connection->position);
+    } else {
+      found->second = std::min(found->second, connection->position);
+    }
+  }
+  for (const auto& [answer, position] : slowest) {
+    answer->release_before(position);
+  }
 }
 
 void Server::shut_down() {

@@ -8,6 +8,7 @@
 #include "agent/answer.hpp"
 #include "agent/routes.hpp"
 
+#include <poll.h>
 #include <sys/types.h>
 
 #include <atomic>
@@ -59,7 +60,6 @@ public:
   bool broken() const { return broken_.load(); }
   // In a forked child: closes the listening sockets and the wake pair if still ours.
   void let_go_in_child();
-  // Workers: how many there are (for tests of the thread list).
   static constexpr int kWorkers = 2;
 
   // For Answer: tells the I/O thread there is something to do.
@@ -69,6 +69,11 @@ public:
 
 private:
   void run_io();
+  bool poll_once(std::vector<pollfd>& polled); // false: broken
+  std::chrono::steady_clock::time_point poll_set(std::vector<pollfd>& polled,
+                                                 std::chrono::steady_clock::time_point now);
+  void release_sent();
+
   void run_worker();
   bool check_own_descriptors();
   void accept_on(std::size_t listener_index);
