@@ -108,6 +108,14 @@ TEST(AgentServer, ADaemonThatClosesEveryDescriptorLosesTheAgentNotItsFilesAndGet
   ASSERT_TRUE(wait_for(work / "restarted", std::chrono::seconds(30)));
   EXPECT_EQ(slurp(work / "restarted"), ""); // start_agent() started a new one
   ASSERT_EQ(info_on(socket).value("pid", 0), pid);
+  // The agent's threads (hotscope-agent, hotscope-answer) are not among the program's.
+  const CommandResult threads = curl_on(socket, "/v1/threads");
+  ASSERT_EQ(threads.status, 0) << threads.err;
+  const Json listed = Json::parse(threads.out).at("threads");
+  EXPECT_EQ(listed.size(), 1u) << threads.out;
+  for (const Json& thread : listed) {
+    EXPECT_EQ(thread.at("name").get<std::string>().rfind("hotscope-", 0), std::string::npos);
+  }
   const std::string tcp = Json::parse(slurp(info)).at("enabled").at("metrics_tcp");
   const CommandResult metrics =
       run({CURL, "--silent", "--fail", "--max-time", "20", "http://" + tcp + "/v1/metrics"});
