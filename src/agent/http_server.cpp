@@ -374,12 +374,13 @@ void Server::detach(Connection& connection) {
   if (connection.answer == nullptr) {
     return;
   }
-  const Answer* answer = connection.answer.get();
+  const std::shared_ptr<Answer> answer = std::move(connection.answer); // kept until abandoned
   connection.answer.reset();
-  const bool others = std::any_of(connections_.begin(), connections_.end(),
-                                  [&](const auto& c) { return c->answer.get() == answer; });
+  const bool others = std::any_of(connections_.begin(), connections_.end(), [&](const auto& c) {
+    return c->answer == answer;
+  });
   if (!others) {
-    const_cast<Answer*>(answer)->abandon();
+    answer->abandon(); // its writer stops at its next piece
   }
 }
 
