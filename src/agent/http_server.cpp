@@ -157,10 +157,11 @@ std::shared_ptr<Server> Server::start(const Process& process, int unix_fd, int t
 }
 
 Server::~Server() {
-  // stop() joined or let go of every thread; the I/O thread closed what was still ours.
+  // stop() joined or let go of every thread; the I/O thread closed the rest of what was ours.
   if (io_thread_.joinable()) {
     io_thread_.detach();
   }
+  wake_out_.close_if_ours(); // the last thread that could wake the I/O thread is done
 }
 
 void Server::wake() {
@@ -376,9 +377,8 @@ void Server::detach(Connection& connection) {
   }
   const std::shared_ptr<Answer> answer = std::move(connection.answer); // kept until abandoned
   connection.answer.reset();
-  const bool others = std::any_of(connections_.begin(), connections_.end(), [&](const auto& c) {
-    return c->answer == answer;
-  });
+  const bool others = std::any_of(connections_.begin(), connections_.end(),
+                                  [&](const auto& c) { return c->answer == answer; });
   if (!others) {
     answer->abandon(); // its writer stops at its next piece
   }
