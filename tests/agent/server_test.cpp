@@ -71,6 +71,11 @@ Json info_on(const fs::path& socket) {
 // The daemon's files hold its three lines and nothing else: the agent wrote nothing to them
 // (not even to 2, where its standard error used to be) and read nothing from 0.
 TEST(AgentServer, ADaemonThatClosesEveryDescriptorLosesTheAgentNotItsFilesAndGetsItBack) {
+#if defined(__SANITIZE_THREAD__)
+  // TSan tracks descriptors as memory: the daemon's close() of a socket the agent's thread
+  // checks is the race this test is made of, and TSan ends the daemon there.
+  GTEST_SKIP() << "the daemon closes the agent's descriptors under it: a race by design";
+#endif
   ScratchDir scratch;
   const fs::path work = scratch.path() / "work";
   const fs::path runtime = scratch.path() / "rt";
@@ -187,6 +192,7 @@ TEST(AgentServer, ClientsThatNeverReadDelayNoExitAndHoldBoundedMemory) {
     static_cast<void>(send(fd, request.data(), request.size(), MSG_NOSIGNAL));
     stalled.push_back(fd);
   }
+  const fs::path socket = demo.socket(); // read before stop() forgets the pid
   std::atomic<bool> done{false};
   std::atomic<int> answers{0};
   std::vector<std::thread> loopers;
@@ -195,7 +201,7 @@ TEST(AgentServer, ClientsThatNeverReadDelayNoExitAndHoldBoundedMemory) {
       const std::string request = std::string("GET ") + (i % 2 ? "/v1/trace" : "/v1/stats") +
                                   " HTTP/1.1\r\nHost: x\r\n\r\n";
       while (!done) {
-        const int fd = socket_client(demo.socket());
+        const int fd = socket_client(socket);
         if (fd < 0) {
           std::this_thread::sleep_for(std::chrono::milliseconds(10));
           continue;
