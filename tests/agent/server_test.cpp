@@ -240,7 +240,12 @@ TEST(AgentServer, ClientsThatNeverReadDelayNoExitAndHoldBoundedMemory) {
             << " s with 128 clients that never read and 200 looping (" << answers
             << " answers); resident memory grew by " << growth_mib << " MiB\n";
   EXPECT_GT(answers, 0);
-  EXPECT_LT(loaded - quiet, 1.0);
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  constexpr double kMostDelay = 2.0; // sanitized, 200 client threads share the 2 CPUs with it
+#else
+  constexpr double kMostDelay = 1.0;
+#endif
+  EXPECT_LT(loaded - quiet, kMostDelay);
 #if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
   // The budget (64 MiB), a snapshot per worker (2 x 4 MiB) and what the demo itself grows by;
   // sanitizers keep freed memory a while (ASan's quarantine), so not there.
