@@ -15,7 +15,8 @@ namespace hotscope::agent {
 // program runs on.
 std::vector<std::string> start(const config::Config& config);
 
-// True when this process started an agent (even one whose socket could not be set up).
+// True when this process started an agent (even one whose socket could not be set up) that
+// did not stop because the program closed its descriptors.
 bool running();
 
 // Stops serving and removes <pid>.sock and <pid>.json; clients still connected are dropped.
