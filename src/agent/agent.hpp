@@ -10,7 +10,8 @@
 
 namespace hotscope::agent {
 
-// Starts the agent (the runtime calls it once, after the collector started). Returns one line
+// Starts the agent (the runtime calls it once, after the collector started; start_agent() again
+// when none runs). Returns one line
 // per problem; the part concerned (the Unix socket or the TCP listener) then stays off and the
 // program runs on.
 std::vector<std::string> start(const config::Config& config);

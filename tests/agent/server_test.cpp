@@ -156,6 +156,34 @@ TEST(AgentServer, ADaemonThatClosesEveryDescriptorLosesTheAgentNotItsFilesAndGet
   EXPECT_FALSE(fs::exists(info));
 }
 
+// RFC 9112 §6.3 and §5.1, through the socket: these were answered 200.
+TEST(AgentServer, ConflictingLengthsAndWhitespaceBeforeAColonAre400) {
+  Demo demo;
+  const auto status_line = [&](const std::string& request) {
+    const int fd = socket_client(demo.socket());
+    static_cast<void>(send(fd, request.data(), request.size(), MSG_NOSIGNAL));
+    std::string answer;
+    char buffer[4096];
+    pollfd waiting{fd, POLLIN, 0};
+    while (poll(&waiting, 1, 10'000) == 1) {
+      const ssize_t got = recv(fd, buffer, sizeof(buffer), 0);
+      if (got <= 0) {
+        break;
+      }
+      answer.append(buffer, static_cast<std::size_t>(got));
+    }
+    close(fd);
+    return answer.substr(0, answer.find("\r\n"));
+  };
+  EXPECT_EQ(status_line("GET /v1/info HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n"
+                        "Content-Length: 5\r\n\r\nhello"),
+            "HTTP/1.1 400 Bad Request");
+  EXPECT_EQ(status_line("GET /v1/info HTTP/1.1\r\nHost : x\r\n\r\n"), "HTTP/1.1 400 Bad Request");
+  EXPECT_EQ(status_line("GET /v1/info HTTP/1.1\r\nHost: x\r\nAccept\t: */*\r\n\r\n"),
+            "HTTP/1.1 400 Bad Request");
+  EXPECT_EQ(status_line("GET /v1/info HTTP/1.1\r\nHost: x\r\n\r\n"), "HTTP/1.1 200 OK");
+}
+
 // Resident memory of a process now, in bytes.
 std::size_t resident_bytes(pid_t pid) {
   std::ifstream status("/proc/" + std::to_string(pid) + "/status");
