@@ -268,8 +268,10 @@ TEST(AgentServer, ClientsThatNeverReadDelayNoExitAndHoldBoundedMemory) {
             << " s with 128 clients that never read and 200 looping (" << answers
             << " answers); resident memory grew by " << growth_mib << " MiB\n";
   EXPECT_GT(answers, 0);
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-  constexpr double kMostDelay = 2.0; // sanitized, 200 client threads share the 2 CPUs with it
+#if defined(__SANITIZE_THREAD__)
+  constexpr double kMostDelay = 5.0; // TSan's demo, with 200 client threads on the same 2 CPUs
+#elif defined(__SANITIZE_ADDRESS__)
+  constexpr double kMostDelay = 2.0;
 #else
   constexpr double kMostDelay = 1.0;
 #endif
