@@ -3,7 +3,7 @@
 # 1. hotscope-demo's throughput with the agent running idle vs HOTSCOPE_AGENT=0, in one run,
 #    repetitions interleaved; the demo offers 1,000,000 requests/s, more than it can serve, so
 #    it runs flat out and "served .../s" is its throughput. Also requests per CPU second, and
-#    the CPU ticks of the agent's own threads (libmicrohttpd's MHD-worker) in the agent runs.
+#    the CPU ticks of the agent's own threads (hotscope-agent, hotscope-answer) in the agent runs.
 # 2. The time to serve GET /v1/stats for 10,000 functions: bench/agent_stats_program.cpp has
 #    10,000 instrumented functions; curl asks its agent over the Unix socket (curl's time_total:
 #    connect, request, the whole answer).
@@ -84,9 +84,9 @@ demo_run() { # agent(0|1) -> "requests/s requests/CPU-s" (and the agent's ticks 
     exit 1
   fi
   if [[ -n "$pid" ]]; then
-    # Just before the end: what the agent's own threads (libmicrohttpd's) have used so far.
+    # Just before the end: what the agent's own threads have used so far.
     sleep "$(awk -v s="$seconds" 'BEGIN { print s - 1.5 }')"
-    echo "$(thread_ticks "$pid" MHD-worker) $(thread_ticks "$pid")" >>"$work/ticks"
+    echo "$(($(thread_ticks "$pid" hotscope-agent) + $(thread_ticks "$pid" hotscope-answer))) $(thread_ticks "$pid")" >>"$work/ticks"
   fi
   wait "$time_pid"
   demo_throughput "$work/demo.txt" "$work/demo.time"
@@ -96,7 +96,7 @@ echo "demo throughput, medians of $repeats interleaved runs of $seconds s:"
 compare_settings "$work/throughput" "no agent (HOTSCOPE_AGENT=0)" "agent idle"
 echo "  (goal: within 1 %)"
 awk '{ agent += $1; all += $2 } END {
-  printf "  the agent'"'"'s own threads (MHD-worker) used %d of the %d CPU ticks of the agent runs" \
+  printf "  the agent'"'"'s own threads used %d of the %d CPU ticks of the agent runs" \
     " (%.3f %%)\n", agent, all, all ? 100 * agent / all : 0 }' "$work/ticks"
 
 # ---- 2 and 3. Requests to a program's agent ----

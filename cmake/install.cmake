@@ -58,22 +58,16 @@ set(HOTSCOPE_PC_LIBS "")
 set(HOTSCOPE_PC_LIBS_PRIVATE "")
 set(HOTSCOPE_PC_REQUIRES "")
 set(HOTSCOPE_PC_REQUIRES_PRIVATE "")
-set(HOTSCOPE_PC_MHD "")
-if(HOTSCOPE_AGENT)
-  set(HOTSCOPE_PC_MHD " -lmicrohttpd")
-endif()
 if(HOTSCOPE_ENABLE)
   set(HOTSCOPE_PC_CFLAGS " -DHOTSCOPE_ENABLED=1")
   if(HOTSCOPE_CONFIG_LINK_DEPENDENCIES)
     # Only a static archive is installed, so plain `pkg-config --libs` must already list what it
-    # needs; the .private fields would only be read with --static. libmicrohttpd is named in
-    # Libs, not Requires: its Cflags (-I/usr/include/p11-kit-1, for gnutls) are not ours to hand
-    # on, and pkg-config adds a required package's Cflags even from Requires.private.
-    set(HOTSCOPE_PC_LIBS "-L\${libdir} -lhotscope${HOTSCOPE_PC_MHD} -pthread")
+    # needs; the .private fields would only be read with --static.
+    set(HOTSCOPE_PC_LIBS "-L\${libdir} -lhotscope -pthread")
     set(HOTSCOPE_PC_REQUIRES "fmt prometheus-cpp-core protobuf-lite libdeflate")
   else()
     set(HOTSCOPE_PC_LIBS "-L\${libdir} -lhotscope")
-    string(STRIP "${HOTSCOPE_PC_MHD} -pthread" HOTSCOPE_PC_LIBS_PRIVATE)
+    set(HOTSCOPE_PC_LIBS_PRIVATE "-pthread")
     set(HOTSCOPE_PC_REQUIRES_PRIVATE "fmt prometheus-cpp-core protobuf-lite libdeflate")
   endif()
 endif()

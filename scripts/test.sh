@@ -3,7 +3,7 @@
 # every configuration: the normal build (all tests), ASan+UBSan (all but packaging), TSan (the
 # concurrent parts), the disabled build (HOTSCOPE_ENABLE=OFF), the build without the agent
 # (HOTSCOPE_AGENT=OFF: the library, the demo and the runtime tests), the formatting check, and a
-# bounded libFuzzer run on the guest batch validator.
+# bounded libFuzzer run on the guest batch validator and on the agent's HTTP request parser.
 # TSan skips the forked-child tests: TSan does not support threads in a child forked from a
 # multi-threaded process (it reports its own "dup thread" error there). Nor does it run the stack
 # capture's tests (StackCache, HeapCapture): a thread that unwound with libunwind ends in
@@ -31,7 +31,7 @@ configure build/disabled -DHOTSCOPE_ENABLE=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo
 ninja -C build/disabled
 ctest --test-dir build/disabled --output-on-failure
 
-step "build without the agent: HOTSCOPE_AGENT=OFF (no libmicrohttpd)"
+step "build without the agent: HOTSCOPE_AGENT=OFF"
 configure build/no-agent -DHOTSCOPE_AGENT=OFF -DHOTSCOPE_HEAP=OFF -DHOTSCOPE_BUILD_BENCH=OFF \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo
 ninja -C build/no-agent hotscope hotscope-demo core_runtime_test
@@ -48,16 +48,17 @@ configure build/tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHOTSCOPE_SANITIZE=threa
   -DHOTSCOPE_BUILD_BENCH=OFF
 ninja -C build/tsan
 TSAN_OPTIONS=halt_on_error=1 ctest --test-dir build/tsan --output-on-failure -j2 -LE package \
-  -R 'Runtime|ExitPaths|Demo|GuestTrace|HeapEvents|HeapRecorder|QueueProgram|TaskRuntime|AsioTracking|TasksProgram' \
+  -R 'Runtime|ExitPaths|Demo|AgentServer|AnswerBudget|GuestTrace|HeapEvents|HeapRecorder|QueueProgram|TaskRuntime|AsioTracking|TasksProgram' \
   -E 'AForkedChild|ForkedChildren'
 
-step "fuzzing: the guest batch validator and the CLI's readers (clang, libFuzzer, bounded)"
+step "fuzzing: the guest batch validator, the CLI's readers and the agent's request parser (clang, libFuzzer, bounded)"
 # Only the fuzzers' targets are built. New inputs go to build/fuzz/corpus*; the committed seeds
-# are read only. docs/guest.md and docs/diff-and-report.md say how to run them longer.
+# are read only. docs/guest.md, docs/diff-and-report.md and docs/agent.md say how to run them longer.
 CC=clang-14 CXX=clang++-14 configure build/fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DHOTSCOPE_FUZZ=ON -DHOTSCOPE_HEAP=OFF -DHOTSCOPE_BUILD_BENCH=OFF
-ninja -C build/fuzz guest_batch_fuzzer cli_stats_json_fuzzer cli_heap_json_fuzzer cli_folded_fuzzer
-mkdir -p build/fuzz/corpus
+ninja -C build/fuzz guest_batch_fuzzer cli_stats_json_fuzzer cli_heap_json_fuzzer cli_folded_fuzzer \
+  agent_request_fuzzer
+mkdir -p build/fuzz/corpus build/fuzz/corpus-request
 build/fuzz/tests/guest/guest_batch_fuzzer -runs=200000 -max_total_time=60 -print_final_stats=1 \
   build/fuzz/corpus tests/guest/corpus
 for reader in stats_json heap_json folded; do
@@ -65,6 +66,8 @@ for reader in stats_json heap_json folded; do
   build/fuzz/tests/cli/cli_${reader}_fuzzer -runs=100000 -max_total_time=15 -max_len=65536 \
     -rss_limit_mb=2048 -print_final_stats=1 build/fuzz/corpus-$reader tests/cli/corpus/${reader%_json}
 done
+build/fuzz/tests/agent/agent_request_fuzzer -max_total_time=20 -print_final_stats=1 \
+  build/fuzz/corpus-request tests/agent/corpus
 
 step "release build: every test"
 configure build/release -DCMAKE_BUILD_TYPE=RelWithDebInfo

@@ -44,7 +44,8 @@ std::string heap_profile(HeapFormat format, std::string& out);
 // missing). Returns "" or one line naming what failed.
 std::string write_heap_profile(const std::string& dir);
 // Starts the live agent (docs/agent.md) if it does not run in this process yet, for programs
-// started with HOTSCOPE_AGENT=0. Returns "" or the problems, one line each.
+// started with HOTSCOPE_AGENT=0, or again after the program closed the agent's descriptors.
+// Returns "" or the problems, one line each.
 std::string start_agent();
 
 } // namespace hotscope

@@ -10,12 +10,14 @@
 
 namespace hotscope::agent {
 
-// Starts the agent (the runtime calls it once, after the collector started). Returns one line
+// Starts the agent (the runtime calls it once, after the collector started; start_agent() again
+// when none runs). Returns one line
 // per problem; the part concerned (the Unix socket or the TCP listener) then stays off and the
 // program runs on.
 std::vector<std::string> start(const config::Config& config);
 
-// True when this process started an agent (even one whose socket could not be set up).
+// True when this process started an agent (even one whose socket could not be set up) that
+// did not stop because the program closed its descriptors.
 bool running();
 
 // Stops serving and removes <pid>.sock and <pid>.json; clients still connected are dropped.

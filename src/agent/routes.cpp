@@ -77,11 +77,25 @@ Response error(unsigned status, const std::string& message) {
   return json_response(status, {{"error", message}});
 }
 
-Response written(const char* content_type, const Snapshot& snapshot,
+// Bytes a snapshot holds, charged to the agent's budget while its answer is written.
+std::size_t snapshot_bytes(const Snapshot& snapshot) {
+  std::size_t bytes = sizeof(Snapshot) + snapshot.trace.capacity() * sizeof(TraceEvent) +
+                      snapshot.functions.capacity() * sizeof(FunctionStats) +
+                      snapshot.threads.capacity() * sizeof(ThreadInfo);
+  for (const std::string& name : snapshot.names) {
+    bytes += sizeof(name) + name.capacity();
+  }
+  return bytes;
+}
+
+// The answer is written from the snapshot when it is sent, in pieces (the server's budget).
+Response written(const char* content_type, Snapshot snapshot,
                  void (*writer)(const Snapshot&, std::ostream&)) {
-  std::ostringstream out;
-  writer(snapshot, out);
-  return Response{200, content_type, std::move(out).str(), ""};
+  auto kept = std::make_shared<const Snapshot>(std::move(snapshot));
+  Response response{200, content_type, "", ""};
+  response.held_bytes = snapshot_bytes(*kept);
+  response.write = [kept, writer](std::ostream& out) { writer(*kept, out); };
+  return response;
 }
 
 // The value of `name` (the last one if repeated), if given.
@@ -210,12 +224,12 @@ Response trace_window(const Process& process, const Request& request) {
     keep_recent_trace(snapshot, *recent_ns);
   }
   if (format == "folded") {
-    return written(kText, snapshot, exporters::write_folded);
+    return written(kText, std::move(snapshot), exporters::write_folded);
   }
   if (format == "text") {
-    return written(kText, snapshot, exporters::write_text_tree);
+    return written(kText, std::move(snapshot), exporters::write_text_tree);
   }
-  return written(kJson, snapshot, exporters::write_chrome_json);
+  return written(kJson, std::move(snapshot), exporters::write_chrome_json);
 }
 
 Response threads(const Request& request) {
@@ -300,7 +314,7 @@ Response wall_profile(const Process& process, const Request& request) {
   }
   Snapshot snapshot = trace::snapshot();
   keep_recent_trace(snapshot, static_cast<std::uint64_t>(seconds * 1e9));
-  return written(kBinary, snapshot, exporters::write_pprof_wall);
+  return written(kBinary, std::move(snapshot), exporters::write_pprof_wall);
 }
 
 Response not_found(Listener listener, const std::string& path) {
@@ -336,6 +350,18 @@ Response forbidden(uid_t peer_uid, uid_t own_uid) {
 }
 
 Response route(const Process& process, Listener listener, const Request& request) {
+  Response response = answer(process, listener, request);
+  if (response.write) {
+    std::ostringstream out;
+    response.write(out);
+    response.body = std::move(out).str();
+    response.write = nullptr;
+    response.held_bytes = 0;
+  }
+  return response;
+}
+
+Response answer(const Process& process, Listener listener, const Request& request) {
   if (request.query_cut) {
     return error(414, fmt::format("the query has more than {} parameters (no endpoint takes more "
                                   "than 2)",
@@ -387,7 +413,7 @@ Response route(const Process& process, Listener listener, const Request& request
   if (path == "/v1/metrics") {
     Snapshot snapshot = trace::snapshot(trace::Contents::StatisticsOnly);
     snapshot.heap = heap_link::figures();
-    return written(kPrometheus, snapshot, exporters::write_prometheus);
+    return written(kPrometheus, std::move(snapshot), exporters::write_prometheus);
   }
   if (path == "/v1/heap") {
     const auto format = parameter(request, "format");

@@ -8,6 +8,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <ostream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -44,13 +46,25 @@ struct Request {
 };
 
 struct Response {
+  Response() = default;
+  Response(unsigned status, std::string content_type, std::string body, std::string allow)
+      : status(status), content_type(std::move(content_type)), body(std::move(body)),
+        allow(std::move(allow)) {}
+
   unsigned status = 200;
   std::string content_type;
   std::string body;
   std::string allow; // the Allow header of a 405
+  // When set, the body is not in `body`: this writes it (a large answer, written in pieces as
+  // it is sent), from a snapshot of `held_bytes` bytes kept until then.
+  std::function<void(std::ostream&)> write;
+  std::size_t held_bytes = 0;
 };
 
+// The answer to `request`, its body written out.
 Response route(const Process& process, Listener listener, const Request& request);
+// The same, with the body of a large answer left to Response::write (what the server calls).
+Response answer(const Process& process, Listener listener, const Request& request);
 
 // Ends the waits of requests that take time (/debug/pprof/profile) at once, with 503: the agent
 // is stopping. Called before the HTTP server is stopped.

@@ -296,7 +296,7 @@ struct Launch {
 };
 
 // A thread started from inside the profiler stays inside it: nothing it allocates or frees is
-// recorded, from its first allocation (libmicrohttpd's connections) to its last.
+// recorded, from its first allocation (the agent's connections) to its last.
 void* run_profiler_thread(void* pointer) {
   ++in_profiler;
   const Launch launch = *static_cast<Launch*>(pointer);
