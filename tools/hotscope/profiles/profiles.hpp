@@ -21,6 +21,7 @@ struct Profile {
   Kind kind = Kind::Stats;
   std::string source; // the file's path, or "process 4242 (name)"
   nlohmann::json document;
+  std::uint64_t text_bytes = 0; // the size of the text it was parsed from (0: made in code)
 };
 
 // What a file given to these commands may hold (docs/diff-and-report.md, "Limits"): past any of
@@ -29,7 +30,8 @@ inline constexpr std::uint64_t kMaxFileBytes = 1ULL << 30; // any file read
 inline constexpr std::size_t kMaxJsonDepth = 64;           // nested arrays and objects
 inline constexpr std::size_t kMaxLineBytes = 1U << 20;     // a line of folded stacks
 inline constexpr std::size_t kMaxStackFrames = 4096;       // frames of one stack or heap site
-inline constexpr std::uint64_t kMaxSiteFrameBytes = 256ULL << 20; // a heap profile's frames
+// A heap profile's frames over all its sites, as text: at most this or 4 times the file's size.
+inline constexpr std::uint64_t kMinSiteFrameBytes = 16ULL << 20;
 
 // The whole content of the file at `path`; a Failure (kUsage) naming it when it cannot be read
 // or is larger than kMaxFileBytes.
@@ -87,13 +89,15 @@ bool inside_allocator(const std::string& text);
 
 // One allocation site of a DHAT profile: its frame strings, innermost first, and its figures.
 struct Site {
-  std::vector<std::string> frames;
+  std::vector<const std::string*> frames; // into the profile's "ftbl", which must outlive it
   std::uint64_t total_bytes = 0, total_blocks = 0; // tb, tbk
   std::uint64_t gmax_bytes = 0, gmax_blocks = 0;   // gb, gbk: at the global peak
   std::uint64_t end_bytes = 0, end_blocks = 0;     // eb, ebk: at the end
 };
-// The sites of a DHAT profile; a Failure (kUsage) naming `source` when a site is malformed.
-std::vector<Site> heap_sites(const nlohmann::json& dhat, const std::string& source);
+// The sites of a DHAT profile (`heap.kind` is Kind::Heap); a Failure (kUsage) naming its source
+// when a site is malformed or their frames as text pass max(kMinSiteFrameBytes, 4 times
+// `heap.text_bytes`).
+std::vector<Site> heap_sites(const Profile& heap);
 // "the first frame outside the allocator", shortened: how a site is named in a row.
 std::string site_name(const Site& site);
 
