@@ -46,6 +46,11 @@ nlohmann::json parse_json(std::string_view text, const std::string& source);
 // sign docs/formats-output.md gives it); a Failure (kUsage) naming `source` and the first wrong
 // key when it is neither kind or malformed.
 Profile classify(nlohmann::json document, const std::string& source);
+// The checks classify() makes on a heap profile, and on the threads of a stats.json with those of
+// GET /v1/threads (now_ns, stuck_threshold_ns, each thread's open_scopes and stuck): for the
+// agent's answers, which the console reads (`source` names the request).
+void check_heap(const nlohmann::json& document, const std::string& source);
+void check_threads(const nlohmann::json& answer, const std::string& source);
 // The file at `path` read, parsed and classified; a Failure (kUsage), one line, when it cannot be
 // read, is not JSON or is neither kind.
 Profile read_profile(const std::string& path);
