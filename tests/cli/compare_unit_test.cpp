@@ -320,7 +320,7 @@ TEST(FlameUnit, SvgHasOneFramePerNodeAndEscapesNames) {
 
 TEST(FlameUnit, HeapStacksAreRootFirst) {
   const auto memory = heap({{{{"leak(int)", "w.cpp", 30}, {"main", "w.cpp", 90}}, 4096, 512}}, 0);
-  const auto sites = profiles::heap_sites(memory.document, memory.source);
+  const auto sites = profiles::heap_sites(memory);
   const std::string total = report::heap_stacks(sites, report::HeapBytes::Total);
   EXPECT_EQ(total, "main (w.cpp:90)\x1fleak (w.cpp:30) 4096\n");
   const profiles::StackLines stacks =

@@ -17,8 +17,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (profile.kind != profiles::Kind::Heap) {
       return;
     }
-    const std::string stacks_text = report::heap_stacks(
-        profiles::heap_sites(profile.document, profile.source), report::HeapBytes::AtEnd);
+    const std::string stacks_text =
+        report::heap_stacks(profiles::heap_sites(profile), report::HeapBytes::AtEnd);
     const profiles::StackLines stacks =
         profiles::folded_stacks(stacks_text, profile.source, report::kHeapSeparator);
     report::flame_svg(report::flame_graph(stacks, 0, 64),

@@ -534,6 +534,60 @@ TEST(ConsoleMemory, SitesRatesAndLeakCandidates) {
   EXPECT_TRUE(contains(memory_page(model, state, glyphs, 120).fixed, "turn it on"));
 }
 
+// `update` refuses `answer` with one line that names `request`, leaving no abort behind.
+template <typename Update>
+void refused(const Json& answer, const std::string& request, Update update) {
+  try {
+    update(answer);
+    ADD_FAILURE() << "no Failure for " << answer.dump();
+  } catch (const hotscope::cli::Failure& failure) {
+    const std::string what = failure.what();
+    EXPECT_NE(what.find("GET " + request), std::string::npos) << what;
+    EXPECT_EQ(what.find('\n'), std::string::npos) << what;
+  }
+}
+
+TEST(ConsoleThreads, MalformedAnswersAreRefusedInOneLine) {
+  const Json good = threads_answer(10'000'000'000, 1'000'000'000);
+  std::vector<Json> bad(10, good);
+  bad[0]["threads"][0]["index"] = "1";
+  bad[1]["threads"][0]["os_tid"] = nullptr;
+  bad[2]["threads"][0]["name"] = 7;
+  bad[3]["threads"][0]["records"] = "many";
+  bad[4]["threads"][0]["open_scopes"][0]["line"] = "40";
+  bad[5]["threads"][0]["stuck"] = "yes";
+  bad[6]["now_ns"] = "10";
+  bad[7]["threads"] = Json::object();
+  bad[8] = Json::array();
+  bad[9]["threads"] = Json::parse(std::string(60, '[') + std::string(60, ']'));
+  for (const Json& answer : bad) {
+    Model model;
+    refused(answer, "/v1/threads", [&](const Json& a) { model.update_threads(a); });
+  }
+  // The statistics' threads, shown without /v1/threads, are checked the same way.
+  Model model;
+  StatsAnswer stats;
+  read_stats(R"({"duration_ns": 1, "functions": [], "threads": [{"index": "0"}]})", stats);
+  refused(Json(), "/v1/stats", [&](const Json&) { model.update_stats(stats); });
+}
+
+TEST(ConsoleMemory, MalformedAnswersAreRefusedInOneLine) {
+  const Json good = heap(1'000'000, 1000, 4000);
+  std::vector<Json> bad(8, good);
+  bad[0]["pps"][0]["tb"] = "4000";
+  bad[1]["pps"][0]["eb"] = nullptr;
+  bad[2]["pps"][0]["fs"] = {1, 9};
+  bad[3]["pps"][0]["fs"] = {"1"};
+  bad[4]["ftbl"][1] = 5;
+  bad[5]["pps"] = Json::object();
+  bad[6].erase("ftbl");
+  bad[7]["pps"][0]["gbk"] = -1;
+  for (const Json& answer : bad) {
+    Model model;
+    refused(answer, "/v1/heap", [&](const Json& a) { model.update_heap(a); });
+  }
+}
+
 TEST(ConsoleFlame, MalformedStacksAreRefusedInOneLine) {
   Model model;
   for (const char* folded : {"proc;t1;a -5\n", "proc;t1;a\n", "{\"a\": 1}"}) {

@@ -91,6 +91,7 @@ void Model::clear() {
 }
 
 void Model::update_stats(StatsAnswer& answer) {
+  profiles::check_threads(answer.rest, "the agent's answer to GET /v1/stats");
   const std::uint64_t duration_ns = u64(answer.rest, "duration_ns");
   // Before a previous answer, and after a reset, the interval is the whole window.
   const bool continues = stats_.is_object() && duration_ns > stats_duration_ns_;
@@ -152,6 +153,7 @@ const std::deque<double>* Model::p99_history(const std::string& key) const {
 }
 
 void Model::update_threads(const Json& answer) {
+  profiles::check_threads(answer, "the agent's answer to GET /v1/threads");
   threads_unsupported_ = false;
   const std::uint64_t now_ns = u64(answer, "now_ns");
   const bool continues = !previous_threads_.empty() && now_ns > threads_now_ns_;
@@ -203,24 +205,23 @@ void Model::threads_from_stats() {
 }
 
 void Model::update_heap(const Json& dhat) {
+  profiles::check_heap(dhat, "the agent's answer to GET /v1/heap");
   memory_.available = true;
   memory_.hint.clear();
   memory_.mode = dhat.value("mode", "");
   const std::uint64_t end_us = u64(dhat, "te");
   const std::uint64_t interval_ns =
       end_us > heap_end_us_ && !previous_sites_.empty() ? (end_us - heap_end_us_) * 1000 : 0;
-  const Json frames = dhat.value("ftbl", Json::array());
+  const Json& frames = dhat.at("ftbl"); // checked: its entries are strings, fs index them
   std::map<std::string, HeapSite> sites;
   memory_.live_bytes = memory_.live_blocks = memory_.peak_bytes = memory_.peak_blocks =
       memory_.total_bytes = 0;
-  for (const Json& point : dhat.value("pps", Json::array())) {
+  for (const Json& point : dhat.at("pps")) {
     HeapSite site;
     std::string first;
     for (const Json& index : point.value("fs", Json::array())) {
-      const std::size_t i = index.get<std::size_t>();
-      const std::string frame = i < frames.size()
-                                    ? profiles::short_frame(frames[i].get<std::string>())
-                                    : std::string("?");
+      const std::string frame =
+          profiles::short_frame(frames[index.get<std::size_t>()].get_ref<const std::string&>());
       if (first.empty()) {
         first = frame;
       }

@@ -1,5 +1,7 @@
 #include "source.hpp"
 
+#include "profiles/profiles.hpp"
+
 #include <fmt/chrono.h>
 #include <fmt/format.h>
 
@@ -61,7 +63,8 @@ std::optional<Reply> Source::get(const std::string& path) {
 
 nlohmann::json Source::parse(const std::string& path, const std::string& body) {
   nlohmann::json json;
-  timed(times_.parsed, [&] { read_answer(path, [&] { json = nlohmann::json::parse(body); }); });
+  timed(times_.parsed,
+        [&] { json = profiles::parse_json(body, "the agent's answer to GET " + path); });
   return json;
 }
 

@@ -181,10 +181,10 @@ std::string frame_key(const std::string& text) {
 
 std::map<std::vector<std::string>, SiteSum> site_sums(const profiles::Profile& profile) {
   std::map<std::vector<std::string>, SiteSum> sums;
-  for (profiles::Site& site : profiles::heap_sites(profile.document, profile.source)) {
+  for (profiles::Site& site : profiles::heap_sites(profile)) {
     std::vector<std::string> key;
-    for (const std::string& frame : site.frames) {
-      key.push_back(frame_key(frame));
+    for (const std::string* frame : site.frames) {
+      key.push_back(frame_key(*frame));
     }
     const std::array<std::uint64_t, 6> figures{site.total_bytes, site.total_blocks,
                                                site.gmax_bytes,  site.gmax_blocks,
@@ -206,8 +206,8 @@ Row heap_row(const SiteSum* base, const SiteSum* now) {
   Row row;
   const SiteSum& any = now != nullptr ? *now : *base;
   row.name = profiles::site_name(any.site);
-  for (const std::string& frame : any.site.frames) {
-    row.stack.push_back(profiles::short_frame(frame));
+  for (const std::string* frame : any.site.frames) {
+    row.stack.push_back(profiles::short_frame(*frame));
   }
   row.side = base == nullptr  ? diff::Side::NewOnly
              : now == nullptr ? diff::Side::BaseOnly

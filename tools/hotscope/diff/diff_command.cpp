@@ -22,7 +22,9 @@ profiles::Profile live_profile(profiles::Kind kind, std::int64_t pid, const std:
     throw Failure(kFailed,
                   fmt::format("{} answered GET {} with something that is not JSON", source, path));
   }
-  return profiles::classify(std::move(document), source);
+  profiles::Profile profile = profiles::classify(std::move(document), source);
+  profile.text_bytes = body.size();
+  return profile;
 }
 
 } // namespace

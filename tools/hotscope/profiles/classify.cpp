@@ -163,6 +163,36 @@ void check_records(const Checker& checker, const Json& owner, const std::string&
   }
 }
 
+// The threads of a stats.json or of GET /v1/threads (which adds their open scopes).
+void check_thread_list(const Checker& checker, const Json& owner) {
+  checker.elements(owner, "", "threads", [&](const Json& thread, const std::string& at) {
+    checker.keys(thread, at,
+                 {{"index", Type::Count},
+                  {"os_tid", Type::Count},
+                  {"name", Type::String},
+                  {"state", Type::String},
+                  {"exited", Type::Bool},
+                  {"cpu_user_ns", Type::Number},
+                  {"cpu_system_ns", Type::Number},
+                  {"voluntary_switches", Type::Count},
+                  {"involuntary_switches", Type::Count},
+                  {"records", Type::Object},
+                  {"functions", Type::Array},
+                  {"open_scopes", Type::Array},
+                  {"stuck", Type::Bool}});
+    check_records(checker, thread, at);
+    check_functions(checker, thread, at);
+    checker.elements(thread, at, "open_scopes", [&](const Json& scope, const std::string& where) {
+      checker.keys(scope, where,
+                   {{"name", Type::String},
+                    {"file", Type::String},
+                    {"line", Type::Count},
+                    {"opened_ns", Type::Number},
+                    {"open_ns", Type::Number}});
+    });
+  });
+}
+
 void check_stats(const Json& document, const std::string& source) {
   Checker checker(source);
   checker.set_kind("a stats.json");
@@ -188,22 +218,18 @@ void check_stats(const Json& document, const std::string& source) {
                  {{"bytes", Type::Count}, {"blocks", Type::Count}});
   }
   check_functions(checker, document, "");
-  checker.elements(document, "", "threads", [&](const Json& thread, const std::string& at) {
-    checker.keys(thread, at,
-                 {{"index", Type::Count},
-                  {"os_tid", Type::Count},
-                  {"name", Type::String},
-                  {"state", Type::String},
-                  {"exited", Type::Bool},
-                  {"cpu_user_ns", Type::Number},
-                  {"cpu_system_ns", Type::Number},
-                  {"voluntary_switches", Type::Count},
-                  {"involuntary_switches", Type::Count},
-                  {"records", Type::Object},
-                  {"functions", Type::Array}});
-    check_records(checker, thread, at);
-    check_functions(checker, thread, at);
-  });
+  check_thread_list(checker, document);
+}
+
+} // namespace
+
+void check_threads(const Json& answer, const std::string& source) {
+  Checker checker(source);
+  checker.set_kind("a threads answer");
+  checker.keys(
+      answer, "",
+      {{"now_ns", Type::Number}, {"stuck_threshold_ns", Type::Number}, {"threads", Type::Array}});
+  check_thread_list(checker, answer);
 }
 
 void check_heap(const Json& document, const std::string& source) {
@@ -244,8 +270,6 @@ void check_heap(const Json& document, const std::string& source) {
     }
   });
 }
-
-} // namespace
 
 Profile classify(nlohmann::json document, const std::string& source) {
   const auto has = [&](const char* key) {

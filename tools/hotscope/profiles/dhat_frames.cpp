@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <charconv>
 
 namespace hotscope::cli::profiles {
@@ -98,13 +99,15 @@ bool inside_allocator(const std::string& text) {
          function.rfind("calloc", 0) == 0 || function.rfind("realloc", 0) == 0;
 }
 
-std::vector<Site> heap_sites(const nlohmann::json& dhat, const std::string& source) {
-  const nlohmann::json& table = dhat.at("ftbl");
+std::vector<Site> heap_sites(const Profile& heap) {
+  const std::string& source = heap.source;
+  const nlohmann::json& table = heap.document.at("ftbl");
   std::vector<Site> sites;
-  // The frames' text over all sites: a short entry of the table can name a long frame, and
-  // every site can repeat it.
+  // The frames' text over all sites, which the commands join into stacks: a short entry of the
+  // table can name a long frame, and every site can repeat it.
+  const std::uint64_t max_frame_bytes = std::max(kMinSiteFrameBytes, 4 * heap.text_bytes);
   std::uint64_t frame_bytes = 0;
-  for (const nlohmann::json& point : dhat.at("pps")) {
+  for (const nlohmann::json& point : heap.document.at("pps")) {
     const auto frames = point.find("fs");
     if (!point.is_object() || frames == point.end() || !frames->is_array()) {
       throw Failure(kUsage, fmt::format("{}: a program point without its frames (\"fs\"): the "
@@ -120,12 +123,13 @@ std::vector<Site> heap_sites(const nlohmann::json& dhat, const std::string& sour
       }
       const std::string& frame = table[index.get<std::size_t>()].get_ref<const std::string&>();
       frame_bytes += frame.size();
-      if (frame_bytes > kMaxSiteFrameBytes) {
-        throw Failure(kUsage, fmt::format("{}: the sites' frames add up to more than {} MiB of "
-                                          "text (the frame table's entries repeated)",
-                                          source, kMaxSiteFrameBytes >> 20));
+      if (frame_bytes > max_frame_bytes) {
+        throw Failure(kUsage, fmt::format("{}: the sites' frames add up to more than {} bytes of "
+                                          "text (the frame table's entries repeated; the limit is "
+                                          "16 MiB or 4 times the file's size)",
+                                          source, max_frame_bytes));
       }
-      site.frames.push_back(frame);
+      site.frames.push_back(&frame);
     }
     site.total_bytes = figure(point, "tb");
     site.total_blocks = figure(point, "tbk");
@@ -139,12 +143,12 @@ std::vector<Site> heap_sites(const nlohmann::json& dhat, const std::string& sour
 }
 
 std::string site_name(const Site& site) {
-  for (const std::string& frame : site.frames) {
-    if (!inside_allocator(frame)) {
-      return short_frame(frame);
+  for (const std::string* frame : site.frames) {
+    if (!inside_allocator(*frame)) {
+      return short_frame(*frame);
     }
   }
-  return site.frames.empty() ? std::string("(no frames)") : short_frame(site.frames.front());
+  return site.frames.empty() ? std::string("(no frames)") : short_frame(*site.frames.front());
 }
 
 } // namespace hotscope::cli::profiles

@@ -21,6 +21,7 @@ struct Profile {
   Kind kind = Kind::Stats;
   std::string source; // the file's path, or "process 4242 (name)"
   nlohmann::json document;
+  std::uint64_t text_bytes = 0; // the size of the text it was parsed from (0: made in code)
 };
 
 // What a file given to these commands may hold (docs/diff-and-report.md, "Limits"): past any of
@@ -29,7 +30,8 @@ inline constexpr std::uint64_t kMaxFileBytes = 1ULL << 30; // any file read
 inline constexpr std::size_t kMaxJsonDepth = 64;           // nested arrays and objects
 inline constexpr std::size_t kMaxLineBytes = 1U << 20;     // a line of folded stacks
 inline constexpr std::size_t kMaxStackFrames = 4096;       // frames of one stack or heap site
-inline constexpr std::uint64_t kMaxSiteFrameBytes = 256ULL << 20; // a heap profile's frames
+// A heap profile's frames over all its sites, as text: at most this or 4 times the file's size.
+inline constexpr std::uint64_t kMinSiteFrameBytes = 16ULL << 20;
 
 // The whole content of the file at `path`; a Failure (kUsage) naming it when it cannot be read
 // or is larger than kMaxFileBytes.
@@ -44,6 +46,11 @@ nlohmann::json parse_json(std::string_view text, const std::string& source);
 // sign docs/formats-output.md gives it); a Failure (kUsage) naming `source` and the first wrong
 // key when it is neither kind or malformed.
 Profile classify(nlohmann::json document, const std::string& source);
+// The checks classify() makes on a heap profile, and on the threads of a stats.json with those of
+// GET /v1/threads (now_ns, stuck_threshold_ns, each thread's open_scopes and stuck): for the
+// agent's answers, which the console reads (`source` names the request).
+void check_heap(const nlohmann::json& document, const std::string& source);
+void check_threads(const nlohmann::json& answer, const std::string& source);
 // The file at `path` read, parsed and classified; a Failure (kUsage), one line, when it cannot be
 // read, is not JSON or is neither kind.
 Profile read_profile(const std::string& path);
@@ -87,13 +94,15 @@ bool inside_allocator(const std::string& text);
 
 // One allocation site of a DHAT profile: its frame strings, innermost first, and its figures.
 struct Site {
-  std::vector<std::string> frames;
+  std::vector<const std::string*> frames; // into the profile's "ftbl", which must outlive it
   std::uint64_t total_bytes = 0, total_blocks = 0; // tb, tbk
   std::uint64_t gmax_bytes = 0, gmax_blocks = 0;   // gb, gbk: at the global peak
   std::uint64_t end_bytes = 0, end_blocks = 0;     // eb, ebk: at the end
 };
-// The sites of a DHAT profile; a Failure (kUsage) naming `source` when a site is malformed.
-std::vector<Site> heap_sites(const nlohmann::json& dhat, const std::string& source);
+// The sites of a DHAT profile (`heap.kind` is Kind::Heap); a Failure (kUsage) naming its source
+// when a site is malformed or their frames as text pass max(kMinSiteFrameBytes, 4 times
+// `heap.text_bytes`).
+std::vector<Site> heap_sites(const Profile& heap);
 // "the first frame outside the allocator", shortened: how a site is named in a row.
 std::string site_name(const Site& site);
 

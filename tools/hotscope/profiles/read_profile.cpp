@@ -140,7 +140,10 @@ Json parse_json(std::string_view text, const std::string& source) {
 }
 
 Profile read_profile(const std::string& path) {
-  return classify(parse_json(read_text(path), path), path);
+  const std::string text = read_text(path);
+  Profile profile = classify(parse_json(text, path), path);
+  profile.text_bytes = text.size();
+  return profile;
 }
 
 // Lines were checked by folded_stacks(): each has a space before its count.

@@ -227,7 +227,7 @@ std::string heap_stacks(const std::vector<profiles::Site>& sites, HeapBytes whic
       continue;
     }
     for (auto frame = site.frames.rbegin(); frame != site.frames.rend(); ++frame) {
-      std::string name = profiles::short_frame(*frame);
+      std::string name = profiles::short_frame(**frame);
       std::replace(name.begin(), name.end(), kHeapSeparator, ' ');
       std::replace(name.begin(), name.end(), '\n', ' ');
       text += name;

@@ -152,7 +152,7 @@ std::string flame_section(const std::optional<std::string>& folded, const std::s
 }
 
 std::string heap_section(const profiles::Profile& heap) {
-  std::vector<profiles::Site> sites = profiles::heap_sites(heap.document, heap.source);
+  std::vector<profiles::Site> sites = profiles::heap_sites(heap);
   std::uint64_t sums[6] = {};
   for (const profiles::Site& site : sites) {
     const std::uint64_t figures[6] = {site.total_bytes, site.total_blocks, site.gmax_bytes,
@@ -175,8 +175,8 @@ std::string heap_section(const profiles::Profile& heap) {
   for (std::size_t i = 0; i < std::min(sites.size(), kTopSites); ++i) {
     const profiles::Site& site = sites[i];
     std::string stack;
-    for (const std::string& frame : site.frames) {
-      stack += (stack.empty() ? "" : "\n") + profiles::short_frame(frame);
+    for (const std::string* frame : site.frames) {
+      stack += (stack.empty() ? "" : "\n") + profiles::short_frame(*frame);
     }
     const std::string name = profiles::site_name(site);
     html += fmt::format("<tr><td data-value=\"{0}\"><details><summary>{0}</summary><div "

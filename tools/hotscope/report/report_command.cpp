@@ -72,7 +72,8 @@ int ReportCommands::run_flame() const {
   profiles::StackLines stacks;
   const std::size_t first = text.find_first_not_of(" \t\r\n");
   if (first != std::string::npos && (text[first] == '{' || text[first] == '[')) {
-    const profiles::Profile heap = profiles::classify(profiles::parse_json(text, input_), input_);
+    profiles::Profile heap = profiles::classify(profiles::parse_json(text, input_), input_);
+    heap.text_bytes = text.size();
     if (heap.kind != profiles::Kind::Heap) {
       throw Failure(kUsage, fmt::format("{} is a stats.json, which has no stacks: draw the "
                                         "trace.folded beside it",
@@ -81,7 +82,7 @@ int ReportCommands::run_flame() const {
     const HeapBytes which = heap_bytes_ == "gmax"  ? HeapBytes::AtGmax
                             : heap_bytes_ == "end" ? HeapBytes::AtEnd
                                                    : HeapBytes::Total;
-    heap_text = heap_stacks(profiles::heap_sites(heap.document, heap.source), which);
+    heap_text = heap_stacks(profiles::heap_sites(heap), which);
     stacks = profiles::folded_stacks(heap_text, input_, kHeapSeparator);
     style.unit = FlameUnit::Bytes;
     style.subtitle =
