@@ -214,9 +214,8 @@ bool Server::check_own_descriptors() {
 
 void Server::run_io() {
   pthread_setname_np(pthread_self(), "hotscope-agent");
-  std::vector<pollfd> polled;
   try {
-    while (!stopping_ && poll_once(polled)) {
+    while (!stopping_ && poll_once(polled_)) {
     }
   } catch (...) { // out of memory: the agent stops rather than the program
     broken_ = true;

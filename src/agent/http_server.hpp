@@ -90,6 +90,9 @@ private:
   Listener kinds_[2] = {Listener::Unix, Listener::Tcp};
   unsigned connection_limit_ = 0;
   std::chrono::steady_clock::time_point accept_paused_until_[2];
+  // The I/O thread's poll set, a member rather than on that thread's stack: a forked child has
+  // no such thread, and leak checkers would count what only its stack pointed to as lost.
+  std::vector<pollfd> polled_;
   Descriptor wake_in_;  // the I/O thread polls it
   Descriptor wake_out_; // wake() writes a byte to it
   std::atomic<bool> wake_pending_{false};
