@@ -105,7 +105,8 @@ std::vector<Site> heap_sites(const Profile& heap) {
   std::vector<Site> sites;
   // The frames' text over all sites, which the commands join into stacks: a short entry of the
   // table can name a long frame, and every site can repeat it.
-  const std::uint64_t max_frame_bytes = std::max(kMinSiteFrameBytes, 4 * heap.text_bytes);
+  const std::uint64_t max_frame_bytes =
+      std::max(kMinSiteFrameBytes, kSiteFrameBytesPerByte * heap.text_bytes);
   std::uint64_t frame_bytes = 0;
   for (const nlohmann::json& point : heap.document.at("pps")) {
     const auto frames = point.find("fs");
@@ -126,7 +127,7 @@ std::vector<Site> heap_sites(const Profile& heap) {
       if (frame_bytes > max_frame_bytes) {
         throw Failure(kUsage, fmt::format("{}: the sites' frames add up to more than {} bytes of "
                                           "text (the frame table's entries repeated; the limit is "
-                                          "16 MiB or 4 times the file's size)",
+                                          "256 MiB or 32 times the file's size)",
                                           source, max_frame_bytes));
       }
       site.frames.push_back(&frame);

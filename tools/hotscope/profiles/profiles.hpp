@@ -30,8 +30,10 @@ inline constexpr std::uint64_t kMaxFileBytes = 1ULL << 30; // any file read
 inline constexpr std::size_t kMaxJsonDepth = 64;           // nested arrays and objects
 inline constexpr std::size_t kMaxLineBytes = 1U << 20;     // a line of folded stacks
 inline constexpr std::size_t kMaxStackFrames = 4096;       // frames of one stack or heap site
-// A heap profile's frames over all its sites, as text: at most this or 4 times the file's size.
-inline constexpr std::uint64_t kMinSiteFrameBytes = 16ULL << 20;
+// A heap profile's frames over all its sites, as text: at most this or 32 times the file's size
+// (a real compiler's profile has 11 times its size: deep stacks of long C++ names).
+inline constexpr std::uint64_t kMinSiteFrameBytes = 256ULL << 20;
+inline constexpr std::uint64_t kSiteFrameBytesPerByte = 32;
 
 // The whole content of the file at `path`; a Failure (kUsage) naming it when it cannot be read
 // or is larger than kMaxFileBytes.

@@ -19,7 +19,7 @@ namespace {
 using Json = nlohmann::json;
 
 // What the parsed tree may cost beyond the text: docs/diff-and-report.md, "Limits".
-constexpr std::uint64_t kJsonBudgetPerByte = 3;
+constexpr std::uint64_t kJsonBudgetPerByte = 16;
 constexpr std::uint64_t kJsonBudgetFloor = 64ULL << 20;
 
 // A rough upper bound of what one parser event adds to the tree: a value's slot (twice, as
@@ -120,7 +120,7 @@ Json parse_json(std::string_view text, const std::string& source) {
     }
     spent += event_cost(event, parsed);
     if (spent > budget) {
-      throw Failure(kUsage, fmt::format("{} would take more than {} MiB parsed (64 MiB plus 3 "
+      throw Failure(kUsage, fmt::format("{} would take more than {} MiB parsed (64 MiB plus 16 "
                                         "times its size): too many values for its size",
                                         source, budget >> 20));
     }
