@@ -571,6 +571,14 @@ TEST(ConsoleThreads, MalformedAnswersAreRefusedInOneLine) {
   refused(Json(), "/v1/stats", [&](const Json&) { model.update_stats(stats); });
 }
 
+// One answer (`console --once --tab memory`): the rates are over the whole profile, not 0.
+TEST(ConsoleMemory, TheFirstAnswersRatesAreOverTheWholeProfile) {
+  Model model;
+  model.update_heap(heap(2'000'000, 1000, 8000)); // 8000 B in 2 s
+  ASSERT_EQ(model.memory().sites.size(), 1u);
+  EXPECT_DOUBLE_EQ(model.memory().sites[0].bytes_rate, 4000);
+}
+
 TEST(ConsoleMemory, MalformedAnswersAreRefusedInOneLine) {
   const Json good = heap(1'000'000, 1000, 4000);
   std::vector<Json> bad(8, good);

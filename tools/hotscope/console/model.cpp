@@ -210,8 +210,11 @@ void Model::update_heap(const Json& dhat) {
   memory_.hint.clear();
   memory_.mode = dhat.value("mode", "");
   const std::uint64_t end_us = u64(dhat, "te");
+  // The first answer's rates are over the whole profile (te), as the other tabs' first rates are
+  // over the window: what `--once` prints. A site new since the last answer grew from nothing.
+  const bool first = previous_sites_.empty();
   const std::uint64_t interval_ns =
-      end_us > heap_end_us_ && !previous_sites_.empty() ? (end_us - heap_end_us_) * 1000 : 0;
+      first ? end_us * 1000 : (end_us > heap_end_us_ ? (end_us - heap_end_us_) * 1000 : 0);
   const Json& frames = dhat.at("ftbl"); // checked: its entries are strings, fs index them
   std::map<std::string, HeapSite> sites;
   memory_.live_bytes = memory_.live_blocks = memory_.peak_bytes = memory_.peak_blocks =
@@ -251,8 +254,10 @@ void Model::update_heap(const Json& dhat) {
     }
   }
   for (auto& [where, site] : sites) {
-    if (const auto before = previous_sites_.find(where); before != previous_sites_.end()) {
-      site.bytes_rate = rate(site.total_bytes, before->second.total_bytes, interval_ns);
+    const auto before = previous_sites_.find(where);
+    const bool seen = before != previous_sites_.end();
+    site.bytes_rate = rate(site.total_bytes, seen ? before->second.total_bytes : 0, interval_ns);
+    if (seen) {
       site.growing = site.live_bytes > before->second.live_bytes ? before->second.growing + 1 : 0;
     }
   }
