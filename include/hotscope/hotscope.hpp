@@ -4,7 +4,8 @@
 //   HOTSCOPE_SCOPE("parse");              time the enclosing block under a literal name
 //   HOTSCOPE_MESSAGE("cache miss");       literal: zero copy; runtime text: copied, cut at
 //                                         HOTSCOPE_INLINE_TEXT_MAX (128) bytes
-//   HOTSCOPE_THREAD_NAME("worker-1");     name the calling thread (copied, same limit)
+//   HOTSCOPE_THREAD_NAME("worker-1");     name the calling thread (copied, same limit), and its
+//                                         OS name unless the program set one (not main's)
 //   HOTSCOPE_COUNTER("queue_depth", n);   sample an integer series (literal name)
 //   HOTSCOPE_QUEUE_PUSH("jobs", id);      item `id` (any integer or pointer) enters queue "jobs"
 //   HOTSCOPE_QUEUE_POP("jobs", id);       ... and leaves it: the time between is its wait

@@ -19,6 +19,7 @@
 #include <new>
 #include <pthread.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <system_error>
 #include <thread>
@@ -537,4 +538,21 @@ void hotscope::detail::message_copy(std::string_view text) noexcept {
 
 void hotscope::detail::set_thread_name(std::string_view name) noexcept {
   write_inline(HOTSCOPE_RECORD_THREAD_NAME, name);
+  // The OS name too (top, perf, gdb and /proc then agree), cut to its 15 bytes, unless the program
+  // named the thread itself: a thread it has not named still has its creator's name, which is
+  // the program's. Never the main thread's: that is the process's name (ps, pidof, hotscope -n).
+  // Two prctl calls, once per named thread.
+  if (syscall(SYS_gettid) == getpid()) {
+    return;
+  }
+  char current[16] = {};
+  prctl(PR_GET_NAME, current);
+  char program[16] = {};
+  std::strncpy(program, program_invocation_short_name, sizeof program - 1);
+  if (std::strcmp(current, program) != 0) {
+    return;
+  }
+  char os_name[16] = {};
+  std::memcpy(os_name, name.data(), std::min(name.size(), sizeof os_name - 1));
+  prctl(PR_SET_NAME, os_name);
 }
