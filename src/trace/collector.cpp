@@ -136,7 +136,8 @@ public:
     // A new thread drains the rings first when the collector lags behind ending threads (a
     // loaded machine) or does not run (a forked child that could not start it): the rings of
     // ended threads, mapped at their full size each, never pile up.
-    if (!thread_runs_here_ ||
+    start_in_child();
+    if (!thread_runs_here_.load(std::memory_order_acquire) ||
         rings_of_ended_threads.load(std::memory_order_relaxed) >= kEndedRingsKept) {
       try {
         collect();
@@ -218,7 +219,7 @@ public:
 
   void stop() {
     // Only a thread this process started is woken and joined (see after_fork_in_child).
-    if (thread_runs_here_ && thread_.joinable()) {
+    if (thread_runs_here_.load(std::memory_order_acquire) && thread_.joinable()) {
       stopping_.store(true, std::memory_order_release);
       doorbell.ring();
       thread_.join();
@@ -237,21 +238,32 @@ public:
     registry_mutex_.unlock();
     state_mutex_.unlock();
   }
-  // The child (a daemon, say) keeps recording: it gets a collector thread of its own, as it
-  // would get any thread it starts once fork() returns. Under TSan, which does not support
-  // threads started in a child of a multi-threaded process, new threads drain instead.
+  // The child has no collector thread: fork+exec children never need one. One that keeps
+  // recording (a daemon) gets it from start_in_child().
   void after_fork_in_child() {
     registry_mutex_.unlock();
     state_mutex_.unlock();
     stopping_.store(false, std::memory_order_relaxed);
     // The parent's thread does not exist here: its handle is dropped, never joined.
     new (&thread_) std::thread;
-    thread_runs_here_ = false;
+    thread_runs_here_.store(false, std::memory_order_release);
+    child_needs_thread_.store(true, std::memory_order_release);
+  }
+
+  // In a forked child, the first time a ring passes its wake mark or a thread starts: starts the
+  // collector thread once, outside fork()'s handlers (where a sanitizer's or the C library's
+  // locks may still be held), as safely as the program starts its own. Under TSan, which does not
+  // support threads started in a child of a multi-threaded process, new threads drain instead.
+  void start_in_child() noexcept {
 #ifndef __SANITIZE_THREAD__
+    if (!child_needs_thread_.exchange(false, std::memory_order_acq_rel)) {
+      return;
+    }
+    std::lock_guard lock(state_mutex_);
     try {
       const threads::SignalsBlocked blocked;
       thread_ = std::thread([this] { run(); });
-      thread_runs_here_ = true;
+      thread_runs_here_.store(true, std::memory_order_release);
     } catch (const std::system_error&) {
       // No thread: the fallback in register_current_thread.
     }
@@ -411,7 +423,8 @@ private:
   std::atomic<std::uint64_t> early_wakes_{0};
   bool paused_ = false; // guarded by state_mutex_: the periodic drain's, for tests
   std::thread thread_;
-  bool thread_runs_here_ = true; // false in a forked child that could not start its own
+  std::atomic<bool> thread_runs_here_{true};    // false in a forked child until start_in_child()
+  std::atomic<bool> child_needs_thread_{false}; // a forked child that has not started its own
 };
 
 thread_local Ring Collector::out_of_memory_ring_;
@@ -435,6 +448,11 @@ Ring* register_current_thread() noexcept {
 
 void collect_now() {
   collector->collect();
+}
+void start_collector_in_child() noexcept {
+  if (collector != nullptr) {
+    collector->start_in_child();
+  }
 }
 void before_unload() noexcept {
   if (collector == nullptr) {
@@ -495,6 +513,7 @@ bool hotscope::detail::has_room_slow(Ring* ring, std::uint64_t head,
   // Each later slow call (the ring looks full) wakes it again if it has not drained since.
   ring->fast_limit = ring->capacity;
   hotscope::trace::doorbell.ring();
+  hotscope::trace::start_collector_in_child();
   return true;
 }
 

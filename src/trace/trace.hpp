@@ -219,6 +219,8 @@ void start(const Settings& settings);
 detail::Ring* register_current_thread() noexcept;
 // Drains every ring now, on the calling thread.
 void collect_now();
+// In a forked child that records (a ring passed its wake mark): its collector thread, once.
+void start_collector_in_child() noexcept;
 // Drains every ring before a shared library is unloaded (unloads.cpp), if the collector started.
 void before_unload() noexcept;
 // How many objects the dynamic loader has unloaded so far (dl_phdr_info::dlpi_subs).
