@@ -121,8 +121,14 @@ void Descriptor::close_if_ours() {
   fd = -1;
 }
 
+// The poll set's room is made here, on the thread that starts the agent: its own threads then
+// allocate nothing until a client comes. A program that forks right after it starts (a daemon)
+// must not find an allocator lock taken by one of them (glibc's malloc is fork-safe, some
+// sanitizers' are not).
 Server::Server(const Process& process, std::vector<std::string> files)
-    : process_(process), files_(std::move(files)), connection_limit_(connection_limit()) {}
+    : process_(process), files_(std::move(files)), connection_limit_(connection_limit()) {
+  polled_.reserve(3 + 2 * std::size_t{connection_limit_});
+}
 
 std::shared_ptr<Server> Server::start(const Process& process, int unix_fd, int tcp_fd,
                                       std::vector<std::string> files, std::string& problem) {
