@@ -136,7 +136,6 @@ public:
     // A new thread drains the rings first when the collector lags behind ending threads (a
     // loaded machine) or does not run (a forked child that could not start it): the rings of
     // ended threads, mapped at their full size each, never pile up.
-    start_in_child();
     if (!thread_runs_here_.load(std::memory_order_acquire) ||
         rings_of_ended_threads.load(std::memory_order_relaxed) >= kEndedRingsKept) {
       try {
@@ -250,10 +249,12 @@ public:
     child_needs_thread_.store(true, std::memory_order_release);
   }
 
-  // In a forked child, the first time a ring passes its wake mark or a thread starts: starts the
-  // collector thread once, outside fork()'s handlers (where a sanitizer's or the C library's
-  // locks may still be held), as safely as the program starts its own. Under TSan, which does not
-  // support threads started in a child of a multi-threaded process, new threads drain instead.
+  // In a forked child, the first time one of its rings passes its wake mark (a child that records
+  // much, such as a daemon; one that records little has its rings drained by each thread it
+  // starts, register_current_thread): starts the collector thread once, outside fork()'s handlers
+  // (where a sanitizer's or the C library's locks may still be held), as safely as the program
+  // starts its own. Under TSan, which does not support threads started in a child of a
+  // multi-threaded process, new threads drain instead.
   void start_in_child() noexcept {
 #ifndef __SANITIZE_THREAD__
     if (!child_needs_thread_.exchange(false, std::memory_order_acq_rel)) {
