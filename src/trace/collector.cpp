@@ -249,15 +249,16 @@ public:
     child_needs_thread_.store(true, std::memory_order_release);
   }
 
-  // In a forked child, the first time one of its rings passes its wake mark (a child that records
-  // much, such as a daemon; one that records little has its rings drained by each thread it
-  // starts, register_current_thread): starts the collector thread once, outside fork()'s handlers
-  // (where a sanitizer's or the C library's locks may still be held), as safely as the program
-  // starts its own. Under TSan, which does not support threads started in a child of a
-  // multi-threaded process, new threads drain instead.
+  // In a forked child, the first time one of its rings takes the slow path (past its wake mark or
+  // full: a child that records much, such as a daemon; one that records little has its rings
+  // drained by each thread it starts, register_current_thread): starts the collector thread once,
+  // outside fork()'s handlers (where a sanitizer's or the C library's locks may still be held), as
+  // safely as the program starts its own. Under TSan, which does not support threads started in a
+  // child of a multi-threaded process, new threads drain instead.
   void start_in_child() noexcept {
 #ifndef __SANITIZE_THREAD__
-    if (!child_needs_thread_.exchange(false, std::memory_order_acq_rel)) {
+    if (!child_needs_thread_.load(std::memory_order_relaxed) ||
+        !child_needs_thread_.exchange(false, std::memory_order_acq_rel)) {
       return;
     }
     std::lock_guard lock(state_mutex_);
@@ -500,6 +501,8 @@ void close_external_track(std::uint32_t track) {
 
 bool hotscope::detail::has_room_slow(Ring* ring, std::uint64_t head,
                                      std::uint64_t needed) noexcept {
+  // First: a ring inherited across fork() may be past its mark already, or full.
+  hotscope::trace::start_collector_in_child();
   ring->cached_tail = ring->tail.load(std::memory_order_acquire);
   const std::uint64_t used = head - ring->cached_tail + ring->reserved_ends + needed;
   if (used > ring->capacity) {
@@ -514,7 +517,6 @@ bool hotscope::detail::has_room_slow(Ring* ring, std::uint64_t head,
   // Each later slow call (the ring looks full) wakes it again if it has not drained since.
   ring->fast_limit = ring->capacity;
   hotscope::trace::doorbell.ring();
-  hotscope::trace::start_collector_in_child();
   return true;
 }
 
