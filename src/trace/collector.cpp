@@ -249,8 +249,8 @@ public:
     child_needs_thread_.store(true, std::memory_order_release);
   }
 
-  // In a forked child, the first time one of its rings takes the slow path (past its wake mark or
-  // full: a child that records much, such as a daemon; one that records little has its rings
+  // In a forked child, the first time one of its rings passes its wake mark or is full (a child
+  // that records much, such as a daemon; one that records little has its rings
   // drained by each thread it starts, register_current_thread): starts the collector thread once,
   // outside fork()'s handlers (where a sanitizer's or the C library's locks may still be held), as
   // safely as the program starts its own. Under TSan, which does not support threads started in a
@@ -501,11 +501,11 @@ void close_external_track(std::uint32_t track) {
 
 bool hotscope::detail::has_room_slow(Ring* ring, std::uint64_t head,
                                      std::uint64_t needed) noexcept {
-  // First: a ring inherited across fork() may be past its mark already, or full.
-  hotscope::trace::start_collector_in_child();
   ring->cached_tail = ring->tail.load(std::memory_order_acquire);
   const std::uint64_t used = head - ring->cached_tail + ring->reserved_ends + needed;
   if (used > ring->capacity) {
+    // A ring inherited across fork() may be full already, without passing its mark again.
+    hotscope::trace::start_collector_in_child();
     return false;
   }
   const std::uint64_t wake_mark = ring->capacity / 4;
@@ -517,6 +517,7 @@ bool hotscope::detail::has_room_slow(Ring* ring, std::uint64_t head,
   // Each later slow call (the ring looks full) wakes it again if it has not drained since.
   ring->fast_limit = ring->capacity;
   hotscope::trace::doorbell.ring();
+  hotscope::trace::start_collector_in_child();
   return true;
 }
 
