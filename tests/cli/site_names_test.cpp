@@ -24,10 +24,10 @@ const std::vector<std::string> kWorkerWithoutDebug = {
     "0x401254: svc::worker_loop() (in /work/svc)",
     "0x401C3A: std::thread::_State_impl<std::thread::_Invoker<std::tuple<void (*)()> > >::_M_run() "
     "(in /work/svc)",
-    "0x7F1C2A4E6253: execute_native_thread_routine (in "
+    "0x7F1C2A4E6253: libstdc++.so.6.0.30+0xd44a2 (in "
     "/usr/lib/x86_64-linux-gnu/libstdc++.so.6.0.30)",
     "0x7F1C2A294AC3: start_thread (pthread_create.c:442)",
-    "0x7F1C2A326850: clone3 (clone3.S:81)"};
+    "0x7F1C2A326850: __clone3 (clone3.S:81)"};
 
 // A lambda run by a thread in a -g build, below the standard library's inlined frames.
 const std::vector<std::string> kLambdaWithDebug = {
@@ -49,6 +49,13 @@ const std::vector<std::string> kGitMain = {
     "0x7F1C2A229E40: __libc_start_main_impl (libc-start.c:392)",
     "0x7F1C2A229E40: __libc_start_main (in /usr/lib/x86_64-linux-gnu/libc.so.6)",
     "0x55D1C0A0F0A5: _start (in /usr/bin/git)"};
+
+// A static initializer's allocation without -g, the C library with its debug information.
+const std::vector<std::string> kStaticInitializer = {
+    "0x5615EECB41CD: _GLOBAL__sub_I__ZN3svc4keptB5cxx11E (in /work/svc)",
+    "0x7F490CC45375: call_init (libc-start.c:145)",
+    "0x7F490CC45375: __libc_start_main@@GLIBC_2.34 (libc-start.c:347)",
+    "0x5615EECB4210: _start (in /work/svc)"};
 
 profiles::Site site_of(const std::vector<std::string>& frames) {
   profiles::Site site;
@@ -109,8 +116,13 @@ TEST(SiteNames, FramesAreTheProgramsTheLibrarysOrAThreadsEntry) {
             FrameRole::Library);
   EXPECT_EQ(profiles::frame_role("0x7F1C2A4B1D30: _dl_init (in /lib64/ld-linux-x86-64.so.2)"),
             FrameRole::Library);
-  for (const std::string& entry : {kWorkerWithoutDebug[6], kWorkerWithoutDebug[7], kGitMain[2],
-                                   kGitMain[3], kGitMain[4], kGitMain[5]}) {
+  // A program's own call_init is the program's; the C library's and the loader's run
+  // constructors.
+  EXPECT_EQ(profiles::frame_role("0x401A20: call_init (in /work/svc)"), FrameRole::Program);
+  for (const std::string& entry :
+       {kWorkerWithoutDebug[6], kWorkerWithoutDebug[7], kGitMain[2], kGitMain[3], kGitMain[4],
+        kGitMain[5], kStaticInitializer[1], kStaticInitializer[2],
+        std::string("0x7F490D325A1D: call_init (dl-init.c:74)")}) {
     EXPECT_EQ(profiles::frame_role(entry), FrameRole::ThreadEntry) << entry;
   }
 }
@@ -130,6 +142,8 @@ TEST(SiteNames, ASiteIsNamedByItsFirstFrameOfTheProgram) {
 }
 
 TEST(SiteNames, WithoutTheProgramsFramesTheLibraryThenTheAllocatorThenTheEntry) {
+  EXPECT_EQ(profiles::site_name(site_of(kStaticInitializer)),
+            "_GLOBAL__sub_I__ZN3svc4keptB5cxx11E (in svc)");
   const std::vector<std::string> library = {
       "0x7F1C2A4B1D30: operator new(unsigned long) (in /usr/lib/libstdc++.so.6.0.30)",
       "0x7F1C2A4C0000: std::locale::_Impl::_Impl(unsigned long) (in /usr/lib/libstdc++.so.6.0.30)",

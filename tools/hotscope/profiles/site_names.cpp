@@ -42,9 +42,9 @@ std::string without_parameters(std::string function) {
   return function;
 }
 
-// The function's qualified name: without its parameters and without the return type a demangled
-// function template starts with ("void std::vector<int>::_M_realloc_insert<int>(int&&)" ->
-// "std::vector<int>::_M_realloc_insert<int>").
+// The function's qualified name: without its parameters, its symbol version and the return type a
+// demangled function template starts with ("void std::vector<int>::_M_realloc_insert<int>(int&&)"
+// -> "std::vector<int>::_M_realloc_insert<int>").
 std::string qualified_name(const std::string& function) {
   const std::string name = without_parameters(function);
   std::size_t start = 0;
@@ -63,7 +63,8 @@ std::string qualified_name(const std::string& function) {
       start = i + 1;
     }
   }
-  return name.substr(start);
+  // A versioned symbol's version: "__libc_start_main@@GLIBC_2.34".
+  return name.substr(start, name.find('@', start) - start);
 }
 
 std::string_view base_name(std::string_view path) {
@@ -71,8 +72,10 @@ std::string_view base_name(std::string_view path) {
   return slash == std::string_view::npos ? path : path.substr(slash + 1);
 }
 
-// Where a thread's or the process's code starts: the caller of every stack of a thread.
-bool thread_entry(std::string_view name) {
+// Where a thread's or the process's code starts, and what runs the constructors of the program
+// and its libraries before `main` (`call_init` of the C library and of the loader, which only
+// their files tell from a program's function of that name).
+bool thread_entry(std::string_view name, std::string_view file) {
   constexpr std::array<std::string_view, 9> kEntries{"start_thread",
                                                      "clone",
                                                      "clone3",
@@ -87,7 +90,7 @@ bool thread_entry(std::string_view name) {
       return true;
     }
   }
-  return false;
+  return name == "call_init" && (file == "libc-start.c" || file == "dl-init.c");
 }
 
 // The functions that allocate for their caller, whatever object they are in.
@@ -144,7 +147,7 @@ std::string short_frame(const std::string& text) {
 FrameRole frame_role(const std::string& text) {
   const Frame frame = parse_frame(text);
   const std::string name = qualified_name(frame.function);
-  if (thread_entry(name)) {
+  if (thread_entry(name, frame.file)) {
     return FrameRole::ThreadEntry;
   }
   if (allocator_function(name)) {
