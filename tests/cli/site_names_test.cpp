@@ -103,7 +103,7 @@ TEST(SiteNames, FramesAreTheProgramsTheLibrarysOrAThreadsEntry) {
             FrameRole::Allocator);
   EXPECT_EQ(profiles::frame_role("0x7F1C2A4B1D30: operator new[](unsigned long) (new_op.cc:50)"),
             FrameRole::Allocator);
-  EXPECT_EQ(profiles::frame_role("0x401A20: malloc (in /work/libhotscope_preload.so)"),
+  EXPECT_EQ(profiles::frame_role("0x401A20: malloc (in /work/libhotscope-preload.so)"),
             FrameRole::Allocator);
   EXPECT_EQ(profiles::frame_role(kLambdaWithDebug[0]), FrameRole::Library);
   EXPECT_EQ(profiles::frame_role(kLambdaWithDebug[1]), FrameRole::Library);
@@ -152,9 +152,9 @@ TEST(SiteNames, WithoutTheProgramsFramesTheLibraryThenTheAllocatorThenTheEntry) 
   EXPECT_EQ(profiles::site_name(site_of(library)),
             "std::locale::_Impl::_Impl (in libstdc++.so.6.0.30)");
   const std::vector<std::string> allocator = {
-      "0x7F1C2A4B1D30: malloc (in /usr/lib/libhotscope_preload.so)",
+      "0x7F1C2A4B1D30: malloc (in /usr/lib/libhotscope-preload.so)",
       "0x7F1C2A294AC3: start_thread (pthread_create.c:442)"};
-  EXPECT_EQ(profiles::site_name(site_of(allocator)), "malloc (in libhotscope_preload.so)");
+  EXPECT_EQ(profiles::site_name(site_of(allocator)), "malloc (in libhotscope-preload.so)");
   const std::vector<std::string> entry = {"0x7F1C2A294AC3: start_thread (pthread_create.c:442)",
                                           "0x7F1C2A326850: clone3 (clone3.S:81)"};
   EXPECT_EQ(profiles::site_name(site_of(entry)), "start_thread (pthread_create.c:442)");
