@@ -181,6 +181,9 @@ TEST(HeapRun, SitesOfAWorkerWithoutDebugInformationAreNamedAfterItsFunction) {
   const std::string page = slurp(dir / "report.html");
   EXPECT_NE(page.find("<summary>" + name + "</summary>"), std::string::npos);
   EXPECT_EQ(page.find("<summary>start_thread"), std::string::npos);
+  // The flame graph draws every frame, shortened as the names are.
+  ASSERT_EQ(shell(cli + " flame " + heap + " --bytes end >" + (dir / "heap.svg").string()), 0);
+  EXPECT_NE(slurp(dir / "heap.svg").find(name), std::string::npos);
 }
 
 TEST(HeapRun, ReturnsTheProgramsExitStatus) {
