@@ -152,6 +152,40 @@ TEST(HeapRun, AskingAPreloadedProgramSaysWhereItsProfileGoes) {
   EXPECT_NE(err.find("kill -TERM " + pid), std::string::npos) << err;
 }
 
+// A Release build without -g: every view names the worker's leak after the worker's function,
+// never after the thread's entry (docs/heap.md, "Site names").
+TEST(HeapRun, SitesOfAWorkerWithoutDebugInformationAreNamedAfterItsFunction) {
+  const hotscope::testing::ScratchDir scratch("run-site-names");
+  const fs::path& dir = scratch.path();
+  const std::string cli = HOTSCOPE_CLI;
+  ASSERT_EQ(shell(cli + " run --heap --no-summary --out " + dir.string() + " -- " +
+                  WORKER_LEAK_PROGRAM + " 2>" + (dir / "err").string()),
+            0)
+      << slurp(dir / "err");
+  const std::string heap = (dir / "heap.json").string();
+  ASSERT_EQ(shell(cli + " diff " + heap + " " + heap + " --json >" + (dir / "diff").string()), 0);
+  const auto rows = nlohmann::json::parse(slurp(dir / "diff")).at("rows");
+  const std::string program = fs::path(WORKER_LEAK_PROGRAM).filename().string();
+  const std::string name = "svc::render_response (in " + program + ")";
+  double named_bytes = 0; // live at the end: the 100 strings' characters, and more
+  for (const auto& row : rows) {
+    const std::string row_name = row.at("name").get<std::string>();
+    EXPECT_EQ(row_name.find("start_thread"), std::string::npos) << rows.dump();
+    if (row_name == name) {
+      named_bytes += row.at("columns").at("end_bytes").at("base").get<double>();
+    }
+  }
+  EXPECT_GE(named_bytes, 100 * 100) << rows.dump();
+  ASSERT_EQ(shell(cli + " report " + dir.string() + " 2>" + (dir / "err").string()), 0)
+      << slurp(dir / "err");
+  const std::string page = slurp(dir / "report.html");
+  EXPECT_NE(page.find("<summary>" + name + "</summary>"), std::string::npos);
+  EXPECT_EQ(page.find("<summary>start_thread"), std::string::npos);
+  // The flame graph draws every frame, shortened as the names are.
+  ASSERT_EQ(shell(cli + " flame " + heap + " --bytes end >" + (dir / "heap.svg").string()), 0);
+  EXPECT_NE(slurp(dir / "heap.svg").find(name), std::string::npos);
+}
+
 TEST(HeapRun, ReturnsTheProgramsExitStatus) {
   EXPECT_EQ(shell(std::string(HOTSCOPE_CLI) + " run -- /bin/sh -c 'exit 7'"), 7);
   EXPECT_EQ(shell(std::string(HOTSCOPE_CLI) + " run --heap -- /nonexistent/program 2>/dev/null"),

@@ -13,6 +13,8 @@ namespace {
 
 using Json = nlohmann::json;
 
+const std::string kHeapAnswer = "the agent's answer to GET /v1/heap";
+
 std::uint64_t u64(const Json& object, const char* key) {
   const auto found = object.find(key);
   return found != object.end() && found->is_number() ? found->get<std::uint64_t>() : 0;
@@ -205,7 +207,7 @@ void Model::threads_from_stats() {
 }
 
 void Model::update_heap(const Json& dhat) {
-  profiles::check_heap(dhat, "the agent's answer to GET /v1/heap");
+  profiles::check_heap(dhat, kHeapAnswer);
   memory_.available = true;
   memory_.hint.clear();
   memory_.mode = dhat.value("mode", "");
@@ -215,34 +217,20 @@ void Model::update_heap(const Json& dhat) {
   const bool first = previous_sites_.empty();
   const std::uint64_t interval_ns =
       first ? end_us * 1000 : (end_us > heap_end_us_ ? (end_us - heap_end_us_) * 1000 : 0);
-  const Json& frames = dhat.at("ftbl"); // checked: its entries are strings, fs index them
   std::map<std::string, HeapSite> sites;
   memory_.live_bytes = memory_.live_blocks = memory_.peak_bytes = memory_.peak_blocks =
       memory_.total_bytes = 0;
-  for (const Json& point : dhat.at("pps")) {
+  for (const profiles::Site& point : profiles::heap_sites(dhat, kHeapAnswer, 0)) {
     HeapSite site;
-    std::string first;
-    for (const Json& index : point.value("fs", Json::array())) {
-      const std::string frame =
-          profiles::short_frame(frames[index.get<std::size_t>()].get_ref<const std::string&>());
-      if (first.empty()) {
-        first = frame;
-      }
-      if (site.where.empty() && !profiles::inside_allocator(frame)) {
-        site.where = frame;
-      }
-    }
-    if (site.where.empty()) {
-      site.where = first;
-    }
-    site.live_bytes = u64(point, "eb");
-    site.live_blocks = u64(point, "ebk");
-    site.total_bytes = u64(point, "tb");
-    site.total_blocks = u64(point, "tbk");
+    site.where = profiles::site_name(point);
+    site.live_bytes = point.end_bytes;
+    site.live_blocks = point.end_blocks;
+    site.total_bytes = point.total_bytes;
+    site.total_blocks = point.total_blocks;
+    memory_.peak_bytes += point.gmax_bytes;
+    memory_.peak_blocks += point.gmax_blocks;
     memory_.live_bytes += site.live_bytes;
     memory_.live_blocks += site.live_blocks;
-    memory_.peak_bytes += u64(point, "gb");
-    memory_.peak_blocks += u64(point, "gbk");
     memory_.total_bytes += site.total_bytes;
     // Stacks that differ only below the named frame are one site here.
     auto [slot, added] = sites.emplace(site.where, site);

@@ -24,22 +24,6 @@ std::size_t location_start(const std::string& text) {
   return text.rfind(" (");
 }
 
-// `function` without its parameter list: "ns::parse(std::string const&)" -> "ns::parse". Only
-// a trailing list is one: "(anonymous namespace)::f" stays whole.
-std::string without_parameters(const std::string& function) {
-  if (function.empty() || function.back() != ')') {
-    return function;
-  }
-  int depth = 0;
-  for (std::size_t i = function.size(); i-- > 0;) {
-    depth += function[i] == ')' ? 1 : function[i] == '(' ? -1 : 0;
-    if (depth == 0) {
-      return i == 0 ? function : function.substr(0, i);
-    }
-  }
-  return function;
-}
-
 std::uint64_t figure(const nlohmann::json& site, const char* key) {
   const auto found = site.find(key);
   if (found == site.end() || !found->is_number_integer()) {
@@ -78,37 +62,16 @@ Frame parse_frame(const std::string& text) {
   return frame;
 }
 
-std::string short_frame(const std::string& text) {
-  const std::string rest = without_address(text);
-  const std::size_t open = location_start(rest);
-  if (open == std::string::npos) {
-    return without_parameters(rest);
-  }
-  return without_parameters(rest.substr(0, open)) + rest.substr(open);
-}
-
-bool inside_allocator(const std::string& text) {
-  const Frame frame = parse_frame(text);
-  const std::size_t dot = frame.file.rfind('.');
-  const std::string extension = dot == std::string::npos ? "" : frame.file.substr(dot);
-  const bool header = extension == ".h" || extension == ".tcc" ||
-                      (frame.line == 0 && !frame.file.empty()) ||
-                      frame.file.find("/include/") != std::string::npos;
-  const std::string& function = frame.function;
-  return header || function.rfind("operator new", 0) == 0 || function.rfind("malloc", 0) == 0 ||
-         function.rfind("calloc", 0) == 0 || function.rfind("realloc", 0) == 0;
-}
-
-std::vector<Site> heap_sites(const Profile& heap) {
-  const std::string& source = heap.source;
-  const nlohmann::json& table = heap.document.at("ftbl");
+std::vector<Site> heap_sites(const nlohmann::json& dhat, const std::string& source,
+                             std::uint64_t text_bytes) {
+  const nlohmann::json& table = dhat.at("ftbl");
   std::vector<Site> sites;
   // The frames' text over all sites, which the commands join into stacks: a short entry of the
   // table can name a long frame, and every site can repeat it.
   const std::uint64_t max_frame_bytes =
-      std::max(kMinSiteFrameBytes, kSiteFrameBytesPerByte * heap.text_bytes);
+      std::max(kMinSiteFrameBytes, kSiteFrameBytesPerByte * text_bytes);
   std::uint64_t frame_bytes = 0;
-  for (const nlohmann::json& point : heap.document.at("pps")) {
+  for (const nlohmann::json& point : dhat.at("pps")) {
     const auto frames = point.find("fs");
     if (!point.is_object() || frames == point.end() || !frames->is_array()) {
       throw Failure(kUsage, fmt::format("{}: a program point without its frames (\"fs\"): the "
@@ -117,7 +80,9 @@ std::vector<Site> heap_sites(const Profile& heap) {
     }
     Site site;
     for (const nlohmann::json& index : *frames) {
-      if (!index.is_number_unsigned() || index.get<std::size_t>() >= table.size() ||
+      // A non-negative integer: unsigned when parsed from text, signed when made in code.
+      if (!index.is_number_integer() || index.get<std::int64_t>() < 0 ||
+          index.get<std::size_t>() >= table.size() ||
           !table[index.get<std::size_t>()].is_string()) {
         throw Failure(kUsage, fmt::format("{}: frame index {} is not in the frame table (\"ftbl\")",
                                           source, index.dump()));
@@ -141,15 +106,6 @@ std::vector<Site> heap_sites(const Profile& heap) {
     sites.push_back(std::move(site));
   }
   return sites;
-}
-
-std::string site_name(const Site& site) {
-  for (const std::string* frame : site.frames) {
-    if (!inside_allocator(*frame)) {
-      return short_frame(*frame);
-    }
-  }
-  return site.frames.empty() ? std::string("(no frames)") : short_frame(*site.frames.front());
 }
 
 } // namespace hotscope::cli::profiles

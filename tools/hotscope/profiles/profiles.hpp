@@ -87,12 +87,18 @@ struct Frame {
   int line = 0;
 };
 Frame parse_frame(const std::string& text);
-// "ns::parse (service.cpp:40)": without the address and the parameter types, which make C++
-// frames too long to read in a row.
+// "ns::parse (service.cpp:40)", "ns::parse (in svc)": without the address, the parameter types
+// and qualifiers, which make C++ frames too long to read in a row, and the object's directory.
 std::string short_frame(const std::string& text);
-// A frame of the allocator or of the standard library's headers, which says nothing about who
-// allocated.
-bool inside_allocator(const std::string& text);
+// What a frame of a heap site's stack is to the site's name (docs/heap.md, "Site names"); in the
+// order of preference, the program's code first.
+enum class FrameRole {
+  Program,
+  Library,     // the standard library, the C and C++ runtime, the loader, hotscope
+  Allocator,   // malloc, operator new, ...
+  ThreadEntry, // start_thread, clone, __libc_start_main, _start, ...
+};
+FrameRole frame_role(const std::string& text);
 
 // One allocation site of a DHAT profile: its frame strings, innermost first, and its figures.
 struct Site {
@@ -101,11 +107,17 @@ struct Site {
   std::uint64_t gmax_bytes = 0, gmax_blocks = 0;   // gb, gbk: at the global peak
   std::uint64_t end_bytes = 0, end_blocks = 0;     // eb, ebk: at the end
 };
-// The sites of a DHAT profile (`heap.kind` is Kind::Heap); a Failure (kUsage) naming its source
-// when a site is malformed or their frames as text pass max(kMinSiteFrameBytes, 4 times
-// `heap.text_bytes`).
-std::vector<Site> heap_sites(const Profile& heap);
-// "the first frame outside the allocator", shortened: how a site is named in a row.
+// The sites of a DHAT profile (`dhat`, checked by check_heap, parsed from `text_bytes` of text or
+// made in code: 0); a Failure (kUsage) naming `source` when a site is malformed or their frames
+// as text pass max(kMinSiteFrameBytes, kSiteFrameBytesPerByte times `text_bytes`).
+std::vector<Site> heap_sites(const nlohmann::json& dhat, const std::string& source,
+                             std::uint64_t text_bytes);
+// The same for a profile of Kind::Heap.
+inline std::vector<Site> heap_sites(const Profile& heap) {
+  return heap_sites(heap.document, heap.source, heap.text_bytes);
+}
+// A site's name in every view: its first frame of the best FrameRole, shortened
+// (docs/heap.md, "Site names").
 std::string site_name(const Site& site);
 
 } // namespace hotscope::cli::profiles
