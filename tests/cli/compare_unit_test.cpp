@@ -355,6 +355,51 @@ TEST(CompareUnit, FoldedStacksAndDhatFrames) {
             "(anonymous namespace)::f (w.cpp:3)");
 }
 
+// report.html: a thread without OS figures (state "") and a function whose only call is still
+// open show `-` where their figures are unknown, never `0 ns` or 0.
+TEST(ReportUnit, UnknownFiguresAreDashes) {
+  Json open_call = function("open_call", 0, 0);
+  Json document{{"hotscope_version", "0.1.0"},
+                {"pid", 1},
+                {"process_name", "w"},
+                {"duration_ns", 1000000},
+                {"functions", Json::array({open_call})}};
+  const auto thread = [&](const std::string& name, const std::string& state) {
+    return Json{{"index", 0},
+                {"os_tid", 7},
+                {"name", name},
+                {"exited", false},
+                {"state", state},
+                {"cpu_user_ns", 0},
+                {"cpu_system_ns", 0},
+                {"voluntary_switches", 0},
+                {"involuntary_switches", 0},
+                {"functions", Json::array({open_call})}};
+  };
+  document["threads"] = Json::array({thread("guest", ""), thread("idle", "S")});
+  const std::string html = report::html_page(profiles::classify(document, "stats.json"),
+                                             std::nullopt, std::nullopt, "trace.folded");
+  const auto row_of = [&](const std::string& start) {
+    const std::size_t at = html.find("<tr><td data-value=\"" + start + "\"");
+    EXPECT_NE(at, std::string::npos) << start;
+    return at == std::string::npos ? "" : html.substr(at, html.find("</tr>", at) - at);
+  };
+  const std::string dash = "<td data-value=\"-1\">-</td>";
+  const auto count = [](const std::string& text, const std::string& part) {
+    std::size_t n = 0;
+    for (std::size_t at = text.find(part); at != std::string::npos; at = text.find(part, at + 1)) {
+      ++n;
+    }
+    return n;
+  };
+  EXPECT_EQ(count(row_of("guest"), dash), 4U) << row_of("guest"); // CPU user, system, switches
+  EXPECT_EQ(count(row_of("idle"), dash), 0U) << row_of("idle");   // known to be 0
+  EXPECT_NE(row_of("idle").find(">0 ns<"), std::string::npos) << row_of("idle");
+  const std::string function_row = row_of("open_call");
+  EXPECT_EQ(count(function_row, dash), 7U) << function_row; // mean, P50-P99, self, total, %
+  EXPECT_EQ(function_row.find("0 ns"), std::string::npos) << function_row;
+}
+
 TEST(FlameUnit, TreeHasInclusiveValuesAndNameOrder) {
   const Graph flame("p;main;b 30\np;main;a 10\np;main 5\np;t 1\n");
   const report::FlameGraph& graph = flame.graph;
