@@ -12,15 +12,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include <sys/syscall.h>
-#include <unistd.h>
-
-#include <atomic>
-#include <chrono>
-#include <ctime>
-#include <fstream>
 #include <sstream>
-#include <thread>
 
 namespace {
 
@@ -373,110 +365,6 @@ TEST(ConsoleThreads, StuckThreadsComeFirstHighlightedWithTheirOpenScopes) {
   EXPECT_NE(page.rows[0].text.find("50.0%"), std::string::npos) << page.rows[0].text;
   EXPECT_EQ(page.rows[1].style, Style::Normal);
   EXPECT_NE(page.rows[1].text.find("thread 4243"), std::string::npos) << page.rows[1].text;
-}
-
-// An agent that recomputed the user/system split at each read gave a user time that fell while
-// the total grew by 35 ms in 1 s: 3.5 % of a core, not the whole user time over one second.
-TEST(ConsoleThreads, CpuPercentComesFromFiguresThatNeverFall) {
-  Json before = threads_answer(10'000'000'000, 265'238'000);
-  Json after = threads_answer(11'000'000'000, 264'670'000);
-  before["threads"][0]["cpu_system_ns"] = 10'000'000;
-  after["threads"][0]["cpu_system_ns"] = 10'000'000 + 35'000'000 + 568'000;
-  Model model;
-  model.update_threads(before);
-  model.update_threads(after);
-  const ThreadRow& row = model.threads().at(0);
-  ASSERT_TRUE(row.user_percent && row.system_percent);
-  EXPECT_DOUBLE_EQ(*row.user_percent, 0);
-  EXPECT_NEAR(*row.system_percent, 3.5, 1e-9);
-}
-
-std::uint64_t ns_of(const timespec& time) {
-  return static_cast<std::uint64_t>(time.tv_sec) * 1'000'000'000u +
-         static_cast<std::uint64_t>(time.tv_nsec);
-}
-
-// A thread of this process: its CPU clock, and from schedstat how long it waited for a CPU.
-struct RealThread {
-  pthread_t handle;
-  std::int64_t tid;
-  std::uint64_t cpu_ns() const {
-    clockid_t clock{};
-    timespec now{};
-    pthread_getcpuclockid(handle, &clock);
-    clock_gettime(clock, &now);
-    return ns_of(now);
-  }
-  std::uint64_t waited_ns() const {
-    std::uint64_t on_cpu = 0, waited = 0;
-    std::ifstream("/proc/self/task/" + std::to_string(tid) + "/schedstat") >> on_cpu >> waited;
-    return waited;
-  }
-};
-
-Json real_answer(const std::vector<std::pair<std::string, const RealThread*>>& threads) {
-  timespec now{};
-  clock_gettime(CLOCK_MONOTONIC, &now);
-  Json answer{{"now_ns", ns_of(now)}, {"stuck_threshold_ns", 1'000'000'000}};
-  answer["threads"] = Json::array();
-  for (const auto& [name, thread] : threads) {
-    answer["threads"].push_back(Json{{"index", answer["threads"].size()},
-                                     {"os_tid", thread->tid},
-                                     {"name", name},
-                                     {"exited", false},
-                                     {"state", "R"},
-                                     {"cpu_user_ns", thread->cpu_ns()},
-                                     {"cpu_system_ns", 0},
-                                     {"voluntary_switches", 0},
-                                     {"involuntary_switches", 0},
-                                     {"records", {{"written", 0}, {"kept", 0}, {"dropped", 0}}},
-                                     {"open_scopes", Json::array()},
-                                     {"stuck", false}});
-  }
-  return answer;
-}
-
-// A spinning thread uses a whole core whenever it is not waiting for one, an idle thread none:
-// on a loaded machine the spinner's share is measured against the time it could run.
-TEST(ConsoleThreads, CpuPercentOfASpinningAndAnIdleThread) {
-  std::atomic<bool> stop{false};
-  std::atomic<std::int64_t> spinning_tid{0}, idle_tid{0};
-  std::thread spinner([&] {
-    spinning_tid = static_cast<std::int64_t>(syscall(SYS_gettid));
-    while (!stop) {
-    }
-  });
-  std::thread idle([&] {
-    idle_tid = static_cast<std::int64_t>(syscall(SYS_gettid));
-    while (!stop) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-  });
-  while (spinning_tid == 0 || idle_tid == 0) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  const RealThread spinning{spinner.native_handle(), spinning_tid};
-  const RealThread sleeping{idle.native_handle(), idle_tid};
-  Model model;
-  const Json before = real_answer({{"spinner", &spinning}, {"idle", &sleeping}});
-  const std::uint64_t waited_before = spinning.waited_ns();
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));
-  const Json after = real_answer({{"spinner", &spinning}, {"idle", &sleeping}});
-  const std::uint64_t waited = spinning.waited_ns() - waited_before;
-  stop = true;
-  spinner.join();
-  idle.join();
-  model.update_threads(before);
-  model.update_threads(after);
-  const double wall = after.at("now_ns").get<double>() - before.at("now_ns").get<double>();
-  const double could_run = 100 * (wall - static_cast<double>(waited)) / wall;
-  const ThreadRow& spin_row = model.threads().at(0);
-  const ThreadRow& idle_row = model.threads().at(1);
-  ASSERT_TRUE(spin_row.user_percent && spin_row.system_percent && idle_row.user_percent);
-  EXPECT_NEAR(*spin_row.user_percent + *spin_row.system_percent, could_run, 10)
-      << "waited " << waited << " ns of " << wall;
-  EXPECT_LE(*spin_row.user_percent + *spin_row.system_percent, 110);
-  EXPECT_LT(*idle_row.user_percent + *idle_row.system_percent, 2);
 }
 
 TEST(ConsoleThreads, OlderExitedThreadsAreOneRowWithoutAThreadId) {
