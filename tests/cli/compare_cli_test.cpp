@@ -1,8 +1,9 @@
-// `hotscope diff`, `report` and `flame` on real profiles: workload_program.cpp run twice, the
-// second time with a known slowdown in one function (regressed: 200 µs -> 1 ms per call) and a
+// `hotscope diff`, `report` and `flame` on real profiles: workload_program.cpp run three times,
+// the third time with a known slowdown in one function (regressed: 200 µs -> 1 ms per call) and a
 // known leak at one site (leaky_site keeps 50 blocks of 4 KiB). The slowed function and the
-// leaking site come first and fail the gate; the unchanged functions do not. Then the same
-// against the live process, and every kind of bad input: one line, exit 2.
+// leaking site come first and fail the gate; the unchanged functions do not; a second run of the
+// first build flags nothing. Then the same against the live process, and every kind of bad
+// input: one line, exit 2.
 #include "support/child_process.hpp"
 #include "support/files.hpp"
 
@@ -54,6 +55,7 @@ protected:
     fs::remove_all(dir_);
     fs::create_directories(dir_);
     run_workload("base", "");
+    run_workload("again", "");
     run_workload("new", "--slow --leak");
   }
   static void TearDownTestSuite() {
@@ -125,6 +127,27 @@ TEST_F(CompareCli, SlowdownComesFirstAndFailsTheGate) {
   const Result same = hotscope("diff " + path("base/stats.json") + " " + path("base/stats.json") +
                                " --fail-on 'p50>+0%,mean>+0%' --json");
   EXPECT_EQ(same.status, 0) << same.out;
+}
+
+// Two runs of one build differ by noise only: no row is flagged and no rule, however low, fails.
+TEST_F(CompareCli, TwoRunsOfOneBuildFlagNothing) {
+  const Result result =
+      hotscope("diff " + path("base/stats.json") + " " + path("again/stats.json") +
+               " --fail-on 'mean>+0%,p50>+0%,p95>+0%,p99>+0%,self>+0%' --json");
+  EXPECT_EQ(result.status, 0) << result.err << result.out;
+  const Json diff = Json::parse(result.out);
+  ASSERT_FALSE(diff.at("rows").empty());
+  for (const Json& row : diff.at("rows")) {
+    EXPECT_EQ(row.at("significant"), false) << row.dump();
+  }
+  // regressed, 5 times slower, is flagged on its median (a loaded machine stretches a few calls
+  // by milliseconds: its mean's noise can hide a slowdown, its median's cannot).
+  const Result slower =
+      hotscope("diff " + path("again/stats.json") + " " + path("new/stats.json") + " --json");
+  const Json slower_diff = Json::parse(slower.out);
+  const Json& regressed = row_named(slower_diff.at("rows"), "regressed");
+  EXPECT_EQ(regressed.at("significant"), true) << regressed.dump();
+  EXPECT_EQ(regressed.at("columns").at("p50").at("significant"), true) << regressed.dump();
 }
 
 TEST_F(CompareCli, LeakComesFirstAndFailsTheGate) {

@@ -9,7 +9,11 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cmath>
 #include <functional>
+#include <numeric>
+#include <random>
 #include <regex>
 
 namespace {
@@ -176,6 +180,111 @@ TEST(CompareUnit, TimingRowsBySignificanceAndImpact) {
   EXPECT_EQ(json.at("failed"), true);
 }
 
+// The figures stats.json would give for calls lasting `durations` (ns): percentiles by rank.
+diff::Spread spread_of(std::vector<double> durations) {
+  std::sort(durations.begin(), durations.end());
+  const auto rank = [&](double q) {
+    const auto index = static_cast<std::size_t>(std::ceil(q * durations.size()));
+    return durations[std::clamp<std::size_t>(index, 1, durations.size()) - 1];
+  };
+  diff::Spread spread;
+  spread.calls = static_cast<double>(durations.size());
+  spread.mean = std::accumulate(durations.begin(), durations.end(), 0.0) / spread.calls;
+  spread.min = durations.front();
+  spread.max = durations.back();
+  spread.p50 = rank(0.5);
+  spread.p90 = rank(0.9);
+  spread.p95 = rank(0.95);
+  spread.p99 = rank(0.99);
+  spread.p999 = rank(0.999);
+  return spread;
+}
+
+// `calls` durations around 10 us (log-normal), one in 500 stretched 20 times as a preemption
+// would, all scaled by `factor`.
+std::vector<double> durations(std::mt19937_64& random, std::size_t calls, double factor = 1) {
+  std::lognormal_distribution<double> typical(std::log(10000.0), 0.4);
+  std::uniform_real_distribution<double> chance(0, 1);
+  std::vector<double> out;
+  for (std::size_t i = 0; i < calls; ++i) {
+    out.push_back(factor * typical(random) * (chance(random) < 0.002 ? 20 : 1));
+  }
+  return out;
+}
+
+double figure(const diff::Column& column, const diff::Spread& spread) {
+  if (column.noise != diff::Noise::Percentile) {
+    return spread.mean;
+  }
+  return column.quantile == 0.5 ? spread.p50 : column.quantile == 0.95 ? spread.p95 : spread.p99;
+}
+
+// Two runs of one program differ by their calls' spread only: no time column flags them, over
+// many pairs of runs. A function 5 times slower is flagged on its mean and median every time; a
+// P99 over fewer than about 900 calls never (its slowest 1 % is too few calls to bound it from
+// above); P95 and P99 otherwise when the outliers leave them bounded.
+TEST(CompareUnit, NoiseRuleFlagsRunsOfOneProgramNotASlowdown) {
+  std::mt19937_64 random(30);
+  int flagged = 0, missed = 0;
+  for (int pair = 0; pair < 200; ++pair) {
+    const std::size_t calls = pair % 2 == 0 ? 200 : 5000;
+    const diff::Spread base = spread_of(durations(random, calls));
+    const diff::Spread again = spread_of(durations(random, calls));
+    const diff::Spread slower = spread_of(durations(random, calls, 5));
+    for (const diff::Column& c : diff::columns(profiles::Kind::Stats)) {
+      if (c.unit != diff::Unit::Nanoseconds || c.noise == diff::Noise::Self) {
+        continue;
+      }
+      flagged += diff::significant(c, base, again, figure(c, base), figure(c, again)) ? 1 : 0;
+      const bool slowdown = diff::significant(c, base, slower, figure(c, base), figure(c, slower));
+      if (c.quantile == 0.99 && calls < 900) {
+        EXPECT_FALSE(slowdown) << pair;
+      } else if (c.noise == diff::Noise::Mean || c.quantile == 0.5) {
+        missed += slowdown ? 0 : 1;
+      }
+    }
+  }
+  EXPECT_EQ(flagged, 0);
+  EXPECT_EQ(missed, 0);
+}
+
+// Few calls: wide noise. 30 % slower over 20 calls is within it, over 20,000 it is not.
+TEST(CompareUnit, FewCallsWidenTheNoise) {
+  std::mt19937_64 random(7);
+  const diff::Column& mean =
+      diff::columns(profiles::Kind::Stats)[column(profiles::Kind::Stats, "mean")];
+  const diff::Column& p50 =
+      diff::columns(profiles::Kind::Stats)[column(profiles::Kind::Stats, "p50")];
+  for (const std::size_t calls : {std::size_t{20}, std::size_t{20000}}) {
+    const diff::Spread base = spread_of(durations(random, calls));
+    const diff::Spread now = spread_of(durations(random, calls, 1.3));
+    EXPECT_EQ(diff::significant(mean, base, now, base.mean, now.mean), calls > 20) << calls;
+    EXPECT_EQ(diff::significant(p50, base, now, base.p50, now.p50), calls > 20) << calls;
+  }
+}
+
+// 200 calls of exactly 200 us, then the same with 3 of them preempted for 3 ms: the P99 is one
+// of the 2 slowest calls, so its growth is within noise, as is the mean's.
+TEST(CompareUnit, AFewPreemptedCallsAreNoise) {
+  std::vector<double> steady(200, 200000);
+  std::vector<double> preempted = steady;
+  std::fill_n(preempted.begin(), 3, 3200000);
+  const diff::Spread base = spread_of(steady);
+  const diff::Spread now = spread_of(preempted);
+  ASSERT_EQ(now.p99, 3200000);
+  const auto& all = diff::columns(profiles::Kind::Stats);
+  const diff::Column& p99 = all[column(profiles::Kind::Stats, "p99")];
+  EXPECT_FALSE(diff::significant(p99, base, now, base.p99, now.p99));
+  const diff::Column& mean = all[column(profiles::Kind::Stats, "mean")];
+  EXPECT_FALSE(diff::significant(mean, base, now, base.mean, now.mean));
+  // The noise of self time is the mean's, its floor 5 % of the mean: 2 us more self time in a
+  // 500 us call is not significant; 100 us more is.
+  const diff::Column& self = all[column(profiles::Kind::Stats, "self")];
+  diff::Spread caller = spread_of(std::vector<double>(200, 500000));
+  EXPECT_FALSE(diff::significant(self, caller, caller, 2000, 4000));
+  EXPECT_TRUE(diff::significant(self, caller, caller, 2000, 102000));
+}
+
 TEST(CompareUnit, FunctionsMatchWhenTheirLineMoved) {
   const auto base = stats({function("f", 100, 1000, 10)}, "base.json");
   const auto now = stats({function("f", 100, 1000, 14)}, "new.json");
@@ -244,6 +353,51 @@ TEST(CompareUnit, FoldedStacksAndDhatFrames) {
             "ns::parse (service.cpp:40)");
   EXPECT_EQ(profiles::short_frame("0x10: (anonymous namespace)::f (w.cpp:3)"),
             "(anonymous namespace)::f (w.cpp:3)");
+}
+
+// report.html: a thread without OS figures (state "") and a function whose only call is still
+// open show `-` where their figures are unknown, never `0 ns` or 0.
+TEST(ReportUnit, UnknownFiguresAreDashes) {
+  Json open_call = function("open_call", 0, 0);
+  Json document{{"hotscope_version", "0.1.0"},
+                {"pid", 1},
+                {"process_name", "w"},
+                {"duration_ns", 1000000},
+                {"functions", Json::array({open_call})}};
+  const auto thread = [&](const std::string& name, const std::string& state) {
+    return Json{{"index", 0},
+                {"os_tid", 7},
+                {"name", name},
+                {"exited", false},
+                {"state", state},
+                {"cpu_user_ns", 0},
+                {"cpu_system_ns", 0},
+                {"voluntary_switches", 0},
+                {"involuntary_switches", 0},
+                {"functions", Json::array({open_call})}};
+  };
+  document["threads"] = Json::array({thread("guest", ""), thread("idle", "S")});
+  const std::string html = report::html_page(profiles::classify(document, "stats.json"),
+                                             std::nullopt, std::nullopt, "trace.folded");
+  const auto row_of = [&](const std::string& start) {
+    const std::size_t at = html.find("<tr><td data-value=\"" + start + "\"");
+    EXPECT_NE(at, std::string::npos) << start;
+    return at == std::string::npos ? "" : html.substr(at, html.find("</tr>", at) - at);
+  };
+  const std::string dash = "<td data-value=\"-1\">-</td>";
+  const auto count = [](const std::string& text, const std::string& part) {
+    std::size_t n = 0;
+    for (std::size_t at = text.find(part); at != std::string::npos; at = text.find(part, at + 1)) {
+      ++n;
+    }
+    return n;
+  };
+  EXPECT_EQ(count(row_of("guest"), dash), 4U) << row_of("guest"); // CPU user, system, switches
+  EXPECT_EQ(count(row_of("idle"), dash), 0U) << row_of("idle");   // known to be 0
+  EXPECT_NE(row_of("idle").find(">0 ns<"), std::string::npos) << row_of("idle");
+  const std::string function_row = row_of("open_call");
+  EXPECT_EQ(count(function_row, dash), 7U) << function_row; // mean, P50-P99, self, total, %
+  EXPECT_EQ(function_row.find("0 ns"), std::string::npos) << function_row;
 }
 
 TEST(FlameUnit, TreeHasInclusiveValuesAndNameOrder) {

@@ -261,12 +261,22 @@ void print_summary(const Recorder& recorder, const HeapProfile& profile,
   // Which process of a run that starts many (a compiler driver, a shim) each line is about.
   const std::string prefix =
       "==" + std::to_string(profile.pid) + "== " + program_name() + ": hotscope heap: ";
+  const bool unsampled = recorder.sampling() && sampled_allocations == 0;
   if (recorder.sampling()) {
     summary << prefix << "sampled, one sample point per " << recorder.options().sample_bytes
-            << " bytes on average (" << sampled_allocations
-            << " allocations sampled): the figures are estimates\n";
+            << " bytes on average";
   }
-  exporters::write_heap_summary(profile, prefix, summary);
+  if (unsampled) {
+    // Estimates from no sample would read "0 bytes": say why there are none instead.
+    summary << ": no allocation was sampled, the run was too short to be sampled at this rate; "
+               "lower HOTSCOPE_HEAP_SAMPLE_BYTES or use HOTSCOPE_HEAP_MODE=full for figures\n";
+  } else {
+    if (recorder.sampling()) {
+      summary << " (" << sampled_allocations
+              << " allocations sampled): the figures are estimates\n";
+    }
+    exporters::write_heap_summary(profile, prefix, summary);
+  }
   summary << prefix << "symbolized " << symbolized.addresses << " code addresses at exit ("
           << symbolized.ahead << " ahead), profile built in " << std::fixed << std::setprecision(3)
           << symbolized.seconds << " s";

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <array>
 #include <charconv>
+#include <tuple>
 
 namespace hotscope::cli::console {
 namespace {
@@ -28,6 +29,28 @@ double rate(std::uint64_t now, std::uint64_t before, std::uint64_t interval_ns) 
   }
   const std::uint64_t grown = now >= before ? now - before : now;
   return static_cast<double>(grown) * 1e9 / static_cast<double>(interval_ns);
+}
+
+// A thread's user and system CPU, in % of one core over `interval_ns`, from the growth of
+// each figure. CPU time never restarts: a figure that fell (an agent that recomputes the
+// user/system split at each read) grew by nothing, and the two together by no more than their
+// sum did, which is exact.
+std::pair<double, double> cpu_percent(const Json& now, const Json& before,
+                                      std::uint64_t interval_ns) {
+  const auto growth = [](std::uint64_t to, std::uint64_t from) {
+    return to > from ? to - from : 0;
+  };
+  const std::uint64_t user = u64(now, "cpu_user_ns");
+  const std::uint64_t system = u64(now, "cpu_system_ns");
+  const std::uint64_t user_before = u64(before, "cpu_user_ns");
+  const std::uint64_t system_before = u64(before, "cpu_system_ns");
+  const std::uint64_t total = growth(user + system, user_before + system_before);
+  const std::uint64_t user_grown = std::min(growth(user, user_before), total);
+  const std::uint64_t system_grown = std::min(growth(system, system_before), total - user_grown);
+  const auto percent = [&](std::uint64_t ns) {
+    return static_cast<double>(ns) * 100.0 / static_cast<double>(interval_ns);
+  };
+  return {percent(user_grown), percent(system_grown)};
 }
 
 void append_number(std::string& text, int number) {
@@ -168,10 +191,7 @@ void Model::update_threads(const Json& answer) {
     const auto before = previous_threads_.find(row.tid);
     if (interval_ns > 0 && before != previous_threads_.end()) {
       const Json& old = before->second;
-      row.user_percent =
-          rate(u64(thread, "cpu_user_ns"), u64(old, "cpu_user_ns"), interval_ns) / 1e9 * 100.0;
-      row.system_percent =
-          rate(u64(thread, "cpu_system_ns"), u64(old, "cpu_system_ns"), interval_ns) / 1e9 * 100.0;
+      std::tie(row.user_percent, row.system_percent) = cpu_percent(thread, old, interval_ns);
       row.records_rate =
           rate(row.written, u64(old.value("records", Json::object()), "written"), interval_ns);
     } else if (now_ns > 0) {

@@ -31,6 +31,7 @@ struct FunctionFigures {
   int line = 0;
   std::uint64_t calls = 0;
   std::vector<std::optional<double>> values;
+  Spread spread;
   // The self time of a typical call: self time per call scaled by the median call over the
   // mean one, so that a few calls stretched by preemption (or a page fault) weigh as little in
   // the impact as they do in the median.
@@ -55,6 +56,13 @@ FunctionFigures function_side(const Json& function) {
   const double self_per_call = number(function, "self_ns") / std::max(calls, 1.0);
   const double mean = number(function, "mean_ns");
   side.typical_self_ns = mean > 0 ? self_per_call * number(function, "p50_ns") / mean : 0;
+  const auto given = [&](const char* key) {
+    const auto found = function.find(key);
+    return found != function.end() && found->is_number() ? found->get<double>() : -1.0;
+  };
+  side.spread =
+      Spread{calls,           given("mean_ns"), given("min_ns"), given("max_ns"), given("p50_ns"),
+             given("p90_ns"), given("p95_ns"),  given("p99_ns"), given("p999_ns")};
   side.values.push_back(per_call(self_per_call));
   side.values.push_back(per_call(number(function, "total_ns") / std::max(calls, 1.0)));
   side.values.push_back(per_call(number(function, "alloc_bytes_total") / std::max(calls, 1.0)));
@@ -76,17 +84,6 @@ std::vector<FunctionFigures> function_sides(const profiles::Profile& profile) {
   return sides;
 }
 
-bool significant(const Column& column, const FunctionFigures& base, const FunctionFigures& now,
-                 double b, double n) {
-  if (base.calls < column.min_calls || now.calls < column.min_calls) {
-    return false;
-  }
-  if (column.unit == Unit::Nanoseconds) {
-    return std::fabs(n - b) > kTimeResolution * std::max(std::fabs(b), std::fabs(n));
-  }
-  return n != b;
-}
-
 Row timing_row(const FunctionFigures* base, const FunctionFigures* now) {
   const FunctionFigures& any = now != nullptr ? *now : *base;
   Row row;
@@ -101,8 +98,8 @@ Row timing_row(const FunctionFigures* base, const FunctionFigures* now) {
     Cell cell;
     cell.base = base != nullptr ? base->values[i] : std::nullopt;
     cell.now = now != nullptr ? now->values[i] : std::nullopt;
-    cell.significant =
-        cell.base && cell.now && significant(all[i], *base, *now, *cell.base, *cell.now);
+    cell.significant = cell.base && cell.now &&
+                       significant(all[i], base->spread, now->spread, *cell.base, *cell.now);
     row.cells.push_back(cell);
   }
   // Added self time per typical call times the calls: where the added time is spent (a

@@ -17,6 +17,13 @@
 namespace hotscope::cli::diff {
 
 enum class Unit { Count, Nanoseconds, Bytes };
+// How a figure's run-to-run noise is estimated (docs/diff-and-report.md#significance).
+enum class Noise {
+  Exact,      // counts and allocations: any change is one
+  Mean,       // the mean call (and total time per call)
+  Self,       // self time per call: the mean's noise, the drift floor of the mean
+  Percentile, // a percentile, Column::quantile
+};
 
 // One compared figure.
 struct Column {
@@ -24,14 +31,36 @@ struct Column {
   const char* heading; // in the table: "P99", "End Bytes"
   Unit unit;
   std::uint64_t min_calls; // fewer calls on either side: not significant (timing only)
+  Noise noise = Noise::Exact;
+  double quantile = 0; // Noise::Percentile: 0.5 for P50
 };
 // The columns compared for profiles of `kind`, in table order.
 const std::vector<Column>& columns(profiles::Kind kind);
 
-// A change that is not significant: too few calls (Column::min_calls), or for times less than
-// this share of the larger value, twice the histogram's resolution of 1/256 (each side's
-// percentile is within 1/256 of a recorded value).
-inline constexpr double kTimeResolution = 2.0 / 256;
+// A side's call durations as stats.json gives them (ns): what its noise is estimated from. A
+// percentile the file lacks is left out (negative); min and max then default to the nearest
+// percentile given.
+struct Spread {
+  double calls = 0, mean = -1, min = -1, max = -1;
+  double p50 = -1, p90 = -1, p95 = -1, p99 = -1, p999 = -1;
+};
+// A time changed beyond noise when the intervals that hold each side's figure in another run of
+// the same program (each with kNoiseZ standard errors) do not overlap and the change exceeds
+// kDriftFloor of the larger value (the mean for self time): a drift between runs that no single
+// run's spread shows (clock frequency, caches, the machine's other load), and the histogram's
+// resolution (1/256).
+inline constexpr double kNoiseZ = 3;
+inline constexpr double kDriftFloor = 0.05;
+struct Interval {
+  double low = 0, high = 0;
+};
+// The interval of `column`'s figure `value` for a run like `side`: the mean's is value ±
+// kNoiseZ sigma / sqrt(calls), sigma that of the distribution the percentiles outline; the
+// percentile q's spans the calls ranked calls q ± kNoiseZ sqrt(calls q (1 - q)), read from
+// the percentiles, and is open (0 or infinite) past the fastest or the slowest call.
+Interval noise_interval(const Column& column, const Spread& side, double value);
+// Whether `column` changed significantly from `b` (BASE) to `n` (NEW).
+bool significant(const Column& column, const Spread& base, const Spread& now, double b, double n);
 
 // One --fail-on rule: "p99>+10%" is {column of p99, above, 10, percent}.
 struct Rule {

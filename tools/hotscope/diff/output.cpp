@@ -149,8 +149,11 @@ std::string as_text(const Comparison& comparison) {
             "new, largest first.\n"
           : "Allocation sites by impact: the largest growth in bytes (total, at t-gmax or at "
             "t-end), largest first.\n";
-  text += timing ? "A change in parentheses is not significant: too few calls (10; 20 for P95, "
-                   "100 for P99) or within the histogram's resolution (0.8 %).\n"
+  text += timing ? fmt::format("A change in parentheses is not significant: too few calls (10; "
+                               "20 for P95, 100 for P99), within the noise the two sides' "
+                               "spreads and calls imply, or under {:g} % "
+                               "(docs/diff-and-report.md).\n",
+                               kDriftFloor * 100)
                  : "Frames are matched by function and file.\n";
   if (!comparison.rules.empty()) {
     text += "! marks a row that fails a --fail-on rule.\n";

@@ -111,12 +111,12 @@ Rule parse_rule(const std::string& text, profiles::Kind kind) {
 const std::vector<Column>& columns(profiles::Kind kind) {
   static const std::vector<Column> timing{
       {"calls", "Calls", Unit::Count, 1},
-      {"mean", "Mean", Unit::Nanoseconds, 10},
-      {"p50", "P50", Unit::Nanoseconds, 10},
-      {"p95", "P95", Unit::Nanoseconds, 20},
-      {"p99", "P99", Unit::Nanoseconds, 100},
-      {"self", "Self/call", Unit::Nanoseconds, 10},
-      {"total", "Total/call", Unit::Nanoseconds, 10},
+      {"mean", "Mean", Unit::Nanoseconds, 10, Noise::Mean},
+      {"p50", "P50", Unit::Nanoseconds, 10, Noise::Percentile, 0.5},
+      {"p95", "P95", Unit::Nanoseconds, 20, Noise::Percentile, 0.95},
+      {"p99", "P99", Unit::Nanoseconds, 100, Noise::Percentile, 0.99},
+      {"self", "Self/call", Unit::Nanoseconds, 10, Noise::Self},
+      {"total", "Total/call", Unit::Nanoseconds, 10, Noise::Mean},
       {"alloc_bytes", "Alloc/call", Unit::Bytes, 10},
       {"alloc_blocks", "Blocks/call", Unit::Count, 10},
   };
@@ -142,6 +142,108 @@ std::vector<Rule> parse_rules(const std::vector<std::string>& texts, profiles::K
     }
   }
   return rules;
+}
+
+namespace {
+
+struct Point {
+  double u, x; // the call at rank u * calls takes x ns
+};
+
+// The quantile function the percentiles outline: straight lines from min through P50, P90,
+// P95, P99 and P99.9 to max, those the file has.
+std::vector<Point> outline(const Spread& side) {
+  const Point known[] = {{0, side.min},    {0.5, side.p50},    {0.9, side.p90}, {0.95, side.p95},
+                         {0.99, side.p99}, {0.999, side.p999}, {1, side.max}};
+  std::vector<Point> points;
+  for (const Point& point : known) {
+    if (point.x >= 0) {
+      points.push_back({point.u, points.empty() ? point.x : std::max(point.x, points.back().x)});
+    }
+  }
+  if (points.empty()) {
+    points.push_back({0, std::max(side.mean, 0.0)});
+  }
+  if (points.front().u > 0) {
+    points.insert(points.begin(), Point{0, points.front().x});
+  }
+  if (points.back().u < 1) {
+    points.push_back({1, points.back().x});
+  }
+  return points;
+}
+
+double value_at(const std::vector<Point>& points, double u) {
+  for (std::size_t i = 1; i < points.size(); ++i) {
+    if (u <= points[i].u) {
+      const Point& a = points[i - 1];
+      const Point& b = points[i];
+      return b.u == a.u ? b.x : a.x + (b.x - a.x) * (u - a.u) / (b.u - a.u);
+    }
+  }
+  return points.back().x;
+}
+
+// A call's standard deviation: that of the outlined distribution, and at least what the
+// slowest and the fastest call alone imply: calls sigma^2 >= (max - mean)^2 + (mean - min)^2.
+double sigma(const Spread& side) {
+  const std::vector<Point> points = outline(side);
+  double mean = 0;
+  for (std::size_t i = 1; i < points.size(); ++i) {
+    mean += (points[i].u - points[i - 1].u) * (points[i].x + points[i - 1].x) / 2;
+  }
+  double variance = 0;
+  for (std::size_t i = 1; i < points.size(); ++i) {
+    const double a = points[i - 1].x - mean;
+    const double b = points[i].x - mean;
+    variance += (points[i].u - points[i - 1].u) * (a * a + a * b + b * b) / 3;
+  }
+  const double centre = side.mean >= 0 ? side.mean : mean;
+  const double slowest = points.back().x - centre;
+  const double fastest = centre - points.front().x;
+  const double extremes = (slowest * slowest + fastest * fastest) / std::max(side.calls, 1.0);
+  return std::sqrt(std::max(variance, extremes));
+}
+
+} // namespace
+
+Interval noise_interval(const Column& column, const Spread& side, double value) {
+  const double calls = std::max(side.calls, 1.0);
+  switch (column.noise) {
+  case Noise::Exact:
+    return {value, value};
+  case Noise::Mean:
+  case Noise::Self: {
+    const double half = kNoiseZ * sigma(side) / std::sqrt(calls);
+    return {value - half, value + half};
+  }
+  case Noise::Percentile:
+    break;
+  }
+  // The ranks that hold the quantile's call in another run: binomial around calls q.
+  const double q = column.quantile;
+  const double spread = kNoiseZ * std::sqrt(calls * q * (1 - q));
+  const double low = calls * q - spread;
+  const double high = calls * q + spread;
+  const std::vector<Point> points = outline(side);
+  return {std::min(value, low < 1 ? 0 : value_at(points, low / calls)),
+          std::max(value, high > calls ? HUGE_VAL : value_at(points, high / calls))};
+}
+
+bool significant(const Column& column, const Spread& base, const Spread& now, double b, double n) {
+  if (base.calls < static_cast<double>(column.min_calls) ||
+      now.calls < static_cast<double>(column.min_calls)) {
+    return false;
+  }
+  if (column.noise == Noise::Exact) {
+    return n != b;
+  }
+  const Interval before = noise_interval(column, base, b);
+  const Interval after = noise_interval(column, now, n);
+  const double scale = column.noise == Noise::Self ? std::max(base.mean, now.mean)
+                                                   : std::max(std::fabs(b), std::fabs(n));
+  return (after.low > before.high || after.high < before.low) &&
+         std::fabs(n - b) > kDriftFloor * scale;
 }
 
 double Cell::change() const {

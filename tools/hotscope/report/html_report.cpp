@@ -51,6 +51,10 @@ std::string bytes_cell(std::uint64_t bytes) {
 std::string count_cell(std::uint64_t count) {
   return cell(static_cast<double>(count), std::to_string(count));
 }
+// Where a figure is not known: `-`, never 0, sorted with the smallest.
+std::string unknown_cell() {
+  return cell(-1, "-");
+}
 
 std::string heading_row(const std::vector<std::string>& headings) {
   std::string row = "<tr>";
@@ -75,18 +79,18 @@ std::string functions_table(const Json& functions, double duration_ns, bool allo
   for (const Json& function : functions) {
     const std::string name = text_of(function, "name");
     const bool timed = u64(function, "calls") > 0;
+    // A function whose only call is still open has no time yet (formats-output.md).
     const auto timing = [&](const char* key) {
-      return timed ? time_cell(f64(function, key)) : cell(0, "-");
+      return timed ? time_cell(f64(function, key)) : unknown_cell();
     };
     const double total = f64(function, "total_ns");
     html += fmt::format("<tr><td data-value=\"{}\">{} <span class=\"location\">{}:{}</span></td>",
                         escape(name), escape(name), escape(text_of(function, "file")),
                         u64(function, "line"));
     html += count_cell(u64(function, "calls")) + timing("mean_ns") + timing("p50_ns") +
-            timing("p95_ns") + timing("p99_ns") + time_cell(f64(function, "self_ns")) +
-            time_cell(total);
+            timing("p95_ns") + timing("p99_ns") + timing("self_ns") + timing("total_ns");
     const double share = duration_ns > 0 ? 100 * total / duration_ns : 0;
-    html += cell(share, fmt::format("{:.2f}%", share));
+    html += timed ? cell(share, fmt::format("{:.2f}%", share)) : unknown_cell();
     if (allocations) {
       html += bytes_cell(u64(function, "alloc_bytes_self")) +
               bytes_cell(u64(function, "alloc_bytes_total")) +
@@ -112,11 +116,17 @@ std::string threads_section(const Json& stats, double duration_ns, bool allocati
     const Json records = thread.value("records", Json::object());
     html += fmt::format("<tr><td data-value=\"{0}\">{0}{1}</td>", escape(thread_label(thread)),
                         thread.value("exited", false) ? " (exited)" : "");
-    html += count_cell(u64(thread, "os_tid")) + time_cell(f64(thread, "cpu_user_ns")) +
-            time_cell(f64(thread, "cpu_system_ns")) +
-            count_cell(u64(thread, "voluntary_switches")) +
-            count_cell(u64(thread, "involuntary_switches")) + count_cell(u64(records, "written")) +
-            count_cell(u64(records, "dropped")) + "</tr>\n";
+    // An empty state: no OS figures were read for it (a guest's track), its zeros are unknowns.
+    const bool os_known = !thread.contains("state") || !text_of(thread, "state").empty();
+    const auto os_time = [&](const char* key) {
+      return os_known && thread.contains(key) ? time_cell(f64(thread, key)) : unknown_cell();
+    };
+    const auto os_count = [&](const char* key) {
+      return os_known && thread.contains(key) ? count_cell(u64(thread, key)) : unknown_cell();
+    };
+    html += count_cell(u64(thread, "os_tid")) + os_time("cpu_user_ns") + os_time("cpu_system_ns") +
+            os_count("voluntary_switches") + os_count("involuntary_switches") +
+            count_cell(u64(records, "written")) + count_cell(u64(records, "dropped")) + "</tr>\n";
   }
   html += "</tbody></table>\n";
   for (const Json& thread : threads) {
