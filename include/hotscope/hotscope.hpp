@@ -406,13 +406,14 @@ inline std::string write_heap_profile(const std::string&) {
 inline std::string start_agent() {
   return detail::compiled_out;
 }
-// Compiled out: nothing is kept and nothing is recorded.
+// Compiled out: nothing is kept and nothing is recorded. Always inlined, so even an unoptimised
+// build holds no hotscope symbol.
 class Queue {
 public:
-  explicit Queue(std::string_view) noexcept {}
-  template <typename Item> void push(const Item&) const noexcept {}
-  template <typename Item> void pop(const Item&) const noexcept {}
-  void set_capacity(std::uint64_t) const noexcept {}
+  [[gnu::always_inline]] constexpr explicit Queue(std::string_view) noexcept {}
+  template <typename Item> [[gnu::always_inline]] void push(const Item&) const noexcept {}
+  template <typename Item> [[gnu::always_inline]] void pop(const Item&) const noexcept {}
+  [[gnu::always_inline]] void set_capacity(std::uint64_t) const noexcept {}
 };
 } // namespace hotscope
 
