@@ -8,11 +8,13 @@
 #include <cstdio>
 #include <cstring>
 #include <mutex>
-
-namespace {
+#include <new>
+#include <pthread.h>
 
 #define HOTSCOPE_TEXT_INNER(x) #x
 #define HOTSCOPE_TEXT(x) HOTSCOPE_TEXT_INNER(x)
+
+namespace {
 
 constexpr std::size_t kMaxNames = HOTSCOPE_QUEUE_NAMES_MAX;
 
@@ -29,6 +31,11 @@ constexpr hotscope_source_location kOverflow{
 std::mutex names_mutex;
 Name names[kMaxNames];
 std::size_t name_count = 0; // entries of `names` in use, under names_mutex
+
+// A forked child's only thread holds no names_mutex, whoever held it at the fork; an entry being
+// written then is past name_count, so it is simply not there.
+[[maybe_unused]] const bool reset_in_child =
+    (pthread_atfork(nullptr, nullptr, [] { new (&names_mutex) std::mutex; }), true);
 
 } // namespace
 
@@ -50,9 +57,10 @@ const hotscope_source_location* hotscope::detail::queue_location(std::string_vie
     }
     return &kOverflow;
   }
-  Name& entry = names[name_count++];
+  Name& entry = names[name_count];
   std::memcpy(entry.text, name.data(), name.size());
   entry.text[name.size()] = '\0';
   entry.location = {entry.text, "", 0, 0};
+  ++name_count;
   return &entry.location;
 }

@@ -14,7 +14,9 @@
 #include <map>
 #include <sstream>
 #include <string>
+#include <sys/wait.h>
 #include <thread>
+#include <unistd.h>
 #include <vector>
 
 namespace {
@@ -129,6 +131,34 @@ TEST(RuntimeQueue, ThreadsInterningTheSameNamesAtOnceGetOneQueuePerName) {
   EXPECT_EQ(s.queues[0].pushed, kThreads / 2u);
   EXPECT_EQ(s.queues[1].name, "shared-1");
   EXPECT_EQ(s.queues[1].pushed, kThreads / 2u);
+}
+
+// Another thread interns names without pause, so it often holds the table's lock at a fork: each
+// child must still intern a name of its own (an alarm ends a child that waits for the lock).
+TEST(RuntimeQueue, AForkedChildInternsNamesWhateverItsParentWasDoing) {
+  std::atomic<bool> stop{false};
+  std::thread busy([&] {
+    for (std::uint64_t i = 0; !stop.load(std::memory_order_relaxed); ++i) {
+      const Queue queue{i % 2 == 0 ? "even" : "odd"};
+    }
+  });
+  int children_ok = 0;
+  constexpr int kForks = 50;
+  for (int i = 0; i < kForks; ++i) {
+    const pid_t child = fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+      alarm(5);
+      const Queue queue{"child"};
+      _exit(detail::queue_location("child") != nullptr ? 0 : 1);
+    }
+    int status = 0;
+    ASSERT_EQ(waitpid(child, &status, 0), child);
+    children_ok += WIFEXITED(status) && WEXITSTATUS(status) == 0;
+  }
+  stop = true;
+  busy.join();
+  EXPECT_EQ(children_ok, kForks);
 }
 
 // Neither function opens a scope: its push or pop is all the thread records.
