@@ -134,15 +134,17 @@ void write_chrome_json(const Snapshot& snapshot, std::ostream& out) {
       } else {
         break;
       }
-      const std::string own_slice = json_string(fmt::format("{} {}", push ? "push" : "pop", queue));
-      if (step.open.empty()) {
-        emit(fmt::format(R"({{"ph":"B","name":{},"cat":"queue",{}}})", own_slice, where));
+      const bool own_slice = step.open.empty();
+      const std::string slice_name =
+          own_slice ? json_string(fmt::format("{} {}", push ? "push" : "pop", queue)) : "";
+      if (own_slice) {
+        emit(fmt::format(R"({{"ph":"B","name":{},"cat":"queue",{}}})", slice_name, where));
       }
       // Both ends bind to the slice enclosing them (an `f` needs "bp":"e" for that).
       emit(fmt::format(R"({{"ph":"{}",{}"id":{},"name":{},"cat":"queue",{}}})", push ? "s" : "f",
                        push ? "" : R"("bp":"e",)", flow, json_string(queue), where));
-      if (step.open.empty()) {
-        emit(fmt::format(R"({{"ph":"E","name":{},"cat":"queue",{}}})", own_slice, where));
+      if (own_slice) {
+        emit(fmt::format(R"({{"ph":"E","name":{},"cat":"queue",{}}})", slice_name, where));
       }
       break;
     }
