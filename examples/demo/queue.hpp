@@ -1,30 +1,34 @@
 // A bounded blocking queue between two pipeline stages. Full queues push back on the
 // producer, so a slow stage shows up as time spent in push() upstream (the callers time it).
+// Each queue reports itself to hotscope under the name it is given at run time.
 #ifndef DEMO_QUEUE_HPP
 #define DEMO_QUEUE_HPP
+
+#include <hotscope/hotscope.hpp>
 
 #include <condition_variable>
 #include <cstddef>
 #include <deque>
 #include <mutex>
 #include <optional>
+#include <string_view>
 #include <utility>
 
 namespace demo {
 
+// T has an `id` that tells items apart.
 template <typename T> class BoundedQueue {
 public:
-  explicit BoundedQueue(std::size_t capacity) : capacity_(capacity) {}
+  BoundedQueue(std::string_view name, std::size_t capacity) : probe_(name), capacity_(capacity) {
+    probe_.set_capacity(capacity);
+  }
 
-  std::size_t capacity() const { return capacity_; }
-
-  // Blocks while the queue is full; returns the depth right after the push. `entering(item)` runs
-  // under the queue's lock as the item goes in, `leaving(item)` in pop() as it comes out, so
-  // whatever they record (HOTSCOPE_QUEUE_PUSH / _POP) is in the order the queue saw.
-  template <typename Entering> std::size_t push(T item, Entering entering) {
+  // Blocks while the queue is full; returns the depth right after the push. The push and the pop
+  // are recorded under the queue's lock, so hotscope sees them in the order the queue did.
+  std::size_t push(T item) {
     std::unique_lock lock(mutex_);
     not_full_.wait(lock, [&] { return items_.size() < capacity_; });
-    entering(item);
+    probe_.push(item.id);
     items_.push_back(std::move(item));
     const std::size_t depth = items_.size();
     lock.unlock();
@@ -33,7 +37,7 @@ public:
   }
 
   // Blocks while the queue is empty; nullopt once it is closed and drained.
-  template <typename Leaving> std::optional<T> pop(Leaving leaving) {
+  std::optional<T> pop() {
     std::unique_lock lock(mutex_);
     not_empty_.wait(lock, [&] { return !items_.empty() || closed_; });
     if (items_.empty()) {
@@ -41,7 +45,7 @@ public:
     }
     T item = std::move(items_.front());
     items_.pop_front();
-    leaving(item);
+    probe_.pop(item.id);
     lock.unlock();
     not_full_.notify_one();
     return item;
@@ -57,6 +61,7 @@ public:
   }
 
 private:
+  const hotscope::Queue probe_;
   const std::size_t capacity_;
   std::mutex mutex_;
   std::condition_variable not_full_;

@@ -200,9 +200,6 @@ Request to_request(const RawRequest& raw) {
 Service::Service(Options options) : options_(options) {}
 
 void Service::start() {
-  HOTSCOPE_QUEUE_CAPACITY("parse_queue", parse_queue_.capacity());
-  HOTSCOPE_QUEUE_CAPACITY("work_queue", work_queue_.capacity());
-  HOTSCOPE_QUEUE_CAPACITY("write_queue", write_queue_.capacity());
   acceptor_ = std::thread(&Service::accept_loop, this);
   parser_ = std::thread(&Service::parse_loop, this);
   for (unsigned i = 0; i < options_.threads; ++i) {
@@ -257,8 +254,7 @@ void Service::accept_loop() {
     RawRequest raw = generate_request(id, rng);
     {
       HOTSCOPE_SCOPE("enqueue_parse");
-      const std::size_t depth = parse_queue_.push(
-          std::move(raw), [](const RawRequest& r) { HOTSCOPE_QUEUE_PUSH("parse_queue", r.id); });
+      const std::size_t depth = parse_queue_.push(std::move(raw));
       HOTSCOPE_COUNTER("parse_queue_depth", depth);
     }
     ++accepted_;
@@ -274,19 +270,16 @@ void Service::accept_loop() {
 
 void Service::parse_loop() {
   HOTSCOPE_THREAD_NAME("parser");
-  while (std::optional<RawRequest> raw = parse_queue_.pop(
-             [](const RawRequest& r) { HOTSCOPE_QUEUE_POP("parse_queue", r.id); })) {
+  while (std::optional<RawRequest> raw = parse_queue_.pop()) {
     HOTSCOPE_SCOPE("parse_request");
     try {
       Request request = to_request(*raw);
       HOTSCOPE_SCOPE("enqueue_work");
-      const std::size_t depth = work_queue_.push(
-          std::move(request), [](const Request& r) { HOTSCOPE_QUEUE_PUSH("work_queue", r.id); });
+      const std::size_t depth = work_queue_.push(std::move(request));
       HOTSCOPE_COUNTER("work_queue_depth", depth);
     } catch (const ParseError& error) {
       HOTSCOPE_MESSAGE("bad request " + std::to_string(raw->id) + ": " + error.what());
-      write_queue_.push(Response{raw->id, Op::get, 400, error.what(), raw->arrived},
-                        [](const Response& r) { HOTSCOPE_QUEUE_PUSH("write_queue", r.id); });
+      write_queue_.push(Response{raw->id, Op::get, 400, error.what(), raw->arrived});
     }
   }
   work_queue_.close();
@@ -296,12 +289,10 @@ void Service::work_loop(unsigned index) {
   const std::string name = "worker-" + std::to_string(index + 1);
   HOTSCOPE_THREAD_NAME(name);
   std::mt19937_64 rng(100 + index);
-  while (std::optional<Request> request =
-             work_queue_.pop([](const Request& r) { HOTSCOPE_QUEUE_POP("work_queue", r.id); })) {
+  while (std::optional<Request> request = work_queue_.pop()) {
     Response response = handle(*request, rng);
     HOTSCOPE_SCOPE("enqueue_write");
-    const std::size_t depth = write_queue_.push(
-        std::move(response), [](const Response& r) { HOTSCOPE_QUEUE_PUSH("write_queue", r.id); });
+    const std::size_t depth = write_queue_.push(std::move(response));
     HOTSCOPE_COUNTER("write_queue_depth", depth);
   }
 }
@@ -388,8 +379,7 @@ std::string Service::handle_search(const Request& request) {
 
 void Service::write_loop() {
   HOTSCOPE_THREAD_NAME("writer");
-  while (std::optional<Response> response =
-             write_queue_.pop([](const Response& r) { HOTSCOPE_QUEUE_POP("write_queue", r.id); })) {
+  while (std::optional<Response> response = write_queue_.pop()) {
     HOTSCOPE_SCOPE("write_response");
     const std::string text = render_response(*response);
     // The frame is what would go to the socket: length prefix, response, checksum trailer.

@@ -124,9 +124,9 @@ private:
   std::mutex stop_mutex_;
   std::condition_variable stop_requested_;
   bool stopping_ = false;
-  BoundedQueue<RawRequest> parse_queue_{256};
-  BoundedQueue<Request> work_queue_{256};
-  BoundedQueue<Response> write_queue_{256};
+  BoundedQueue<RawRequest> parse_queue_{"parse_queue", 256};
+  BoundedQueue<Request> work_queue_{"work_queue", 256};
+  BoundedQueue<Response> write_queue_{"write_queue", 256};
   Cache cache_{4000};
   WordIndex words_;
 

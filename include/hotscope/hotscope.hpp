@@ -10,6 +10,8 @@
 //   HOTSCOPE_QUEUE_PUSH("jobs", id);      item `id` (any integer or pointer) enters queue "jobs"
 //   HOTSCOPE_QUEUE_POP("jobs", id);       ... and leaves it: the time between is its wait
 //   HOTSCOPE_QUEUE_CAPACITY("jobs", n);   the queue's bound, once (optional)
+//   hotscope::Queue jobs{name};           a queue named at run time (interned once, here):
+//   jobs.push(id); jobs.pop(id);          the same records as the macros; jobs.set_capacity(n)
 //
 // and a few calls for the whole process (below): the heap profile on demand, the live agent.
 //
@@ -24,10 +26,17 @@
 #define HOTSCOPE_ENABLED 0
 #endif
 
+// Most distinct queue names hotscope::Queue keeps; later new names share one queue.
+#define HOTSCOPE_QUEUE_NAMES_MAX 1024
+
 #define HOTSCOPE_CONCAT_INNER(a, b) a##b
 #define HOTSCOPE_CONCAT(a, b) HOTSCOPE_CONCAT_INNER(a, b)
 
+#include <cstddef>
+#include <cstdint>
 #include <string>
+#include <string_view>
+#include <type_traits>
 
 namespace hotscope {
 
@@ -49,6 +58,22 @@ std::string write_heap_profile(const std::string& dir);
 // Returns "" or the problems, one line each.
 std::string start_agent();
 
+namespace detail {
+
+// The literal queue macros keep their name by address for ever: a string literal, or a constant
+// array by name. Anything else (std::string, a const char* variable) is refused here, in both
+// builds, so a program does not compile only when hotscope is compiled out.
+template <typename Name> struct is_literal_name : std::false_type {};
+template <std::size_t N> struct is_literal_name<const char (&)[N]> : std::true_type {};
+template <std::size_t N> struct is_literal_name<const char[N]> : std::true_type {};
+template <typename Name> struct LiteralQueueName {
+  static_assert(is_literal_name<Name>::value,
+                "HOTSCOPE_QUEUE_PUSH/_POP/_CAPACITY take a string literal as the queue's name; for "
+                "a name known only at run time, use hotscope::Queue: "
+                "`hotscope::Queue jobs{name}; jobs.push(item); jobs.pop(item);`");
+};
+
+} // namespace detail
 } // namespace hotscope
 
 #if HOTSCOPE_ENABLED
@@ -261,6 +286,20 @@ inline void queue_event(const hotscope_source_location* queue, std::uint64_t val
   write_single(reinterpret_cast<std::uintptr_t>(queue), value, kind);
 }
 
+// The name when `Name` is a literal's (`is_literal_name`), else nullptr: LiteralQueueName has
+// already said why it does not compile, and no second error follows.
+template <typename Name> constexpr const char* literal_name(const Name& name) noexcept {
+  if constexpr (is_literal_name<const Name&>::value) {
+    return name;
+  } else {
+    return nullptr;
+  }
+}
+
+// The location naming the queue `name` (cut at HOTSCOPE_INLINE_TEXT_MAX bytes): the same one for
+// the same name, never freed. Locks and copies, once per call: src/trace/queue_names.cpp.
+const hotscope_source_location* queue_location(std::string_view name) noexcept;
+
 // Tasks (hotscope/task.hpp, hotscope/asio_handler_tracking.hpp). A task's records name it by
 // its location and carry its id; its running slices open and close like scopes.
 inline std::uint64_t new_task_id() noexcept {
@@ -284,6 +323,29 @@ inline void task_close(Ring* ring, const hotscope_source_location* task, std::ui
 }
 
 } // namespace detail
+
+// A queue named at run time (docs/formats-output.md, queues). The constructor interns the name
+// once; push, pop and set_capacity then write the records HOTSCOPE_QUEUE_PUSH, _POP and _CAPACITY
+// write, at the same cost: no lock, allocation or copy. Queues of the same name are one queue,
+// whichever way they are named. Keep the object rather than constructing one per operation.
+class Queue {
+public:
+  explicit Queue(std::string_view name) noexcept : location_(detail::queue_location(name)) {}
+
+  template <typename Item> void push(Item item) const noexcept {
+    detail::queue_event(location_, detail::queue_item(item), HOTSCOPE_RECORD_QUEUE_PUSH);
+  }
+  template <typename Item> void pop(Item item) const noexcept {
+    detail::queue_event(location_, detail::queue_item(item), HOTSCOPE_RECORD_QUEUE_POP);
+  }
+  void set_capacity(std::uint64_t capacity) const noexcept {
+    detail::queue_event(location_, capacity, HOTSCOPE_RECORD_QUEUE_CAPACITY);
+  }
+
+private:
+  const hotscope_source_location* location_;
+};
+
 } // namespace hotscope
 
 #define HOTSCOPE_LOCATION_VAR(id) HOTSCOPE_CONCAT(hotscope_location_, id)
@@ -308,10 +370,12 @@ inline void task_close(Ring* ring, const hotscope_source_location* task, std::ui
   } while (0)
 #define HOTSCOPE_COUNTER(name, value) HOTSCOPE_COUNTER_WITH_ID(__COUNTER__, name, value)
 // The queue is named by a literal, like a scope; every place that names it feeds one queue.
+// `static constexpr` also refuses a constant array that does not live for ever.
 #define HOTSCOPE_QUEUE_WITH_ID(id, kind, name, value)                                              \
   do {                                                                                             \
-    static constexpr hotscope_source_location HOTSCOPE_LOCATION_VAR(id){"" name "", __FILE__,      \
-                                                                        __LINE__, 0u};             \
+    static_cast<void>(sizeof(::hotscope::detail::LiteralQueueName<decltype(name)>));               \
+    static constexpr hotscope_source_location HOTSCOPE_LOCATION_VAR(id){                           \
+        ::hotscope::detail::literal_name(name), __FILE__, __LINE__, 0u};                           \
     ::hotscope::detail::queue_event(&HOTSCOPE_LOCATION_VAR(id), value, kind);                      \
   } while (0)
 #define HOTSCOPE_QUEUE_PUSH(name, item)                                                            \
@@ -342,6 +406,15 @@ inline std::string write_heap_profile(const std::string&) {
 inline std::string start_agent() {
   return detail::compiled_out;
 }
+// Compiled out: nothing is kept and nothing is recorded. Always inlined, so even an unoptimised
+// build holds no hotscope symbol.
+class Queue {
+public:
+  [[gnu::always_inline]] constexpr explicit Queue(std::string_view) noexcept {}
+  template <typename Item> [[gnu::always_inline]] void push(const Item&) const noexcept {}
+  template <typename Item> [[gnu::always_inline]] void pop(const Item&) const noexcept {}
+  [[gnu::always_inline]] void set_capacity(std::uint64_t) const noexcept {}
+};
 } // namespace hotscope
 
 #define HOTSCOPE_FUNCTION() static_cast<void>(0)
@@ -349,9 +422,11 @@ inline std::string start_agent() {
 #define HOTSCOPE_MESSAGE(text) static_cast<void>(sizeof(text))
 #define HOTSCOPE_THREAD_NAME(name) static_cast<void>(sizeof(name))
 #define HOTSCOPE_COUNTER(name, value) static_cast<void>(sizeof(name) + sizeof(value))
-#define HOTSCOPE_QUEUE_PUSH(name, item) static_cast<void>(sizeof(name) + sizeof(item))
-#define HOTSCOPE_QUEUE_POP(name, item) static_cast<void>(sizeof(name) + sizeof(item))
-#define HOTSCOPE_QUEUE_CAPACITY(name, capacity) static_cast<void>(sizeof(name) + sizeof(capacity))
+#define HOTSCOPE_QUEUE_UNUSED(name, value)                                                         \
+  static_cast<void>(sizeof(::hotscope::detail::LiteralQueueName<decltype(name)>) + sizeof(value))
+#define HOTSCOPE_QUEUE_PUSH(name, item) HOTSCOPE_QUEUE_UNUSED(name, item)
+#define HOTSCOPE_QUEUE_POP(name, item) HOTSCOPE_QUEUE_UNUSED(name, item)
+#define HOTSCOPE_QUEUE_CAPACITY(name, capacity) HOTSCOPE_QUEUE_UNUSED(name, capacity)
 
 #endif // HOTSCOPE_ENABLED
 

@@ -69,9 +69,8 @@ void write_chrome_json(const Snapshot& snapshot, std::ostream& out) {
     name_thread(thread);
   }
 
-  // Flow arrows from the scope that pushed an item to the scope that popped it (or the next
-  // one to begin on the popping thread). A flow's start must lie inside a slice, and an `f`
-  // needs its `s`: pushes outside any scope start no flow.
+  // Flow arrows from the scope that pushed an item to the scope that popped it. A flow's ends
+  // must lie inside slices: a push or pop outside any scope gets a zero-length slice of its own.
   std::map<std::pair<std::string_view, std::int64_t>, std::uint64_t> flows_started;
   // A task's slices are linked the same way: a flow from each suspension to the next resumption.
   std::map<std::int64_t, std::uint64_t> task_flows;
@@ -125,23 +124,28 @@ void write_chrome_json(const Snapshot& snapshot, std::ostream& out) {
     case EventKind::QueuePop: {
       const std::string_view queue = snapshot.names.at(event.name);
       const auto key = std::make_pair(queue, event.value);
-      if (event.kind == EventKind::QueuePush) {
-        if (!step.open.empty()) {
-          flows_started[key] = next_flow;
-          emit(fmt::format(R"({{"ph":"s","id":{},"name":{},"cat":"queue",{}}})", next_flow++,
-                           json_string(queue), where));
-        }
+      const bool push = event.kind == EventKind::QueuePush;
+      std::uint64_t flow = next_flow;
+      if (push) {
+        flows_started[key] = next_flow++;
+      } else if (const auto started = flows_started.find(key); started != flows_started.end()) {
+        flow = started->second;
+        flows_started.erase(started);
+      } else {
         break;
       }
-      const auto started = flows_started.find(key);
-      if (started == flows_started.end()) {
-        break;
+      const bool own_slice = step.open.empty();
+      const std::string slice_name =
+          own_slice ? json_string(fmt::format("{} {}", push ? "push" : "pop", queue)) : "";
+      if (own_slice) {
+        emit(fmt::format(R"({{"ph":"B","name":{},"cat":"queue",{}}})", slice_name, where));
       }
-      // Inside a scope it binds to that scope ("bp":"e"), else to the next one that begins.
-      emit(fmt::format(R"({{"ph":"f",{}"id":{},"name":{},"cat":"queue",{}}})",
-                       step.open.empty() ? "" : R"("bp":"e",)", started->second, json_string(queue),
-                       where));
-      flows_started.erase(started);
+      // Both ends bind to the slice enclosing them (an `f` needs "bp":"e" for that).
+      emit(fmt::format(R"({{"ph":"{}",{}"id":{},"name":{},"cat":"queue",{}}})", push ? "s" : "f",
+                       push ? "" : R"("bp":"e",)", flow, json_string(queue), where));
+      if (own_slice) {
+        emit(fmt::format(R"({{"ph":"E","name":{},"cat":"queue",{}}})", slice_name, where));
+      }
       break;
     }
     }

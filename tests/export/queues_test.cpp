@@ -1,5 +1,5 @@
-// Queues in every output: flow events in trace.json (every `f` after its `s`, the `s` inside a
-// scope), arrows in trace.txt, `queues` in stats.json, the Queues section of report.txt.
+// Queues in every output: flow events in trace.json (every `f` after its `s`, both inside a
+// slice), arrows in trace.txt, `queues` in stats.json, the Queues section of report.txt.
 #include "export/export.hpp"
 #include "snapshot_fixture.hpp"
 
@@ -68,10 +68,9 @@ TEST(ExportQueues, ChromeFlowsGoFromThePushingScopeToThePoppingScope) {
   const json trace = json::parse(out.str());
   const std::vector<json> starts = events_of(trace, "s");
   const std::vector<json> finishes = events_of(trace, "f");
-  // Items 1 and 2 start flows (pushed inside "produce"); item 1 finishes inside a scope, item 2
-  // outside any, so it binds to the next scope that begins.
-  ASSERT_EQ(starts.size(), 2u) << out.str();
-  ASSERT_EQ(finishes.size(), 2u) << out.str();
+  // Items 1, 2 and 3 start flows and finish them; item 9 was never pushed.
+  ASSERT_EQ(starts.size(), 3u) << out.str();
+  ASSERT_EQ(finishes.size(), 3u) << out.str();
   EXPECT_EQ(starts[0], (json{{"ph", "s"},
                              {"id", 1},
                              {"name", "jobs"},
@@ -90,7 +89,30 @@ TEST(ExportQueues, ChromeFlowsGoFromThePushingScopeToThePoppingScope) {
   EXPECT_EQ(starts[1].at("id"), 2);
   EXPECT_EQ(finishes[1].at("id"), 2);
   EXPECT_EQ(finishes[1].at("ts"), 2.3);
-  EXPECT_FALSE(finishes[1].contains("bp"));
+  EXPECT_EQ(finishes[1].at("bp"), "e");
+  EXPECT_EQ(starts[2].at("id"), 3);
+  EXPECT_EQ(starts[2].at("ts"), 1.4);
+  EXPECT_EQ(finishes[2].at("id"), 3);
+}
+
+// A push or pop outside any scope (item 3's push, item 2's pop) binds its flow to a zero-length
+// slice of its own, named after the operation; inside a scope there is none.
+TEST(ExportQueues, ChromeFlowsOutsideAnyScopeGetASliceOfTheirOwn) {
+  std::ostringstream out;
+  exporters::write_chrome_json(queue_snapshot(), out);
+  const json trace = json::parse(out.str());
+  std::vector<std::string> lines;
+  for (const json& event : trace.at("traceEvents")) {
+    if (event.value("cat", "") == "queue") {
+      lines.push_back(event.at("ph").get<std::string>() + " " +
+                      event.at("name").get<std::string>() + " " +
+                      std::to_string(event.at("tid").get<int>()) + " " + event.at("ts").dump());
+    }
+  }
+  EXPECT_EQ(lines, (std::vector<std::string>{
+                       "s jobs 100 1.1", "s jobs 100 1.2", "B push jobs 100 1.4", "s jobs 100 1.4",
+                       "E push jobs 100 1.4", "f jobs 101 2.1", "B pop jobs 101 2.3",
+                       "f jobs 101 2.3", "E pop jobs 101 2.3", "f jobs 101 2.5"}));
 }
 
 TEST(ExportQueues, TextTreeShowsArrowsWithTheItemId) {
