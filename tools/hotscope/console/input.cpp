@@ -157,7 +157,7 @@ Action handle_key(int key, UiState& ui, const Page& page) {
 std::vector<std::string> help_lines() {
   std::vector<std::string> lines{
       " Keys (any tab)",
-      "   1-7, Tab, Shift-Tab   switch tab (functions threads memory queues tasks guests flame)",
+      fmt::format("   {}, Tab, Shift-Tab   switch tab ({})", tab_keys(), tab_names(" ")),
       "   Up Down PgUp PgDn Home End   move the selection",
       "   p   pause / resume the refresh",
       "   r   reset the measuring window (asks first)",

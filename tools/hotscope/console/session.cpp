@@ -86,8 +86,9 @@ std::string status(const Source& source, const UiState& ui) {
   if (!ui.message.empty()) {
     return " " + ui.message;
   }
-  return " ? help  1-7 tabs  / filter  < > sort  Enter detail  p pause  r reset  s snapshot  "
-         "q quit";
+  return fmt::format(" ? help  {} tabs  / filter  < > sort  Enter detail  p pause  r reset  s "
+                     "snapshot  q quit",
+                     tab_keys());
 }
 
 // The help's lines on the last refresh: how long it took, and each step's share.
