@@ -4,7 +4,6 @@
 #
 # Off by default when hotscope is a subproject (add_subdirectory), so a parent project's
 # `cmake --install` installs only what the parent asks for.
-option(HOTSCOPE_INSTALL "Generate install rules for hotscope" ${PROJECT_IS_TOP_LEVEL})
 if(NOT HOTSCOPE_INSTALL)
   return()
 endif()

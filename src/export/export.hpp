@@ -34,7 +34,8 @@ void write_threads_text(const Snapshot& snapshot, std::uint64_t stuck_ns, std::o
 // (created if missing). Returns "" on success, else one line naming the path and the problem.
 std::string write_all(const Snapshot& snapshot, const std::string& directory);
 
-// DHAT JSON (formats.md §1): opens in valgrind's dh_view.html. Mode "cpp-heap", times in µs.
+// DHAT JSON (docs/formats-output.md, "heap.json (DHAT)"): opens in valgrind's dh_view.html. Mode
+// "cpp-heap", times in µs.
 std::string dhat_json(const HeapProfile& profile);
 void write_dhat_json(const HeapProfile& profile, std::ostream& out);
 // DHAT's closing summary: "Total: / At t-gmax: / At t-end:" lines, each after `line_prefix`
@@ -42,8 +43,9 @@ void write_dhat_json(const HeapProfile& profile, std::ostream& out);
 void write_heap_summary(const HeapProfile& profile, std::string_view line_prefix,
                         std::ostream& out);
 
-// Prometheus text exposition 0.0.4 (formats.md §5): calls, self time and a duration summary per
-// function, record and drop counters, counter series, the clock as an info gauge.
+// Prometheus text exposition 0.0.4 (docs/agent.md, "Prometheus metrics"): calls, self time and a
+// duration summary per function, record and drop counters, counter series, the clock as an info
+// gauge.
 void write_prometheus(const Snapshot& snapshot, std::ostream& out);
 
 // pprof heap profile, gzip-compressed (Go's heap convention): alloc_objects, alloc_space,

@@ -77,7 +77,8 @@ struct Frame {
 };
 
 // "0x4011A6: make_node(int) (tree.cpp:12)", "0x4011A6: f (in /usr/lib/libx.so)" or
-// "0x4011A6: ??? (in /usr/lib/libx.so)": valgrind's frame syntax (formats.md §1.4).
+// "0x4011A6: ??? (in /usr/lib/libx.so)": valgrind's frame syntax (docs/formats-output.md,
+// "heap.json (DHAT)").
 std::string describe(std::uintptr_t address, const Frame& frame);
 
 struct SymbolizerOptions {

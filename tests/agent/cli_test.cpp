@@ -81,7 +81,10 @@ TEST(AgentCli, EveryCommandAgreesWithCurl) {
   EXPECT_NE(table.out.find("  Function "), std::string::npos) << table.out;
   EXPECT_NE(table.out.find("% Total"), std::string::npos);
   EXPECT_NE(table.out.find("demo::Service::handle "), std::string::npos);
-  EXPECT_EQ(table.out.rfind("hotscope 0.1.0: hotscope-demo (pid " + pid + ")", 0), 0u);
+  EXPECT_EQ(table.out.rfind(std::string("hotscope ") + HOTSCOPE_VERSION + ": hotscope-demo (pid " +
+                                pid + ")",
+                            0),
+            0u);
 
   const CommandResult chrome = cli(demo, {"trace", "-p", pid});
   EXPECT_EQ(chrome.status, 0) << chrome.err;

@@ -596,6 +596,25 @@ TEST(ConsoleMemory, MalformedAnswersAreRefusedInOneLine) {
   }
 }
 
+// Every tab's name, key and help entry come from one table: a name finds its tab, the help
+// names every tab and the number keys reach each one.
+TEST(ConsoleTabs, OneTableGivesNamesKeysAndHelp) {
+  const std::vector<std::string> help = help_lines();
+  ASSERT_GE(help.size(), 2u);
+  EXPECT_EQ(tab_keys(), "1-" + std::to_string(kTabCount));
+  EXPECT_EQ(tab_list().size(), static_cast<std::size_t>(kTabCount));
+  UiState ui;
+  for (int index = 0; index < kTabCount; ++index) {
+    const auto tab = static_cast<Tab>(index);
+    EXPECT_EQ(tab_by_name(tab_name(tab)), tab);
+    EXPECT_NE(help[1].find(std::string(tab_name(tab))), std::string::npos) << help[1];
+    EXPECT_EQ(handle_key('1' + index, ui, Page{}), Action::Refresh);
+    EXPECT_EQ(ui.view.tab, tab);
+  }
+  EXPECT_FALSE(tab_by_name("nonsense"));
+  EXPECT_EQ(handle_key('1' + kTabCount, ui, Page{}), Action::None);
+}
+
 TEST(ConsoleFlame, MalformedStacksAreRefusedInOneLine) {
   Model model;
   for (const char* folded : {"proc;t1;a -5\n", "proc;t1;a\n", "{\"a\": 1}"}) {

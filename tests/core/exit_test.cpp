@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "support/files.hpp"
+#include "support/forked_child_skips.hpp"
 #include "support/scratch_dir.hpp"
 #include "support/stats.hpp"
 #include <csignal>
@@ -72,6 +73,7 @@ void expect_only_the_parents_calls(const fs::path& dir) {
 }
 
 TEST(ExitPaths, AForkedChildRecordsExitsCleanlyAndLeavesTheParentsReports) {
+  HOTSCOPE_SKIP_FORKED_CHILD_UNDER_TSAN();
   const hotscope::testing::ScratchDir scratch("exit-fork");
   const fs::path& dir = scratch.path();
   const ProgramRun run = run_program("HOTSCOPE_OUT=" + (dir / "out").string(), "fork", dir);
@@ -85,11 +87,8 @@ TEST(ExitPaths, AForkedChildRecordsExitsCleanlyAndLeavesTheParentsReports) {
 // Forks while the collector wakes every millisecond: a child never waits for a lock the
 // parent's collector thread held at the fork.
 TEST(ExitPaths, ForkedChildrenNeverWaitForTheParentsCollector) {
-#if defined(__SANITIZE_ADDRESS__)
-  GTEST_SKIP() << "GCC 12's ASan allocator takes no lock around fork(): a child that allocates, "
-                  "or whose exit() runs LeakSanitizer, waits forever for a lock the collector "
-                  "thread held in malloc at the fork (seen once in some twenty-five runs)";
-#endif
+  HOTSCOPE_SKIP_FORKED_CHILD_UNDER_TSAN();
+  HOTSCOPE_SKIP_ALLOCATING_FORKED_CHILD_UNDER_ASAN("the collector thread"); // 1 run in 25
   const hotscope::testing::ScratchDir scratch("exit-forks");
   const fs::path& dir = scratch.path();
   const ProgramRun run =
@@ -100,10 +99,8 @@ TEST(ExitPaths, ForkedChildrenNeverWaitForTheParentsCollector) {
 
 // Forks while another thread starts the agent: a child never waits for the lock that thread held.
 TEST(ExitPaths, ForkedChildrenNeverWaitForAnAgentStartingInTheParent) {
-#if defined(__SANITIZE_ADDRESS__)
-  GTEST_SKIP() << "GCC 12's ASan allocator takes no lock around fork(): a child that allocates "
-                  "waits forever for a lock the agent-starting thread held in malloc at the fork";
-#endif
+  HOTSCOPE_SKIP_FORKED_CHILD_UNDER_TSAN();
+  HOTSCOPE_SKIP_ALLOCATING_FORKED_CHILD_UNDER_ASAN("the agent-starting thread");
   const hotscope::testing::ScratchDir scratch("exit-agent-forks");
   const fs::path& dir = scratch.path();
   fs::create_directories(dir / "runtime");
@@ -118,6 +115,7 @@ TEST(ExitPaths, ForkedChildrenNeverWaitForAnAgentStartingInTheParent) {
 
 // A forked child lets go of its parent's agent sockets (the Unix one and the TCP listener).
 TEST(ExitPaths, AForkedChildHoldsNoneOfTheAgentsListeningSockets) {
+  HOTSCOPE_SKIP_FORKED_CHILD_UNDER_TSAN();
   const hotscope::testing::ScratchDir scratch("exit-agent-fork");
   const fs::path& dir = scratch.path();
   fs::create_directories(dir / "runtime");
@@ -130,6 +128,8 @@ TEST(ExitPaths, AForkedChildHoldsNoneOfTheAgentsListeningSockets) {
 
 // A forked child has no collector thread; the rings of its ended threads are freed all the same.
 TEST(ExitPaths, AForkedChildFreesTheRingsOfItsEndedThreads) {
+  HOTSCOPE_SKIP_FORKED_CHILD_UNDER_TSAN();
+  HOTSCOPE_SKIP_ALLOCATING_FORKED_CHILD_UNDER_ASAN("the collector thread"); // 1 run in 150
   const hotscope::testing::ScratchDir scratch("exit-child-threads");
   const fs::path& dir = scratch.path();
   const ProgramRun run =

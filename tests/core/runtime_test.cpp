@@ -7,6 +7,8 @@
 #include <hotscope/hotscope.hpp>
 
 #include <gtest/gtest.h>
+
+#include "support/forked_child_skips.hpp"
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -164,9 +166,9 @@ TEST(Runtime, ManyShortLivedThreadsLoseNothing) {
 // A daemon: forked twice, in a new session, it records four rings' worth in rounds of a
 // sixteenth of a ring. Its own collector thread drains them as they come: on an idle machine
 // none is dropped; on a loaded one (sanitizers, parallel builds) the collector may lag, but it
-// keeps more than one ring holds, which is all a child without a collector keeps. Excluded under
-// TSan (scripts/test.sh), where a forked child starts no thread.
+// keeps more than one ring holds, which is all a child without a collector keeps.
 TEST(Runtime, AForkedChildThatDaemonizesHasItsRecordsDrainedAsTheyCome) {
+  HOTSCOPE_SKIP_FORKED_CHILD_UNDER_TSAN();
   int result_pipe[2];
   ASSERT_EQ(pipe(result_pipe), 0);
   const pid_t child = fork();

@@ -1,5 +1,5 @@
 // The accounting engine against hand-computed figures, following valgrind's dh_main.c step by
-// step (formats.md §1.7).
+// step (docs/heap.md, "Accounting").
 #include "heap/heap.hpp"
 
 #include <gtest/gtest.h>

@@ -139,7 +139,7 @@ function writeBrokenFiles(outDir, brokenDir) {
   };
   // A crash mid-write: the JSON stops half-way through an event.
   add('truncated', 'trace.json', json.slice(0, Math.floor(json.length / 2)), /alert|did not import|went wrong|page error/);
-  // The trailing {} that formats.md warns about: speedscope rejects the whole file.
+  // A trailing {} after the last event: speedscope rejects the whole file.
   add('trailing-empty-event', 'trace.json', json.replace(/\n\],"displayTimeUnit"/, ',\n{}\n],"displayTimeUnit"'),
     /alert|did not import|went wrong|page error/);
   // One E event without its name: speedscope warns "Tried to end ..." and leaves the slice open.

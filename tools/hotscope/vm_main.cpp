@@ -102,25 +102,10 @@ HeapOutput write_heap_profile(const hotscope::guest::Runner& runner, const std::
   return output;
 }
 
-} // namespace
-
-// The host's side of each call, as an embedder's would be: at namespace scope so that the
-// reports name them plainly.
-std::uint64_t call_guest_function(hotscope::guest::Runner& runner, std::uint64_t argument) {
-  HOTSCOPE_FUNCTION();
-  return runner.call(argument).value;
-}
-
-std::uint64_t dispatch_function(hotscope::guest::Runner& runner, std::uint64_t argument) {
-  HOTSCOPE_FUNCTION();
-  return call_guest_function(runner, argument);
-}
-
-int main(int argc, char** argv) {
-  CLI::App app{"hotscope vm: run a guest under guest tracing", "hotscope vm"};
+// `hotscope vm run`'s options, declared on `app`.
+void add_options(CLI::App& app, Options& options) {
   hotscope::cli::apply_conventions(app);
   app.require_subcommand(1);
-  Options options;
   CLI::App* run = app.add_subcommand("run", "Run a guest, call its entry N times, write reports");
   run->add_option("guest", options.guest,
                   "The guest image: a VM guest (guest/vm.ld), or with --process a process guest")
@@ -138,6 +123,45 @@ int main(int argc, char** argv) {
                   "Most flushes one call may make; more is a flood and stops the guest")
       ->capture_default_str()
       ->check(hotscope::cli::whole_number(1, 1'000'000'000));
+}
+
+// The run's one-paragraph summary on standard output.
+void print_summary(const hotscope::guest::Runner& runner, std::uint64_t returned,
+                   const Options& options, const HeapOutput& heap) {
+  const hotscope::guest::RunnerCounts& counts = runner.counts();
+  const hotscope::guest::GuestCounts& records = runner.trace_counts();
+  std::printf("%s",
+              fmt::format("hotscope vm: {} of {} calls returned; {} flushes: {} batches accepted "
+                          "({} records), {} rejected ({} records); {} nesting repairs; {} prints; "
+                          "{} host calls; {} diagnostics\n{}reports in {}/ (trace.txt, "
+                          "trace.json, report.txt, stats.json, trace.folded{})\n",
+                          returned, options.calls, counts.flushes, records.batches_accepted,
+                          records.records_accepted, records.batches_rejected,
+                          records.records_rejected, records.nesting_repairs, counts.prints,
+                          counts.host_calls, counts.diagnostics,
+                          heap.summary.empty() ? "" : heap.summary + "\n", options.out_dir,
+                          heap.file.empty() ? "" : ", " + heap.file)
+                  .c_str());
+}
+
+} // namespace
+
+// The host's side of each call, as an embedder's would be: at namespace scope so that the
+// reports name them plainly.
+std::uint64_t call_guest_function(hotscope::guest::Runner& runner, std::uint64_t argument) {
+  HOTSCOPE_FUNCTION();
+  return runner.call(argument).value;
+}
+
+std::uint64_t dispatch_function(hotscope::guest::Runner& runner, std::uint64_t argument) {
+  HOTSCOPE_FUNCTION();
+  return call_guest_function(runner, argument);
+}
+
+int main(int argc, char** argv) {
+  CLI::App app{"hotscope vm: run a guest under guest tracing", "hotscope vm"};
+  Options options;
+  add_options(app, options);
   if (const auto status = hotscope::cli::parse_command_line(app, argc, argv)) {
     return *status;
   }
@@ -187,19 +211,6 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "hotscope: %s\n", heap.problem.c_str());
     return kCannotStart;
   }
-  const hotscope::guest::RunnerCounts& counts = runner->counts();
-  const hotscope::guest::GuestCounts& records = runner->trace_counts();
-  std::printf("%s",
-              fmt::format("hotscope vm: {} of {} calls returned; {} flushes: {} batches accepted "
-                          "({} records), {} rejected ({} records); {} nesting repairs; {} prints; "
-                          "{} host calls; {} diagnostics\n{}reports in {}/ (trace.txt, "
-                          "trace.json, report.txt, stats.json, trace.folded{})\n",
-                          returned, options.calls, counts.flushes, records.batches_accepted,
-                          records.records_accepted, records.batches_rejected,
-                          records.records_rejected, records.nesting_repairs, counts.prints,
-                          counts.host_calls, counts.diagnostics,
-                          heap.summary.empty() ? "" : heap.summary + "\n", options.out_dir,
-                          heap.file.empty() ? "" : ", " + heap.file)
-                  .c_str());
-  return runner->stopped() || counts.diagnostics != 0 ? kGuestMisbehaved : 0;
+  print_summary(*runner, returned, options, heap);
+  return runner->stopped() || runner->counts().diagnostics != 0 ? kGuestMisbehaved : 0;
 }

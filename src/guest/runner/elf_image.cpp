@@ -89,59 +89,49 @@ std::string read_bounded(const std::string& path, std::string& bytes) {
   return "";
 }
 
-} // namespace
-
-std::optional<ElfImage> ElfImage::open(const std::string& path, std::string& error) {
-  const auto fail = [&](const std::string& problem) {
-    error = "guest image " + path + ": " + problem;
-    return std::nullopt;
-  };
-  ElfImage image;
-  if (std::string problem = read_bounded(path, image.bytes_); !problem.empty()) {
-    return fail(problem);
-  }
-  elf_version(EV_CURRENT);
-  ElfHandle handle{elf_memory(image.bytes_.data(), image.bytes_.size())};
-  GElf_Ehdr header;
-  if (handle.elf == nullptr || elf_kind(handle.elf) != ELF_K_ELF ||
-      gelf_getehdr(handle.elf, &header) == nullptr) {
-    return fail("not an ELF file; build the guest with guest/CMakeLists.txt");
-  }
+// "" when `header` is a static x86-64 executable, else what it is instead.
+std::string check_header(const GElf_Ehdr& header) {
   if (header.e_ident[EI_CLASS] != ELFCLASS64 || header.e_ident[EI_DATA] != ELFDATA2LSB ||
       header.e_machine != EM_X86_64) {
-    return fail("not a 64-bit little-endian x86-64 ELF; guests are built for x86-64");
+    return "not a 64-bit little-endian x86-64 ELF; guests are built for x86-64";
   }
   if (header.e_type != ET_EXEC) {
-    return fail("not a static executable (ET_EXEC); link the guest with -static -no-pie");
+    return "not a static executable (ET_EXEC); link the guest with -static -no-pie";
   }
+  return "";
+}
+
+// The loadable segments of `elf` (a file of `file_size` bytes) into `segments`, each checked to
+// lie inside the file and be identity-mapped; "" or what is wrong, the entry point outside every
+// executable segment included.
+std::string load_segments(Elf* elf, const GElf_Ehdr& header, std::uint64_t file_size,
+                          std::vector<LoadSegment>& segments) {
   std::size_t program_headers = 0;
-  if (elf_getphdrnum(handle.elf, &program_headers) != 0 || program_headers == 0 ||
+  if (elf_getphdrnum(elf, &program_headers) != 0 || program_headers == 0 ||
       program_headers > kMaxProgramHeaders) {
-    return fail("has no program headers, or more than 64");
+    return "has no program headers, or more than 64";
   }
-  const std::uint64_t file_size = image.bytes_.size();
   bool entry_found = false;
   for (std::size_t i = 0; i < program_headers; ++i) {
     GElf_Phdr program;
-    if (gelf_getphdr(handle.elf, static_cast<int>(i), &program) == nullptr) {
-      return fail("program header " + std::to_string(i) + " cannot be read");
+    if (gelf_getphdr(elf, static_cast<int>(i), &program) == nullptr) {
+      return "program header " + std::to_string(i) + " cannot be read";
     }
     if (program.p_type != PT_LOAD) {
       continue;
     }
     const std::string which = "segment " + std::to_string(i);
     if (program.p_filesz > program.p_memsz) {
-      return fail(which + " has more file bytes than memory bytes");
+      return which + " has more file bytes than memory bytes";
     }
     if (program.p_offset > file_size || program.p_filesz > file_size - program.p_offset) {
-      return fail(which + " extends past the end of the file (truncated image?)");
+      return which + " extends past the end of the file (truncated image?)";
     }
     if (program.p_vaddr + program.p_memsz < program.p_vaddr) {
-      return fail(which + " wraps around the address space");
+      return which + " wraps around the address space";
     }
     if (program.p_vaddr != program.p_paddr) {
-      return fail(which + " has a physical address unlike its virtual one; guests are "
-                          "identity-mapped");
+      return which + " has a physical address unlike its virtual one; guests are identity-mapped";
     }
     const LoadSegment segment{program.p_vaddr, program.p_offset, program.p_filesz, program.p_memsz,
                               (program.p_flags & PF_X) != 0};
@@ -149,17 +139,17 @@ std::optional<ElfImage> ElfImage::open(const std::string& path, std::string& err
         header.e_entry - segment.address < segment.memory_size) {
       entry_found = true;
     }
-    image.segments_.push_back(segment);
+    segments.push_back(segment);
   }
-  if (!entry_found) {
-    return fail("its entry point is not inside an executable loadable segment");
-  }
-  image.entry_ = header.e_entry;
+  return entry_found ? "" : "its entry point is not inside an executable loadable segment";
+}
 
-  // The symbol table is optional (a stripped guest has no names in its stack traces).
-  auto symbols = std::make_shared<std::vector<Entry>>();
-  for (Elf_Scn* section = elf_nextscn(handle.elf, nullptr); section != nullptr;
-       section = elf_nextscn(handle.elf, section)) {
+// The function and data symbols of `elf`'s symbol tables, sorted by address. Optional: a
+// stripped guest has no names in its stack traces.
+std::vector<ElfImage::Entry> read_symbols(Elf* elf) {
+  std::vector<ElfImage::Entry> symbols;
+  for (Elf_Scn* section = elf_nextscn(elf, nullptr); section != nullptr;
+       section = elf_nextscn(elf, section)) {
     GElf_Shdr section_header;
     if (gelf_getshdr(section, &section_header) == nullptr || section_header.sh_type != SHT_SYMTAB) {
       continue;
@@ -179,20 +169,49 @@ std::optional<ElfImage> ElfImage::open(const std::string& path, std::string& err
       if ((type != STT_FUNC && type != STT_OBJECT) || symbol.st_value == 0) {
         continue;
       }
-      const char* name = elf_strptr(handle.elf, section_header.sh_link, symbol.st_name);
+      const char* name = elf_strptr(elf, section_header.sh_link, symbol.st_name);
       if (name == nullptr || *name == '\0') {
         continue;
       }
       if (type == STT_FUNC) {
-        symbols->push_back({symbol.st_value, symbol.st_size, trace::demangle(name), name});
+        symbols.push_back({symbol.st_value, symbol.st_size, trace::demangle(name), name});
       } else {
-        symbols->push_back({symbol.st_value, 0, {}, name}); // data: found by name only
+        symbols.push_back({symbol.st_value, 0, {}, name}); // data: found by name only
       }
     }
   }
-  std::sort(symbols->begin(), symbols->end(),
-            [](const Entry& a, const Entry& b) { return a.start < b.start; });
-  image.symbols_ = std::move(symbols);
+  std::sort(symbols.begin(), symbols.end(),
+            [](const ElfImage::Entry& a, const ElfImage::Entry& b) { return a.start < b.start; });
+  return symbols;
+}
+
+} // namespace
+
+std::optional<ElfImage> ElfImage::open(const std::string& path, std::string& error) {
+  const auto fail = [&](const std::string& problem) {
+    error = "guest image " + path + ": " + problem;
+    return std::nullopt;
+  };
+  ElfImage image;
+  if (std::string problem = read_bounded(path, image.bytes_); !problem.empty()) {
+    return fail(problem);
+  }
+  elf_version(EV_CURRENT);
+  ElfHandle handle{elf_memory(image.bytes_.data(), image.bytes_.size())};
+  GElf_Ehdr header;
+  if (handle.elf == nullptr || elf_kind(handle.elf) != ELF_K_ELF ||
+      gelf_getehdr(handle.elf, &header) == nullptr) {
+    return fail("not an ELF file; build the guest with guest/CMakeLists.txt");
+  }
+  if (std::string problem = check_header(header); !problem.empty()) {
+    return fail(problem);
+  }
+  if (std::string problem = load_segments(handle.elf, header, image.bytes_.size(), image.segments_);
+      !problem.empty()) {
+    return fail(problem);
+  }
+  image.entry_ = header.e_entry;
+  image.symbols_ = std::make_shared<const std::vector<Entry>>(read_symbols(handle.elf));
   return image;
 }
 

@@ -59,8 +59,7 @@ ConsoleCommand::ConsoleCommand(CLI::App& app) {
       ->check(number_in(0.05, 3600, true))
       ->capture_default_str();
   command_->add_option("--tab", options_.tab, "The tab shown first (and the one --once prints)")
-      ->check(
-          CLI::IsMember({"functions", "threads", "memory", "queues", "tasks", "guests", "flame"}))
+      ->check(CLI::IsMember(tab_list()))
       ->capture_default_str();
   command_
       ->add_option("--stuck", options_.stuck_ms,

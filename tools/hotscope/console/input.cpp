@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <optional>
 
 namespace hotscope::cli::console {
 namespace {
@@ -59,17 +60,8 @@ void sort_by(ViewState& view, Column column) {
   }
 }
 
-} // namespace
-
-Action handle_key(int key, UiState& ui, const Page& page) {
-  if (ui.prompt == Prompt::Filter) {
-    return edit_filter(key, ui);
-  }
-  if (ui.prompt == Prompt::ConfirmReset) {
-    ui.prompt = Prompt::None;
-    ui.message = key == 'y' || key == 'Y' ? "" : "reset cancelled";
-    return key == 'y' || key == 'Y' ? Action::Reset : Action::None;
-  }
+// The keys every tab has; nullopt when `key` is not one of them.
+std::optional<Action> any_tab_key(int key, UiState& ui, const Page& page) {
   ViewState& view = ui.view;
   const int tab = static_cast<int>(view.tab);
   if (key >= '1' && key < '1' + kTabCount) {
@@ -101,63 +93,86 @@ Action handle_key(int key, UiState& ui, const Page& page) {
     ui.help = false;
     view.detail = false;
     return Action::None;
-  case KEY_UP:
-    move_selection(ui, page, -1);
-    return Action::None;
-  case KEY_DOWN:
-    move_selection(ui, page, 1);
-    return Action::None;
-  case KEY_PPAGE:
-    move_selection(ui, page, -kPageRows);
-    return Action::None;
-  case KEY_NPAGE:
-    move_selection(ui, page, kPageRows);
-    return Action::None;
-  case KEY_HOME:
-    move_selection(ui, page, -static_cast<int>(page.keys.size()));
-    return Action::None;
-  case KEY_END:
-    move_selection(ui, page, static_cast<int>(page.keys.size()));
-    return Action::None;
   default:
     break;
   }
-  if (view.tab == Tab::Functions) {
-    if (key == '/') {
-      ui.prompt = Prompt::Filter;
-      return Action::None;
-    }
-    if (is_enter(key)) {
-      view.detail = !view.detail;
-      return view.detail ? Action::Refresh : Action::None;
-    }
-    if (key == '<' || key == '>') {
-      const int next = static_cast<int>(view.sort) + (key == '>' ? 1 : -1);
-      view.sort = static_cast<Column>((next + kColumnCount) % kColumnCount);
-      view.descending = view.sort != Column::Name;
-      return Action::None;
-    }
-    if (const std::optional<Column> column = column_of_key(key)) {
-      sort_by(view, *column);
-    }
+  const int rows = static_cast<int>(page.keys.size());
+  const std::optional<int> step = key == KEY_UP      ? -1
+                                  : key == KEY_DOWN  ? 1
+                                  : key == KEY_PPAGE ? -kPageRows
+                                  : key == KEY_NPAGE ? kPageRows
+                                  : key == KEY_HOME  ? -rows
+                                  : key == KEY_END   ? rows
+                                                     : std::optional<int>();
+  if (step) {
+    move_selection(ui, page, *step);
     return Action::None;
   }
-  if (view.tab == Tab::Flame) {
-    if (is_enter(key) && page.selected >= 0) {
-      view.flame_zoom.push_back(page.keys[static_cast<std::size_t>(page.selected)]);
-      view.selection().clear();
-    } else if ((is_backspace(key) || key == KEY_LEFT) && !view.flame_zoom.empty()) {
-      view.selection() = view.flame_zoom.back();
-      view.flame_zoom.pop_back();
-    }
+  return std::nullopt;
+}
+
+Action functions_key(int key, UiState& ui) {
+  ViewState& view = ui.view;
+  if (key == '/') {
+    ui.prompt = Prompt::Filter;
+    return Action::None;
+  }
+  if (is_enter(key)) {
+    view.detail = !view.detail;
+    return view.detail ? Action::Refresh : Action::None;
+  }
+  if (key == '<' || key == '>') {
+    const int next = static_cast<int>(view.sort) + (key == '>' ? 1 : -1);
+    view.sort = static_cast<Column>((next + kColumnCount) % kColumnCount);
+    view.descending = view.sort != Column::Name;
+    return Action::None;
+  }
+  if (const std::optional<Column> column = column_of_key(key)) {
+    sort_by(view, *column);
   }
   return Action::None;
+}
+
+Action flame_key(int key, UiState& ui, const Page& page) {
+  ViewState& view = ui.view;
+  if (is_enter(key) && page.selected >= 0) {
+    view.flame_zoom.push_back(page.keys[static_cast<std::size_t>(page.selected)]);
+    view.selection().clear();
+  } else if ((is_backspace(key) || key == KEY_LEFT) && !view.flame_zoom.empty()) {
+    view.selection() = view.flame_zoom.back();
+    view.flame_zoom.pop_back();
+  }
+  return Action::None;
+}
+
+} // namespace
+
+Action handle_key(int key, UiState& ui, const Page& page) {
+  if (ui.prompt == Prompt::Filter) {
+    return edit_filter(key, ui);
+  }
+  if (ui.prompt == Prompt::ConfirmReset) {
+    ui.prompt = Prompt::None;
+    ui.message = key == 'y' || key == 'Y' ? "" : "reset cancelled";
+    return key == 'y' || key == 'Y' ? Action::Reset : Action::None;
+  }
+  if (const std::optional<Action> action = any_tab_key(key, ui, page)) {
+    return *action;
+  }
+  switch (ui.view.tab) {
+  case Tab::Functions:
+    return functions_key(key, ui);
+  case Tab::Flame:
+    return flame_key(key, ui, page);
+  default:
+    return Action::None;
+  }
 }
 
 std::vector<std::string> help_lines() {
   std::vector<std::string> lines{
       " Keys (any tab)",
-      "   1-7, Tab, Shift-Tab   switch tab (functions threads memory queues tasks guests flame)",
+      fmt::format("   {}, Tab, Shift-Tab   switch tab ({})", tab_keys(), tab_names(" ")),
       "   Up Down PgUp PgDn Home End   move the selection",
       "   p   pause / resume the refresh",
       "   r   reset the measuring window (asks first)",

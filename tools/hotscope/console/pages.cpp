@@ -8,21 +8,82 @@
 namespace hotscope::cli::console {
 namespace {
 
-constexpr std::array<std::string_view, kTabCount> kTabNames{
-    "functions", "threads", "memory", "queues", "tasks", "guests", "flame"};
+Page functions_tab(const Model& model, ViewState& state, const Glyphs& glyphs, std::size_t width) {
+  // The name column takes what the figures leave, within reason.
+  const std::size_t name_width = width == 0 ? 0 : std::clamp<std::size_t>(width / 3, 20, 60);
+  Page page = functions_page(model, state, glyphs, name_width);
+  if (state.detail) {
+    page.detail = function_detail(model, state, glyphs, width == 0 ? 120 : width).detail;
+  }
+  return page;
+}
+
+constexpr std::array<TabInfo, kTabCount> kTabs{{
+    {Tab::Functions, "functions", TabAnswer::TraceWithDetail, functions_tab},
+    {Tab::Threads, "threads", TabAnswer::Threads,
+     [](const Model& model, ViewState& state, const Glyphs&, std::size_t width) {
+       return threads_page(model, state, width);
+     }},
+    {Tab::Memory, "memory", TabAnswer::Heap, memory_page},
+    {Tab::Queues, "queues", TabAnswer::None,
+     [](const Model& model, ViewState&, const Glyphs&, std::size_t) { return queues_page(model); }},
+    {Tab::Tasks, "tasks", TabAnswer::None,
+     [](const Model& model, ViewState&, const Glyphs&, std::size_t) { return tasks_page(model); }},
+    {Tab::Guests, "guests", TabAnswer::None,
+     [](const Model& model, ViewState&, const Glyphs&, std::size_t) { return guests_page(model); }},
+    {Tab::Flame, "flame", TabAnswer::Trace,
+     [](const Model& model, ViewState& state, const Glyphs&, std::size_t width) {
+       return flame_page(model, state, width);
+     }},
+}};
+
+constexpr bool in_order() {
+  for (std::size_t i = 0; i < kTabs.size(); ++i) {
+    if (static_cast<std::size_t>(kTabs[i].tab) != i) {
+      return false;
+    }
+  }
+  return true;
+}
+static_assert(in_order(), "kTabs lists every Tab once, in the enum's order");
 
 } // namespace
 
+const TabInfo& tab_info(Tab tab) {
+  return kTabs[static_cast<std::size_t>(tab)];
+}
+
 std::string_view tab_name(Tab tab) {
-  return kTabNames[static_cast<std::size_t>(tab)];
+  return tab_info(tab).name;
 }
 
 std::optional<Tab> tab_by_name(std::string_view name) {
-  const auto found = std::find(kTabNames.begin(), kTabNames.end(), name);
-  if (found == kTabNames.end()) {
-    return std::nullopt;
+  for (const TabInfo& info : kTabs) {
+    if (info.name == name) {
+      return info.tab;
+    }
   }
-  return static_cast<Tab>(found - kTabNames.begin());
+  return std::nullopt;
+}
+
+std::vector<std::string> tab_list() {
+  std::vector<std::string> names;
+  for (const TabInfo& info : kTabs) {
+    names.emplace_back(info.name);
+  }
+  return names;
+}
+
+std::string tab_names(std::string_view separator) {
+  std::string names;
+  for (const std::string& name : tab_list()) {
+    names += (names.empty() ? "" : std::string(separator)) + name;
+  }
+  return names;
+}
+
+std::string tab_keys() {
+  return "1-" + std::to_string(kTabs.size());
 }
 
 void select_row(Page& page, ViewState& state) {
@@ -41,30 +102,7 @@ void format_rows(Page& page, std::size_t first, std::size_t count) {
 }
 
 Page build_page(const Model& model, ViewState& state, const Glyphs& glyphs, std::size_t width) {
-  switch (state.tab) {
-  case Tab::Functions: {
-    // The name column takes what the figures leave, within reason.
-    const std::size_t name_width = width == 0 ? 0 : std::clamp<std::size_t>(width / 3, 20, 60);
-    Page page = functions_page(model, state, glyphs, name_width);
-    if (state.detail) {
-      page.detail = function_detail(model, state, glyphs, width == 0 ? 120 : width).detail;
-    }
-    return page;
-  }
-  case Tab::Threads:
-    return threads_page(model, state, width);
-  case Tab::Memory:
-    return memory_page(model, state, glyphs, width);
-  case Tab::Queues:
-    return queues_page(model);
-  case Tab::Tasks:
-    return tasks_page(model);
-  case Tab::Guests:
-    return guests_page(model);
-  case Tab::Flame:
-    return flame_page(model, state, width);
-  }
-  return Page{};
+  return tab_info(state.tab).build(model, state, glyphs, width);
 }
 
 } // namespace hotscope::cli::console

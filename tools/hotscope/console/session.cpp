@@ -12,6 +12,7 @@
 #include <chrono>
 #include <ctime>
 #include <filesystem>
+#include <optional>
 
 namespace hotscope::cli::console {
 namespace {
@@ -86,8 +87,9 @@ std::string status(const Source& source, const UiState& ui) {
   if (!ui.message.empty()) {
     return " " + ui.message;
   }
-  return " ? help  1-7 tabs  / filter  < > sort  Enter detail  p pause  r reset  s snapshot  "
-         "q quit";
+  return fmt::format(" ? help  {} tabs  / filter  < > sort  Enter detail  p pause  r reset  s "
+                     "snapshot  q quit",
+                     tab_keys());
 }
 
 // The help's lines on the last refresh: how long it took, and each step's share.
@@ -124,6 +126,64 @@ int print_once(Source& source, const Options& options) {
   return kOk;
 }
 
+namespace {
+
+// One refresh: when the watched process is gone, a process of the same name (-n) first; then the
+// answers the tab needs. Returns when the asking started, nullopt when there was nobody to ask.
+// An error is shown on the status line, and the console keeps trying.
+std::optional<Clock::time_point> refresh(Source& source, Model& model, UiState& ui,
+                                         const Options& options) {
+  std::optional<Clock::time_point> started;
+  try {
+    if (source.gone().empty() || source.reconnect()) {
+      if (source.gone().empty() && model.has_stats() &&
+          model.stats().value("pid", std::int64_t{0}) != source.process().pid) {
+        model.clear();
+        ui.message = fmt::format("now watching {}", source.label());
+      }
+      started = Clock::now();
+      source.fetch(model, ui.view, fetch_options(options));
+    }
+  } catch (const Failure& failure) {
+    ui.message = failure.what();
+  }
+  return started;
+}
+
+// Carries out what a key asked for; false when the console is to end. `next` is when the next
+// refresh is due.
+bool act(Action action, Source& source, Model& model, UiState& ui, Clock::time_point& next) {
+  switch (action) {
+  case Action::Quit:
+    return false;
+  case Action::Refresh:
+    next = Clock::now();
+    break;
+  case Action::Reset:
+    try {
+      request(source.process(), "POST", "/v1/reset");
+      model.clear();
+      ui.message = "a new measuring window starts now";
+    } catch (const Failure& failure) {
+      ui.message = failure.what();
+    }
+    next = Clock::now();
+    break;
+  case Action::Snapshot:
+    try {
+      ui.message = save_snapshot(source);
+    } catch (const Failure& failure) {
+      ui.message = failure.what();
+    }
+    break;
+  case Action::None:
+    break;
+  }
+  return true;
+}
+
+} // namespace
+
 int run_live(Screen& screen, Source& source, const Options& options) {
   Model model;
   UiState ui;
@@ -140,19 +200,9 @@ int run_live(Screen& screen, Source& source, const Options& options) {
   for (;;) {
     if (!ui.paused && Clock::now() >= next) {
       next = Clock::now() + interval;
-      try {
-        if (source.gone().empty() || source.reconnect()) {
-          if (source.gone().empty() && model.has_stats() &&
-              model.stats().value("pid", std::int64_t{0}) != source.process().pid) {
-            model.clear();
-            ui.message = fmt::format("now watching {}", source.label());
-          }
-          refresh_started = Clock::now();
-          refreshing = true;
-          source.fetch(model, ui.view, fetch_options(options));
-        }
-      } catch (const Failure& failure) {
-        ui.message = failure.what(); // shown; the console keeps trying
+      if (const std::optional<Clock::time_point> started = refresh(source, model, ui, options)) {
+        refresh_started = *started;
+        refreshing = true;
       }
     }
     const Clock::time_point build_started = Clock::now();
@@ -185,31 +235,8 @@ int run_live(Screen& screen, Source& source, const Options& options) {
     if (ui.prompt == Prompt::None) {
       ui.message.clear();
     }
-    switch (handle_key(key, ui, page)) {
-    case Action::Quit:
+    if (!act(handle_key(key, ui, page), source, model, ui, next)) {
       return kOk;
-    case Action::Refresh:
-      next = Clock::now();
-      break;
-    case Action::Reset:
-      try {
-        request(source.process(), "POST", "/v1/reset");
-        model.clear();
-        ui.message = "a new measuring window starts now";
-      } catch (const Failure& failure) {
-        ui.message = failure.what();
-      }
-      next = Clock::now();
-      break;
-    case Action::Snapshot:
-      try {
-        ui.message = save_snapshot(source);
-      } catch (const Failure& failure) {
-        ui.message = failure.what();
-      }
-      break;
-    case Action::None:
-      break;
     }
   }
 }

@@ -83,8 +83,8 @@ bool Source::fetch(Model& model, const ViewState& state, const FetchOptions& opt
   timed(times_.parsed,
         [&] { read_answer(stats_path(), [&] { read_stats(stats->body, stats_answer_); }); });
   timed(times_.updated, [&] { model.update_stats(stats_answer_); });
-  switch (state.tab) {
-  case Tab::Threads: {
+  switch (tab_info(state.tab).answer) {
+  case TabAnswer::Threads: {
     const std::string path = fmt::format("/v1/threads?stuck_ms={}", options.stuck_ms);
     const std::optional<Reply> threads = get(path);
     if (!threads) {
@@ -99,15 +99,15 @@ bool Source::fetch(Model& model, const ViewState& state, const FetchOptions& opt
     timed(times_.updated, [&] { model.update_threads(answer); });
     break;
   }
-  case Tab::Memory:
+  case TabAnswer::Heap:
     fetch_heap(model);
     break;
-  case Tab::Functions:
+  case TabAnswer::TraceWithDetail:
     if (!state.detail) {
       break;
     }
     [[fallthrough]]; // the detail pane's callers and callees come from the trace
-  case Tab::Flame: {
+  case TabAnswer::Trace: {
     // A trace answer copies and walks the whole trace window in the process: asked for once
     // per flame period, not at every refresh.
     const auto now = std::chrono::steady_clock::now();
@@ -126,7 +126,7 @@ bool Source::fetch(Model& model, const ViewState& state, const FetchOptions& opt
     }
     break;
   }
-  default:
+  case TabAnswer::None:
     break;
   }
   return gone_.empty();

@@ -23,9 +23,7 @@ struct Line {
 };
 
 enum class Tab { Functions, Threads, Memory, Queues, Tasks, Guests, Flame };
-inline constexpr int kTabCount = 7;
-std::string_view tab_name(Tab tab);
-std::optional<Tab> tab_by_name(std::string_view name);
+inline constexpr int kTabCount = static_cast<int>(Tab::Flame) + 1;
 
 // The columns of the functions tab, in display order; each sorts the table.
 enum class Column {
@@ -42,7 +40,7 @@ enum class Column {
   Total,
   Alloc
 };
-inline constexpr int kColumnCount = 12;
+inline constexpr int kColumnCount = static_cast<int>(Column::Alloc) + 1;
 // The key that sorts by `column` (shown in the help and in docs/console.md).
 char column_key(Column column);
 std::optional<Column> column_of_key(int key);
@@ -99,6 +97,26 @@ Page flame_page(const Model& model, ViewState& state, std::size_t width);
 // Points page.selected at the row whose key is the tab's selection (the first row when none
 // is), so that the selection follows its row when the rows move.
 void select_row(Page& page, ViewState& state);
+
+// What a tab asks the agent for beyond /v1/stats, which every refresh asks.
+enum class TabAnswer { None, Threads, Heap, TraceWithDetail, Trace };
+// One row per tab, in the order of `Tab` and of the tab bar (key '1' is the first): the tab bar,
+// the number keys, the help, --tab and the fetch are all made from it (pages.cpp).
+struct TabInfo {
+  Tab tab;
+  std::string_view name; // --tab's value, the tab bar's title
+  TabAnswer answer;
+  Page (*build)(const Model& model, ViewState& state, const Glyphs& glyphs, std::size_t width);
+};
+const TabInfo& tab_info(Tab tab);
+std::string_view tab_name(Tab tab);
+std::optional<Tab> tab_by_name(std::string_view name);
+// "functions threads memory …": every tab's name, in order, for the help.
+std::string tab_names(std::string_view separator);
+// The same as a list, for --tab's choices.
+std::vector<std::string> tab_list();
+// "1-7": the number keys that switch tabs.
+std::string tab_keys();
 
 // The tab `state.tab`, with the detail pane when one is open.
 Page build_page(const Model& model, ViewState& state, const Glyphs& glyphs, std::size_t width);
