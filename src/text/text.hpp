@@ -1,4 +1,4 @@
-// Text the profiler writes, on the standard library alone (docs/architecture.md, "text"): a
+// Text the profiler writes, on the standard library alone (docs/architecture.md, "Text"): a
 // streaming JSON writer and the few formatting helpers the exporters, the agent and the
 // diagnostics need. Numbers go through std::to_chars: no locale, and doubles round-trip.
 #pragma once
