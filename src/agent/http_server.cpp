@@ -3,8 +3,6 @@
 #include "agent/http_parser.hpp"
 #include "threads/threads.hpp"
 
-#include <nlohmann/json.hpp>
-
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
@@ -73,14 +71,6 @@ std::string head_of(const Response& response, Framing framing) {
     head += "Transfer-Encoding: chunked\r\n";
   }
   return head + "Connection: close\r\n\r\n";
-}
-
-Response error_response(unsigned status, const std::string& problem) {
-  return Response{status, "application/json",
-                  nlohmann::json{{"error", problem}}.dump(
-                      2, ' ', false, nlohmann::json::error_handler_t::replace) +
-                      "\n",
-                  ""};
 }
 
 // What identical requests share: the listener, GET for HEAD, the version and the target.

@@ -3,12 +3,10 @@
 #include "agent/protocol.hpp"
 #include "export/export.hpp"
 #include "heap_link/heap_link.hpp"
+#include "text/text.hpp"
 #include "trace/trace.hpp"
 
 #include <hotscope/hotscope.hpp>
-
-#include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include <array>
 #include <atomic>
@@ -24,8 +22,6 @@
 
 namespace hotscope::agent {
 namespace {
-
-using Json = nlohmann::ordered_json;
 
 constexpr const char* kJson = "application/json";
 constexpr const char* kText = "text/plain; charset=utf-8";
@@ -65,16 +61,13 @@ constexpr Endpoint kEndpoints[] = {
 constexpr double kDefaultProfileSeconds = 30;
 constexpr double kMostProfileSeconds = 3600;
 
-std::string dump(const Json& json) {
-  return json.dump(2, ' ', false, Json::error_handler_t::replace) + '\n';
-}
-
-Response json_response(unsigned status, const Json& json) {
-  return Response{status, kJson, dump(json), ""};
-}
-
-Response error(unsigned status, const std::string& message) {
-  return json_response(status, {{"error", message}});
+// The agent's JSON answers: indented, invalid UTF-8 replaced, a line feed at the end.
+Response json_response(unsigned status, const std::function<void(text::JsonWriter&)>& write) {
+  std::string body;
+  text::JsonWriter json(body, 2);
+  write(json);
+  body += '\n';
+  return Response{status, kJson, std::move(body), ""};
 }
 
 // Bytes a snapshot holds, charged to the agent's budget while its answer is written.
@@ -124,57 +117,73 @@ std::string check_choice(const std::optional<std::string>& value,
   for (std::string_view choice : choices) {
     list += (list.empty() ? "" : ", ") + std::string(choice);
   }
-  return fmt::format("format=\"{}\" is not one of {}", *value, list);
+  return text::cat("format=\"", *value, "\" is not one of ", list);
 }
 
-Json clock_json(const ClockInfo& clock) {
-  return {{"source", clock.source},
-          {"frequency_origin", clock.frequency_origin},
-          {"ticks_per_second", clock.ticks_per_second},
-          {"invariant_tsc", clock.invariant_tsc},
-          {"reason", clock.reason}};
-}
-
-Json enabled_json(const Process& process) {
-  return {{"timing", true},
-          {"trace", process.trace_window_bytes > 0},
-          {"trace_window_bytes", process.trace_window_bytes},
-          {"heap", heap_link::mode_name()},
-          {"metrics_tcp", process.metrics_tcp.empty() ? Json(nullptr) : Json(process.metrics_tcp)}};
-}
-
-Json process_object(const Process& process) {
-  return {{"api_version", kApiVersion},
-          {"hotscope_version", HOTSCOPE_VERSION},
-          {"pid", process.pid},
-          {"name", process.name},
-          {"executable", process.executable},
-          {"start_unix_ns", process.start_unix_ns},
-          {"start_ticks", process.start_ticks},
-          {"socket", process.socket},
-          {"enabled", enabled_json(process)}};
+// The members of <pid>.json, which /v1/info begins with.
+void write_process_members(text::JsonWriter& json, const Process& process) {
+  json.member("api_version", kApiVersion)
+      .member("hotscope_version", HOTSCOPE_VERSION)
+      .member("pid", process.pid)
+      .member("name", process.name)
+      .member("executable", process.executable)
+      .member("start_unix_ns", process.start_unix_ns)
+      .member("start_ticks", process.start_ticks)
+      .member("socket", process.socket)
+      .key("enabled")
+      .begin_object()
+      .member("timing", true)
+      .member("trace", process.trace_window_bytes > 0)
+      .member("trace_window_bytes", process.trace_window_bytes)
+      .member("heap", heap_link::mode_name())
+      .key("metrics_tcp");
+  if (process.metrics_tcp.empty()) {
+    json.null();
+  } else {
+    json.value(process.metrics_tcp);
+  }
+  json.end_object();
 }
 
 Response info(const Process& process) {
   const Snapshot snapshot = trace::snapshot(trace::Contents::StatisticsOnly);
-  Json json = process_object(process);
-  json["clock"] = clock_json(snapshot.clock);
-  json["window"] = {{"start_unix_ns", snapshot.start_unix_ns},
-                    {"duration_ns", snapshot.duration_ns}};
-  json["records"] = {{"written", snapshot.records.written},
-                     {"kept", snapshot.records.kept},
-                     {"dropped", snapshot.records.dropped}};
-  json["trace"] = {{"events", snapshot.trace_window_events},
-                   {"evicted", snapshot.trace_evicted},
-                   {"open_scopes", snapshot.trace_open_scopes}};
-  json["threads_folded"] = snapshot.threads_folded;
-  return json_response(200, json);
+  return json_response(200, [&](text::JsonWriter& json) {
+    json.begin_object();
+    write_process_members(json, process);
+    json.key("clock")
+        .begin_object()
+        .member("source", snapshot.clock.source)
+        .member("frequency_origin", snapshot.clock.frequency_origin)
+        .member("ticks_per_second", snapshot.clock.ticks_per_second)
+        .member("invariant_tsc", snapshot.clock.invariant_tsc)
+        .member("reason", snapshot.clock.reason)
+        .end_object()
+        .key("window")
+        .begin_object()
+        .member("start_unix_ns", snapshot.start_unix_ns)
+        .member("duration_ns", snapshot.duration_ns)
+        .end_object()
+        .key("records")
+        .begin_object()
+        .member("written", snapshot.records.written)
+        .member("kept", snapshot.records.kept)
+        .member("dropped", snapshot.records.dropped)
+        .end_object()
+        .key("trace")
+        .begin_object()
+        .member("events", snapshot.trace_window_events)
+        .member("evicted", snapshot.trace_evicted)
+        .member("open_scopes", snapshot.trace_open_scopes)
+        .end_object()
+        .member("threads_folded", snapshot.threads_folded)
+        .end_object();
+  });
 }
 
 Response stats(const Request& request) {
   const auto format = parameter(request, "format");
   if (std::string problem = check_choice(format, {"json", "table", "columns"}); !problem.empty()) {
-    return error(400, problem);
+    return error_response(400, problem);
   }
   if (format == "table") {
     return written(kText, trace::snapshot(trace::Contents::StatisticsOnly), exporters::write_table);
@@ -199,20 +208,22 @@ std::optional<double> bounded_number(const std::string& text, bool zero_allowed)
 }
 
 Response trace_off() {
-  return error(501, "the trace window is off in this process (HOTSCOPE_TRACE_MIB=0); start it "
-                    "with HOTSCOPE_TRACE_MIB set to a size in MiB (default 32) to keep a trace");
+  return error_response(
+      501, "the trace window is off in this process (HOTSCOPE_TRACE_MIB=0); start it "
+           "with HOTSCOPE_TRACE_MIB set to a size in MiB (default 32) to keep a trace");
 }
 
 Response trace_window(const Process& process, const Request& request) {
   const auto format = parameter(request, "format");
   if (std::string problem = check_choice(format, {"chrome", "folded", "text"}); !problem.empty()) {
-    return error(400, problem);
+    return error_response(400, problem);
   }
   std::optional<std::uint64_t> recent_ns;
   if (const auto seconds = parameter(request, "seconds")) {
     const auto value = bounded_number(*seconds, false);
     if (!value) {
-      return error(400, fmt::format("seconds=\"{}\" is not a number of seconds above 0", *seconds));
+      return error_response(
+          400, text::cat("seconds=\"", *seconds, "\" is not a number of seconds above 0"));
     }
     recent_ns = static_cast<std::uint64_t>(*value * 1e9);
   }
@@ -235,14 +246,14 @@ Response trace_window(const Process& process, const Request& request) {
 Response threads(const Request& request) {
   const auto format = parameter(request, "format");
   if (std::string problem = check_choice(format, {"json", "text"}); !problem.empty()) {
-    return error(400, problem);
+    return error_response(400, problem);
   }
   std::uint64_t stuck_ns = kDefaultStuckMs * 1'000'000;
   if (const auto stuck_ms = parameter(request, "stuck_ms")) {
     const auto value = bounded_number(*stuck_ms, true);
     if (!value) {
-      return error(400, fmt::format("stuck_ms=\"{}\" is not a number of milliseconds (0 or more)",
-                                    *stuck_ms));
+      return error_response(400, text::cat("stuck_ms=\"", *stuck_ms,
+                                           "\" is not a number of milliseconds (0 or more)"));
     }
     stuck_ns = static_cast<std::uint64_t>(*value * 1e6);
   }
@@ -258,13 +269,13 @@ Response threads(const Request& request) {
 
 Response heap(bool pprof) {
   if (std::string reason = heap_link::unavailable_reason(); !reason.empty()) {
-    return error(501, reason);
+    return error_response(501, reason);
   }
   std::string profile;
   if (std::string problem =
           hotscope::heap_profile(pprof ? HeapFormat::Pprof : HeapFormat::Dhat, profile);
       !problem.empty()) {
-    return error(500, problem);
+    return error_response(500, problem);
   }
   return Response{200, pprof ? kBinary : kJson, std::move(profile), ""};
 }
@@ -288,9 +299,9 @@ Response wall_profile(const Process& process, const Request& request) {
   if (const auto given = parameter(request, "seconds")) {
     const auto value = bounded_number(*given, false);
     if (!value || *value > kMostProfileSeconds) {
-      return error(400, fmt::format("seconds=\"{}\" is not a number of seconds above 0 and at "
-                                    "most {}",
-                                    *given, kMostProfileSeconds));
+      return error_response(400, text::cat("seconds=\"", *given,
+                                           "\" is not a number of seconds above 0 and at most ",
+                                           static_cast<std::uint64_t>(kMostProfileSeconds)));
     }
     seconds = *value;
   }
@@ -299,7 +310,8 @@ Response wall_profile(const Process& process, const Request& request) {
   }
   static std::atomic<bool> busy{false};
   if (busy.exchange(true)) {
-    return error(409, "another /debug/pprof/profile is being taken; ask again when it is done");
+    return error_response(409,
+                          "another /debug/pprof/profile is being taken; ask again when it is done");
   }
   const std::chrono::duration<double> period(seconds);
   StopSignal& stop = stop_signal();
@@ -310,7 +322,7 @@ Response wall_profile(const Process& process, const Request& request) {
   }
   busy = false;
   if (stopping) {
-    return error(503, "the process is exiting");
+    return error_response(503, "the process is exiting");
   }
   Snapshot snapshot = trace::snapshot();
   keep_recent_trace(snapshot, static_cast<std::uint64_t>(seconds * 1e9));
@@ -318,15 +330,19 @@ Response wall_profile(const Process& process, const Request& request) {
 }
 
 Response not_found(Listener listener, const std::string& path) {
-  Json list = Json::array();
-  for (const Endpoint& endpoint : kEndpoints) {
-    if (listener == Listener::Unix || endpoint.tcp) {
-      list.push_back(endpoint.usage);
+  return json_response(404, [&](text::JsonWriter& json) {
+    json.begin_object()
+        .member("error", text::cat("no endpoint ", path))
+        .member("api_version", kApiVersion)
+        .key("endpoints")
+        .begin_array();
+    for (const Endpoint& endpoint : kEndpoints) {
+      if (listener == Listener::Unix || endpoint.tcp) {
+        json.value(endpoint.usage);
+      }
     }
-  }
-  return json_response(404, {{"error", fmt::format("no endpoint {}", path)},
-                             {"api_version", kApiVersion},
-                             {"endpoints", std::move(list)}});
+    json.end_array().end_object();
+  });
 }
 
 } // namespace
@@ -341,12 +357,24 @@ void interrupt_waits() {
 }
 
 std::string process_json(const Process& process) {
-  return dump(process_object(process));
+  std::string out;
+  text::JsonWriter json(out, 2);
+  json.begin_object();
+  write_process_members(json, process);
+  json.end_object();
+  out += '\n';
+  return out;
+}
+
+Response error_response(unsigned status, const std::string& problem) {
+  return json_response(status, [&](text::JsonWriter& json) {
+    json.begin_object().member("error", problem).end_object();
+  });
 }
 
 Response forbidden(uid_t peer_uid, uid_t own_uid) {
-  return error(403, fmt::format("uid {} may not use this agent: only uid {} and root may", peer_uid,
-                                own_uid));
+  return error_response(403, text::cat("uid ", peer_uid, " may not use this agent: only uid ",
+                                       own_uid, " and root may"));
 }
 
 Response route(const Process& process, Listener listener, const Request& request) {
@@ -363,9 +391,8 @@ Response route(const Process& process, Listener listener, const Request& request
 
 Response answer(const Process& process, Listener listener, const Request& request) {
   if (request.query_cut) {
-    return error(414, fmt::format("the query has more than {} parameters (no endpoint takes more "
-                                  "than 2)",
-                                  kMaxParameters));
+    return error_response(414, text::cat("the query has more than ", kMaxParameters,
+                                         " parameters (no endpoint takes more than 2)"));
   }
   const Endpoint* endpoint = nullptr;
   for (const Endpoint& candidate : kEndpoints) {
@@ -380,12 +407,12 @@ Response answer(const Process& process, Listener listener, const Request& reques
   const bool get = method == "GET";
   if (request.method != method && !(get && request.method == "HEAD")) {
     Response response =
-        error(405, fmt::format("{} takes {}, not {}", endpoint->path, method, request.method));
+        error_response(405, text::cat(endpoint->path, " takes ", method, ", not ", request.method));
     response.allow = get ? "GET, HEAD" : "POST";
     return response;
   }
   if (request.has_body) {
-    return error(413, "the agent accepts no request body");
+    return error_response(413, "the agent accepts no request body");
   }
   for (const auto& [key, value] : request.query) {
     bool known = false;
@@ -393,8 +420,8 @@ Response answer(const Process& process, Listener listener, const Request& reques
       known = known || (accepted != nullptr && key == accepted);
     }
     if (!known) {
-      return error(400, fmt::format("{} takes no parameter \"{}\" (see {})", endpoint->path, key,
-                                    endpoint->usage));
+      return error_response(400, text::cat(endpoint->path, " takes no parameter \"", key,
+                                           "\" (see ", endpoint->usage, ")"));
     }
   }
   const std::string_view path = request.path;
@@ -418,7 +445,7 @@ Response answer(const Process& process, Listener listener, const Request& reques
   if (path == "/v1/heap") {
     const auto format = parameter(request, "format");
     if (std::string problem = check_choice(format, {"dhat", "pprof"}); !problem.empty()) {
-      return error(400, problem);
+      return error_response(400, problem);
     }
     return heap(format == "pprof");
   }
@@ -430,7 +457,8 @@ Response answer(const Process& process, Listener listener, const Request& reques
   }
   trace::reset();
   heap_link::reset();
-  return json_response(200, {{"reset", true}});
+  return json_response(
+      200, [](text::JsonWriter& json) { json.begin_object().member("reset", true).end_object(); });
 }
 
 void keep_recent_trace(Snapshot& snapshot, std::uint64_t ns) {

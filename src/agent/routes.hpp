@@ -70,6 +70,9 @@ Response answer(const Process& process, Listener listener, const Request& reques
 // is stopping. Called before the HTTP server is stopped.
 void interrupt_waits();
 
+// {"error": problem}, how the agent answers every request it refuses or cannot serve.
+Response error_response(unsigned status, const std::string& problem);
+
 // The answer to a peer whose uid is neither the process's nor root's.
 Response forbidden(uid_t peer_uid, uid_t own_uid);
 

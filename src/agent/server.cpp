@@ -6,8 +6,7 @@
 #include "agent/protocol.hpp"
 #include "agent/routes.hpp"
 #include "atomic_file/atomic_file.hpp"
-
-#include <fmt/format.h>
+#include "text/text.hpp"
 
 #include <arpa/inet.h>
 #include <dirent.h>
@@ -85,30 +84,30 @@ std::string prepare_dir(const std::string& dir) {
     std::filesystem::create_directories(parent, error);
   }
   if (mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
-    return fmt::format("cannot create the runtime directory {}: {}", dir, errno_text());
+    return text::cat("cannot create the runtime directory ", dir, ": ", errno_text());
   }
   const int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0) {
     if (errno == ENOTDIR || errno == ELOOP) {
-      return fmt::format("the runtime directory {} is not a directory", dir);
+      return text::cat("the runtime directory ", dir, " is not a directory");
     }
-    return fmt::format("cannot use the runtime directory {}: {}", dir, errno_text());
+    return text::cat("cannot use the runtime directory ", dir, ": ", errno_text());
   }
   DIR* entries = fdopendir(fd);
   if (entries == nullptr) {
     close(fd);
-    return fmt::format("cannot use the runtime directory {}: {}", dir, errno_text());
+    return text::cat("cannot use the runtime directory ", dir, ": ", errno_text());
   }
   std::string problem;
   struct stat status {};
   if (fstat(fd, &status) != 0) {
-    problem = fmt::format("cannot use the runtime directory {}: {}", dir, errno_text());
+    problem = text::cat("cannot use the runtime directory ", dir, ": ", errno_text());
   } else if (status.st_uid != geteuid()) { // it could watch or replace our socket
-    problem = fmt::format("the runtime directory {} belongs to uid {}, not to uid {}", dir,
-                          status.st_uid, geteuid());
+    problem = text::cat("the runtime directory ", dir, " belongs to uid ", status.st_uid,
+                        ", not to uid ", geteuid());
   } else if ((status.st_mode & 077) != 0 && fchmod(fd, 0700) != 0) {
-    problem = fmt::format("cannot make the runtime directory {} private (mode 0700): {}", dir,
-                          errno_text());
+    problem = text::cat("cannot make the runtime directory ", dir,
+                        " private (mode 0700): ", errno_text());
   }
   // Read after it became private: nobody else can add an entry once this loop has started.
   while (problem.empty()) {
@@ -122,10 +121,10 @@ std::string prepare_dir(const std::string& dir) {
     }
     struct stat owner {};
     if (fstatat(fd, entry->d_name, &owner, AT_SYMLINK_NOFOLLOW) == 0 && owner.st_uid != geteuid()) {
-      problem = fmt::format("the runtime directory {} holds {}, which belongs to uid {}, not to "
-                            "uid {}: remove it, or set HOTSCOPE_RUNTIME_DIR to a directory only "
-                            "this user can write",
-                            dir, entry->d_name, owner.st_uid, geteuid());
+      problem = text::cat(
+          "the runtime directory ", dir, " holds ", entry->d_name, ", which belongs to uid ",
+          owner.st_uid, ", not to uid ", geteuid(),
+          ": remove it, or set HOTSCOPE_RUNTIME_DIR to a directory only this user can write");
     }
   }
   closedir(entries);
@@ -137,22 +136,21 @@ int listen_unix(const std::string& path, std::string& problem) {
   sockaddr_un address{};
   address.sun_family = AF_UNIX;
   if (path.size() >= sizeof(address.sun_path)) {
-    problem = fmt::format("the socket path {} is longer than {} bytes; set HOTSCOPE_RUNTIME_DIR to "
-                          "a shorter directory",
-                          path, sizeof(address.sun_path) - 1);
+    problem = text::cat("the socket path ", path, " is longer than ", sizeof(address.sun_path) - 1,
+                        " bytes; set HOTSCOPE_RUNTIME_DIR to a shorter directory");
     return -1;
   }
   std::memcpy(address.sun_path, path.c_str(), path.size() + 1);
   const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (fd < 0) {
-    problem = fmt::format("cannot create a Unix socket: {}", errno_text());
+    problem = text::cat("cannot create a Unix socket: ", errno_text());
     return -1;
   }
   // A socket left by a process that had this pid before and died without cleaning up.
   unlink(path.c_str());
   if (bind(fd, reinterpret_cast<const sockaddr*>(&address), sizeof(address)) != 0 ||
       chmod(path.c_str(), 0600) != 0 || listen(fd, kListenBacklog) != 0) {
-    problem = fmt::format("cannot listen on {}: {}", path, errno_text());
+    problem = text::cat("cannot listen on ", path, ": ", errno_text());
     close(fd);
     unlink(path.c_str());
     return -1;
@@ -168,8 +166,8 @@ int listen_tcp(const std::string& host, std::uint16_t port, std::string& bound,
   std::string reason;
   const int fd = agent::listen_tcp(endpoint, kListenBacklog, bound, reason);
   if (fd < 0) {
-    problem = fmt::format("HOTSCOPE_AGENT_TCP: cannot listen on {}:{}: {}",
-                          endpoint.v6 ? "[" + host + "]" : host, port, reason);
+    problem = text::cat("HOTSCOPE_AGENT_TCP: cannot listen on ",
+                        endpoint.v6 ? "[" + host + "]" : host, ":", port, ": ", reason);
   }
   return fd;
 }
@@ -237,7 +235,7 @@ std::vector<std::string> start(const config::Config& config) {
     agent->files_written = true;
     if (const std::string reason = atomic_file::write(info, process_json(process), 0600);
         !reason.empty()) {
-      problem = fmt::format("cannot write {}: {}", info, reason);
+      problem = text::cat("cannot write ", info, ": ", reason);
     }
   }
   if (!problem.empty()) {

@@ -1,8 +1,7 @@
 #include "config/config.hpp"
 
 #include "config/variables.hpp"
-
-#include <fmt/format.h>
+#include "text/text.hpp"
 
 #include <arpa/inet.h>
 #include <filesystem>
@@ -33,15 +32,14 @@ void read_agent(const Getenv& getenv, Config& config, std::vector<std::string>& 
   }
   const auto endpoint = parse_tcp_address(tcp);
   if (!endpoint) {
-    errors.push_back(fmt::format("hotscope: HOTSCOPE_AGENT_TCP=\"{}\" is not a numeric address "
-                                 "and port such as 127.0.0.1:9464 or [::1]:9464; no TCP listener",
-                                 tcp));
+    errors.push_back(text::cat("hotscope: HOTSCOPE_AGENT_TCP=\"", tcp,
+                               "\" is not a numeric address and port such as 127.0.0.1:9464 or "
+                               "[::1]:9464; no TCP listener"));
   } else if (!endpoint->loopback && !allow_remote) {
-    errors.push_back(fmt::format(
-        "hotscope: HOTSCOPE_AGENT_TCP=\"{}\" is not a loopback address; no TCP listener (set "
-        "HOTSCOPE_AGENT_TCP_ALLOW_REMOTE=1 to serve metrics to other hosts, without any access "
-        "control)",
-        tcp));
+    errors.push_back(text::cat(
+        "hotscope: HOTSCOPE_AGENT_TCP=\"", tcp,
+        "\" is not a loopback address; no TCP listener (set HOTSCOPE_AGENT_TCP_ALLOW_REMOTE=1 to "
+        "serve metrics to other hosts, without any access control)"));
   } else {
     config.agent_tcp_host = endpoint->host;
     config.agent_tcp_port = endpoint->port;
@@ -63,8 +61,8 @@ Parsed parse(const Getenv& getenv) {
     } else if (value == "monotonic") {
       config.clock = clock::Request::Monotonic;
     } else {
-      parsed.errors.push_back(fmt::format(
-          "hotscope: HOTSCOPE_CLOCK=\"{}\" is not one of auto, tsc, monotonic; using auto", value));
+      parsed.errors.push_back(text::cat("hotscope: HOTSCOPE_CLOCK=\"", value,
+                                        "\" is not one of auto, tsc, monotonic; using auto"));
     }
   }
   read_number(getenv, "HOTSCOPE_RING_RECORDS", 64, 1ull << 24, "a record count", true,
@@ -83,18 +81,17 @@ Parsed parse(const Getenv& getenv) {
 std::string check_out_dir(const std::string& dir, const std::string& named) {
   std::error_code error;
   if (std::filesystem::exists(dir, error) && !std::filesystem::is_directory(dir, error)) {
-    return fmt::format("hotscope: {}{}: exists and is not a directory", named, dir);
+    return text::cat("hotscope: ", named, dir, ": exists and is not a directory");
   }
   std::filesystem::create_directories(dir, error);
   if (error) {
-    return fmt::format("hotscope: {}{}: cannot create the directory: {}", named, dir,
-                       error.message());
+    return text::cat("hotscope: ", named, dir, ": cannot create the directory: ", error.message());
   }
   if (!std::filesystem::is_directory(dir, error)) {
-    return fmt::format("hotscope: {}{}: not a directory", named, dir);
+    return text::cat("hotscope: ", named, dir, ": not a directory");
   }
   if (access(dir.c_str(), W_OK | X_OK) != 0) {
-    return fmt::format("hotscope: {}{}: directory is not writable", named, dir);
+    return text::cat("hotscope: ", named, dir, ": directory is not writable");
   }
   return "";
 }

@@ -1,5 +1,5 @@
 // The heap profiler's variables (HOTSCOPE_HEAP_*, and HOTSCOPE_OUT for heap.json), in a file of
-// their own: the heap libraries read them without the rest of the configuration ({fmt}).
+// their own: the heap libraries read them without the rest of the configuration.
 #include "config/config.hpp"
 
 #include "config/variables.hpp"

@@ -1,6 +1,5 @@
-// HOTSCOPE_ON_SIGNAL, in a file of its own: the heap preload library reads it too, and must not
-// pull in what the rest of the configuration needs ({fmt}, whose shared library would load a
-// C++ runtime into C programs).
+// HOTSCOPE_ON_SIGNAL, in a file of its own: the heap preload library reads it too, and takes
+// from libhotscope.a only the files it calls.
 #include "config/config.hpp"
 
 #include <string_view>

@@ -1,7 +1,6 @@
 // How each kind of variable is read, for every reader of the configuration (parse(),
 // parse_heap(), read_on_signal()): a bad value becomes one line naming the variable, the problem
-// and the value kept. No {fmt} here: the heap preload library reads its variables with these,
-// and must not load a shared C++ library into a C program.
+// and the value kept. The heap preload library reads its variables with these too.
 #pragma once
 
 #include "config/config.hpp"

@@ -1,11 +1,9 @@
 // Chrome Trace Event JSON, object form, one event per line. Events are streamed rather than
-// built as one JSON document so large trace windows need no second copy in memory; nlohmann
-// escapes every string and writes otherData.
+// built as one JSON document so large trace windows need no second copy in memory; the text
+// component escapes every string and writes otherData.
 #include "export/common.hpp"
 #include "export/export.hpp"
-
-#include <fmt/format.h>
-#include <nlohmann/json.hpp>
+#include "text/text.hpp"
 
 #include <map>
 #include <ostream>
@@ -18,7 +16,9 @@ namespace {
 // Names may hold any bytes (a message cut at its size limit can end mid-character): invalid
 // UTF-8 becomes U+FFFD instead of making the whole file unreadable.
 std::string json_string(std::string_view text) {
-  return nlohmann::json(text).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  std::string quoted;
+  text::append_json_string(quoted, text);
+  return quoted;
 }
 
 // Perfetto reads pid and tid as 32-bit values: an external track's os_tid (2^32 + n) would
@@ -50,8 +50,8 @@ void write_chrome_json(const Snapshot& snapshot, std::ostream& out) {
     first = false;
   };
   const auto name_process = [&](std::int64_t pid, const std::string& name) {
-    emit(fmt::format(R"({{"ph":"M","name":"process_name","pid":{},"tid":{},"args":{{"name":{}}}}})",
-                     pid, pid, json_string(name)));
+    emit(text::cat(R"({"ph":"M","name":"process_name","pid":)", pid, R"(,"tid":)", pid,
+                   R"(,"args":{"name":)", json_string(name), "}}"));
   };
   name_process(snapshot.pid, detail::process_label(snapshot));
   const auto name_thread = [&](const ThreadInfo& thread) {
@@ -59,8 +59,8 @@ void write_chrome_json(const Snapshot& snapshot, std::ostream& out) {
     if (thread.external()) {
       name_process(ids.pid, detail::thread_label(thread)); // "guest: NAME"
     }
-    emit(fmt::format(R"({{"ph":"M","name":"thread_name","pid":{},"tid":{},"args":{{"name":{}}}}})",
-                     ids.pid, ids.tid, json_string(detail::thread_label(thread))));
+    emit(text::cat(R"({"ph":"M","name":"thread_name","pid":)", ids.pid, R"(,"tid":)", ids.tid,
+                   R"(,"args":{"name":)", json_string(detail::thread_label(thread)), "}}"));
   };
   for (const ThreadInfo& thread : snapshot.threads) {
     name_thread(thread);
@@ -78,25 +78,25 @@ void write_chrome_json(const Snapshot& snapshot, std::ostream& out) {
   detail::walk_trace(snapshot, [&](const detail::TraceStep& step) {
     const TraceEvent& event = step.event;
     const TrackIds ids = track_ids(snapshot, step.thread);
-    const std::string where = fmt::format(R"("pid":{},"tid":{},"ts":{})", ids.pid, ids.tid,
-                                          detail::fixed3(event.ns, 1000));
+    const std::string where = text::cat(R"("pid":)", ids.pid, R"(,"tid":)", ids.tid, R"(,"ts":)",
+                                        detail::fixed3(event.ns, 1000));
     switch (event.kind) {
     case EventKind::Begin:
-      emit(fmt::format(R"({{"ph":"B","name":{},"cat":"function",{}}})",
-                       json_string(snapshot.names.at(event.name)), where));
+      emit(text::cat(R"({"ph":"B","name":)", json_string(snapshot.names.at(event.name)),
+                     R"(,"cat":"function",)", where, '}'));
       break;
     case EventKind::End:
       // The name of the Begin being closed, so both halves always agree (speedscope needs it).
-      emit(fmt::format(R"({{"ph":"E","name":{},"cat":"function",{}}})",
-                       json_string(snapshot.names.at(step.open.back())), where));
+      emit(text::cat(R"({"ph":"E","name":)", json_string(snapshot.names.at(step.open.back())),
+                     R"(,"cat":"function",)", where, '}'));
       break;
     case EventKind::TaskResume: {
       const std::string name = json_string(snapshot.names.at(event.name));
-      emit(fmt::format(R"({{"ph":"B","name":{},"cat":"task",{},"args":{{"task":{}}}}})", name,
-                       where, static_cast<std::uint64_t>(event.value)));
+      emit(text::cat(R"({"ph":"B","name":)", name, R"(,"cat":"task",)", where,
+                     R"(,"args":{"task":)", static_cast<std::uint64_t>(event.value), "}}"));
       if (const auto started = task_flows.find(event.value); started != task_flows.end()) {
-        emit(fmt::format(R"({{"ph":"f","bp":"e","id":{},"name":{},"cat":"task",{}}})",
-                         started->second, name, where));
+        emit(text::cat(R"({"ph":"f","bp":"e","id":)", started->second, R"(,"name":)", name,
+                       R"(,"cat":"task",)", where, '}'));
         task_flows.erase(started);
       }
       break;
@@ -106,19 +106,19 @@ void write_chrome_json(const Snapshot& snapshot, std::ostream& out) {
       const std::string name = json_string(snapshot.names.at(step.open.back()));
       if (event.kind == EventKind::TaskSuspend) {
         task_flows[event.value] = next_flow;
-        emit(fmt::format(R"({{"ph":"s","id":{},"name":{},"cat":"task",{}}})", next_flow++, name,
-                         where));
+        emit(text::cat(R"({"ph":"s","id":)", next_flow++, R"(,"name":)", name, R"(,"cat":"task",)",
+                       where, '}'));
       }
-      emit(fmt::format(R"({{"ph":"E","name":{},"cat":"task",{}}})", name, where));
+      emit(text::cat(R"({"ph":"E","name":)", name, R"(,"cat":"task",)", where, '}'));
       break;
     }
     case EventKind::Message:
-      emit(fmt::format(R"({{"ph":"i","name":{},"cat":"message","s":"t",{}}})",
-                       json_string(snapshot.names.at(event.name)), where));
+      emit(text::cat(R"({"ph":"i","name":)", json_string(snapshot.names.at(event.name)),
+                     R"(,"cat":"message","s":"t",)", where, '}'));
       break;
     case EventKind::Counter:
-      emit(fmt::format(R"({{"ph":"C","name":{},{},"args":{{"value":{}}}}})",
-                       json_string(snapshot.names.at(event.name)), where, event.value));
+      emit(text::cat(R"({"ph":"C","name":)", json_string(snapshot.names.at(event.name)), ',', where,
+                     R"(,"args":{"value":)", event.value, "}}"));
       break;
     case EventKind::QueuePush:
     case EventKind::QueuePop: {
@@ -136,36 +136,39 @@ void write_chrome_json(const Snapshot& snapshot, std::ostream& out) {
       }
       const bool own_slice = step.open.empty();
       const std::string slice_name =
-          own_slice ? json_string(fmt::format("{} {}", push ? "push" : "pop", queue)) : "";
+          own_slice ? json_string(text::cat(push ? "push " : "pop ", queue)) : "";
       if (own_slice) {
-        emit(fmt::format(R"({{"ph":"B","name":{},"cat":"queue",{}}})", slice_name, where));
+        emit(text::cat(R"({"ph":"B","name":)", slice_name, R"(,"cat":"queue",)", where, '}'));
       }
       // Both ends bind to the slice enclosing them (an `f` needs "bp":"e" for that).
-      emit(fmt::format(R"({{"ph":"{}",{}"id":{},"name":{},"cat":"queue",{}}})", push ? "s" : "f",
-                       push ? "" : R"("bp":"e",)", flow, json_string(queue), where));
+      emit(text::cat(R"({"ph":")", push ? "s" : "f", R"(",)", push ? "" : R"("bp":"e",)",
+                     R"("id":)", flow, R"(,"name":)", json_string(queue), R"(,"cat":"queue",)",
+                     where, '}'));
       if (own_slice) {
-        emit(fmt::format(R"({{"ph":"E","name":{},"cat":"queue",{}}})", slice_name, where));
+        emit(text::cat(R"({"ph":"E","name":)", slice_name, R"(,"cat":"queue",)", where, '}'));
       }
       break;
     }
     }
   });
 
-  nlohmann::ordered_json other = {
-      {"hotscope_version", snapshot.hotscope_version},
-      {"clock_source", snapshot.clock.source},
-      {"frequency_origin", snapshot.clock.frequency_origin},
-      {"ticks_per_second", snapshot.clock.ticks_per_second},
-      {"records_written", snapshot.records.written},
-      {"records_kept", snapshot.records.kept},
-      {"records_dropped", snapshot.records.dropped},
-      {"trace_evicted", snapshot.trace_evicted},
-      {"trace_open_scopes", snapshot.trace_open_scopes},
-      {"threads_folded", snapshot.threads_folded},
-      {"guest_images", detail::guest_images_json(snapshot.guest_images)},
-  };
-  out << "\n],\"displayTimeUnit\":\"ns\",\"otherData\":"
-      << other.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "}\n";
+  std::string other;
+  text::JsonWriter json(other);
+  json.begin_object()
+      .member("hotscope_version", snapshot.hotscope_version)
+      .member("clock_source", snapshot.clock.source)
+      .member("frequency_origin", snapshot.clock.frequency_origin)
+      .member("ticks_per_second", snapshot.clock.ticks_per_second)
+      .member("records_written", snapshot.records.written)
+      .member("records_kept", snapshot.records.kept)
+      .member("records_dropped", snapshot.records.dropped)
+      .member("trace_evicted", snapshot.trace_evicted)
+      .member("trace_open_scopes", snapshot.trace_open_scopes)
+      .member("threads_folded", snapshot.threads_folded)
+      .key("guest_images");
+  detail::write_guest_images(json, snapshot.guest_images);
+  json.end_object();
+  out << "\n],\"displayTimeUnit\":\"ns\",\"otherData\":" << other << "}\n";
 }
 
 } // namespace hotscope::exporters

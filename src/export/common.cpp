@@ -1,7 +1,5 @@
 #include "export/common.hpp"
-
-#include <fmt/format.h>
-#include <nlohmann/json.hpp>
+#include "text/text.hpp"
 
 #include <algorithm>
 #include <tuple>
@@ -10,26 +8,27 @@
 namespace hotscope::exporters::detail {
 
 std::string fixed3(std::uint64_t value, std::uint64_t unit) {
-  return fmt::format("{}.{:03}", value / unit, value % unit / (unit / 1000));
+  const std::string thousandths = text::cat(value % unit / (unit / 1000));
+  return text::cat(value / unit, '.', std::string(3 - thousandths.size(), '0'), thousandths);
 }
 
 std::string human_duration(double ns) {
   // Thresholds sit just below each switch so that rounding never prints "1000.00 µs".
   if (ns < 999.5) {
-    return fmt::format("{:.0f} ns", ns);
+    return text::cat(text::fixed(ns, 0), " ns");
   }
   if (ns < 999'995.0) {
-    return fmt::format("{:.2f} µs", ns / 1e3);
+    return text::cat(text::fixed(ns / 1e3, 2), " µs");
   }
   if (ns < 999'995'000.0) {
-    return fmt::format("{:.2f} ms", ns / 1e6);
+    return text::cat(text::fixed(ns / 1e6, 2), " ms");
   }
-  return fmt::format("{:.2f} s", ns / 1e9);
+  return text::cat(text::fixed(ns / 1e9, 2), " s");
 }
 
 std::string human_bytes(std::uint64_t bytes) {
   if (bytes < 1024) {
-    return fmt::format("{} B", bytes);
+    return text::cat(bytes, " B");
   }
   static constexpr const char* kUnits[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
   double value = static_cast<double>(bytes) / 1024.0;
@@ -39,51 +38,53 @@ std::string human_bytes(std::uint64_t bytes) {
     value /= 1024.0;
     ++unit;
   }
-  return fmt::format("{:.2f} {}", value, kUnits[unit]);
+  return text::cat(text::fixed(value, 2), " ", kUnits[unit]);
 }
 
 std::string process_label(const Snapshot& snapshot) {
-  return snapshot.process_name.empty() ? fmt::format("process {}", snapshot.pid)
+  return snapshot.process_name.empty() ? text::cat("process ", snapshot.pid)
                                        : snapshot.process_name;
 }
 
 std::string thread_label(const ThreadInfo& thread) {
-  return thread.name.empty() ? fmt::format("thread {}", thread.os_tid) : thread.name;
+  return thread.name.empty() ? text::cat("thread ", thread.os_tid) : thread.name;
 }
 
 std::string thread_heading(const ThreadInfo& thread) {
-  return fmt::format("== {} (tid {}{}) ==", thread_label(thread), thread.os_tid,
-                     thread.exited ? ", exited" : "");
+  return text::cat("== ", thread_label(thread), " (tid ", thread.os_tid,
+                   thread.exited ? ", exited" : "", ") ==");
 }
 
 std::string clock_summary(const ClockInfo& clock) {
-  std::string text = fmt::format("{}, {:.3f} GHz ({})", clock.source, clock.ticks_per_second / 1e9,
-                                 clock.frequency_origin);
+  std::string summary = text::cat(clock.source, ", ", text::fixed(clock.ticks_per_second / 1e9, 3),
+                                  " GHz (", clock.frequency_origin, ")");
   if (!clock.reason.empty()) {
-    text += "; " + clock.reason;
+    summary += "; " + clock.reason;
   }
-  return text;
+  return summary;
 }
 
 std::string records_summary(const RecordCounts& records) {
-  return fmt::format("written={} kept={} dropped={}", records.written, records.kept,
-                     records.dropped);
+  return text::cat("written=", records.written, " kept=", records.kept,
+                   " dropped=", records.dropped);
 }
 
 std::string guest_image_summary(const GuestImage& image) {
-  return fmt::format("guest image {}: {} bytes, sha256 {}, track {}", image.path, image.bytes,
-                     image.sha256, image.track);
+  return text::cat("guest image ", image.path, ": ", image.bytes, " bytes, sha256 ", image.sha256,
+                   ", track ", image.track);
 }
 
-nlohmann::ordered_json guest_images_json(const std::vector<GuestImage>& images) {
-  nlohmann::ordered_json list = nlohmann::ordered_json::array();
+void write_guest_images(text::JsonWriter& json, const std::vector<GuestImage>& images) {
+  json.begin_array();
   for (const GuestImage& image : images) {
-    list.push_back({{"track", image.track},
-                    {"path", image.path},
-                    {"bytes", image.bytes},
-                    {"sha256", image.sha256}});
+    json.begin_object()
+        .member("track", image.track)
+        .member("path", image.path)
+        .member("bytes", image.bytes)
+        .member("sha256", image.sha256)
+        .end_object();
   }
-  return list;
+  json.end_array();
 }
 
 bool is_stuck(const ThreadInfo& thread, std::uint64_t stuck_ns) {

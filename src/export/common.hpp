@@ -2,8 +2,7 @@
 #pragma once
 
 #include "snapshot/snapshot.hpp"
-
-#include <nlohmann/json_fwd.hpp>
+#include "text/text.hpp"
 
 #include <cstdint>
 #include <functional>
@@ -40,7 +39,7 @@ std::string records_summary(const RecordCounts& records);
 // sample-guest"
 std::string guest_image_summary(const GuestImage& image);
 // [{"track": ..., "path": ..., "bytes": ..., "sha256": ...}, ...] for the JSON outputs.
-nlohmann::ordered_json guest_images_json(const std::vector<GuestImage>& images);
+void write_guest_images(text::JsonWriter& json, const std::vector<GuestImage>& images);
 
 // True when the thread's innermost open scope has been open longer than `stuck_ns`.
 bool is_stuck(const ThreadInfo& thread, std::uint64_t stuck_ns);

@@ -1,7 +1,7 @@
 // DHAT JSON (valgrind's dhat/dh_main.c writes the format; docs/heap.md), as the recommended C++
 // heap mode: mode "cpp-heap", lifetimes recorded, no access counts, times in µs. Written by hand
-// into one string, so a profile of many sites needs no document tree. No fmt here: the preload
-// library links this file and must not bring a shared C++ library into a C program.
+// into one string, so a profile of many sites needs no document tree. Its strings are escaped as
+// valgrind escapes them, not as the other JSON outputs (src/text).
 #include "export/export.hpp"
 
 #include <algorithm>

@@ -3,8 +3,7 @@
 // which Perfetto's sniffer needs.
 #include "export/common.hpp"
 #include "export/export.hpp"
-
-#include <fmt/format.h>
+#include "text/text.hpp"
 
 #include <algorithm>
 #include <map>
@@ -44,7 +43,7 @@ void write_folded(const Snapshot& snapshot, std::ostream& out) {
     const ThreadInfo& thread = *threads.at(index);
     std::string stack =
         process + ';' +
-        frame(thread.name.empty() ? fmt::format("thread-{}", thread.os_tid) : thread.name);
+        frame(thread.name.empty() ? text::cat("thread-", thread.os_tid) : thread.name);
     for (std::uint32_t name : open) {
       stack += ';';
       stack += frame(snapshot.names.at(name));
@@ -57,10 +56,11 @@ void write_folded(const Snapshot& snapshot, std::ostream& out) {
   }
   // Comments go last: Perfetto recognises the format from the first lines, and flamegraph.pl
   // and speedscope skip lines that are not stacks.
-  out << fmt::format("# hotscope {} clock={} records {}\n", snapshot.hotscope_version,
-                     snapshot.clock.source, detail::records_summary(snapshot.records));
-  out << fmt::format("# trace window from {} ns: evicted={} open_scopes={}\n",
-                     snapshot.trace_start_ns, snapshot.trace_evicted, snapshot.trace_open_scopes);
+  out << text::cat("# hotscope ", snapshot.hotscope_version, " clock=", snapshot.clock.source,
+                   " records ", detail::records_summary(snapshot.records), "\n");
+  out << text::cat("# trace window from ", snapshot.trace_start_ns,
+                   " ns: evicted=", snapshot.trace_evicted,
+                   " open_scopes=", snapshot.trace_open_scopes, "\n");
 }
 
 } // namespace hotscope::exporters

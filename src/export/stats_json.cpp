@@ -2,270 +2,320 @@
 // serves too, so keys change only together with that document.
 #include "export/common.hpp"
 #include "export/export.hpp"
-
-#include <nlohmann/json.hpp>
+#include "text/text.hpp"
 
 #include <ostream>
 
 namespace hotscope::exporters {
 namespace {
 
-using Json = nlohmann::ordered_json;
+using text::JsonWriter;
 
 enum class StatsLayout { Full, Columns };
 
-Json records_json(const RecordCounts& records) {
-  return {{"written", records.written}, {"kept", records.kept}, {"dropped", records.dropped}};
+void write_records(JsonWriter& json, const RecordCounts& records) {
+  json.begin_object()
+      .member("written", records.written)
+      .member("kept", records.kept)
+      .member("dropped", records.dropped)
+      .end_object();
 }
 
-Json allocations_json(const Allocations& allocations) {
-  return {{"bytes", allocations.all.bytes},
-          {"blocks", allocations.all.blocks},
-          {"outside_scopes_bytes", allocations.outside_scopes.bytes},
-          {"outside_scopes_blocks", allocations.outside_scopes.blocks}};
+void write_allocations(JsonWriter& json, const Allocations& allocations) {
+  json.begin_object()
+      .member("bytes", allocations.all.bytes)
+      .member("blocks", allocations.all.blocks)
+      .member("outside_scopes_bytes", allocations.outside_scopes.bytes)
+      .member("outside_scopes_blocks", allocations.outside_scopes.blocks)
+      .end_object();
 }
 
 // One function's figures, in stats.json's key order: both layouts are built from this table.
 struct FunctionField {
   const char* key;
-  Json (*value)(const FunctionStats&);
+  void (*write)(JsonWriter&, const FunctionStats&);
 };
 constexpr FunctionField kFunctionFields[] = {
-    {"name", [](const FunctionStats& f) -> Json { return f.name; }},
-    {"file", [](const FunctionStats& f) -> Json { return f.file; }},
-    {"line", [](const FunctionStats& f) -> Json { return f.line; }},
-    {"calls", [](const FunctionStats& f) -> Json { return f.stats.calls; }},
-    {"total_ns", [](const FunctionStats& f) -> Json { return f.stats.total_ns; }},
-    {"self_ns", [](const FunctionStats& f) -> Json { return f.stats.self_ns; }},
-    {"min_ns", [](const FunctionStats& f) -> Json { return f.stats.min_ns; }},
-    {"max_ns", [](const FunctionStats& f) -> Json { return f.stats.max_ns; }},
-    {"mean_ns", [](const FunctionStats& f) -> Json { return f.stats.mean_ns; }},
-    {"p50_ns", [](const FunctionStats& f) -> Json { return f.stats.p50_ns; }},
-    {"p90_ns", [](const FunctionStats& f) -> Json { return f.stats.p90_ns; }},
-    {"p95_ns", [](const FunctionStats& f) -> Json { return f.stats.p95_ns; }},
-    {"p99_ns", [](const FunctionStats& f) -> Json { return f.stats.p99_ns; }},
-    {"p999_ns", [](const FunctionStats& f) -> Json { return f.stats.p999_ns; }},
-    {"alloc_bytes_self", [](const FunctionStats& f) -> Json { return f.allocated_self.bytes; }},
-    {"alloc_blocks_self", [](const FunctionStats& f) -> Json { return f.allocated_self.blocks; }},
-    {"alloc_bytes_total", [](const FunctionStats& f) -> Json { return f.allocated_total.bytes; }},
-    {"alloc_blocks_total", [](const FunctionStats& f) -> Json { return f.allocated_total.blocks; }},
+    {"name", [](JsonWriter& json, const FunctionStats& f) { json.value(f.name); }},
+    {"file", [](JsonWriter& json, const FunctionStats& f) { json.value(f.file); }},
+    {"line", [](JsonWriter& json, const FunctionStats& f) { json.value(f.line); }},
+    {"calls", [](JsonWriter& json, const FunctionStats& f) { json.value(f.stats.calls); }},
+    {"total_ns", [](JsonWriter& json, const FunctionStats& f) { json.value(f.stats.total_ns); }},
+    {"self_ns", [](JsonWriter& json, const FunctionStats& f) { json.value(f.stats.self_ns); }},
+    {"min_ns", [](JsonWriter& json, const FunctionStats& f) { json.value(f.stats.min_ns); }},
+    {"max_ns", [](JsonWriter& json, const FunctionStats& f) { json.value(f.stats.max_ns); }},
+    {"mean_ns", [](JsonWriter& json, const FunctionStats& f) { json.value(f.stats.mean_ns); }},
+    {"p50_ns", [](JsonWriter& json, const FunctionStats& f) { json.value(f.stats.p50_ns); }},
+    {"p90_ns", [](JsonWriter& json, const FunctionStats& f) { json.value(f.stats.p90_ns); }},
+    {"p95_ns", [](JsonWriter& json, const FunctionStats& f) { json.value(f.stats.p95_ns); }},
+    {"p99_ns", [](JsonWriter& json, const FunctionStats& f) { json.value(f.stats.p99_ns); }},
+    {"p999_ns", [](JsonWriter& json, const FunctionStats& f) { json.value(f.stats.p999_ns); }},
+    {"alloc_bytes_self",
+     [](JsonWriter& json, const FunctionStats& f) { json.value(f.allocated_self.bytes); }},
+    {"alloc_blocks_self",
+     [](JsonWriter& json, const FunctionStats& f) { json.value(f.allocated_self.blocks); }},
+    {"alloc_bytes_total",
+     [](JsonWriter& json, const FunctionStats& f) { json.value(f.allocated_total.bytes); }},
+    {"alloc_blocks_total",
+     [](JsonWriter& json, const FunctionStats& f) { json.value(f.allocated_total.blocks); }},
 };
 
-// An object with room for `keys` keys. An ordered_json object is a vector of (const key, value)
-// pairs, which copies every value, deeply, each time it grows: these objects never grow.
-Json object_of(std::size_t keys) {
-  Json object = Json::object();
-  object.get_ref<Json::object_t&>().reserve(keys);
-  return object;
-}
-
-Json functions_json(const std::vector<FunctionStats>& functions) {
-  Json::array_t list;
-  list.reserve(functions.size());
+void write_functions(JsonWriter& json, const std::vector<FunctionStats>& functions) {
+  json.begin_array();
   for (const FunctionStats& function : functions) {
-    Json object = object_of(std::size(kFunctionFields));
+    json.begin_object();
     for (const FunctionField& field : kFunctionFields) {
-      object.emplace(field.key, field.value(function));
+      json.key(field.key);
+      field.write(json, function);
     }
-    list.push_back(std::move(object));
+    json.end_object();
   }
-  return list;
+  json.end_array();
 }
 
 // The same figures as one array per key: no key repeated per function, so a live view with
 // thousands of functions reads a fraction of the bytes.
-Json functions_columns(const std::vector<FunctionStats>& functions) {
-  Json columns = object_of(std::size(kFunctionFields));
+void write_function_columns(JsonWriter& json, const std::vector<FunctionStats>& functions) {
+  json.begin_object();
   for (const FunctionField& field : kFunctionFields) {
-    Json::array_t column;
-    column.reserve(functions.size());
+    json.key(field.key).begin_array();
     for (const FunctionStats& function : functions) {
-      column.push_back(field.value(function));
+      field.write(json, function);
     }
-    columns.emplace(field.key, std::move(column));
+    json.end_array();
   }
-  return columns;
+  json.end_object();
 }
 
-// The keys stats.json's threads and /v1/threads share (docs/formats-output.md).
-void add_os_figures(Json& json, const OsThreadFigures& os) {
-  json["state"] = os.state;
-  json["cpu_user_ns"] = os.cpu_user_ns;
-  json["cpu_system_ns"] = os.cpu_system_ns;
-  json["voluntary_switches"] = os.voluntary_switches;
-  json["involuntary_switches"] = os.involuntary_switches;
+// The keys stats.json's threads and /v1/threads share (docs/formats-output.md), up to records.
+void write_thread_head(JsonWriter& json, const ThreadInfo& thread) {
+  json.member("index", thread.index)
+      .member("os_tid", thread.os_tid)
+      .member("name", thread.name)
+      .member("exited", thread.exited)
+      .member("state", thread.os.state)
+      .member("cpu_user_ns", thread.os.cpu_user_ns)
+      .member("cpu_system_ns", thread.os.cpu_system_ns)
+      .member("voluntary_switches", thread.os.voluntary_switches)
+      .member("involuntary_switches", thread.os.involuntary_switches)
+      .key("records");
+  write_records(json, thread.records);
 }
 
-Json queues_json(const std::vector<QueueStats>& queues) {
-  Json list = Json::array();
+void write_strings(JsonWriter& json, const std::vector<std::string>& list) {
+  json.begin_array();
+  for (const std::string& item : list) {
+    json.value(item);
+  }
+  json.end_array();
+}
+
+void write_queues(JsonWriter& json, const std::vector<QueueStats>& queues) {
+  json.begin_array();
   for (const QueueStats& queue : queues) {
     const DurationStats& wait = queue.wait;
-    list.push_back({{"name", queue.name},
-                    {"pushed", queue.pushed},
-                    {"popped", queue.popped},
-                    {"depth", queue.depth},
-                    {"max_depth", queue.max_depth},
-                    {"capacity", queue.capacity},
-                    {"waits", wait.calls},
-                    {"wait_total_ns", wait.total_ns},
-                    {"wait_mean_ns", wait.mean_ns},
-                    {"wait_min_ns", wait.min_ns},
-                    {"wait_p50_ns", wait.p50_ns},
-                    {"wait_p90_ns", wait.p90_ns},
-                    {"wait_p95_ns", wait.p95_ns},
-                    {"wait_p99_ns", wait.p99_ns},
-                    {"wait_p999_ns", wait.p999_ns},
-                    {"wait_max_ns", wait.max_ns},
-                    {"popped_never_pushed", queue.popped_never_pushed},
-                    {"pending", queue.pending},
-                    {"pending_given_up", queue.pending_given_up},
-                    {"oldest_pending_ns", queue.oldest_pending_ns},
-                    {"push_threads", queue.push_threads},
-                    {"pop_threads", queue.pop_threads}});
+    json.begin_object()
+        .member("name", queue.name)
+        .member("pushed", queue.pushed)
+        .member("popped", queue.popped)
+        .member("depth", queue.depth)
+        .member("max_depth", queue.max_depth)
+        .member("capacity", queue.capacity)
+        .member("waits", wait.calls)
+        .member("wait_total_ns", wait.total_ns)
+        .member("wait_mean_ns", wait.mean_ns)
+        .member("wait_min_ns", wait.min_ns)
+        .member("wait_p50_ns", wait.p50_ns)
+        .member("wait_p90_ns", wait.p90_ns)
+        .member("wait_p95_ns", wait.p95_ns)
+        .member("wait_p99_ns", wait.p99_ns)
+        .member("wait_p999_ns", wait.p999_ns)
+        .member("wait_max_ns", wait.max_ns)
+        .member("popped_never_pushed", queue.popped_never_pushed)
+        .member("pending", queue.pending)
+        .member("pending_given_up", queue.pending_given_up)
+        .member("oldest_pending_ns", queue.oldest_pending_ns)
+        .key("push_threads");
+    write_strings(json, queue.push_threads);
+    json.key("pop_threads");
+    write_strings(json, queue.pop_threads);
+    json.end_object();
   }
-  return list;
+  json.end_array();
 }
 
-Json durations_json(const DurationStats& d) {
-  return {{"count", d.calls},   {"total_ns", d.total_ns}, {"mean_ns", d.mean_ns},
-          {"min_ns", d.min_ns}, {"p50_ns", d.p50_ns},     {"p90_ns", d.p90_ns},
-          {"p95_ns", d.p95_ns}, {"p99_ns", d.p99_ns},     {"p999_ns", d.p999_ns},
-          {"max_ns", d.max_ns}};
+void write_durations(JsonWriter& json, const DurationStats& d) {
+  json.begin_object()
+      .member("count", d.calls)
+      .member("total_ns", d.total_ns)
+      .member("mean_ns", d.mean_ns)
+      .member("min_ns", d.min_ns)
+      .member("p50_ns", d.p50_ns)
+      .member("p90_ns", d.p90_ns)
+      .member("p95_ns", d.p95_ns)
+      .member("p99_ns", d.p99_ns)
+      .member("p999_ns", d.p999_ns)
+      .member("max_ns", d.max_ns)
+      .end_object();
 }
 
-Json tasks_json(const std::vector<TaskStats>& tasks) {
-  Json list = Json::array();
+void write_tasks(JsonWriter& json, const std::vector<TaskStats>& tasks) {
+  json.begin_array();
   for (const TaskStats& task : tasks) {
-    list.push_back({{"name", task.name},
-                    {"kind", task.kind},
-                    {"created", task.created},
-                    {"completed", task.completed},
-                    {"destroyed_unfinished", task.destroyed_unfinished},
-                    {"alive", task.alive},
-                    {"resumes", task.resumes},
-                    {"running", durations_json(task.running)},
-                    {"waiting", durations_json(task.waiting)},
-                    {"lifetime", durations_json(task.lifetime)},
-                    {"given_up", task.given_up}});
+    json.begin_object()
+        .member("name", task.name)
+        .member("kind", task.kind)
+        .member("created", task.created)
+        .member("completed", task.completed)
+        .member("destroyed_unfinished", task.destroyed_unfinished)
+        .member("alive", task.alive)
+        .member("resumes", task.resumes)
+        .key("running");
+    write_durations(json, task.running);
+    json.key("waiting");
+    write_durations(json, task.waiting);
+    json.key("lifetime");
+    write_durations(json, task.lifetime);
+    json.member("given_up", task.given_up).end_object();
   }
-  return list;
+  json.end_array();
 }
 
-void write_json(const Json& json, std::ostream& out) {
-  // Names may hold invalid UTF-8 (text cut at a size limit): replace it rather than fail.
-  out << json.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << '\n';
+void write_threads(JsonWriter& json, const Snapshot& snapshot, StatsLayout layout) {
+  json.begin_array();
+  for (const ThreadInfo& thread : snapshot.threads) {
+    json.begin_object();
+    write_thread_head(json, thread);
+    json.key("allocations");
+    write_allocations(json, thread.allocations);
+    if (thread.batches) {
+      json.key("batches")
+          .begin_object()
+          .member("accepted", thread.batches->accepted)
+          .member("rejected", thread.batches->rejected)
+          .member("records_rejected", thread.batches->records_rejected)
+          .member("nesting_repairs", thread.batches->nesting_repairs)
+          .member("last_rejection", thread.batches->last_rejection)
+          .end_object();
+    }
+    if (layout == StatsLayout::Full) {
+      json.key("functions");
+      write_functions(json, thread.functions);
+    }
+    json.end_object();
+  }
+  json.end_array();
+}
+
+void write_counters(JsonWriter& json, const std::vector<CounterStats>& counters) {
+  json.begin_array();
+  for (const CounterStats& counter : counters) {
+    json.begin_object()
+        .member("name", counter.name)
+        .member("updates", counter.updates)
+        .member("last", counter.last)
+        .member("min", counter.min)
+        .member("max", counter.max)
+        .end_object();
+  }
+  json.end_array();
+}
+
+// Names may hold invalid UTF-8 (text cut at a size limit): the writer replaces it.
+void write_stats(std::string& out, int indent, const Snapshot& snapshot, StatsLayout layout) {
+  JsonWriter json(out, indent);
+  json.begin_object()
+      .member("hotscope_version", snapshot.hotscope_version)
+      .member("pid", snapshot.pid)
+      .member("process_name", snapshot.process_name)
+      .member("duration_ns", snapshot.duration_ns)
+      .member("start_unix_ns", snapshot.start_unix_ns)
+      .key("clock")
+      .begin_object()
+      .member("source", snapshot.clock.source)
+      .member("frequency_origin", snapshot.clock.frequency_origin)
+      .member("ticks_per_second", snapshot.clock.ticks_per_second)
+      .member("invariant_tsc", snapshot.clock.invariant_tsc)
+      .member("reason", snapshot.clock.reason)
+      .end_object()
+      .key("records");
+  write_records(json, snapshot.records);
+  json.member("threads_folded", snapshot.threads_folded).key("allocations");
+  write_allocations(json, snapshot.allocations);
+  json.key("functions");
+  if (layout == StatsLayout::Full) {
+    write_functions(json, snapshot.functions);
+  } else {
+    write_function_columns(json, snapshot.functions);
+  }
+  json.key("threads");
+  write_threads(json, snapshot, layout);
+  json.key("counters");
+  write_counters(json, snapshot.counters);
+  json.key("queues");
+  write_queues(json, snapshot.queues);
+  json.key("tasks");
+  write_tasks(json, snapshot.tasks);
+  json.key("guest_images");
+  detail::write_guest_images(json, snapshot.guest_images);
+  json.key("trace")
+      .begin_object()
+      .member("events", snapshot.trace_window_events)
+      .member("start_ns", snapshot.trace_start_ns)
+      .member("evicted", snapshot.trace_evicted)
+      .member("open_scopes", snapshot.trace_open_scopes)
+      .end_object()
+      .key("memory")
+      .begin_object()
+      .member("rings_bytes", snapshot.memory.rings)
+      .member("trace_window_bytes", snapshot.memory.trace_window)
+      .member("statistics_bytes", snapshot.memory.statistics)
+      .end_object()
+      .end_object();
+  out += '\n';
 }
 
 } // namespace
 
 void write_threads_json(const Snapshot& snapshot, std::uint64_t stuck_ns, std::ostream& out) {
-  Json threads = Json::array();
+  std::string text;
+  JsonWriter json(text, 2);
+  json.begin_object()
+      .member("pid", snapshot.pid)
+      .member("process_name", snapshot.process_name)
+      .member("now_ns", snapshot.duration_ns)
+      .member("stuck_threshold_ns", stuck_ns)
+      .key("threads")
+      .begin_array();
   for (const ThreadInfo* thread : detail::stuck_first(snapshot, stuck_ns)) {
-    Json json = {{"index", thread->index},
-                 {"os_tid", thread->os_tid},
-                 {"name", thread->name},
-                 {"exited", thread->exited}};
-    add_os_figures(json, thread->os);
-    json["records"] = records_json(thread->records);
-    Json scopes = Json::array();
+    json.begin_object();
+    write_thread_head(json, *thread);
+    json.key("open_scopes").begin_array();
     for (const OpenScope& scope : thread->open_scopes) {
-      scopes.push_back({{"name", scope.name},
-                        {"file", scope.file},
-                        {"line", scope.line},
-                        {"opened_ns", scope.opened_ns},
-                        {"open_ns", scope.open_ns}});
+      json.begin_object()
+          .member("name", scope.name)
+          .member("file", scope.file)
+          .member("line", scope.line)
+          .member("opened_ns", scope.opened_ns)
+          .member("open_ns", scope.open_ns)
+          .end_object();
     }
-    json["open_scopes"] = std::move(scopes);
-    json["stuck"] = detail::is_stuck(*thread, stuck_ns);
-    threads.push_back(std::move(json));
+    json.end_array().member("stuck", detail::is_stuck(*thread, stuck_ns)).end_object();
   }
-  write_json({{"pid", snapshot.pid},
-              {"process_name", snapshot.process_name},
-              {"now_ns", snapshot.duration_ns},
-              {"stuck_threshold_ns", stuck_ns},
-              {"threads", std::move(threads)}},
-             out);
+  json.end_array().end_object();
+  out << text << '\n';
 }
-
-namespace {
-
-Json stats_json(const Snapshot& snapshot, StatsLayout layout) {
-  Json threads = Json::array();
-  for (const ThreadInfo& thread : snapshot.threads) {
-    Json json = {{"index", thread.index},
-                 {"os_tid", thread.os_tid},
-                 {"name", thread.name},
-                 {"exited", thread.exited}};
-    add_os_figures(json, thread.os);
-    json["records"] = records_json(thread.records);
-    json["allocations"] = allocations_json(thread.allocations);
-    if (thread.batches) {
-      json["batches"] = {{"accepted", thread.batches->accepted},
-                         {"rejected", thread.batches->rejected},
-                         {"records_rejected", thread.batches->records_rejected},
-                         {"nesting_repairs", thread.batches->nesting_repairs},
-                         {"last_rejection", thread.batches->last_rejection}};
-    }
-    if (layout == StatsLayout::Full) {
-      json["functions"] = functions_json(thread.functions);
-    }
-    threads.push_back(std::move(json));
-  }
-  Json counters = Json::array();
-  for (const CounterStats& counter : snapshot.counters) {
-    counters.push_back({{"name", counter.name},
-                        {"updates", counter.updates},
-                        {"last", counter.last},
-                        {"min", counter.min},
-                        {"max", counter.max}});
-  }
-  // The functions go in last, into their place: the object grows while it is built.
-  Json stats = {
-      {"hotscope_version", snapshot.hotscope_version},
-      {"pid", snapshot.pid},
-      {"process_name", snapshot.process_name},
-      {"duration_ns", snapshot.duration_ns},
-      {"start_unix_ns", snapshot.start_unix_ns},
-      {"clock",
-       {{"source", snapshot.clock.source},
-        {"frequency_origin", snapshot.clock.frequency_origin},
-        {"ticks_per_second", snapshot.clock.ticks_per_second},
-        {"invariant_tsc", snapshot.clock.invariant_tsc},
-        {"reason", snapshot.clock.reason}}},
-      {"records", records_json(snapshot.records)},
-      {"threads_folded", snapshot.threads_folded},
-      {"allocations", allocations_json(snapshot.allocations)},
-      {"functions", nullptr},
-      {"threads", std::move(threads)},
-      {"counters", std::move(counters)},
-      {"queues", queues_json(snapshot.queues)},
-      {"tasks", tasks_json(snapshot.tasks)},
-      {"guest_images", detail::guest_images_json(snapshot.guest_images)},
-      {"trace",
-       {{"events", snapshot.trace_window_events},
-        {"start_ns", snapshot.trace_start_ns},
-        {"evicted", snapshot.trace_evicted},
-        {"open_scopes", snapshot.trace_open_scopes}}},
-      {"memory",
-       {{"rings_bytes", snapshot.memory.rings},
-        {"trace_window_bytes", snapshot.memory.trace_window},
-        {"statistics_bytes", snapshot.memory.statistics}}},
-  };
-  stats["functions"] = layout == StatsLayout::Full ? functions_json(snapshot.functions)
-                                                   : functions_columns(snapshot.functions);
-  return stats;
-}
-
-} // namespace
 
 void write_stats_json(const Snapshot& snapshot, std::ostream& out) {
-  write_json(stats_json(snapshot, StatsLayout::Full), out);
+  std::string text;
+  write_stats(text, 2, snapshot, StatsLayout::Full);
+  out << text;
 }
 
 std::string stats_columns(const Snapshot& snapshot) {
-  return stats_json(snapshot, StatsLayout::Columns)
-             .dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) +
-         '\n';
+  std::string text;
+  write_stats(text, -1, snapshot, StatsLayout::Columns);
+  return text;
 }
 
 } // namespace hotscope::exporters

@@ -1,9 +1,7 @@
 // The human-readable report: headline figures, the per-function table, then threads and counters.
 #include "export/common.hpp"
 #include "export/export.hpp"
-
-#include <fmt/format.h>
-#include <fmt/ranges.h>
+#include "text/text.hpp"
 
 #include <algorithm>
 #include <ostream>
@@ -17,11 +15,7 @@ using Rows = std::vector<std::vector<std::string>>;
 constexpr std::size_t kNameColumns = 60;
 constexpr std::size_t kTopFunctionsPerThread = 10;
 
-// Display columns of UTF-8 text, counted as code points (what "µ" and "…" need).
-std::size_t columns(std::string_view text) {
-  return static_cast<std::size_t>(
-      std::count_if(text.begin(), text.end(), [](char c) { return (c & 0xC0) != 0x80; }));
-}
+using text::columns;
 
 // Cuts at a code point boundary and marks the cut with "…".
 std::string shorten(const std::string& name) {
@@ -49,8 +43,8 @@ void write_rows(std::ostream& out, const Rows& rows) {
   for (const auto& row : rows) {
     std::string line = "  ";
     for (std::size_t i = 0; i < row.size(); ++i) {
-      const std::string padding(widths[i] - columns(row[i]), ' ');
-      line += i == 0 ? row[i] + padding : "  " + padding + row[i];
+      line +=
+          i == 0 ? text::pad_right(row[i], widths[i]) : "  " + text::pad_left(row[i], widths[i]);
     }
     out << line << '\n';
   }
@@ -67,26 +61,27 @@ Rows function_rows(const std::vector<FunctionStats>& functions, std::size_t limi
   for (std::size_t i = 0; i < std::min(limit, functions.size()); ++i) {
     const FunctionStats& function = functions[i];
     const DurationStats& s = function.stats;
-    std::vector<std::string> row{shorten(function.name), fmt::format("{}", s.calls)};
+    std::vector<std::string> row{shorten(function.name), text::cat(s.calls)};
     if (s.calls == 0) { // a call still open that has allocated: no duration yet
       row.insert(row.end(), 6, "-");
     } else {
-      row.insert(row.end(),
-                 {detail::human_duration(s.mean_ns),
-                  detail::human_duration(static_cast<double>(s.p50_ns)),
-                  detail::human_duration(static_cast<double>(s.p95_ns)),
-                  detail::human_duration(static_cast<double>(s.p99_ns)),
-                  detail::human_duration(static_cast<double>(s.total_ns)),
-                  duration_ns == 0
-                      ? "-"
-                      : fmt::format("{:.2f}%", static_cast<double>(s.total_ns) /
-                                                   static_cast<double>(duration_ns) * 100.0)});
+      row.insert(
+          row.end(),
+          {detail::human_duration(s.mean_ns), detail::human_duration(static_cast<double>(s.p50_ns)),
+           detail::human_duration(static_cast<double>(s.p95_ns)),
+           detail::human_duration(static_cast<double>(s.p99_ns)),
+           detail::human_duration(static_cast<double>(s.total_ns)),
+           duration_ns == 0 ? "-"
+                            : text::cat(text::fixed(static_cast<double>(s.total_ns) /
+                                                        static_cast<double>(duration_ns) * 100.0,
+                                                    2),
+                                        "%")});
     }
     if (with_allocations) {
       row.insert(row.end(), {detail::human_bytes(function.allocated_self.bytes),
-                             fmt::format("{}", function.allocated_self.blocks),
+                             text::cat(function.allocated_self.blocks),
                              detail::human_bytes(function.allocated_total.bytes),
-                             fmt::format("{}", function.allocated_total.blocks)});
+                             text::cat(function.allocated_total.blocks)});
     }
     rows.push_back(std::move(row));
   }
@@ -108,14 +103,14 @@ void write_tasks(const std::vector<TaskStats>& tasks, std::ostream& out) {
     return d.calls == 0 ? std::string("-") : detail::human_duration(static_cast<double>(value));
   };
   for (const TaskStats& task : tasks) {
-    rows.push_back({shorten(task.name), task.kind, fmt::format("{}", task.created),
-                    fmt::format("{}", task.completed), fmt::format("{}", task.destroyed_unfinished),
-                    fmt::format("{}", task.alive), fmt::format("{}", task.resumes),
+    rows.push_back({shorten(task.name), task.kind, text::cat(task.created),
+                    text::cat(task.completed), text::cat(task.destroyed_unfinished),
+                    text::cat(task.alive), text::cat(task.resumes),
                     ns(task.running, task.running.total_ns), ns(task.running, task.running.p50_ns),
                     ns(task.running, task.running.p99_ns), ns(task.waiting, task.waiting.total_ns),
                     ns(task.waiting, task.waiting.p50_ns), ns(task.waiting, task.waiting.p99_ns),
                     ns(task.lifetime, task.lifetime.p50_ns),
-                    ns(task.lifetime, task.lifetime.p99_ns), fmt::format("{}", task.given_up)});
+                    ns(task.lifetime, task.lifetime.p99_ns), text::cat(task.given_up)});
   }
   write_rows(out, rows);
 }
@@ -123,28 +118,27 @@ void write_tasks(const std::vector<TaskStats>& tasks, std::ostream& out) {
 } // namespace
 
 void write_table(const Snapshot& snapshot, std::ostream& out) {
-  out << fmt::format("hotscope {}: {} (pid {})\n", snapshot.hotscope_version,
-                     detail::process_label(snapshot), snapshot.pid);
-  out << fmt::format("duration: {}\n",
-                     detail::human_duration(static_cast<double>(snapshot.duration_ns)));
-  out << fmt::format("clock: {}\n", detail::clock_summary(snapshot.clock));
-  out << fmt::format("records: {}\n", detail::records_summary(snapshot.records));
+  out << text::cat("hotscope ", snapshot.hotscope_version, ": ", detail::process_label(snapshot),
+                   " (pid ", snapshot.pid, ")\n");
+  out << text::cat("duration: ", detail::human_duration(static_cast<double>(snapshot.duration_ns)),
+                   "\n");
+  out << text::cat("clock: ", detail::clock_summary(snapshot.clock), "\n");
+  out << text::cat("records: ", detail::records_summary(snapshot.records), "\n");
   if (snapshot.records.dropped > 0) {
-    out << fmt::format("WARNING: {} records dropped (a thread's ring was full); the figures below "
-                       "miss those calls\n",
-                       snapshot.records.dropped);
+    out << text::cat(
+        "WARNING: ", snapshot.records.dropped,
+        " records dropped (a thread's ring was full); the figures below miss those calls\n");
   }
   const bool with_allocations = snapshot.allocations.all.blocks > 0;
   if (with_allocations) {
-    out << fmt::format("allocations: {} in {} blocks, of which {} in {} blocks outside any scope\n",
-                       detail::human_bytes(snapshot.allocations.all.bytes),
-                       snapshot.allocations.all.blocks,
-                       detail::human_bytes(snapshot.allocations.outside_scopes.bytes),
-                       snapshot.allocations.outside_scopes.blocks);
+    out << text::cat("allocations: ", detail::human_bytes(snapshot.allocations.all.bytes), " in ",
+                     snapshot.allocations.all.blocks, " blocks, of which ",
+                     detail::human_bytes(snapshot.allocations.outside_scopes.bytes), " in ",
+                     snapshot.allocations.outside_scopes.blocks, " blocks outside any scope\n");
   }
   if (snapshot.threads_folded > 0) {
-    out << fmt::format("{0} ended threads merged into \"({0} ended threads)\"\n",
-                       snapshot.threads_folded);
+    out << text::cat(snapshot.threads_folded, " ended threads merged into \"(",
+                     snapshot.threads_folded, " ended threads)\"\n");
   }
 
   out << "\nFunctions (% Total = total time / duration; it exceeds 100% when several threads run "
@@ -165,17 +159,16 @@ void write_table(const Snapshot& snapshot, std::ostream& out) {
     const bool known = !os.state.empty();
     const auto figure = [&](std::string text) { return known ? text : std::string("-"); };
     threads.push_back(
-        {shorten(detail::thread_label(thread)), fmt::format("{}", thread.os_tid), figure(os.state),
+        {shorten(detail::thread_label(thread)), text::cat(thread.os_tid), figure(os.state),
          figure(detail::human_duration(static_cast<double>(os.cpu_user_ns))),
          figure(detail::human_duration(static_cast<double>(os.cpu_system_ns))),
-         figure(fmt::format("{}", os.voluntary_switches)),
-         figure(fmt::format("{}", os.involuntary_switches)),
-         fmt::format("{}", thread.records.written), fmt::format("{}", thread.records.dropped)});
+         figure(text::cat(os.voluntary_switches)), figure(text::cat(os.involuntary_switches)),
+         text::cat(thread.records.written), text::cat(thread.records.dropped)});
   }
   write_rows(out, threads);
   for (const ThreadInfo& thread : snapshot.threads) {
-    out << fmt::format("\n{} records: {}\n", detail::thread_heading(thread),
-                       detail::records_summary(thread.records));
+    out << text::cat("\n", detail::thread_heading(thread),
+                     " records: ", detail::records_summary(thread.records), "\n");
     if (!thread.functions.empty()) {
       write_rows(out, function_rows(thread.functions, kTopFunctionsPerThread, snapshot.duration_ns,
                                     with_allocations));
@@ -186,9 +179,8 @@ void write_table(const Snapshot& snapshot, std::ostream& out) {
     out << "\nCounters\n";
     Rows rows{{"Counter", "Updates", "Last", "Min", "Max"}};
     for (const CounterStats& counter : snapshot.counters) {
-      rows.push_back({shorten(counter.name), fmt::format("{}", counter.updates),
-                      fmt::format("{}", counter.last), fmt::format("{}", counter.min),
-                      fmt::format("{}", counter.max)});
+      rows.push_back({shorten(counter.name), text::cat(counter.updates), text::cat(counter.last),
+                      text::cat(counter.min), text::cat(counter.max)});
     }
     write_rows(out, rows);
   }
@@ -202,34 +194,40 @@ void write_table(const Snapshot& snapshot, std::ostream& out) {
     const auto rate = [&](std::uint64_t count) {
       return snapshot.duration_ns == 0
                  ? std::string("-")
-                 : fmt::format("{:.1f}", static_cast<double>(count) * 1e9 /
-                                             static_cast<double>(snapshot.duration_ns));
+                 : text::cat(text::fixed(static_cast<double>(count) * 1e9 /
+                                             static_cast<double>(snapshot.duration_ns),
+                                         1));
     };
     const auto wait = [](const QueueStats& queue, std::uint64_t ns) {
       return queue.wait.calls == 0 ? std::string("-")
                                    : detail::human_duration(static_cast<double>(ns));
     };
     for (const QueueStats& queue : snapshot.queues) {
-      rows.push_back({shorten(queue.name), fmt::format("{}", queue.pushed),
-                      fmt::format("{}", queue.popped), rate(queue.pushed), rate(queue.popped),
-                      fmt::format("{}", queue.depth), fmt::format("{}", queue.max_depth),
-                      queue.capacity == 0 ? "-" : fmt::format("{}", queue.capacity),
-                      wait(queue, queue.wait.p50_ns), wait(queue, queue.wait.p95_ns),
-                      wait(queue, queue.wait.p99_ns), wait(queue, queue.wait.max_ns),
-                      fmt::format("{}", queue.pending),
-                      queue.pending == 0
-                          ? "-"
-                          : detail::human_duration(static_cast<double>(queue.oldest_pending_ns)),
-                      fmt::format("{}", queue.popped_never_pushed),
-                      fmt::format("{}", queue.pending_given_up)});
+      rows.push_back(
+          {shorten(queue.name), text::cat(queue.pushed), text::cat(queue.popped),
+           rate(queue.pushed), rate(queue.popped), text::cat(queue.depth),
+           text::cat(queue.max_depth), queue.capacity == 0 ? "-" : text::cat(queue.capacity),
+           wait(queue, queue.wait.p50_ns), wait(queue, queue.wait.p95_ns),
+           wait(queue, queue.wait.p99_ns), wait(queue, queue.wait.max_ns), text::cat(queue.pending),
+           queue.pending == 0
+               ? "-"
+               : detail::human_duration(static_cast<double>(queue.oldest_pending_ns)),
+           text::cat(queue.popped_never_pushed), text::cat(queue.pending_given_up)});
     }
     write_rows(out, rows);
     for (const QueueStats& queue : snapshot.queues) {
       const auto join = [](const std::vector<std::string>& labels) {
-        return labels.empty() ? std::string("-") : fmt::format("{}", fmt::join(labels, ", "));
+        if (labels.empty()) {
+          return std::string("-");
+        }
+        std::string joined = labels[0];
+        for (std::size_t i = 1; i < labels.size(); ++i) {
+          text::append(joined, ", ", labels[i]);
+        }
+        return joined;
       };
-      out << fmt::format("  {}: pushed by {}; popped by {}\n", queue.name, join(queue.push_threads),
-                         join(queue.pop_threads));
+      out << text::cat("  ", queue.name, ": pushed by ", join(queue.push_threads), "; popped by ",
+                       join(queue.pop_threads), "\n");
     }
   }
   write_tasks(snapshot.tasks, out);

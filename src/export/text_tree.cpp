@@ -1,8 +1,7 @@
 // The indented text tree of the trace window, one line per event, grouped by thread.
 #include "export/common.hpp"
 #include "export/export.hpp"
-
-#include <fmt/format.h>
+#include "text/text.hpp"
 
 #include <ostream>
 #include <unordered_map>
@@ -13,14 +12,14 @@ void write_text_tree(const Snapshot& snapshot, std::ostream& out) {
   for (const GuestImage& image : snapshot.guest_images) { // what ran, first
     out << detail::guest_image_summary(image) << "\n";
   }
-  out << fmt::format("hotscope {}: {} (pid {}), {}ms measured\n", snapshot.hotscope_version,
-                     detail::process_label(snapshot), snapshot.pid,
-                     detail::fixed3(snapshot.duration_ns, 1'000'000));
-  out << fmt::format("clock: {}\n", detail::clock_summary(snapshot.clock));
-  out << fmt::format("records: {}\n", detail::records_summary(snapshot.records));
-  out << fmt::format("trace window: from {}ms, {} events, evicted={} open_scopes={}\n",
-                     detail::fixed3(snapshot.trace_start_ns, 1'000'000), snapshot.trace.size(),
-                     snapshot.trace_evicted, snapshot.trace_open_scopes);
+  out << text::cat("hotscope ", snapshot.hotscope_version, ": ", detail::process_label(snapshot),
+                   " (pid ", snapshot.pid, "), ", detail::fixed3(snapshot.duration_ns, 1'000'000),
+                   "ms measured\n");
+  out << text::cat("clock: ", detail::clock_summary(snapshot.clock), "\n");
+  out << text::cat("records: ", detail::records_summary(snapshot.records), "\n");
+  out << text::cat("trace window: from ", detail::fixed3(snapshot.trace_start_ns, 1'000'000),
+                   "ms, ", snapshot.trace.size(), " events, evicted=", snapshot.trace_evicted,
+                   " open_scopes=", snapshot.trace_open_scopes, "\n");
 
   // The walk is in global time order; collect each thread's lines, print them thread by thread.
   std::unordered_map<const ThreadInfo*, std::string> listings;
@@ -41,16 +40,16 @@ void write_text_tree(const Snapshot& snapshot, std::ostream& out) {
       break;
     case EventKind::TaskResume:
       mark = ">";
-      text = fmt::format("{} (task {} runs)", snapshot.names.at(event.name),
-                         static_cast<std::uint64_t>(event.value));
+      text = text::cat(snapshot.names.at(event.name), " (task ",
+                       static_cast<std::uint64_t>(event.value), " runs)");
       break;
     case EventKind::TaskSuspend:
     case EventKind::TaskComplete:
       depth -= 1;
       mark = "<";
-      text = fmt::format("{} (task {} {})", snapshot.names.at(step.open.back()),
-                         static_cast<std::uint64_t>(event.value),
-                         event.kind == EventKind::TaskSuspend ? "waits" : "ends");
+      text = text::cat(snapshot.names.at(step.open.back()), " (task ",
+                       static_cast<std::uint64_t>(event.value), " ",
+                       event.kind == EventKind::TaskSuspend ? "waits" : "ends", ")");
       break;
     case EventKind::Message:
       mark = "-";
@@ -58,18 +57,18 @@ void write_text_tree(const Snapshot& snapshot, std::ostream& out) {
       break;
     case EventKind::Counter:
       mark = "#";
-      text = fmt::format("{} = {}", snapshot.names.at(event.name), event.value);
+      text = text::cat(snapshot.names.at(event.name), " = ", event.value);
       break;
     case EventKind::QueuePush:
     case EventKind::QueuePop:
       mark = event.kind == EventKind::QueuePush ? "→" : "←";
-      text = fmt::format("{} #{}", snapshot.names.at(event.name),
-                         static_cast<std::uint64_t>(event.value));
+      text =
+          text::cat(snapshot.names.at(event.name), " #", static_cast<std::uint64_t>(event.value));
       break;
     }
     listings[&step.thread] +=
-        fmt::format("[{:<9}] {:{}}{} {}\n", detail::fixed3(event.ns, 1'000'000) + "ms", "",
-                    depth * 2, mark, text);
+        text::cat('[', text::pad_right(detail::fixed3(event.ns, 1'000'000) + "ms", 9), "] ",
+                  std::string(depth * 2, ' '), mark, ' ', text, '\n');
   });
 
   for (const ThreadInfo& thread : snapshot.threads) {

@@ -2,8 +2,7 @@
 // each has been open, stuck threads first.
 #include "export/common.hpp"
 #include "export/export.hpp"
-
-#include <fmt/format.h>
+#include "text/text.hpp"
 
 #include <algorithm>
 #include <ostream>
@@ -22,34 +21,35 @@ void write_threads_text(const Snapshot& snapshot, std::uint64_t stuck_ns, std::o
   const auto stuck = std::count_if(threads.begin(), threads.end(), [&](const ThreadInfo* thread) {
     return detail::is_stuck(*thread, stuck_ns);
   });
-  out << fmt::format("hotscope {}: {} (pid {}), {} into the window\n", snapshot.hotscope_version,
-                     detail::process_label(snapshot), snapshot.pid, duration(snapshot.duration_ns));
-  out << fmt::format("{} of {} threads stuck (innermost scope open longer than {})\n", stuck,
-                     threads.size(), duration(stuck_ns));
+  out << text::cat("hotscope ", snapshot.hotscope_version, ": ", detail::process_label(snapshot),
+                   " (pid ", snapshot.pid, "), ", duration(snapshot.duration_ns),
+                   " into the window\n");
+  out << text::cat(stuck, " of ", threads.size(),
+                   " threads stuck (innermost scope open longer than ", duration(stuck_ns), ")\n");
   for (const ThreadInfo* thread : threads) {
     out << '\n' << detail::thread_heading(*thread);
     if (detail::is_stuck(*thread, stuck_ns)) {
-      out << fmt::format(" STUCK for {} in {}", duration(thread->open_scopes.back().open_ns),
-                         thread->open_scopes.back().name);
+      out << text::cat(" STUCK for ", duration(thread->open_scopes.back().open_ns), " in ",
+                       thread->open_scopes.back().name);
     }
     out << '\n';
     if (!thread->os.state.empty()) {
       const OsThreadFigures& os = thread->os;
-      out << fmt::format("state {}, CPU {} user + {} system, context switches {} voluntary + {} "
-                         "involuntary\n",
-                         os.state, duration(os.cpu_user_ns), duration(os.cpu_system_ns),
-                         os.voluntary_switches, os.involuntary_switches);
+      out << text::cat("state ", os.state, ", CPU ", duration(os.cpu_user_ns), " user + ",
+                       duration(os.cpu_system_ns), " system, context switches ",
+                       os.voluntary_switches, " voluntary + ", os.involuntary_switches,
+                       " involuntary\n");
     }
-    out << fmt::format("records: {}\n", detail::records_summary(thread->records));
+    out << text::cat("records: ", detail::records_summary(thread->records), "\n");
     if (thread->open_scopes.empty()) {
       out << "(no scope open)\n";
     }
     std::size_t depth = 0;
     for (const OpenScope& scope : thread->open_scopes) {
       const std::string where =
-          scope.file.empty() ? "" : fmt::format(" ({}:{})", scope.file, scope.line);
-      out << fmt::format("{:{}}{}{}  open {}\n", "", 2 * depth++, scope.name, where,
-                         duration(scope.open_ns));
+          scope.file.empty() ? "" : text::cat(" (", scope.file, ":", scope.line, ")");
+      out << std::string(2 * depth++, ' ') << scope.name << where << "  open "
+          << duration(scope.open_ns) << '\n';
     }
   }
 }

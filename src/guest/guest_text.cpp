@@ -1,7 +1,6 @@
 // A guest's text must be both valid UTF-8 and harmless (no control bytes) before the host keeps it.
 #include "guest/guest_text.hpp"
-
-#include <fmt/format.h>
+#include "text/text.hpp"
 
 #include <cstdint>
 
@@ -12,7 +11,7 @@ std::optional<std::string> unprintable(std::string_view text) {
     const auto lead = static_cast<unsigned char>(text[i]);
     if (lead < 0x80) {
       if (lead < 0x20 || lead == 0x7f) {
-        return fmt::format("control byte 0x{:02x} at offset {}", lead, i);
+        return text::cat("control byte 0x", text::hex(lead, 2), " at offset ", i);
       }
       ++i;
       continue;
@@ -34,7 +33,7 @@ std::optional<std::string> unprintable(std::string_view text) {
       code = code << 6 | (next & 0x3fu);
     }
     if (!valid || code < smallest || code > 0x10ffff || (code >= 0xd800 && code <= 0xdfff)) {
-      return fmt::format("invalid UTF-8 at offset {}", i);
+      return text::cat("invalid UTF-8 at offset ", i);
     }
     i += length;
   }

@@ -1,6 +1,5 @@
 #include "guest/guest.hpp"
-
-#include <fmt/format.h>
+#include "text/text.hpp"
 
 #include <deque>
 #include <mutex>
@@ -24,7 +23,7 @@ struct NameStore::Impl {
       key += '\0';
       key += name.file;
       key += '\0';
-      key += fmt::format("{}:{}", name.line, name.flags);
+      key += text::cat(name.line, ":", name.flags);
     }
     return key;
   }
@@ -87,19 +86,18 @@ std::optional<std::string> NameStore::intern(std::span<const Name> names,
   }
   const std::size_t fresh_entries = fresh.size(); // `fresh` views keys, moved from below
   if (guest_entries + fresh_entries > impl.limits.new_entries_per_guest) {
-    return fmt::format(
-        "the batch needs {} new distinct locations and texts, and this guest already "
-        "has {} (the host keeps at most {} per guest); use fewer distinct static "
-        "names, or inline messages for text that varies",
-        fresh_entries, guest_entries, impl.limits.new_entries_per_guest);
+    return text::cat(
+        "the batch needs ", fresh_entries,
+        " new distinct locations and texts, and this guest already has ", guest_entries,
+        " (the host keeps at most ", impl.limits.new_entries_per_guest,
+        " per guest); use fewer distinct static names, or inline messages for text that varies");
   }
   if (impl.refs.size() + fresh_entries > impl.limits.entries ||
       impl.bytes + fresh_bytes > impl.limits.bytes) {
-    return fmt::format("the host's store of guest names is full ({} entries, {} bytes; limits {} "
-                       "and {}); the batch needs {} new ones: guests must use fewer distinct "
-                       "static names",
-                       impl.refs.size(), impl.bytes, impl.limits.entries, impl.limits.bytes,
-                       fresh_entries);
+    return text::cat("the host's store of guest names is full (", impl.refs.size(), " entries, ",
+                     impl.bytes, " bytes; limits ", impl.limits.entries, " and ", impl.limits.bytes,
+                     "); the batch needs ", fresh_entries,
+                     " new ones: guests must use fewer distinct static names");
   }
   for (std::size_t i = 0; i < names.size(); ++i) {
     const auto found = impl.refs.find(keys[i]);

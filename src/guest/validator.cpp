@@ -4,8 +4,7 @@
 #include "guest/guest.hpp"
 #include "guest/guest_text.hpp"
 #include "guest/tick_converter.hpp"
-
-#include <fmt/format.h>
+#include "text/text.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -85,8 +84,8 @@ void append_text(std::vector<hotscope_record>& out, std::uint32_t kind, std::uin
 } // namespace
 
 std::string Diagnostic::to_string() const {
-  return record ? fmt::format("guest batch rejected at record {}: {}", *record, message)
-                : fmt::format("guest batch rejected: {}", message);
+  return record ? text::cat("guest batch rejected at record ", *record, ": ", message)
+                : text::cat("guest batch rejected: ", message);
 }
 
 struct BatchValidator::State {
@@ -143,9 +142,10 @@ BatchValidator::BatchValidator(std::string track_name, const GuestMemory& memory
                                Symbolizer symbolizer, NameStore& names) {
   const auto usable = [](double rate) { return std::isfinite(rate) && rate > 0; };
   if (!usable(clock.guest_ticks_per_second) || !usable(clock.host_ticks_per_second)) {
-    throw std::invalid_argument(fmt::format(
-        "guest clock anchor: tick rates must be positive and finite (guest {}, host {})",
-        clock.guest_ticks_per_second, clock.host_ticks_per_second));
+    throw std::invalid_argument(
+        text::cat("guest clock anchor: tick rates must be positive and finite (guest ",
+                  text::shortest(clock.guest_ticks_per_second), ", host ",
+                  text::shortest(clock.host_ticks_per_second), ")"));
   }
   state_ =
       std::make_unique<State>(std::move(track_name), memory, clock, std::move(symbolizer), names);
@@ -206,26 +206,24 @@ std::optional<Diagnostic> BatchValidator::State::check(std::uint64_t address, st
     return Diagnostic{std::nullopt, std::move(message)};
   };
   if (capacity == 0 || capacity > kMaxCapacity) {
-    return whole(fmt::format("buffer capacity of {} records is outside 1..{}; give the size of the "
-                             "guest's trace buffer",
-                             capacity, kMaxCapacity));
+    return whole(text::cat("buffer capacity of ", capacity, " records is outside 1..", kMaxCapacity,
+                           "; give the size of the guest's trace buffer"));
   }
   if (count > capacity) {
-    return whole(fmt::format("{} records flushed from a buffer of {}; a guest flushes at most a "
-                             "full buffer",
-                             count, capacity));
+    return whole(text::cat(count, " records flushed from a buffer of ", capacity,
+                           "; a guest flushes at most a full buffer"));
   }
   const std::uint64_t bytes = count * HOTSCOPE_RECORD_SIZE; // count <= 2^20: no overflow
   if (address > UINT64_MAX - bytes) {
-    return whole(fmt::format("buffer at 0x{:x} of {} records wraps around the address space; pass "
-                             "the guest address of the trace buffer",
-                             address, count));
+    return whole(text::cat(
+        "buffer at 0x", text::hex(address), " of ", count,
+        " records wraps around the address space; pass the guest address of the trace buffer"));
   }
   batch.resize(count);
   if (count > 0 && !memory.read(address, batch.data(), bytes)) {
-    return whole(fmt::format("buffer 0x{:x}..0x{:x} ({} records) is not inside guest memory; pass "
-                             "the guest address of the trace buffer",
-                             address, address + bytes, count));
+    return whole(text::cat(
+        "buffer 0x", text::hex(address), "..0x", text::hex(address + bytes), " (", count,
+        " records) is not inside guest memory; pass the guest address of the trace buffer"));
   }
   host_ticks.assign(count, 0);
   name_of.assign(count, kNoName);
@@ -239,19 +237,20 @@ std::optional<Diagnostic> BatchValidator::State::check(std::uint64_t address, st
     const hotscope_record& record = batch[i];
     if (ticks_seen && record.ticks < batch_last_guest_ticks) {
       return Diagnostic{
-          i, fmt::format("timestamp {} is earlier than the previous record's {}{}; guest "
-                         "timestamps must come from one monotonic clock (the TSC of one vCPU)",
-                         record.ticks, batch_last_guest_ticks,
-                         i == 0 ? " (in the previous batch)" : "")};
+          i,
+          text::cat("timestamp ", record.ticks, " is earlier than the previous record's ",
+                    batch_last_guest_ticks, i == 0 ? " (in the previous batch)" : "",
+                    "; guest timestamps must come from one monotonic clock (the TSC of one vCPU)")};
     }
     ticks_seen = true;
     batch_last_guest_ticks = record.ticks;
     const std::optional<std::uint64_t> host = to_host(record.ticks);
     if (!host) {
-      return Diagnostic{i, fmt::format("timestamp {} is too far from the clock anchor (guest tick "
-                                       "{}) to place on the host clock; guest timestamps must be "
-                                       "raw TSC reads taken while the guest runs",
-                                       record.ticks, clock.guest_ticks)};
+      return Diagnostic{i, text::cat("timestamp ", record.ticks,
+                                     " is too far from the clock anchor (guest tick ",
+                                     clock.guest_ticks,
+                                     ") to place on the host clock; guest timestamps must be raw "
+                                     "TSC reads taken while the guest runs")};
     }
     host_ticks[i] = *host;
     batch_last_host_ticks = *host;
@@ -273,32 +272,33 @@ std::optional<std::string> BatchValidator::State::check_record(std::size_t index
   const hotscope_record& record = batch[index];
   const char* kind = kind_name(record.kind);
   if (kind == nullptr) {
-    return fmt::format("unknown record kind {}; the guest must write records as "
-                       "include/hotscope/record.h (version {}) defines them",
-                       record.kind, HOTSCOPE_RECORD_VERSION);
+    return text::cat("unknown record kind ", record.kind,
+                     "; the guest must write records as include/hotscope/record.h (version ",
+                     HOTSCOPE_RECORD_VERSION, ") defines them");
   }
   std::uint64_t payload = 0; // what the kind needs
   switch (record.kind) {
   case HOTSCOPE_RECORD_MESSAGE_INLINE:
   case HOTSCOPE_RECORD_THREAD_NAME:
     if (record.value > HOTSCOPE_INLINE_TEXT_MAX) {
-      return fmt::format("{} text of {} bytes is longer than HOTSCOPE_INLINE_TEXT_MAX ({}); cut "
-                         "inline text to that length",
-                         kind, record.value, HOTSCOPE_INLINE_TEXT_MAX);
+      return text::cat(kind, " text of ", record.value,
+                       " bytes is longer than HOTSCOPE_INLINE_TEXT_MAX (", HOTSCOPE_INLINE_TEXT_MAX,
+                       "); cut inline text to that length");
     }
     payload = records_for(record.value, HOTSCOPE_PAYLOAD_BYTES_PER_RECORD);
     break;
   case HOTSCOPE_RECORD_STACK:
     if (record.value == 0 || record.value > HOTSCOPE_STACK_FRAMES_MAX) {
-      return fmt::format("STACK of {} frames is outside 1..HOTSCOPE_STACK_FRAMES_MAX ({})",
-                         record.value, HOTSCOPE_STACK_FRAMES_MAX);
+      return text::cat("STACK of ", record.value,
+                       " frames is outside 1..HOTSCOPE_STACK_FRAMES_MAX (",
+                       HOTSCOPE_STACK_FRAMES_MAX, ")");
     }
     payload = records_for(record.value, kFramesPerRecord);
     break;
   case HOTSCOPE_RECORD_ALLOCATION:
     if (record.value > kMaxAllocation) {
-      return fmt::format("ALLOCATION of {} bytes is more than a guest can have (at most {})",
-                         record.value, kMaxAllocation);
+      return text::cat("ALLOCATION of ", record.value,
+                       " bytes is more than a guest can have (at most ", kMaxAllocation, ")");
     }
     break;
   case HOTSCOPE_RECORD_HEAP_ALLOC:
@@ -308,11 +308,10 @@ std::optional<std::string> BatchValidator::State::check_record(std::size_t index
     const std::uint64_t lead = heap_lead_slots(record.kind);
     const std::uint64_t most = records_for(lead + HOTSCOPE_STACK_FRAMES_MAX, kFramesPerRecord);
     if (record.payload_records < lead || record.payload_records > most) {
-      return fmt::format("{} record says {} payload records where it carries {} to {} ({}a stack "
-                         "of at most HOTSCOPE_STACK_FRAMES_MAX ({}) frames)",
-                         kind, record.payload_records, lead, most,
-                         lead != 0 ? "the old block's address and " : "",
-                         HOTSCOPE_STACK_FRAMES_MAX);
+      return text::cat(
+          kind, " record says ", record.payload_records, " payload records where it carries ", lead,
+          " to ", most, " (", lead != 0 ? "the old block's address and " : "",
+          "a stack of at most HOTSCOPE_STACK_FRAMES_MAX (", HOTSCOPE_STACK_FRAMES_MAX, ") frames)");
     }
     payload = record.payload_records;
     break;
@@ -321,13 +320,13 @@ std::optional<std::string> BatchValidator::State::check_record(std::size_t index
     break;
   }
   if (record.payload_records != payload) {
-    return fmt::format("{} record says {} payload records where its value {} needs {}", kind,
-                       record.payload_records, record.value, payload);
+    return text::cat(kind, " record says ", record.payload_records,
+                     " payload records where its value ", record.value, " needs ", payload);
   }
   if (payload > count - index - 1) {
-    return fmt::format("{} record's {} payload records run past the end of the batch ({} records); "
-                       "flush whole records only",
-                       kind, payload, count);
+    return text::cat(kind, " record's ", payload,
+                     " payload records run past the end of the batch (", count,
+                     " records); flush whole records only");
   }
   switch (record.kind) {
   case HOTSCOPE_RECORD_BEGIN:
@@ -348,7 +347,7 @@ std::optional<std::string> BatchValidator::State::check_record(std::size_t index
     std::string_view text(reinterpret_cast<const char*>(batch.data() + index + 1), record.value);
     text = text.substr(0, text.find('\0'));
     if (std::optional<std::string> problem = unprintable(text)) {
-      return fmt::format("{} text has {}; guest text must be printable UTF-8", kind, *problem);
+      return text::cat(kind, " text has ", *problem, "; guest text must be printable UTF-8");
     }
     return std::nullopt;
   }
@@ -364,24 +363,24 @@ std::optional<std::string> BatchValidator::State::check_heap(std::size_t index) 
   const char* kind = kind_name(record.kind);
   const bool sized = record.kind != HOTSCOPE_RECORD_HEAP_FREE;
   if (record.ref == 0 && record.kind != HOTSCOPE_RECORD_HEAP_REALLOC) {
-    return fmt::format("{} of block address 0; record only blocks the allocator handed out", kind);
+    return text::cat(kind, " of block address 0; record only blocks the allocator handed out");
   }
   if (sized && record.value > kMaxAllocation) {
-    return fmt::format("{} of {} bytes is more than a guest can have (at most {})", kind,
-                       record.value, kMaxAllocation);
+    return text::cat(kind, " of ", record.value, " bytes is more than a guest can have (at most ",
+                     kMaxAllocation, ")");
   }
   if (sized && record.ref > UINT64_MAX - record.value) {
-    return fmt::format("{} block at 0x{:x} of {} bytes wraps around the address space", kind,
-                       record.ref, record.value);
+    return text::cat(kind, " block at 0x", text::hex(record.ref), " of ", record.value,
+                     " bytes wraps around the address space");
   }
   bool ended = false;
   for (std::uint64_t slot = heap_lead_slots(record.kind);
        slot < record.payload_records * kFramesPerRecord; ++slot) {
     const bool empty = payload_slot(&record, slot) == 0;
     if (ended && !empty) {
-      return fmt::format("{} stack has a return address after an empty slot; unused slots must "
-                         "be 0 and come last",
-                         kind);
+      return text::cat(
+          kind,
+          " stack has a return address after an empty slot; unused slots must be 0 and come last");
     }
     ended |= empty;
   }
@@ -412,15 +411,16 @@ std::optional<std::string> BatchValidator::State::resolve(std::size_t index, boo
     } raw{};
     static_assert(sizeof(raw) == sizeof(hotscope_source_location));
     if (!memory.read(ref, &raw, sizeof(raw))) {
-      return fmt::format("source location at 0x{:x} is not inside guest memory; pass the address "
-                         "of a static hotscope_source_location",
-                         ref);
+      return text::cat(
+          "source location at 0x", text::hex(ref),
+          " is not inside guest memory; pass the address of a static hotscope_source_location");
     }
     if ((raw.flags & ~std::uint32_t{HOTSCOPE_LOCATION_FUNCTION_SIGNATURE}) != 0) {
-      return fmt::format("source location at 0x{:x} has unknown flags 0x{:x}", ref, raw.flags);
+      return text::cat("source location at 0x", text::hex(ref), " has unknown flags 0x",
+                       text::hex(raw.flags));
     }
     if (raw.name == 0) {
-      return fmt::format("source location at 0x{:x} has no name", ref);
+      return text::cat("source location at 0x", text::hex(ref), " has no name");
     }
     if (auto problem = read_text(raw.name, "location name", name.name)) {
       return problem;
@@ -450,7 +450,8 @@ std::optional<std::string> BatchValidator::State::read_text(std::uint64_t addres
   char bytes[kMaxTextBytes];
   for (std::size_t length = 0; length < kMaxTextBytes;) {
     if (address > UINT64_MAX - length) {
-      return fmt::format("{} at 0x{:x} runs past the end of the address space", what, address);
+      return text::cat(what, " at 0x", text::hex(address),
+                       " runs past the end of the address space");
     }
     const std::uint64_t at = address + length;
     std::size_t piece = std::min<std::size_t>(kPiece - at % kPiece, kMaxTextBytes - length);
@@ -467,21 +468,20 @@ std::optional<std::string> BatchValidator::State::read_text(std::uint64_t addres
     if (const void* nul = std::memchr(bytes + length, '\0', piece)) {
       out.assign(bytes, static_cast<std::size_t>(static_cast<const char*>(nul) - bytes));
       if (std::optional<std::string> problem = unprintable(out)) {
-        return fmt::format("{} at 0x{:x} has {}; guest text must be printable UTF-8", what, address,
-                           *problem);
+        return text::cat(what, " at 0x", text::hex(address), " has ", *problem,
+                         "; guest text must be printable UTF-8");
       }
       return std::nullopt;
     }
     if (cut) {
-      return fmt::format("{} at 0x{:x} runs out of guest memory before its NUL; pass the address "
-                         "of a static NUL-terminated text",
-                         what, address);
+      return text::cat(what, " at 0x", text::hex(address),
+                       " runs out of guest memory before its NUL; pass the address of a static "
+                       "NUL-terminated text");
     }
     length += piece;
   }
-  return fmt::format("{} at 0x{:x} is not NUL-terminated within {} bytes; guest texts must be "
-                     "shorter",
-                     what, address, kMaxTextBytes);
+  return text::cat(what, " at 0x", text::hex(address), " is not NUL-terminated within ",
+                   kMaxTextBytes, " bytes; guest texts must be shorter");
 }
 
 // The batch passed every check: convert it and update the state it carries to the next batch.
@@ -517,7 +517,7 @@ void BatchValidator::State::commit() {
       break;
     case HOTSCOPE_RECORD_THREAD_NAME:
       append_text(out, record.kind, ticks,
-                  fmt::format("{} ({})", track_name, text.substr(0, text.find('\0'))));
+                  text::cat(track_name, " (", text.substr(0, text.find('\0')), ")"));
       break;
     case HOTSCOPE_RECORD_STACK:
       append_stack(i, ticks);
@@ -616,9 +616,9 @@ void BatchValidator::State::append_stack(std::size_t index, std::uint64_t ticks)
     // Symbol names come from the guest's ELF: shown only when printable, and cut to fit.
     const std::string text =
         symbol && !symbol->name.empty() && !unprintable(symbol->name)
-            ? fmt::format("#{} {}+0x{:x}", frame,
-                          cut_utf8(symbol->name, HOTSCOPE_INLINE_TEXT_MAX - 24), symbol->offset)
-            : fmt::format("#{} 0x{:x}", frame, address);
+            ? text::cat("#", frame, " ", cut_utf8(symbol->name, HOTSCOPE_INLINE_TEXT_MAX - 24),
+                        "+0x", text::hex(symbol->offset))
+            : text::cat("#", frame, " 0x", text::hex(address));
     append_text(out, HOTSCOPE_RECORD_MESSAGE_INLINE, ticks, text);
   }
 }

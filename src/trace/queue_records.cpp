@@ -1,7 +1,6 @@
 // The Aggregator's side of queues: records to the QueueTable, and push/pop events to the trace.
+#include "text/text.hpp"
 #include "trace/trace.hpp"
-
-#include <fmt/format.h>
 
 namespace hotscope::trace {
 
@@ -36,7 +35,7 @@ std::string Aggregator::thread_label(std::uint32_t thread) const {
   if (found == threads_.end()) {
     return "";
   }
-  return found->second.name.empty() ? fmt::format("thread {}", found->second.os_tid)
+  return found->second.name.empty() ? text::cat("thread ", found->second.os_tid)
                                     : found->second.name;
 }
 

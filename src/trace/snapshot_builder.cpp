@@ -1,6 +1,5 @@
+#include "text/text.hpp"
 #include "trace/trace.hpp"
-
-#include <fmt/format.h>
 
 #include <algorithm>
 #include <array>
@@ -202,7 +201,7 @@ void Aggregator::capture_functions_and_threads(const Figures& figures, std::uint
   if (!folded_thread_stats_.empty() || folded_allocations_.all.blocks != 0) {
     ThreadInfo folded;
     folded.index = next_thread_;
-    folded.name = fmt::format("({} ended threads)", threads_folded_);
+    folded.name = text::cat("(", threads_folded_, " ended threads)");
     folded.exited = true;
     folded.records = folded_records_;
     folded.records.written = folded_records_.kept + folded_records_.dropped;

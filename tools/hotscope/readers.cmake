@@ -32,7 +32,8 @@ add_custom_command(OUTPUT ${CMAKE_CURRENT_BINARY_DIR}/report_assets.cpp
 # The readers and writers: a library of their own, which the CLI and the fuzz targets both link.
 add_library(hotscope_readers STATIC ${HOTSCOPE_COMPARE_SOURCES}
   ${HOTSCOPE_CLI_DIR}/console/stats_reader.cpp
-  ${CMAKE_CURRENT_BINARY_DIR}/report_assets.cpp ${PROJECT_SOURCE_DIR}/src/export/common.cpp)
+  ${CMAKE_CURRENT_BINARY_DIR}/report_assets.cpp ${PROJECT_SOURCE_DIR}/src/export/common.cpp
+  ${PROJECT_SOURCE_DIR}/src/text/text.cpp)
 hotscope_use_components(hotscope_readers PUBLIC export)
 target_include_directories(hotscope_readers PUBLIC ${HOTSCOPE_CLI_DIR})
 target_link_libraries(hotscope_readers PUBLIC CLI11::CLI11 fmt::fmt nlohmann_json::nlohmann_json)

@@ -2,8 +2,7 @@
 
 #include "clock/clock.hpp"
 #include "symbols/symbols.hpp"
-
-#include <fmt/format.h>
+#include "text/text.hpp"
 
 #include <unistd.h>
 
@@ -64,9 +63,9 @@ heap::StackId GuestHeap::stack_id(std::span<const std::uint64_t> stack) {
   if (stack_ids_.size() >= kMaxStacks) {
     ++counts_.stacks_over_bound;
     if (counts_.stacks_over_bound == 1) {
-      report_(fmt::format("guest heap: more than {} distinct allocation stacks; blocks of new "
-                          "stacks are counted under one site, [stacks past the bound]",
-                          kMaxStacks));
+      report_(text::cat("guest heap: more than ", kMaxStacks,
+                        " distinct allocation stacks; blocks of new stacks are counted under one "
+                        "site, [stacks past the bound]"));
     }
     key.assign(1, kPooledStacks);
     const auto pooled = stack_ids_.find(key); // kept past the bound: at most one more entry
@@ -84,16 +83,14 @@ void GuestHeap::alloc(const GuestHeapEvent& event, std::uint64_t now) {
   ++counts_.allocations;
   if (engine_.is_live(event.address)) {
     problem(counts_.allocations_over_live,
-            fmt::format("allocation of 0x{:x}, which is a live block already; the old block is "
-                        "counted as freed",
-                        event.address),
+            text::cat("allocation of 0x", text::hex(event.address),
+                      ", which is a live block already; the old block is counted as freed"),
             event);
     engine_.free(event.address, now);
   } else if (engine_.totals().live_blocks >= kMaxLiveBlocks) {
     problem(counts_.over_live_bound,
-            fmt::format("allocation of 0x{:x} past {} live blocks: not profiled (it shows as an "
-                        "unknown free later)",
-                        event.address, kMaxLiveBlocks),
+            text::cat("allocation of 0x", text::hex(event.address), " past ", kMaxLiveBlocks,
+                      " live blocks: not profiled (it shows as an unknown free later)"),
             event);
     return;
   }
@@ -112,11 +109,13 @@ void GuestHeap::free(const GuestHeapEvent& event, std::uint64_t now) {
   }
   if (freed_.count(event.address) != 0) {
     problem(counts_.double_frees,
-            fmt::format("double free of 0x{:x} (freed before, not allocated since)", event.address),
+            text::cat("double free of 0x", text::hex(event.address),
+                      " (freed before, not allocated since)"),
             event);
   } else {
     problem(counts_.unknown_frees,
-            fmt::format("free of 0x{:x}, which is not a live block", event.address), event);
+            text::cat("free of 0x", text::hex(event.address), ", which is not a live block"),
+            event);
   }
 }
 
@@ -125,16 +124,14 @@ void GuestHeap::realloc(const GuestHeapEvent& event, std::uint64_t now) {
   const bool known = event.old_address != 0 && engine_.is_live(event.old_address);
   if (event.old_address != 0 && !known) {
     problem(counts_.unknown_reallocs,
-            fmt::format("realloc of 0x{:x}, which is not a live block; counted as a new "
-                        "allocation",
-                        event.old_address),
+            text::cat("realloc of 0x", text::hex(event.old_address),
+                      ", which is not a live block; counted as a new allocation"),
             event);
   }
   if (event.address != 0 && event.address != event.old_address && engine_.is_live(event.address)) {
     problem(counts_.allocations_over_live,
-            fmt::format("realloc to 0x{:x}, which is a live block already; the old block is "
-                        "counted as freed",
-                        event.address),
+            text::cat("realloc to 0x", text::hex(event.address),
+                      ", which is a live block already; the old block is counted as freed"),
             event);
     engine_.free(event.address, now);
   }
@@ -144,8 +141,8 @@ void GuestHeap::realloc(const GuestHeapEvent& event, std::uint64_t now) {
     }
     if (engine_.totals().live_blocks >= kMaxLiveBlocks) {
       problem(counts_.over_live_bound,
-              fmt::format("realloc to 0x{:x} past {} live blocks: not profiled", event.address,
-                          kMaxLiveBlocks),
+              text::cat("realloc to 0x", text::hex(event.address), " past ", kMaxLiveBlocks,
+                        " live blocks: not profiled"),
               event);
       return;
     }
@@ -172,8 +169,8 @@ std::string GuestHeap::where(std::span<const std::uint64_t> stack) const {
     return "(no stack)";
   }
   const std::optional<Symbol> symbol = symbolizer_ ? symbolizer_(stack[0]) : std::nullopt;
-  return symbol ? fmt::format("{}+0x{:x}", printable(symbol->name), symbol->offset)
-                : fmt::format("0x{:x}", stack[0]);
+  return symbol ? text::cat(printable(symbol->name), "+0x", text::hex(symbol->offset))
+                : text::cat("0x", text::hex(stack[0]));
 }
 
 HeapProfile GuestHeap::profile(std::uint64_t now, std::string command) const {
