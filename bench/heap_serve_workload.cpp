@@ -7,6 +7,7 @@
 //                                                   while the agent answers /v1/heap
 //   hotscope-heap-serve-workload self N             allocates, then times N profiles in each
 //                                                   format through hotscope::heap_profile
+#include <hotscope/control.hpp>
 #include <hotscope/hotscope.hpp>
 
 #include <chrono>
@@ -92,8 +93,8 @@ int main(int argc, char** argv) {
     for (int request = 1; request <= requests; ++request) {
       std::string out;
       const auto start = std::chrono::steady_clock::now();
-      if (const std::string problem = hotscope::heap_profile(format, out); !problem.empty()) {
-        std::fprintf(stderr, "%s\n", problem.c_str());
+      if (const hotscope::Result result = hotscope::heap_profile(format, out); !result) {
+        std::fprintf(stderr, "%s\n", result.problem().c_str());
         return 1;
       }
       std::printf("%s request %d: %.0f ms, %zu bytes\n",

@@ -13,18 +13,16 @@
 //   hotscope::Queue jobs{name};           a queue named at run time (interned once, here):
 //   jobs.push(id); jobs.pop(id);          the same records as the macros; jobs.set_capacity(n)
 //
-// and a few calls for the whole process (below): the heap profile on demand, the live agent.
+// The calls for the whole process (the heap profile on demand, the live agent) are in
+// <hotscope/control.hpp>.
 //
 // Unless HOTSCOPE_ENABLED is defined to 1 (the hotscope::hotscope CMake target does that when
 // the HOTSCOPE_ENABLE option is ON), every macro expands to nothing and no library is needed.
 #ifndef HOTSCOPE_HOTSCOPE_HPP
 #define HOTSCOPE_HOTSCOPE_HPP
 
+#include <hotscope/enabled.h>
 #include <hotscope/record.h>
-
-#ifndef HOTSCOPE_ENABLED
-#define HOTSCOPE_ENABLED 0
-#endif
 
 // Most distinct queue names hotscope::Queue keeps; later new names share one queue.
 #define HOTSCOPE_QUEUE_NAMES_MAX 1024
@@ -39,25 +37,6 @@
 #include <type_traits>
 
 namespace hotscope {
-
-// Heap profiling (docs/heap.md) runs in a program linked with the CMake target hotscope::heap
-// and started with HOTSCOPE_HEAP_MODE=full (every allocation) or sampled, or in any program
-// under `hotscope run --heap`.
-enum class HeapMode { NotLinked, Off, Full, Sampled };
-enum class HeapFormat { Dhat, Pprof }; // DHAT JSON (heap.json) or gzipped pprof (heap.pb.gz)
-
-HeapMode heap_mode() noexcept;
-// The heap profile as it is now. Returns "" with the profile in `out`, or one line saying why
-// there is none (and what enables it). Other threads wait only while the figures are copied.
-std::string heap_profile(HeapFormat format, std::string& out);
-// Writes DIR/heap.json and DIR/heap.pb.gz now, from one copy of the figures (DIR is created if
-// missing). Returns "" or one line naming what failed.
-std::string write_heap_profile(const std::string& dir);
-// Starts the live agent (docs/agent.md) if it does not run in this process yet, for programs
-// started with HOTSCOPE_AGENT=0, or again after the program closed the agent's descriptors.
-// Returns "" or the problems, one line each.
-std::string start_agent();
-
 namespace detail {
 
 // The literal queue macros keep their name by address for ever: a string literal, or a constant
@@ -391,21 +370,6 @@ private:
 #else // !HOTSCOPE_ENABLED: nothing is evaluated; sizeof keeps arguments "used" for -Wunused.
 
 namespace hotscope {
-namespace detail {
-inline constexpr const char* compiled_out = "hotscope is compiled out (HOTSCOPE_ENABLE=OFF)";
-} // namespace detail
-inline HeapMode heap_mode() noexcept {
-  return HeapMode::NotLinked;
-}
-inline std::string heap_profile(HeapFormat, std::string&) {
-  return detail::compiled_out;
-}
-inline std::string write_heap_profile(const std::string&) {
-  return detail::compiled_out;
-}
-inline std::string start_agent() {
-  return detail::compiled_out;
-}
 // Compiled out: nothing is kept and nothing is recorded. Always inlined, so even an unoptimised
 // build holds no hotscope symbol.
 class Queue {

@@ -6,7 +6,7 @@
 #include "text/text.hpp"
 #include "trace/trace.hpp"
 
-#include <hotscope/hotscope.hpp>
+#include <hotscope/control.hpp>
 
 #include <array>
 #include <atomic>
@@ -272,10 +272,10 @@ Response heap(bool pprof) {
     return error_response(501, reason);
   }
   std::string profile;
-  if (std::string problem =
+  if (const Result result =
           hotscope::heap_profile(pprof ? HeapFormat::Pprof : HeapFormat::Dhat, profile);
-      !problem.empty()) {
-    return error_response(500, problem);
+      !result) {
+    return error_response(500, result.problem());
   }
   return Response{200, pprof ? kBinary : kJson, std::move(profile), ""};
 }

@@ -2,7 +2,7 @@
 
 #include "atomic_file/atomic_file.hpp"
 
-#include <hotscope/hotscope.hpp>
+#include <hotscope/control.hpp>
 
 #include <filesystem>
 #include <utility>
@@ -132,7 +132,7 @@ std::string unavailable_reason() {
 
 } // namespace hotscope::heap_link
 
-// ---- The public heap calls of hotscope.hpp ----
+// ---- The public heap calls of control.hpp ----
 
 hotscope::HeapMode hotscope::heap_mode() noexcept {
   if (hotscope_heap_mode == nullptr) {
@@ -148,30 +148,31 @@ hotscope::HeapMode hotscope::heap_mode() noexcept {
   }
 }
 
-std::string hotscope::heap_profile(HeapFormat format, std::string& out) {
+hotscope::Result hotscope::heap_profile(HeapFormat format, std::string& out) {
   const bool pprof = format == HeapFormat::Pprof;
   heap_link::HeapOutputs outputs =
       heap_link::take_profile(pprof ? HOTSCOPE_HEAP_PPROF : HOTSCOPE_HEAP_DHAT);
-  if (outputs.error.empty()) {
-    out = std::move(pprof ? outputs.pprof : outputs.dhat);
+  if (!outputs.error.empty()) {
+    return Result::failure(std::move(outputs.error));
   }
-  return outputs.error;
+  out = std::move(pprof ? outputs.pprof : outputs.dhat);
+  return {};
 }
 
-std::string hotscope::write_heap_profile(const std::string& dir) {
+hotscope::Result hotscope::write_heap_profile(const std::string& dir) {
   const heap_link::ProfilerSection section; // the copies here are the profiler's own
   heap_link::HeapOutputs outputs =
       heap_link::take_profile(HOTSCOPE_HEAP_DHAT | HOTSCOPE_HEAP_PPROF);
   if (!outputs.error.empty()) {
-    return outputs.error;
+    return Result::failure(std::move(outputs.error));
   }
   for (const auto& [name, bytes] :
        {std::pair{"heap.json", &outputs.dhat}, std::pair{"heap.pb.gz", &outputs.pprof}}) {
     const std::string path = (std::filesystem::path(dir) / name).string();
     if (const std::string reason = atomic_file::write_creating_directory(path, *bytes);
         !reason.empty()) {
-      return "cannot write " + path + ": " + reason;
+      return Result::failure("cannot write " + path + ": " + reason);
     }
   }
-  return "";
+  return {};
 }

@@ -9,6 +9,7 @@
 #include "agent/agent.hpp"
 #endif
 
+#include <hotscope/control.hpp>
 #include <hotscope/hotscope.hpp>
 
 #include <cstdio>
@@ -160,16 +161,16 @@ hotscope::detail::Ring* hotscope::detail::register_thread() noexcept {
   return trace::register_current_thread();
 }
 
-std::string hotscope::start_agent() {
+hotscope::Result hotscope::start_agent() {
   const config::Config& config = runtime::ensure_started();
   const hotscope::heap_link::ProfilerSection section;
   const std::lock_guard lock(runtime::state().agent_mutex);
   if (runtime::agent_running()) {
-    return "";
+    return {};
   }
   std::string problems;
   for (const std::string& problem : runtime::start_agent_once(config)) {
     problems += (problems.empty() ? "" : "\n") + problem;
   }
-  return problems;
+  return problems.empty() ? Result{} : Result::failure(std::move(problems));
 }

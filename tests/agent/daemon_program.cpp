@@ -4,6 +4,7 @@
 // returns from main. It writes a line to each of its files in every phase, and two markers for
 // the test: <dir>/stopped ("<CPU seconds of the 1.5 s> <1 if the agent's socket file remained>")
 // and <dir>/restarted (what start_agent() returned).
+#include <hotscope/control.hpp>
 #include <hotscope/hotscope.hpp>
 
 #include <fcntl.h>
@@ -82,7 +83,7 @@ int main(int argc, char** argv) {
   const double cpu = cpu_seconds() - cpu_before;
   write_line(files, "during\n");
   write_marker(dir + "/stopped", std::to_string(cpu) + " " + (exists(socket) ? "1" : "0"));
-  write_marker(dir + "/restarted", hotscope::start_agent());
+  write_marker(dir + "/restarted", hotscope::start_agent().problem());
   wait_for(dir + "/exit");
   write_line(files, "after\n");
   return 0;

@@ -12,6 +12,7 @@
 #include "support/forks.hpp"
 #include "support/own_signal.hpp"
 
+#include <hotscope/control.hpp>
 #include <hotscope/hotscope.hpp>
 
 #include <algorithm>
@@ -171,7 +172,7 @@ int main(int argc, char** argv) {
   }
   if (argc > 1 && std::strcmp(argv[1], "agent-forks") == 0) {
     return hotscope::test_support::fork_while_busy(
-        30, [] { hotscope::start_agent(); }, record_in_a_child);
+        30, [] { static_cast<void>(hotscope::start_agent()); }, record_in_a_child);
   }
   return 0;
 }

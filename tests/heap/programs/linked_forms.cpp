@@ -6,6 +6,7 @@
 //   linked_forms retain DIR  starts the agent (the library call, twice), keeps 10 blocks of 1000
 //                            bytes, frees 5 of 500, writes DIR/ready and waits for DIR/stop (the
 //                            test resets and asks the agent meanwhile)
+#include <hotscope/control.hpp>
 #include <hotscope/hotscope.hpp>
 
 #include <malloc.h>
@@ -159,10 +160,11 @@ int main(int argc, char** argv) {
     form_aligned_c();
     form_strdup();
     std::printf("mode=%s\n", mode_name(hotscope::heap_mode()));
-    const std::string written = hotscope::write_heap_profile(dir.string());
-    std::printf("write_heap_profile: %s\n", written.empty() ? "ok" : written.c_str());
+    const hotscope::Result written = hotscope::write_heap_profile(dir.string());
+    std::printf("write_heap_profile: %s\n", written ? "ok" : written.problem().c_str());
     std::string pprof;
-    const std::string problem = hotscope::heap_profile(hotscope::HeapFormat::Pprof, pprof);
+    const std::string problem =
+        hotscope::heap_profile(hotscope::HeapFormat::Pprof, pprof).problem();
     const bool gzip = pprof.size() > 2 && static_cast<unsigned char>(pprof[0]) == 0x1f &&
                       static_cast<unsigned char>(pprof[1]) == 0x8b;
     std::printf("heap_profile: %s\n",
@@ -170,8 +172,8 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (what == "retain") {
-    const std::string started = hotscope::start_agent();
-    const std::string again = hotscope::start_agent(); // already running: nothing to do
+    const std::string started = hotscope::start_agent().problem();
+    const std::string again = hotscope::start_agent().problem(); // running: nothing to do
     std::printf("start_agent: %s, again: %s\n", started.empty() ? "ok" : started.c_str(),
                 again.empty() ? "ok" : again.c_str());
     std::fflush(stdout);

@@ -5,6 +5,7 @@
 // DIR/loaded after dlopen of LIBRARY_A and a call of its allocating function, then DIR/reloaded
 // after dlclose of it, dlopen of LIBRARY_B and a call of its. Prints nothing; a failure is one
 // line on stderr and exit status 1.
+#include <hotscope/control.hpp>
 #include <hotscope/hotscope.hpp>
 
 #include <dlfcn.h>
@@ -39,8 +40,8 @@ __attribute__((noinline)) void frees_a_block() {
 }
 
 void profile(const std::string& dir) {
-  if (const std::string problem = hotscope::write_heap_profile(dir); !problem.empty()) {
-    std::fprintf(stderr, "%s\n", problem.c_str());
+  if (const hotscope::Result result = hotscope::write_heap_profile(dir); !result) {
+    std::fprintf(stderr, "%s\n", result.problem().c_str());
     std::exit(1);
   }
 }

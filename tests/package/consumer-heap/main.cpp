@@ -1,6 +1,7 @@
 // A program using the linked-in heap profiler (hotscope::heap, libhotscope-heap.so) the way an
 // outside project would. Run with HOTSCOPE_HEAP_MODE=full and HOTSCOPE_OUT set; the test script
 // then finds consumer_heap_site's two blocks in the heap.json written at exit (common.cmake).
+#include <hotscope/control.hpp>
 #include <hotscope/hotscope.hpp>
 
 #include <dlfcn.h>
@@ -51,10 +52,10 @@ int main() {
   consumer_heap_site();
   // The library call sees the blocks too.
   std::string profile;
-  const std::string error = hotscope::heap_profile(hotscope::HeapFormat::Dhat, profile);
-  if (!error.empty() || profile.find("consumer_heap_site") == std::string::npos) {
+  const hotscope::Result result = hotscope::heap_profile(hotscope::HeapFormat::Dhat, profile);
+  if (!result || profile.find("consumer_heap_site") == std::string::npos) {
     std::fprintf(stderr, "hotscope::heap_profile: no consumer_heap_site in the profile (%s)\n",
-                 error.c_str());
+                 result.problem().c_str());
     return 1;
   }
   std::printf("heap consumer ok (hotscope::heap_mode() is Full)\n");

@@ -1,4 +1,5 @@
 // A minimal program using hotscope the way an outside project would.
+#include <hotscope/control.hpp>
 #include <hotscope/hotscope.hpp>
 
 #include <cstdio>
@@ -23,6 +24,13 @@ int main() {
   }
   HOTSCOPE_MESSAGE("done");
   HOTSCOPE_MESSAGE("total " + std::to_string(total));
+  // The calls for the whole process link in either build; compiled out, they say so.
+  const hotscope::Result agent = hotscope::start_agent();
+  if (HOTSCOPE_ENABLED == 0 &&
+      (agent || agent.problem().find("compiled out") == std::string::npos)) {
+    std::fprintf(stderr, "start_agent() did not say hotscope is compiled out\n");
+    return 1;
+  }
   std::printf("consumer ok (HOTSCOPE_ENABLED=%d, total=%ld)\n", HOTSCOPE_ENABLED, total);
   return total == 20 * 144 ? 0 : 1;
 }
