@@ -3,6 +3,7 @@
 # library names no symbol of their namespaces, and `pkg-config --print-requires
 # --print-requires-private hotscope` lists none of their packages.
 include(${CMAKE_CURRENT_LIST_DIR}/common.cmake)
+cmake_policy(VERSION 3.20) # IN_LIST; empty list elements kept (one per nm line)
 
 # One entry per forbidden library: "<namespace prefix of its demangled symbols>=<pkg-config name>".
 set(FORBIDDEN
@@ -40,17 +41,19 @@ execute_process(COMMAND ${PKG_CONFIG} --print-requires --print-requires-private 
 # One package name per list element ("fmt >= 9" keeps its name first).
 string(REGEX REPLACE "[ \t]*[<>=!]+[ \t]*[^ \t\n]+" "" requires "${requires}")
 string(REGEX REPLACE "[ \t\n,]+" ";" requires "${requires}")
+list(FILTER requires EXCLUDE REGEX "^$")
 
 set(problems "")
 foreach(entry IN LISTS FORBIDDEN)
   string(REPLACE "=" ";" entry "${entry}")
   list(GET entry 0 namespace)
   list(GET entry 1 package)
-  string(REPLACE "." "\\." pattern "${namespace}")
+  # The namespace at the start of a name, or inside one ("typeinfo for ...", template arguments).
   set(found ${undefined})
-  list(FILTER found INCLUDE REGEX "[ (<,*&]${pattern}|^[^ ]*[ \t]+U[ \t]+${pattern}")
+  list(FILTER found INCLUDE REGEX "[ (<,*&]${namespace}")
   if(found)
     list(GET found 0 first)
+    string(STRIP "${first}" first)
     list(LENGTH found count)
     list(APPEND problems "${library} needs ${count} symbols of ${namespace}, such as: ${first}")
   endif()
