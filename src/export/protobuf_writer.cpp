@@ -2,7 +2,8 @@
 // format") lists them.
 #include "export/protobuf_writer.hpp"
 
-#include <array>
+#include <algorithm>
+#include <cstring>
 
 namespace hotscope::exporters::pprof {
 namespace {
@@ -53,15 +54,25 @@ void write_value_type(WireBuffer& out, std::uint32_t field, const ValueType& typ
 
 } // namespace
 
+void WireBuffer::grow(std::size_t bytes) {
+  const std::size_t capacity = std::max({capacity_ * 2, size_ + bytes, std::size_t{256}});
+  auto data = std::make_unique_for_overwrite<std::uint8_t[]>(capacity);
+  if (size_ > 0) {
+    std::memcpy(data.get(), data_.get(), size_);
+  }
+  data_ = std::move(data);
+  capacity_ = capacity;
+}
+
 void WireBuffer::varint(std::uint64_t value) {
-  std::array<std::uint8_t, 10> encoded{};
-  std::size_t size = 0;
+  make_room(10);
+  std::uint8_t* out = data_.get() + size_;
   while (value >= 0x80) {
-    encoded[size++] = static_cast<std::uint8_t>(value | 0x80);
+    *out++ = static_cast<std::uint8_t>(value | 0x80);
     value >>= 7;
   }
-  encoded[size++] = static_cast<std::uint8_t>(value);
-  bytes_.insert(bytes_.end(), encoded.begin(), encoded.begin() + static_cast<std::ptrdiff_t>(size));
+  *out++ = static_cast<std::uint8_t>(value);
+  size_ = static_cast<std::size_t>(out - data_.get());
 }
 
 void WireBuffer::varint_field(std::uint32_t field, std::uint64_t value) {
@@ -74,7 +85,11 @@ void WireBuffer::varint_field(std::uint32_t field, std::uint64_t value) {
 void WireBuffer::bytes_field(std::uint32_t field, std::string_view bytes) {
   varint(tag(field, kLengthDelimited));
   varint(bytes.size());
-  bytes_.insert(bytes_.end(), bytes.begin(), bytes.end());
+  make_room(bytes.size());
+  if (!bytes.empty()) {
+    std::memcpy(data_.get() + size_, bytes.data(), bytes.size());
+  }
+  size_ += bytes.size();
 }
 
 void WireBuffer::packed_field(std::uint32_t field, std::span<const std::uint64_t> values) {
@@ -96,27 +111,34 @@ void WireBuffer::packed_field(std::uint32_t field, std::span<const std::uint64_t
 // its bytes up to make room for the longer length.
 std::size_t WireBuffer::open(std::uint32_t field) {
   varint(tag(field, kLengthDelimited));
-  bytes_.push_back(0);
-  return bytes_.size();
+  make_room(1);
+  data_[size_++] = 0;
+  return size_;
 }
 
 void WireBuffer::close(std::size_t start) {
-  const std::size_t length = bytes_.size() - start;
-  const std::size_t length_size = varint_size(length);
-  if (length_size > 1) {
-    bytes_.insert(bytes_.begin() + static_cast<std::ptrdiff_t>(start), length_size - 1, 0);
+  const std::size_t length = size_ - start;
+  const std::size_t extra = varint_size(length) - 1;
+  if (extra > 0) {
+    make_room(extra);
+    std::memmove(data_.get() + start + extra, data_.get() + start, length);
+    size_ += extra;
   }
   std::uint64_t value = length;
-  std::size_t at = start - 1;
+  std::uint8_t* out = data_.get() + start - 1;
   while (value >= 0x80) {
-    bytes_[at++] = static_cast<std::uint8_t>(value | 0x80);
+    *out++ = static_cast<std::uint8_t>(value | 0x80);
     value >>= 7;
   }
-  bytes_[at] = static_cast<std::uint8_t>(value);
+  *out = static_cast<std::uint8_t>(value);
 }
 
 void WireBuffer::append(const WireBuffer& other) {
-  bytes_.insert(bytes_.end(), other.bytes_.begin(), other.bytes_.end());
+  make_room(other.size_);
+  if (other.size_ > 0) {
+    std::memcpy(data_.get() + size_, other.data_.get(), other.size_);
+  }
+  size_ += other.size_;
 }
 
 void ProfileWriter::sample_type(const ValueType& type) {
