@@ -63,11 +63,11 @@ if(HOTSCOPE_ENABLE)
     # Only a static archive is installed, so plain `pkg-config --libs` must already list what it
     # needs; the .private fields would only be read with --static.
     set(HOTSCOPE_PC_LIBS "-L\${libdir} -lhotscope -pthread")
-    set(HOTSCOPE_PC_REQUIRES "prometheus-cpp-core protobuf-lite libdeflate")
+    set(HOTSCOPE_PC_REQUIRES "libdeflate")
   else()
     set(HOTSCOPE_PC_LIBS "-L\${libdir} -lhotscope")
     set(HOTSCOPE_PC_LIBS_PRIVATE "-pthread")
-    set(HOTSCOPE_PC_REQUIRES_PRIVATE "prometheus-cpp-core protobuf-lite libdeflate")
+    set(HOTSCOPE_PC_REQUIRES_PRIVATE "libdeflate")
   endif()
 endif()
 # hotscope_install_pkg_config(<name>): cmake/<name>.pc.in, with the variables above, installed as

@@ -1,19 +1,17 @@
-// Prometheus text exposition 0.0.4 (docs/agent.md, "Prometheus metrics"), serialized by
-// prometheus-cpp's TextSerializer from metric families built here. Every series appears once:
-// entries that share their labels (template instantiations shortened to one name, threads that
-// share a name) are added up.
+// Prometheus text exposition 0.0.4 (docs/agent.md, "Prometheus metrics"): metric families built
+// here, written by prometheus_text.hpp. Every series appears once: entries that share their
+// labels (template instantiations shortened to one name, threads that share a name) are added
+// up.
 #include "export/export.hpp"
 
-#include <fmt/format.h>
-#include <prometheus/metric_family.h>
-#include <prometheus/text_serializer.h>
+#include "export/prometheus_text.hpp"
 
 #include <array>
 #include <cstdint>
 #include <filesystem>
-#include <limits>
 #include <map>
 #include <ostream>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -22,56 +20,17 @@
 namespace hotscope::exporters {
 namespace {
 
-using prometheus::ClientMetric;
-using prometheus::MetricFamily;
-using prometheus::MetricType;
-using Labels = std::vector<ClientMetric::Label>;
+using prometheus_text::Histogram;
+using prometheus_text::Labels;
+using prometheus_text::Metric;
+using prometheus_text::MetricFamily;
+using prometheus_text::MetricType;
 
-// Copies `text`, replacing each invalid UTF-8 sequence with U+FFFD: the exposition is UTF-8.
-std::string valid_utf8(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  std::size_t i = 0;
-  while (i < text.size()) {
-    const auto byte = static_cast<unsigned char>(text[i]);
-    std::size_t length = 0;
-    std::uint32_t minimum = 0;
-    if (byte < 0x80) {
-      length = 1;
-    } else if ((byte & 0xE0) == 0xC0) {
-      length = 2;
-      minimum = 0x80;
-    } else if ((byte & 0xF0) == 0xE0) {
-      length = 3;
-      minimum = 0x800;
-    } else if ((byte & 0xF8) == 0xF0) {
-      length = 4;
-      minimum = 0x10000;
-    }
-    bool valid = length > 0 && i + length <= text.size();
-    std::uint32_t code = length == 1 ? byte : byte & (0x7F >> length);
-    for (std::size_t k = 1; valid && k < length; ++k) {
-      const auto next = static_cast<unsigned char>(text[i + k]);
-      valid = (next & 0xC0) == 0x80;
-      code = (code << 6) | (next & 0x3F);
-    }
-    valid = valid && code >= minimum && code <= 0x10FFFF && (code < 0xD800 || code > 0xDFFF);
-    if (valid) {
-      out.append(text.substr(i, length));
-      i += length;
-    } else {
-      out += "\xEF\xBF\xBD";
-      ++i;
-    }
-  }
-  return out;
-}
-
-// The exposition is UTF-8 and prometheus-cpp escapes label values but does not check them.
+// The exposition is UTF-8: label values are made valid before series are told apart by them.
 Labels labels(std::initializer_list<std::pair<const char*, std::string_view>> pairs) {
   Labels out;
   for (const auto& [name, value] : pairs) {
-    out.push_back({name, valid_utf8(value)});
+    out.push_back({name, prometheus_text::valid_utf8(value)});
   }
   return out;
 }
@@ -81,22 +40,22 @@ MetricFamily& family(std::vector<MetricFamily>& families, std::string name, std:
   return families.emplace_back(MetricFamily{std::move(name), std::move(help), type, {}});
 }
 
-ClientMetric& sample(MetricFamily& family, Labels labels = {}) {
-  ClientMetric& metric = family.metric.emplace_back();
-  metric.label = std::move(labels);
+Metric& sample(MetricFamily& family, Labels labels = {}) {
+  Metric& metric = family.metrics.emplace_back();
+  metric.labels = std::move(labels);
   return metric;
 }
 
 void add_gauge(std::vector<MetricFamily>& families, std::string name, std::string help,
                double value, Labels labels = {}) {
   sample(family(families, std::move(name), std::move(help), MetricType::Gauge), std::move(labels))
-      .gauge.value = value;
+      .value = value;
 }
 
 void add_counter(std::vector<MetricFamily>& families, std::string name, std::string help,
                  double value, Labels labels = {}) {
   sample(family(families, std::move(name), std::move(help), MetricType::Counter), std::move(labels))
-      .counter.value = value;
+      .value = value;
 }
 
 // Threads are labelled by name: a thread id would make a new series on every restart.
@@ -106,6 +65,24 @@ std::string thread_name(const ThreadInfo& thread) {
 
 double seconds(std::uint64_t ns) {
   return static_cast<double>(ns) / 1e9;
+}
+
+// A duration histogram with the functions' fixed buckets: how many of `calls` took at most each
+// bucket's bound.
+Histogram histogram_of(std::uint64_t calls, std::uint64_t total_ns,
+                       std::span<const std::uint64_t> at_most_bucket) {
+  Histogram histogram;
+  histogram.count = calls;
+  histogram.sum = seconds(total_ns);
+  for (std::size_t i = 0; i < kDurationBucketsNs.size(); ++i) {
+    const std::uint64_t at_most = i < at_most_bucket.size() ? at_most_bucket[i] : 0;
+    histogram.buckets.push_back({seconds(kDurationBucketsNs[i]), at_most});
+  }
+  return histogram;
+}
+
+Histogram histogram_of(const DurationStats& durations) {
+  return histogram_of(durations.calls, durations.total_ns, durations.at_most_bucket);
 }
 
 // A function's series: its name, the source file's base name (an absolute build path would differ
@@ -145,13 +122,13 @@ void add_functions(const Snapshot& snapshot, std::vector<MetricFamily>& families
   MetricFamily& calls = family(families, "hotscope_function_calls_total",
                                "Completed calls of a scope.", MetricType::Counter);
   for (const auto& [key, series] : functions) {
-    sample(calls, key).counter.value = static_cast<double>(series.calls);
+    sample(calls, key).value = static_cast<double>(series.calls);
   }
   MetricFamily& self =
       family(families, "hotscope_function_self_seconds_total",
              "Time inside a scope but not inside its child scopes.", MetricType::Counter);
   for (const auto& [key, series] : functions) {
-    sample(self, key).counter.value = seconds(series.self_ns);
+    sample(self, key).value = seconds(series.self_ns);
   }
   MetricFamily& duration =
       family(families, "hotscope_function_duration_seconds",
@@ -159,13 +136,8 @@ void add_functions(const Snapshot& snapshot, std::vector<MetricFamily>& families
              "fixed buckets in every process.",
              MetricType::Histogram);
   for (const auto& [key, series] : functions) {
-    ClientMetric::Histogram& histogram = sample(duration, key).histogram;
-    histogram.sample_count = series.calls;
-    histogram.sample_sum = seconds(series.total_ns);
-    for (std::size_t i = 0; i < kDurationBucketsNs.size(); ++i) {
-      histogram.bucket.push_back({series.at_most_bucket[i], seconds(kDurationBucketsNs[i])});
-    }
-    histogram.bucket.push_back({series.calls, std::numeric_limits<double>::infinity()});
+    sample(duration, key).histogram =
+        histogram_of(series.calls, series.total_ns, series.at_most_bucket);
   }
 
   // Allocation figures only for programs that record allocations, like the table's columns.
@@ -177,24 +149,25 @@ void add_functions(const Snapshot& snapshot, std::vector<MetricFamily>& families
       {"blocks", &AllocationCounts::blocks},
   };
   for (const auto& [unit, field] : units) {
-    add_counter(families, fmt::format("hotscope_allocated_{}_total", unit),
-                fmt::format("Heap {} allocated by the measured threads in this window.", unit),
+    add_counter(families, std::string("hotscope_allocated_") + unit + "_total",
+                std::string("Heap ") + unit + " allocated by the measured threads in this window.",
                 static_cast<double>(snapshot.allocations.all.*field));
   }
   for (const auto& [unit, field] : units) {
     MetricFamily& exclusive =
-        family(families, fmt::format("hotscope_function_self_allocated_{}_total", unit),
-               fmt::format("Heap {} allocated while a scope was the innermost one.", unit),
+        family(families, std::string("hotscope_function_self_allocated_") + unit + "_total",
+               std::string("Heap ") + unit + " allocated while a scope was the innermost one.",
                MetricType::Counter);
     for (const auto& [key, series] : functions) {
-      sample(exclusive, key).counter.value = static_cast<double>(series.allocated_self.*field);
+      sample(exclusive, key).value = static_cast<double>(series.allocated_self.*field);
     }
-    MetricFamily& inclusive = family(
-        families, fmt::format("hotscope_function_allocated_{}_total", unit),
-        fmt::format("Heap {} allocated while a scope was open, its child scopes included.", unit),
-        MetricType::Counter);
+    MetricFamily& inclusive =
+        family(families, std::string("hotscope_function_allocated_") + unit + "_total",
+               std::string("Heap ") + unit +
+                   " allocated while a scope was open, its child scopes included.",
+               MetricType::Counter);
     for (const auto& [key, series] : functions) {
-      sample(inclusive, key).counter.value = static_cast<double>(series.allocated_total.*field);
+      sample(inclusive, key).value = static_cast<double>(series.allocated_total.*field);
     }
   }
 }
@@ -220,25 +193,10 @@ void add_heap_figures(const HeapFigures& heap, std::vector<MetricFamily>& famili
        "Heap blocks live at the peak of live bytes.", heap.peak_blocks},
   };
   for (const auto& s : series) {
-    ClientMetric& metric =
+    Metric& metric =
         sample(family(families, s.name, s.help, s.type), labels({{"mode", heap.mode}}));
-    (s.type == MetricType::Counter ? metric.counter.value : metric.gauge.value) =
-        static_cast<double>(s.value);
+    metric.value = static_cast<double>(s.value);
   }
-}
-
-// A duration histogram with the functions' fixed buckets.
-ClientMetric::Histogram histogram_of(const DurationStats& durations) {
-  ClientMetric::Histogram histogram;
-  histogram.sample_count = durations.calls;
-  histogram.sample_sum = seconds(durations.total_ns);
-  for (std::size_t i = 0; i < kDurationBucketsNs.size(); ++i) {
-    const std::uint64_t at_most =
-        i < durations.at_most_bucket.size() ? durations.at_most_bucket[i] : 0;
-    histogram.bucket.push_back({at_most, seconds(kDurationBucketsNs[i])});
-  }
-  histogram.bucket.push_back({durations.calls, std::numeric_limits<double>::infinity()});
-  return histogram;
 }
 
 // Queues are one per name already: no series to merge. Time in the queue is a histogram with the
@@ -266,9 +224,8 @@ void add_queues(const std::vector<QueueStats>& queues, std::vector<MetricFamily>
   for (const auto& s : series) {
     MetricFamily& metrics = family(families, s.name, s.help, s.type);
     for (const QueueStats& queue : queues) {
-      ClientMetric& metric = sample(metrics, labels({{"queue", queue.name}}));
-      (s.type == MetricType::Counter ? metric.counter.value : metric.gauge.value) =
-          static_cast<double>(queue.*s.value);
+      Metric& metric = sample(metrics, labels({{"queue", queue.name}}));
+      metric.value = static_cast<double>(queue.*s.value);
     }
   }
   MetricFamily& wait =
@@ -311,9 +268,8 @@ void add_tasks(const std::vector<TaskStats>& tasks, std::vector<MetricFamily>& f
   for (const auto& s : series) {
     MetricFamily& metrics = family(families, s.name, s.help, s.type);
     for (const TaskStats& task : tasks) {
-      ClientMetric& metric = sample(metrics, task_labels(task));
-      (s.type == MetricType::Counter ? metric.counter.value : metric.gauge.value) =
-          static_cast<double>(task.*s.value);
+      Metric& metric = sample(metrics, task_labels(task));
+      metric.value = static_cast<double>(task.*s.value);
     }
   }
   const struct {
@@ -355,8 +311,8 @@ void add_process_figures(const Snapshot& snapshot, std::vector<MetricFamily>& fa
       {"dropped", &RecordCounts::dropped},
   };
   for (const auto& [what, field] : records) {
-    add_counter(families, fmt::format("hotscope_records_{}_total", what),
-                fmt::format("Records {} by the measured threads in this window.", what),
+    add_counter(families, std::string("hotscope_records_") + what + "_total",
+                std::string("Records ") + what + " by the measured threads in this window.",
                 static_cast<double>(snapshot.records.*field));
   }
 }
@@ -373,7 +329,7 @@ void add_thread_figures(const std::vector<ThreadInfo>& threads,
              "Records the full rings of the threads of this name refused in this window.",
              MetricType::Counter);
   for (const auto& [key, dropped] : thread_drops) {
-    sample(drops, key).counter.value = static_cast<double>(dropped);
+    sample(drops, key).value = static_cast<double>(dropped);
   }
   // Live threads only: an ended thread's CPU time can no longer be read.
   std::map<Labels, std::uint64_t> thread_cpu;
@@ -392,7 +348,7 @@ void add_thread_figures(const std::vector<ThreadInfo>& threads,
                              "user or system mode.",
                              MetricType::Counter);
   for (const auto& [key, ns] : thread_cpu) {
-    sample(cpu, key).counter.value = seconds(ns);
+    sample(cpu, key).value = seconds(ns);
   }
 }
 
@@ -411,7 +367,7 @@ void add_profiler_figures(const Snapshot& snapshot, std::vector<MetricFamily>& f
       {"statistics", snapshot.memory.statistics},
   };
   for (const auto& [part, bytes] : parts) {
-    sample(memory, labels({{"part", part}})).gauge.value = static_cast<double>(bytes);
+    sample(memory, labels({{"part", part}})).value = static_cast<double>(bytes);
   }
 }
 
@@ -429,7 +385,7 @@ void add_counters(const std::vector<CounterStats>& series, std::vector<MetricFam
   MetricFamily& last = family(families, "hotscope_series_last_value",
                               "Last value of a HOTSCOPE_COUNTER series.", MetricType::Gauge);
   for (const auto& [key, counter] : counters) {
-    sample(last, key).gauge.value = static_cast<double>(counter->last);
+    sample(last, key).value = static_cast<double>(counter->last);
   }
 }
 
@@ -447,7 +403,8 @@ void write_prometheus(const Snapshot& snapshot, std::ostream& out) {
   add_counters(snapshot.counters, families);
   add_queues(snapshot.queues, families);
   add_tasks(snapshot.tasks, families);
-  prometheus::TextSerializer().Serialize(out, families);
+  const std::string text = prometheus_text::exposition(families);
+  out.write(text.data(), static_cast<std::streamsize>(text.size()));
 }
 
 } // namespace hotscope::exporters

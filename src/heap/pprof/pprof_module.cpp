@@ -1,8 +1,7 @@
 // libhotscope-pprof.so: the pprof writer for the heap libraries, loaded by them (dlopen) only
-// when a profile is written. libprotobuf-lite exists here only as a shared library (its static
-// copy uses local-exec TLS, which a shared object cannot), and that brings the shared C++
-// runtime: linked into the preload library, it would be loaded, and its start-up allocations
-// counted, in every C program. Loaded inside the profiler, it changes nothing the profile shows.
+// when a profile is written. The writer is libhotscope's exporter code, which the heap libraries
+// do not link; loaded late, it and libdeflate enter the process only for the report, after the
+// program's own allocations (docs/heap.md, "pprof output").
 #include "export/export.hpp"
 
 #include <sstream>
