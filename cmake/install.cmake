@@ -11,7 +11,6 @@ endif()
 include(CMakePackageConfigHelpers)
 
 set(HOTSCOPE_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/hotscope)
-get_target_property(HOTSCOPE_LIBRARY_TYPE hotscope TYPE)
 
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/hotscope
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
@@ -22,13 +21,10 @@ install(TARGETS hotscope hotscope_asio EXPORT hotscopeTargets
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(EXPORT hotscopeTargets NAMESPACE hotscope:: DESTINATION ${HOTSCOPE_INSTALL_CMAKEDIR})
 
-# A static library hands its private link dependencies to every consumer: the package config
-# must find them before importing hotscope::hotscope (a shared one keeps them to itself).
-if(HOTSCOPE_LIBRARY_TYPE STREQUAL "STATIC_LIBRARY")
-  set(HOTSCOPE_CONFIG_LINK_DEPENDENCIES TRUE)
-else()
-  set(HOTSCOPE_CONFIG_LINK_DEPENDENCIES FALSE)
-endif()
+# libhotscope is a static archive whatever BUILD_SHARED_LIBS says (src/CMakeLists.txt), so it
+# hands its private link dependencies to every consumer: the package config must find them before
+# importing hotscope::hotscope. Compiled out, hotscope::hotscope is the headers only.
+set(HOTSCOPE_CONFIG_LINK_DEPENDENCIES ${HOTSCOPE_ENABLE})
 configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/hotscopeConfig.cmake.in
   ${PROJECT_BINARY_DIR}/hotscopeConfig.cmake
   INSTALL_DESTINATION ${HOTSCOPE_INSTALL_CMAKEDIR})
@@ -54,21 +50,13 @@ else()
 endif()
 set(HOTSCOPE_PC_CFLAGS "")
 set(HOTSCOPE_PC_LIBS "")
-set(HOTSCOPE_PC_LIBS_PRIVATE "")
 set(HOTSCOPE_PC_REQUIRES "")
-set(HOTSCOPE_PC_REQUIRES_PRIVATE "")
 if(HOTSCOPE_ENABLE)
   set(HOTSCOPE_PC_CFLAGS " -DHOTSCOPE_ENABLED=1")
-  if(HOTSCOPE_CONFIG_LINK_DEPENDENCIES)
-    # Only a static archive is installed, so plain `pkg-config --libs` must already list what it
-    # needs; the .private fields would only be read with --static.
-    set(HOTSCOPE_PC_LIBS "-L\${libdir} -lhotscope -pthread")
-    set(HOTSCOPE_PC_REQUIRES "libdeflate")
-  else()
-    set(HOTSCOPE_PC_LIBS "-L\${libdir} -lhotscope")
-    set(HOTSCOPE_PC_LIBS_PRIVATE "-pthread")
-    set(HOTSCOPE_PC_REQUIRES_PRIVATE "libdeflate")
-  endif()
+  # Only a static archive is installed, so plain `pkg-config --libs` must already list what it
+  # needs; the .private fields would only be read with --static.
+  set(HOTSCOPE_PC_LIBS "-L\${libdir} -lhotscope -pthread")
+  set(HOTSCOPE_PC_REQUIRES "libdeflate")
 endif()
 # hotscope_install_pkg_config(<name>): cmake/<name>.pc.in, with the variables above, installed as
 # <name>.pc. hotscope-heap.pc is added by src/CMakeLists.txt when libhotscope-heap.so is built.

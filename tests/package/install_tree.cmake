@@ -15,9 +15,13 @@ foreach(file include/hotscope/hotscope.hpp include/hotscope/record.h
     message(FATAL_ERROR "not installed: ${file}")
   endif()
 endforeach()
-if(EXPECT_ENABLED AND NOT EXISTS ${PREFIX}/${LIBDIR}/libhotscope.a
-    AND NOT EXISTS ${PREFIX}/${LIBDIR}/libhotscope.so)
-  message(FATAL_ERROR "libhotscope not installed in ${PREFIX}/${LIBDIR}")
+# libhotscope is a static archive whatever BUILD_SHARED_LIBS said.
+if(EXPECT_ENABLED AND NOT EXISTS ${PREFIX}/${LIBDIR}/libhotscope.a)
+  message(FATAL_ERROR "libhotscope.a not installed in ${PREFIX}/${LIBDIR}")
+endif()
+if(EXISTS ${PREFIX}/${LIBDIR}/libhotscope.so)
+  message(FATAL_ERROR "a shared libhotscope was installed: its start-up code would run in every "
+    "program hotscope run --heap starts")
 endif()
 if(EXPECT_HEAP)
   foreach(file libhotscope-heap.so libhotscope-pprof.so pkgconfig/hotscope-heap.pc)
