@@ -70,6 +70,13 @@ TEST(RecordKinds, SlicesOpenAndCloseAsTheirEvents) {
             opens);
   EXPECT_EQ(kinds_where([](const RecordKind& row) { return row.slice == SliceEffect::Closes; }),
             closes);
+  // The aggregator makes an event of these, reading its kind from the row.
+  const std::set<std::uint32_t> events{
+      HOTSCOPE_RECORD_BEGIN,          HOTSCOPE_RECORD_END,         HOTSCOPE_RECORD_MESSAGE_STATIC,
+      HOTSCOPE_RECORD_MESSAGE_INLINE, HOTSCOPE_RECORD_COUNTER,     HOTSCOPE_RECORD_QUEUE_PUSH,
+      HOTSCOPE_RECORD_QUEUE_POP,      HOTSCOPE_RECORD_TASK_RESUME, HOTSCOPE_RECORD_TASK_SUSPEND,
+      HOTSCOPE_RECORD_TASK_COMPLETE};
+  EXPECT_EQ(kinds_where([](const RecordKind& row) { return row.event.has_value(); }), events);
   EXPECT_EQ(record_kind(HOTSCOPE_RECORD_BEGIN)->event, EventKind::Begin);
   EXPECT_EQ(record_kind(HOTSCOPE_RECORD_TASK_SUSPEND)->event, EventKind::TaskSuspend);
   EXPECT_FALSE(record_kind(HOTSCOPE_RECORD_THREAD_NAME)->event.has_value());
