@@ -39,6 +39,8 @@ enum hotscope_record_kind {
   HOTSCOPE_RECORD_HEAP_REALLOC = 19 /* ref: the new block's address (0: the call failed); value:
                                        its size in bytes */
 };
+/* The highest kind: a new kind takes the next value and raises this. */
+#define HOTSCOPE_RECORD_KIND_LAST 19u
 
 /* Longest inline text (runtime messages, thread names); longer text is cut. */
 #define HOTSCOPE_INLINE_TEXT_MAX 128u

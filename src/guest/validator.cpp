@@ -5,6 +5,7 @@
 #include "guest/guest_text.hpp"
 #include "guest/tick_converter.hpp"
 #include "text/text.hpp"
+#include "trace/record_kinds.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -19,48 +20,17 @@ namespace {
 constexpr std::uint32_t kNoName = UINT32_MAX;
 constexpr std::uint64_t kFramesPerRecord = HOTSCOPE_RECORD_SIZE / sizeof(std::uint64_t);
 
-const char* kind_name(std::uint32_t kind) {
-  switch (kind) {
-  case HOTSCOPE_RECORD_BEGIN:
-    return "BEGIN";
-  case HOTSCOPE_RECORD_END:
-    return "END";
-  case HOTSCOPE_RECORD_MESSAGE_STATIC:
-    return "MESSAGE_STATIC";
-  case HOTSCOPE_RECORD_MESSAGE_INLINE:
-    return "MESSAGE_INLINE";
-  case HOTSCOPE_RECORD_COUNTER:
-    return "COUNTER";
-  case HOTSCOPE_RECORD_THREAD_NAME:
-    return "THREAD_NAME";
-  case HOTSCOPE_RECORD_ALLOCATION:
-    return "ALLOCATION";
-  case HOTSCOPE_RECORD_STACK:
-    return "STACK";
-  case HOTSCOPE_RECORD_QUEUE_PUSH:
-    return "QUEUE_PUSH";
-  case HOTSCOPE_RECORD_QUEUE_POP:
-    return "QUEUE_POP";
-  case HOTSCOPE_RECORD_QUEUE_CAPACITY:
-    return "QUEUE_CAPACITY";
-  case HOTSCOPE_RECORD_HEAP_ALLOC:
-    return "HEAP_ALLOC";
-  case HOTSCOPE_RECORD_HEAP_FREE:
-    return "HEAP_FREE";
-  case HOTSCOPE_RECORD_HEAP_REALLOC:
-    return "HEAP_REALLOC";
-  default:
-    return nullptr;
-  }
-}
-
 std::uint64_t records_for(std::uint64_t bytes, std::uint64_t per_record) {
   return (bytes + per_record - 1) / per_record;
 }
 
+using trace::RecordKind;
+using trace::RecordPayload;
+using trace::RecordRef;
+
 // Payload slots a heap record puts before its stack: a realloc's old address.
 std::uint64_t heap_lead_slots(std::uint32_t kind) {
-  return kind == HOTSCOPE_RECORD_HEAP_REALLOC ? 1 : 0;
+  return trace::record_kind(kind)->payload == RecordPayload::HeapOldBlockAndStack ? 1 : 0;
 }
 
 // The uint64 slot `slot` of the payload that follows `record`.
@@ -270,16 +240,22 @@ std::optional<Diagnostic> BatchValidator::State::check(std::uint64_t address, st
 std::optional<std::string> BatchValidator::State::check_record(std::size_t index,
                                                                std::uint64_t count) {
   const hotscope_record& record = batch[index];
-  const char* kind = kind_name(record.kind);
-  if (kind == nullptr) {
+  const RecordKind* row = trace::record_kind(record.kind);
+  if (row == nullptr || !row->from_guest) {
     return text::cat("unknown record kind ", record.kind,
                      "; the guest must write records as include/hotscope/record.h (version ",
                      HOTSCOPE_RECORD_VERSION, ") defines them");
   }
+  const char* kind = row->name;
   std::uint64_t payload = 0; // what the kind needs
-  switch (record.kind) {
-  case HOTSCOPE_RECORD_MESSAGE_INLINE:
-  case HOTSCOPE_RECORD_THREAD_NAME:
+  switch (row->payload) {
+  case RecordPayload::None:
+    if (row->kind == HOTSCOPE_RECORD_ALLOCATION && record.value > kMaxAllocation) {
+      return text::cat("ALLOCATION of ", record.value,
+                       " bytes is more than a guest can have (at most ", kMaxAllocation, ")");
+    }
+    break;
+  case RecordPayload::InlineText:
     if (record.value > HOTSCOPE_INLINE_TEXT_MAX) {
       return text::cat(kind, " text of ", record.value,
                        " bytes is longer than HOTSCOPE_INLINE_TEXT_MAX (", HOTSCOPE_INLINE_TEXT_MAX,
@@ -287,23 +263,16 @@ std::optional<std::string> BatchValidator::State::check_record(std::size_t index
     }
     payload = records_for(record.value, HOTSCOPE_PAYLOAD_BYTES_PER_RECORD);
     break;
-  case HOTSCOPE_RECORD_STACK:
+  case RecordPayload::StackFrames:
     if (record.value == 0 || record.value > HOTSCOPE_STACK_FRAMES_MAX) {
-      return text::cat("STACK of ", record.value,
+      return text::cat(kind, " of ", record.value,
                        " frames is outside 1..HOTSCOPE_STACK_FRAMES_MAX (",
                        HOTSCOPE_STACK_FRAMES_MAX, ")");
     }
     payload = records_for(record.value, kFramesPerRecord);
     break;
-  case HOTSCOPE_RECORD_ALLOCATION:
-    if (record.value > kMaxAllocation) {
-      return text::cat("ALLOCATION of ", record.value,
-                       " bytes is more than a guest can have (at most ", kMaxAllocation, ")");
-    }
-    break;
-  case HOTSCOPE_RECORD_HEAP_ALLOC:
-  case HOTSCOPE_RECORD_HEAP_FREE:
-  case HOTSCOPE_RECORD_HEAP_REALLOC: {
+  case RecordPayload::HeapStack:
+  case RecordPayload::HeapOldBlockAndStack: {
     // The kind allows a range: the stack's length is up to the guest.
     const std::uint64_t lead = heap_lead_slots(record.kind);
     const std::uint64_t most = records_for(lead + HOTSCOPE_STACK_FRAMES_MAX, kFramesPerRecord);
@@ -316,8 +285,6 @@ std::optional<std::string> BatchValidator::State::check_record(std::size_t index
     payload = record.payload_records;
     break;
   }
-  default:
-    break;
   }
   if (record.payload_records != payload) {
     return text::cat(kind, " record says ", record.payload_records,
@@ -328,39 +295,31 @@ std::optional<std::string> BatchValidator::State::check_record(std::size_t index
                      " payload records run past the end of the batch (", count,
                      " records); flush whole records only");
   }
-  switch (record.kind) {
-  case HOTSCOPE_RECORD_BEGIN:
-  case HOTSCOPE_RECORD_END:
-  case HOTSCOPE_RECORD_COUNTER:
-  case HOTSCOPE_RECORD_QUEUE_PUSH:
-  case HOTSCOPE_RECORD_QUEUE_POP:
-  case HOTSCOPE_RECORD_QUEUE_CAPACITY:
+  switch (row->ref) {
+  case RecordRef::Location:
     return resolve(index, true);
-  case HOTSCOPE_RECORD_MESSAGE_STATIC:
+  case RecordRef::StaticText:
     return resolve(index, false);
-  case HOTSCOPE_RECORD_HEAP_ALLOC:
-  case HOTSCOPE_RECORD_HEAP_FREE:
-  case HOTSCOPE_RECORD_HEAP_REALLOC:
+  case RecordRef::Block:
     return check_heap(index);
-  case HOTSCOPE_RECORD_MESSAGE_INLINE:
-  case HOTSCOPE_RECORD_THREAD_NAME: {
+  case RecordRef::None:
+    break;
+  }
+  if (row->payload == RecordPayload::InlineText) {
     std::string_view text(reinterpret_cast<const char*>(batch.data() + index + 1), record.value);
     text = text.substr(0, text.find('\0'));
     if (std::optional<std::string> problem = unprintable(text)) {
       return text::cat(kind, " text has ", *problem, "; guest text must be printable UTF-8");
     }
-    return std::nullopt;
   }
-  default:
-    return std::nullopt;
-  }
+  return std::nullopt;
 }
 
 // A heap record's block and stack, its payload known to be inside the batch. Whether the block
 // is live is not checked here: the heap's accounting counts what does not add up.
 std::optional<std::string> BatchValidator::State::check_heap(std::size_t index) const {
   const hotscope_record& record = batch[index];
-  const char* kind = kind_name(record.kind);
+  const char* kind = trace::record_kind(record.kind)->name;
   const bool sized = record.kind != HOTSCOPE_RECORD_HEAP_FREE;
   if (record.ref == 0 && record.kind != HOTSCOPE_RECORD_HEAP_REALLOC) {
     return text::cat(kind, " of block address 0; record only blocks the allocator handed out");
@@ -497,7 +456,7 @@ void BatchValidator::State::commit() {
     const std::uint64_t ref = name_of[i] == kNoName ? 0 : batch_refs[name_of[i]];
     const std::string_view text(reinterpret_cast<const char*>(batch.data() + i + 1),
                                 record.payload_records == 0 ? 0 : record.value);
-    switch (record.kind) {
+    switch (trace::record_kind(record.kind)->kind) { // check() let only known kinds through
     case HOTSCOPE_RECORD_BEGIN:
       begin(ref, ticks);
       break;
@@ -532,8 +491,12 @@ void BatchValidator::State::commit() {
     case HOTSCOPE_RECORD_HEAP_FREE:
       append_heap_event(i, ticks);
       break;
-    default:
-      break; // check() let no other kind through
+    case HOTSCOPE_RECORD_TASK_CREATE:
+    case HOTSCOPE_RECORD_TASK_RESUME:
+    case HOTSCOPE_RECORD_TASK_SUSPEND:
+    case HOTSCOPE_RECORD_TASK_COMPLETE:
+    case HOTSCOPE_RECORD_TASK_DESTROY:
+      break; // not from a guest: check() rejected them
     }
     i += 1 + record.payload_records;
   }

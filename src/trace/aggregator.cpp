@@ -170,69 +170,84 @@ void Aggregator::consume(std::uint32_t thread_index, std::span<const hotscope_re
     const hotscope_record& record = records[i];
     const std::size_t payload =
         std::min<std::size_t>(record.payload_records, records.size() - i - 1);
-    const auto payload_records = records.subspan(i + 1, payload);
     thread.records.kept += 1 + payload;
     if (record.kind != HOTSCOPE_RECORD_ALLOCATION) { // which carries no timestamp
       thread.last_ticks = record.ticks;
     }
-    switch (record.kind) {
-    case HOTSCOPE_RECORD_BEGIN: {
-      const std::uint32_t location = intern_location(record.ref);
-      begin(thread, location, record.ticks);
-      push_event({record.ticks, thread_index, EventKind::Begin, location, 0});
-      break;
-    }
-    case HOTSCOPE_RECORD_END: {
-      const std::uint32_t location = intern_location(record.ref);
-      end(thread, location, record.ticks);
-      push_event({record.ticks, thread_index, EventKind::End, location, 0});
-      break;
-    }
-    case HOTSCOPE_RECORD_MESSAGE_STATIC:
-      push_event({record.ticks, thread_index, EventKind::Message, intern_text(record.ref), 0});
-      break;
-    case HOTSCOPE_RECORD_MESSAGE_INLINE:
-      window_.push_text({record.ticks, thread_index, EventKind::Message, kInlineText, 0},
-                        payload_text(payload_records, record.value));
-      break;
-    case HOTSCOPE_RECORD_COUNTER: {
-      const std::uint32_t location = intern_location(record.ref);
-      const auto value = static_cast<std::int64_t>(record.value);
-      Counter& counter = counters_[location];
-      ++counter.updates;
-      // Threads are drained one after the other: the latest value is the latest by time, not
-      // the one drained last.
-      if (record.ticks >= counter.last_ticks) {
-        counter.last = value;
-        counter.last_ticks = record.ticks;
-      }
-      counter.min = std::min(counter.min, value);
-      counter.max = std::max(counter.max, value);
-      push_event({record.ticks, thread_index, EventKind::Counter, location, value});
-      break;
-    }
-    case HOTSCOPE_RECORD_THREAD_NAME:
-      thread.name = payload_text(payload_records, record.value);
-      break;
-    case HOTSCOPE_RECORD_ALLOCATION:
-      allocate(thread, record.value);
-      break;
-    case HOTSCOPE_RECORD_QUEUE_PUSH:
-    case HOTSCOPE_RECORD_QUEUE_POP:
-    case HOTSCOPE_RECORD_QUEUE_CAPACITY:
-      queue_record(thread_index, record);
-      break;
-    case HOTSCOPE_RECORD_TASK_CREATE:
-    case HOTSCOPE_RECORD_TASK_RESUME:
-    case HOTSCOPE_RECORD_TASK_SUSPEND:
-    case HOTSCOPE_RECORD_TASK_COMPLETE:
-    case HOTSCOPE_RECORD_TASK_DESTROY:
-      task_record(thread_index, thread, record);
-      break;
-    default:
-      break; // unknown kinds are skipped; guests' batches are validated before they get here
+    // Unknown kinds are skipped; guests' batches are validated before they get here.
+    if (const RecordKind* row = record_kind(record.kind)) {
+      consume_record(thread_index, thread, *row, record, records.subspan(i + 1, payload));
     }
     i += 1 + payload;
+  }
+}
+
+void Aggregator::consume_record(std::uint32_t thread_index, ThreadState& thread,
+                                const RecordKind& row, const hotscope_record& record,
+                                std::span<const hotscope_record> payload) {
+  const auto event = [&](std::uint32_t name, std::int64_t value) {
+    push_event({record.ticks, thread_index, *row.event, name, value});
+  };
+  switch (row.kind) {
+  case HOTSCOPE_RECORD_BEGIN: {
+    const std::uint32_t location = intern_location(record.ref);
+    begin(thread, location, record.ticks);
+    event(location, 0);
+    break;
+  }
+  case HOTSCOPE_RECORD_END: {
+    const std::uint32_t location = intern_location(record.ref);
+    end(thread, location, record.ticks);
+    event(location, 0);
+    break;
+  }
+  case HOTSCOPE_RECORD_MESSAGE_STATIC:
+    event(intern_text(record.ref), 0);
+    break;
+  case HOTSCOPE_RECORD_MESSAGE_INLINE:
+    window_.push_text({record.ticks, thread_index, *row.event, kInlineText, 0},
+                      payload_text(payload, record.value));
+    break;
+  case HOTSCOPE_RECORD_COUNTER: {
+    const std::uint32_t location = intern_location(record.ref);
+    const auto value = static_cast<std::int64_t>(record.value);
+    Counter& counter = counters_[location];
+    ++counter.updates;
+    // Threads are drained one after the other: the latest value is the latest by time, not
+    // the one drained last.
+    if (record.ticks >= counter.last_ticks) {
+      counter.last = value;
+      counter.last_ticks = record.ticks;
+    }
+    counter.min = std::min(counter.min, value);
+    counter.max = std::max(counter.max, value);
+    event(location, value);
+    break;
+  }
+  case HOTSCOPE_RECORD_THREAD_NAME:
+    thread.name = payload_text(payload, record.value);
+    break;
+  case HOTSCOPE_RECORD_ALLOCATION:
+    allocate(thread, record.value);
+    break;
+  case HOTSCOPE_RECORD_STACK:
+    break; // a guest's, which its validator turns into inline messages
+  case HOTSCOPE_RECORD_QUEUE_PUSH:
+  case HOTSCOPE_RECORD_QUEUE_POP:
+  case HOTSCOPE_RECORD_QUEUE_CAPACITY:
+    queue_record(thread_index, row, record);
+    break;
+  case HOTSCOPE_RECORD_TASK_CREATE:
+  case HOTSCOPE_RECORD_TASK_RESUME:
+  case HOTSCOPE_RECORD_TASK_SUSPEND:
+  case HOTSCOPE_RECORD_TASK_COMPLETE:
+  case HOTSCOPE_RECORD_TASK_DESTROY:
+    task_record(thread_index, thread, row, record);
+    break;
+  case HOTSCOPE_RECORD_HEAP_ALLOC:
+  case HOTSCOPE_RECORD_HEAP_FREE:
+  case HOTSCOPE_RECORD_HEAP_REALLOC:
+    break; // a guest's: its validator hands them to the guest's heap, not to the trace
   }
 }
 

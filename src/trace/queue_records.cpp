@@ -4,18 +4,19 @@
 
 namespace hotscope::trace {
 
-void Aggregator::queue_record(std::uint32_t thread, const hotscope_record& record) {
+void Aggregator::queue_record(std::uint32_t thread, const RecordKind& row,
+                              const hotscope_record& record) {
   const std::uint32_t location = intern_location(record.ref);
   const std::uint32_t queue = queues_.queue(location, names_[location].name);
   const auto item = static_cast<std::int64_t>(record.value);
   switch (record.kind) {
   case HOTSCOPE_RECORD_QUEUE_PUSH:
     queues_.push(queue, thread, record.value, record.ticks);
-    push_event({record.ticks, thread, EventKind::QueuePush, location, item});
+    push_event({record.ticks, thread, *row.event, location, item});
     break;
   case HOTSCOPE_RECORD_QUEUE_POP:
     queues_.pop(queue, thread, record.value, record.ticks);
-    push_event({record.ticks, thread, EventKind::QueuePop, location, item});
+    push_event({record.ticks, thread, *row.event, location, item});
     break;
   default:
     queues_.set_capacity(queue, record.value);

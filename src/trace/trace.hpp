@@ -5,6 +5,7 @@
 #include "snapshot/snapshot.hpp"
 #include "trace/histogram.hpp"
 #include "trace/queue_table.hpp"
+#include "trace/record_kinds.hpp"
 #include "trace/task_table.hpp"
 #include "trace/window.hpp"
 
@@ -164,8 +165,12 @@ private:
   // Returns the duration of the frame it closed (0 when none was open).
   std::uint64_t end(ThreadState& thread, std::uint32_t location, std::uint64_t ticks);
   static void allocate(ThreadState& thread, std::uint64_t bytes);
-  void queue_record(std::uint32_t thread, const hotscope_record& record);
-  void task_record(std::uint32_t thread_index, ThreadState& thread, const hotscope_record& record);
+  // One record of a known kind, its payload records after it.
+  void consume_record(std::uint32_t thread_index, ThreadState& thread, const RecordKind& row,
+                      const hotscope_record& record, std::span<const hotscope_record> payload);
+  void queue_record(std::uint32_t thread, const RecordKind& row, const hotscope_record& record);
+  void task_record(std::uint32_t thread_index, ThreadState& thread, const RecordKind& row,
+                   const hotscope_record& record);
   std::string thread_label(std::uint32_t thread) const;
   // Parts of capture() (snapshot_builder.cpp): the statistics per function and per thread, each
   // thread's, and the counters, queues and tasks.
