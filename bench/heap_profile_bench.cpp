@@ -5,7 +5,8 @@
 // gzip'd pprof into memory. Prints the median of each step over the repetitions.
 //   hotscope-heap-profile-bench [SITES] [REPETITIONS]
 #include "export/export.hpp"
-#include "heap/heap.hpp"
+#include "heap/engine.hpp"
+#include "heap/profile.hpp"
 #include "symbols/symbols.hpp"
 
 #include <dlfcn.h>

@@ -7,7 +7,8 @@
 //    addresses spread over its code, looked up in a SymbolTable read from it, then with libdw's
 //    dwfl_module_addrinfo, what the symbolizer used before (it scans the table per address).
 //   hotscope-symbolize-bench [PROGRAM]
-#include "heap/heap.hpp"
+#include "heap/engine.hpp"
+#include "heap/profile.hpp"
 #include "symbols/symbols.hpp"
 
 #include <elfutils/libdwfl.h>

@@ -1,6 +1,6 @@
 // Stack capture for allocation hooks. Called with the thread marked "inside the profiler", so
 // any allocation libunwind or the loader makes here is passed straight to the real allocator.
-#include "heap/heap.hpp"
+#include "heap/capture.hpp"
 
 #include <dlfcn.h>
 #include <link.h>

@@ -1,6 +1,6 @@
 // Raw figures to the exporters' HeapProfile: symbolize, expand inlined frames, drop what lies
 // below main, build the frame table and key sites by their final frame-index vector.
-#include "heap/heap.hpp"
+#include "heap/profile.hpp"
 #include "symbols/symbols.hpp"
 
 #include <algorithm>
@@ -119,18 +119,6 @@ std::uint32_t mapping_of(const std::vector<HeapMapping>& mappings, std::uint64_t
 }
 
 } // namespace
-
-std::pair<std::uint32_t, bool> AddressIndex::find_or_add(std::uintptr_t address) {
-  const auto next = static_cast<std::uint32_t>(addresses_.size());
-  const std::uint64_t product = address * 0x9E3779B97F4A7C15ull; // spreads the low bits
-  const std::uint32_t id =
-      index_.find_or_add(product ^ (product >> 32), next,
-                         [&](std::uint32_t known) { return addresses_[known] == address; });
-  if (id == next) {
-    addresses_.push_back(address);
-  }
-  return {id, id == next};
-}
 
 // What a profile of one stack table needs per stack, kept from profile to profile and built
 // ahead: the frame table, each return address's frames, and each stack's site.

@@ -1,6 +1,6 @@
 // The sampled mode: Poisson byte sampling per thread, and DHAT's accounting over the sampled
 // blocks with each one weighted by the number of allocations it stands for.
-#include "heap/heap.hpp"
+#include "heap/sampling.hpp"
 
 #include <cmath>
 

@@ -1,7 +1,7 @@
 #include "symbols/symbols.hpp"
 
+#include "names/names.hpp"
 #include "symbols/inflated_debug.hpp"
-#include "trace/function_name.hpp"
 
 #include <dwarf.h>
 #include <elfutils/libdw.h>
@@ -33,7 +33,7 @@ std::string die_function_name(Dwarf_Die* die) {
   for (int name : {DW_AT_linkage_name, DW_AT_MIPS_linkage_name, DW_AT_name}) {
     if (dwarf_attr_integrate(die, name, &attribute) != nullptr) {
       if (const char* text = dwarf_formstring(&attribute)) {
-        return trace::demangle(text);
+        return names::demangle(text);
       }
     }
   }
@@ -433,7 +433,7 @@ const std::vector<Frame>& Symbolizer::resolve(std::uintptr_t address) {
       call_site(cu, &scope, file, line);
     }
   }
-  std::string function = symbol_name.empty() ? subprogram : trace::demangle(symbol_name.data());
+  std::string function = symbol_name.empty() ? subprogram : names::demangle(symbol_name.data());
   if (function.empty() && table != nullptr) {
     function = unnamed_code(object, address - table->bias()); // never dropped
   }

@@ -1,4 +1,3 @@
-#include "trace/function_name.hpp"
 #include "trace/trace.hpp"
 
 #include <algorithm>

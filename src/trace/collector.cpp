@@ -2,8 +2,8 @@
 // rings on one thread of its own, and feeds the Aggregator. Measured threads never take a lock
 // here after registration.
 #include "clock/clock.hpp"
+#include "names/names.hpp"
 #include "threads/threads.hpp"
-#include "trace/function_name.hpp"
 #include "trace/trace.hpp"
 
 #include <hotscope/hotscope.hpp>
@@ -110,7 +110,7 @@ Resolver in_process_resolver() {
         const auto* location = reinterpret_cast<const hotscope_source_location*>(ref);
         LocationText text{location->name, location->file, location->line, location->flags};
         if (location->flags & HOTSCOPE_LOCATION_FUNCTION_SIGNATURE) {
-          text.name = short_function_name(text.name);
+          text.name = names::short_function_name(text.name);
         }
         return text;
       },

@@ -1,6 +1,6 @@
 // The accounting engine against hand-computed figures, following valgrind's dh_main.c step by
 // step (docs/heap.md, "Accounting").
-#include "heap/heap.hpp"
+#include "heap/engine.hpp"
 
 #include <gtest/gtest.h>
 

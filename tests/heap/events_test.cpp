@@ -1,7 +1,6 @@
 // EventLog: events from many threads, applied once each, in one order that keeps every thread's
 // own order and every hand-over between threads.
 #include "heap/events/events.hpp"
-#include "heap/heap.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,8 @@
 // From raw figures to the exporters' model: symbolized frames, the frame table, trimming below
 // main and merging of sites that end with the same frames.
-#include "heap/heap.hpp"
+#include "heap/capture.hpp"
+#include "heap/engine.hpp"
+#include "heap/profile.hpp"
 #include "symbols/symbols.hpp"
 
 #include <gtest/gtest.h>

@@ -1,7 +1,8 @@
 // The sampled mode's parts: the weights, the sampler's probabilities, the scaled accounting, its
 // settings, and the pprof writer's output as a gzip stream.
 #include "export/export.hpp"
-#include "heap/heap.hpp"
+#include "heap/engine.hpp"
+#include "heap/sampling.hpp"
 
 #include <gtest/gtest.h>
 

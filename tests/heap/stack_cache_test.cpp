@@ -1,5 +1,5 @@
 // The validated stack cache of capture_stack (src/heap/capture.cpp): what it learns and when.
-#include "heap/heap.hpp"
+#include "heap/capture.hpp"
 
 #include <gtest/gtest.h>
 

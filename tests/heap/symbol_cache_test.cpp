@@ -2,7 +2,9 @@
 // a repeated profile equals the first and a fresh symbolizer's, and the cache follows dlopen and
 // dlclose (tests/heap/programs/loaded_a.c, loaded_b.c).
 #include "export/export.hpp"
-#include "heap/heap.hpp"
+#include "heap/capture.hpp"
+#include "heap/engine.hpp"
+#include "heap/profile.hpp"
 #include "symbols/symbols.hpp"
 
 #include <dlfcn.h>

@@ -1,5 +1,5 @@
 // Stack capture and libdw symbolization on this test's own code, and the frame syntax.
-#include "heap/heap.hpp"
+#include "heap/capture.hpp"
 #include "symbols/symbols.hpp"
 
 #include <dlfcn.h>

@@ -1,7 +1,7 @@
 // The profiler's growing tables are mapped directly (TableAllocator): freeing one leaves glibc's
 // threshold for mapping large blocks where it was, so the program's own large blocks stay out of
 // its heap.
-#include "heap/heap.hpp"
+#include "heap/tables.hpp"
 
 #include <gtest/gtest.h>
 

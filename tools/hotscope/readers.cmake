@@ -1,7 +1,7 @@
 # The readers of files and answers: `hotscope diff` (diff/), `hotscope report` and `flame`
 # (report/), what they read (profiles/), and the console's stats reader. Included by
 # tools/hotscope/CMakeLists.txt, and by tests/cli for the fuzz targets (tests/cli/fuzz_*.cpp) in
-# the fuzz build (HOTSCOPE_FUZZ), which builds no command: there the library is instrumented.
+# the fuzz build (HOTSCOPE_FUZZ), which builds no command: there the readers are instrumented.
 find_package(CLI11 CONFIG REQUIRED)
 find_package(fmt REQUIRED)
 find_package(nlohmann_json 3.10 REQUIRED)
@@ -29,14 +29,20 @@ add_custom_command(OUTPUT ${CMAKE_CURRENT_BINARY_DIR}/report_assets.cpp
     "-DASSETS=${HOTSCOPE_REPORT_ASSET_ARGS}" -P ${HOTSCOPE_CLI_DIR}/report/embed.cmake
   DEPENDS ${HOTSCOPE_REPORT_ASSET_FILES} ${HOTSCOPE_CLI_DIR}/report/embed.cmake
   COMMENT "Embedding the report's scripts and styles" VERBATIM)
+# The components the CLI calls, from the objects libhotscope is made of (not libhotscope, whose
+# runtime would start in the CLI): text, the file writer, the configuration reader, and of export
+# only its labels and units (export/common.hpp). The other exporters' objects stay out: those
+# built on header-only {fmt} define its functions, which would be taken for the CLI's own.
+add_library(hotscope_cli_components STATIC $<TARGET_OBJECTS:hotscope_text>
+  $<FILTER:$<TARGET_OBJECTS:hotscope_export>,INCLUDE,/common\\.cpp\\.o$>
+  $<TARGET_OBJECTS:hotscope_atomic_file> $<TARGET_OBJECTS:hotscope_config>)
+hotscope_use_components(hotscope_cli_components PUBLIC export atomic_file config)
 # The readers and writers: a library of their own, which the CLI and the fuzz targets both link.
 add_library(hotscope_readers STATIC ${HOTSCOPE_COMPARE_SOURCES}
-  ${HOTSCOPE_CLI_DIR}/console/stats_reader.cpp
-  ${CMAKE_CURRENT_BINARY_DIR}/report_assets.cpp ${PROJECT_SOURCE_DIR}/src/export/common.cpp
-  ${PROJECT_SOURCE_DIR}/src/text/text.cpp)
-hotscope_use_components(hotscope_readers PUBLIC export)
+  ${HOTSCOPE_CLI_DIR}/console/stats_reader.cpp ${CMAKE_CURRENT_BINARY_DIR}/report_assets.cpp)
 target_include_directories(hotscope_readers PUBLIC ${HOTSCOPE_CLI_DIR})
-target_link_libraries(hotscope_readers PUBLIC CLI11::CLI11 fmt::fmt nlohmann_json::nlohmann_json)
+target_link_libraries(hotscope_readers PUBLIC hotscope_cli_components CLI11::CLI11 fmt::fmt
+  nlohmann_json::nlohmann_json)
 if(HOTSCOPE_FUZZ AND CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
   target_compile_options(hotscope_readers PRIVATE -fsanitize=fuzzer-no-link,address,undefined
     -fno-sanitize-recover=all -fno-omit-frame-pointer)

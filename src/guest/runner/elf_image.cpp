@@ -1,6 +1,6 @@
 #include "guest/runner/elf_image.hpp"
 
-#include "trace/function_name.hpp"
+#include "names/names.hpp"
 
 #include <gelf.h>
 #include <libelf.h>
@@ -174,7 +174,7 @@ std::vector<ElfImage::Entry> read_symbols(Elf* elf) {
         continue;
       }
       if (type == STT_FUNC) {
-        symbols.push_back({symbol.st_value, symbol.st_size, trace::demangle(name), name});
+        symbols.push_back({symbol.st_value, symbol.st_size, names::demangle(name), name});
       } else {
         symbols.push_back({symbol.st_value, 0, {}, name}); // data: found by name only
       }

@@ -6,7 +6,7 @@
 #pragma once
 
 #include "guest/guest.hpp"
-#include "heap/heap.hpp"
+#include "heap/engine.hpp"
 
 #include <algorithm>
 #include <cstdint>

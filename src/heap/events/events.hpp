@@ -3,7 +3,7 @@
 // Recorder (heap/recorder) owns one; tests drive it from plain threads.
 #pragma once
 
-#include "heap/heap.hpp"
+#include "heap/tables.hpp"
 
 #include <atomic>
 #include <cstddef>

@@ -4,8 +4,8 @@
 // each thread's event ring. Its functions are called inside the profiler.
 #pragma once
 
-#include "heap/heap.hpp"
 #include "heap/recorder/recorder.hpp"
+#include "heap/sampling.hpp"
 #include "heap_link/heap_link.hpp"
 
 #include <atomic>

@@ -5,6 +5,7 @@
 #include "heap/interposer/interposer.hpp"
 #include "heap/interposer/real_allocator.hpp"
 #include "heap/interposer/recording.hpp"
+#include "heap/profile.hpp"
 #include "signals/signals.hpp"
 #include "symbols/symbols.hpp"
 #include "threads/threads.hpp"

@@ -11,8 +11,10 @@
 
 #include "clock/clock.hpp"
 #include "config/config.hpp"
+#include "heap/capture.hpp"
+#include "heap/engine.hpp"
 #include "heap/events/events.hpp"
-#include "heap/heap.hpp"
+#include "heap/sampling.hpp"
 #include "threads/threads.hpp"
 
 #include <array>

@@ -3,7 +3,7 @@
 #include <string>
 #include <string_view>
 
-namespace hotscope::trace {
+namespace hotscope::names {
 
 // "std::string Parser::parse(const char*) const [with T = int]" -> "Parser::parse": the
 // qualified name without return type, parameters and template bindings. Text that does not
@@ -13,4 +13,4 @@ std::string short_function_name(std::string_view signature);
 // "_Z9make_nodei" -> "make_node(int)"; names that are not mangled ("main", "f") come back as is.
 std::string demangle(const char* name);
 
-} // namespace hotscope::trace
+} // namespace hotscope::names

@@ -1,10 +1,10 @@
-#include "trace/function_name.hpp"
+#include "names/names.hpp"
 
 #include <gtest/gtest.h>
 
 namespace {
 
-using hotscope::trace::short_function_name;
+using hotscope::names::short_function_name;
 
 TEST(FunctionName, StripsReturnTypeParametersAndBindings) {
   EXPECT_EQ(short_function_name("void Parser::parse(const std::string&)"), "Parser::parse");
@@ -28,7 +28,7 @@ TEST(FunctionName, LeavesOtherTextAlone) {
 } // namespace
 
 TEST(Demangle, MangledNamesGetTheirParametersAndCNamesStay) {
-  EXPECT_EQ(hotscope::trace::demangle("_Z9make_nodei"), "make_node(int)");
-  EXPECT_EQ(hotscope::trace::demangle("f"), "f"); // not "float"
-  EXPECT_EQ(hotscope::trace::demangle("_Zbroken"), "_Zbroken");
+  EXPECT_EQ(hotscope::names::demangle("_Z9make_nodei"), "make_node(int)");
+  EXPECT_EQ(hotscope::names::demangle("f"), "f"); // not "float"
+  EXPECT_EQ(hotscope::names::demangle("_Zbroken"), "_Zbroken");
 }

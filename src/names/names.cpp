@@ -1,11 +1,11 @@
-#include "trace/function_name.hpp"
+#include "names/names.hpp"
 
 #include <cxxabi.h>
 
 #include <cstdlib>
 #include <cstring>
 
-namespace hotscope::trace {
+namespace hotscope::names {
 namespace {
 
 // Position of the '(' that matches the ')' at `close`, or npos.
@@ -86,4 +86,4 @@ std::string demangle(const char* name) {
   return result;
 }
 
-} // namespace hotscope::trace
+} // namespace hotscope::names
