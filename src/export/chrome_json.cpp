@@ -39,119 +39,142 @@ TrackIds track_ids(const Snapshot& snapshot, const ThreadInfo& thread) {
   return {snapshot.pid, thread.os_tid};
 }
 
-} // namespace
+// Streams the events, one per line: the tracks' names, then the trace window's events with the
+// flows that link a queue's push to its pop and a task's suspension to its next resumption.
+class EventWriter {
+public:
+  EventWriter(const Snapshot& snapshot, std::ostream& out) : snapshot_(snapshot), out_(out) {}
 
-void write_chrome_json(const Snapshot& snapshot, std::ostream& out) {
-  out << "{\"traceEvents\":[";
+  void name_tracks() {
+    name_process(snapshot_.pid, detail::process_label(snapshot_));
+    for (const auto* threads : {&snapshot_.threads, &snapshot_.trace_threads}) {
+      for (const ThreadInfo& thread : *threads) {
+        name_thread(thread);
+      }
+    }
+  }
+
+  void event(const detail::TraceStep& step) {
+    const TraceEvent& event = step.event;
+    const TrackIds ids = track_ids(snapshot_, step.thread);
+    const std::string where = text::cat(R"("pid":)", ids.pid, R"(,"tid":)", ids.tid, R"(,"ts":)",
+                                        detail::fixed3(event.ns, 1000));
+    switch (event.kind) {
+    case EventKind::Begin:
+      emit(
+          text::cat(R"({"ph":"B","name":)", name(event.name), R"(,"cat":"function",)", where, '}'));
+      break;
+    case EventKind::End:
+      // The name of the Begin being closed, so both halves always agree (speedscope needs it).
+      emit(text::cat(R"({"ph":"E","name":)", name(step.open.back()), R"(,"cat":"function",)", where,
+                     '}'));
+      break;
+    case EventKind::TaskResume:
+    case EventKind::TaskSuspend:
+    case EventKind::TaskComplete:
+      task(step, where);
+      break;
+    case EventKind::Message:
+      emit(text::cat(R"({"ph":"i","name":)", name(event.name), R"(,"cat":"message","s":"t",)",
+                     where, '}'));
+      break;
+    case EventKind::Counter:
+      emit(text::cat(R"({"ph":"C","name":)", name(event.name), ',', where, R"(,"args":{"value":)",
+                     event.value, "}}"));
+      break;
+    case EventKind::QueuePush:
+    case EventKind::QueuePop:
+      queue(step, where);
+      break;
+    }
+  }
+
+private:
   // No separator after the last event: speedscope rejects a trailing empty element.
-  bool first = true;
-  auto emit = [&](const std::string& event) {
-    out << (first ? "\n" : ",\n") << event;
-    first = false;
-  };
-  const auto name_process = [&](std::int64_t pid, const std::string& name) {
+  void emit(const std::string& event) {
+    out_ << (first_ ? "\n" : ",\n") << event;
+    first_ = false;
+  }
+
+  std::string name(std::uint32_t id) const { return json_string(snapshot_.names.at(id)); }
+
+  void name_process(std::int64_t pid, const std::string& name) {
     emit(text::cat(R"({"ph":"M","name":"process_name","pid":)", pid, R"(,"tid":)", pid,
                    R"(,"args":{"name":)", json_string(name), "}}"));
-  };
-  name_process(snapshot.pid, detail::process_label(snapshot));
-  const auto name_thread = [&](const ThreadInfo& thread) {
-    const TrackIds ids = track_ids(snapshot, thread);
+  }
+
+  void name_thread(const ThreadInfo& thread) {
+    const TrackIds ids = track_ids(snapshot_, thread);
     if (thread.external()) {
       name_process(ids.pid, detail::thread_label(thread)); // "guest: NAME"
     }
     emit(text::cat(R"({"ph":"M","name":"thread_name","pid":)", ids.pid, R"(,"tid":)", ids.tid,
                    R"(,"args":{"name":)", json_string(detail::thread_label(thread)), "}}"));
-  };
-  for (const ThreadInfo& thread : snapshot.threads) {
-    name_thread(thread);
-  }
-  for (const ThreadInfo& thread : snapshot.trace_threads) {
-    name_thread(thread);
   }
 
-  // Flow arrows from the scope that pushed an item to the scope that popped it. A flow's ends
-  // must lie inside slices: a push or pop outside any scope gets a zero-length slice of its own.
-  std::map<std::pair<std::string_view, std::int64_t>, std::uint64_t> flows_started;
-  // A task's slices are linked the same way: a flow from each suspension to the next resumption.
-  std::map<std::int64_t, std::uint64_t> task_flows;
-  std::uint64_t next_flow = 1;
-  detail::walk_trace(snapshot, [&](const detail::TraceStep& step) {
+  // A task's running slice, and a flow from each suspension to the next resumption.
+  void task(const detail::TraceStep& step, const std::string& where) {
     const TraceEvent& event = step.event;
-    const TrackIds ids = track_ids(snapshot, step.thread);
-    const std::string where = text::cat(R"("pid":)", ids.pid, R"(,"tid":)", ids.tid, R"(,"ts":)",
-                                        detail::fixed3(event.ns, 1000));
-    switch (event.kind) {
-    case EventKind::Begin:
-      emit(text::cat(R"({"ph":"B","name":)", json_string(snapshot.names.at(event.name)),
-                     R"(,"cat":"function",)", where, '}'));
-      break;
-    case EventKind::End:
-      // The name of the Begin being closed, so both halves always agree (speedscope needs it).
-      emit(text::cat(R"({"ph":"E","name":)", json_string(snapshot.names.at(step.open.back())),
-                     R"(,"cat":"function",)", where, '}'));
-      break;
-    case EventKind::TaskResume: {
-      const std::string name = json_string(snapshot.names.at(event.name));
-      emit(text::cat(R"({"ph":"B","name":)", name, R"(,"cat":"task",)", where,
+    if (event.kind == EventKind::TaskResume) {
+      const std::string task = name(event.name);
+      emit(text::cat(R"({"ph":"B","name":)", task, R"(,"cat":"task",)", where,
                      R"(,"args":{"task":)", static_cast<std::uint64_t>(event.value), "}}"));
-      if (const auto started = task_flows.find(event.value); started != task_flows.end()) {
-        emit(text::cat(R"({"ph":"f","bp":"e","id":)", started->second, R"(,"name":)", name,
+      if (const auto started = task_flows_.find(event.value); started != task_flows_.end()) {
+        emit(text::cat(R"({"ph":"f","bp":"e","id":)", started->second, R"(,"name":)", task,
                        R"(,"cat":"task",)", where, '}'));
-        task_flows.erase(started);
+        task_flows_.erase(started);
       }
-      break;
+      return;
     }
-    case EventKind::TaskSuspend:
-    case EventKind::TaskComplete: {
-      const std::string name = json_string(snapshot.names.at(step.open.back()));
-      if (event.kind == EventKind::TaskSuspend) {
-        task_flows[event.value] = next_flow;
-        emit(text::cat(R"({"ph":"s","id":)", next_flow++, R"(,"name":)", name, R"(,"cat":"task",)",
-                       where, '}'));
-      }
-      emit(text::cat(R"({"ph":"E","name":)", name, R"(,"cat":"task",)", where, '}'));
-      break;
-    }
-    case EventKind::Message:
-      emit(text::cat(R"({"ph":"i","name":)", json_string(snapshot.names.at(event.name)),
-                     R"(,"cat":"message","s":"t",)", where, '}'));
-      break;
-    case EventKind::Counter:
-      emit(text::cat(R"({"ph":"C","name":)", json_string(snapshot.names.at(event.name)), ',', where,
-                     R"(,"args":{"value":)", event.value, "}}"));
-      break;
-    case EventKind::QueuePush:
-    case EventKind::QueuePop: {
-      const std::string_view queue = snapshot.names.at(event.name);
-      const auto key = std::make_pair(queue, event.value);
-      const bool push = event.kind == EventKind::QueuePush;
-      std::uint64_t flow = next_flow;
-      if (push) {
-        flows_started[key] = next_flow++;
-      } else if (const auto started = flows_started.find(key); started != flows_started.end()) {
-        flow = started->second;
-        flows_started.erase(started);
-      } else {
-        break;
-      }
-      const bool own_slice = step.open.empty();
-      const std::string slice_name =
-          own_slice ? json_string(text::cat(push ? "push " : "pop ", queue)) : "";
-      if (own_slice) {
-        emit(text::cat(R"({"ph":"B","name":)", slice_name, R"(,"cat":"queue",)", where, '}'));
-      }
-      // Both ends bind to the slice enclosing them (an `f` needs "bp":"e" for that).
-      emit(text::cat(R"({"ph":")", push ? "s" : "f", R"(",)", push ? "" : R"("bp":"e",)",
-                     R"("id":)", flow, R"(,"name":)", json_string(queue), R"(,"cat":"queue",)",
+    const std::string task = name(step.open.back());
+    if (event.kind == EventKind::TaskSuspend) {
+      task_flows_[event.value] = next_flow_;
+      emit(text::cat(R"({"ph":"s","id":)", next_flow_++, R"(,"name":)", task, R"(,"cat":"task",)",
                      where, '}'));
-      if (own_slice) {
-        emit(text::cat(R"({"ph":"E","name":)", slice_name, R"(,"cat":"queue",)", where, '}'));
-      }
-      break;
     }
-    }
-  });
+    emit(text::cat(R"({"ph":"E","name":)", task, R"(,"cat":"task",)", where, '}'));
+  }
 
+  // A flow arrow from the scope that pushed an item to the scope that popped it. A flow's ends
+  // must lie inside slices: a push or pop outside any scope gets a zero-length slice of its own.
+  void queue(const detail::TraceStep& step, const std::string& where) {
+    const TraceEvent& event = step.event;
+    const std::string_view queue = snapshot_.names.at(event.name);
+    const auto key = std::make_pair(queue, event.value);
+    const bool push = event.kind == EventKind::QueuePush;
+    std::uint64_t flow = next_flow_;
+    if (push) {
+      flows_started_[key] = next_flow_++;
+    } else if (const auto started = flows_started_.find(key); started != flows_started_.end()) {
+      flow = started->second;
+      flows_started_.erase(started);
+    } else {
+      return;
+    }
+    const bool own_slice = step.open.empty();
+    const std::string slice_name =
+        own_slice ? json_string(text::cat(push ? "push " : "pop ", queue)) : "";
+    if (own_slice) {
+      emit(text::cat(R"({"ph":"B","name":)", slice_name, R"(,"cat":"queue",)", where, '}'));
+    }
+    // Both ends bind to the slice enclosing them (an `f` needs "bp":"e" for that).
+    emit(text::cat(R"({"ph":")", push ? "s" : "f", R"(",)", push ? "" : R"("bp":"e",)", R"("id":)",
+                   flow, R"(,"name":)", json_string(queue), R"(,"cat":"queue",)", where, '}'));
+    if (own_slice) {
+      emit(text::cat(R"({"ph":"E","name":)", slice_name, R"(,"cat":"queue",)", where, '}'));
+    }
+  }
+
+  const Snapshot& snapshot_;
+  std::ostream& out_;
+  bool first_ = true;
+  std::map<std::pair<std::string_view, std::int64_t>, std::uint64_t> flows_started_;
+  std::map<std::int64_t, std::uint64_t> task_flows_; // by task id
+  std::uint64_t next_flow_ = 1;
+};
+
+// otherData: the clock, the records' counts and the guest images, for readers of the file.
+std::string other_data(const Snapshot& snapshot) {
   std::string other;
   text::JsonWriter json(other);
   json.begin_object()
@@ -168,7 +191,17 @@ void write_chrome_json(const Snapshot& snapshot, std::ostream& out) {
       .key("guest_images");
   detail::write_guest_images(json, snapshot.guest_images);
   json.end_object();
-  out << "\n],\"displayTimeUnit\":\"ns\",\"otherData\":" << other << "}\n";
+  return other;
+}
+
+} // namespace
+
+void write_chrome_json(const Snapshot& snapshot, std::ostream& out) {
+  out << "{\"traceEvents\":[";
+  EventWriter events(snapshot, out);
+  events.name_tracks();
+  detail::walk_trace(snapshot, [&](const detail::TraceStep& step) { events.event(step); });
+  out << "\n],\"displayTimeUnit\":\"ns\",\"otherData\":" << other_data(snapshot) << "}\n";
 }
 
 } // namespace hotscope::exporters

@@ -115,9 +115,8 @@ void write_tasks(const std::vector<TaskStats>& tasks, std::ostream& out) {
   write_rows(out, rows);
 }
 
-} // namespace
-
-void write_table(const Snapshot& snapshot, std::ostream& out) {
+// The report's first lines: the process, the run, the clock, records and allocations.
+void write_header(const Snapshot& snapshot, bool with_allocations, std::ostream& out) {
   out << text::cat("hotscope ", snapshot.hotscope_version, ": ", detail::process_label(snapshot),
                    " (pid ", snapshot.pid, ")\n");
   out << text::cat("duration: ", detail::human_duration(static_cast<double>(snapshot.duration_ns)),
@@ -129,7 +128,6 @@ void write_table(const Snapshot& snapshot, std::ostream& out) {
         "WARNING: ", snapshot.records.dropped,
         " records dropped (a thread's ring was full); the figures below miss those calls\n");
   }
-  const bool with_allocations = snapshot.allocations.all.blocks > 0;
   if (with_allocations) {
     out << text::cat("allocations: ", detail::human_bytes(snapshot.allocations.all.bytes), " in ",
                      snapshot.allocations.all.blocks, " blocks, of which ",
@@ -140,16 +138,10 @@ void write_table(const Snapshot& snapshot, std::ostream& out) {
     out << text::cat(snapshot.threads_folded, " ended threads merged into \"(",
                      snapshot.threads_folded, " ended threads)\"\n");
   }
+}
 
-  out << "\nFunctions (% Total = total time / duration; it exceeds 100% when several threads run "
-         "a function at once)\n";
-  if (with_allocations) {
-    out << "Alloc = bytes allocated, Blocks = allocations; Self while the function was the "
-           "innermost scope, Total with its children (once per allocation, even in recursion)\n";
-  }
-  write_rows(out, function_rows(snapshot.functions, snapshot.functions.size(), snapshot.duration_ns,
-                                with_allocations));
-
+// A row per thread with its CPU figures, then each thread's own top functions.
+void write_threads(const Snapshot& snapshot, bool with_allocations, std::ostream& out) {
   out << "\nThreads (CPU time and context switches since each thread started, read from /proc "
          "when this report was made; - for threads that had ended)\n";
   Rows threads{{"Thread", "TID", "State", "CPU User", "CPU System", "Voluntary Sw",
@@ -174,62 +166,87 @@ void write_table(const Snapshot& snapshot, std::ostream& out) {
                                     with_allocations));
     }
   }
+}
 
-  if (!snapshot.counters.empty()) {
-    out << "\nCounters\n";
-    Rows rows{{"Counter", "Updates", "Last", "Min", "Max"}};
-    for (const CounterStats& counter : snapshot.counters) {
-      rows.push_back({shorten(counter.name), text::cat(counter.updates), text::cat(counter.last),
-                      text::cat(counter.min), text::cat(counter.max)});
-    }
-    write_rows(out, rows);
+void write_counters(const std::vector<CounterStats>& counters, std::ostream& out) {
+  if (counters.empty()) {
+    return;
   }
+  out << "\nCounters\n";
+  Rows rows{{"Counter", "Updates", "Last", "Min", "Max"}};
+  for (const CounterStats& counter : counters) {
+    rows.push_back({shorten(counter.name), text::cat(counter.updates), text::cat(counter.last),
+                    text::cat(counter.min), text::cat(counter.max)});
+  }
+  write_rows(out, rows);
+}
 
-  if (!snapshot.queues.empty()) {
-    out << "\nQueues (Wait = time in the queue, push to pop of the same id; Pending = pushed, "
-           "not popped yet)\n";
-    Rows rows{{"Queue", "Pushed", "Popped", "Push/s", "Pop/s", "Depth", "Max", "Capacity",
-               "Wait P50", "Wait P95", "Wait P99", "Wait Max", "Pending", "Oldest", "Never Pushed",
-               "Given Up"}};
-    const auto rate = [&](std::uint64_t count) {
-      return snapshot.duration_ns == 0
-                 ? std::string("-")
-                 : text::cat(text::fixed(static_cast<double>(count) * 1e9 /
-                                             static_cast<double>(snapshot.duration_ns),
-                                         1));
-    };
-    const auto wait = [](const QueueStats& queue, std::uint64_t ns) {
-      return queue.wait.calls == 0 ? std::string("-")
-                                   : detail::human_duration(static_cast<double>(ns));
-    };
-    for (const QueueStats& queue : snapshot.queues) {
-      rows.push_back(
-          {shorten(queue.name), text::cat(queue.pushed), text::cat(queue.popped),
-           rate(queue.pushed), rate(queue.popped), text::cat(queue.depth),
-           text::cat(queue.max_depth), queue.capacity == 0 ? "-" : text::cat(queue.capacity),
-           wait(queue, queue.wait.p50_ns), wait(queue, queue.wait.p95_ns),
-           wait(queue, queue.wait.p99_ns), wait(queue, queue.wait.max_ns), text::cat(queue.pending),
-           queue.pending == 0
-               ? "-"
-               : detail::human_duration(static_cast<double>(queue.oldest_pending_ns)),
-           text::cat(queue.popped_never_pushed), text::cat(queue.pending_given_up)});
-    }
-    write_rows(out, rows);
-    for (const QueueStats& queue : snapshot.queues) {
-      const auto join = [](const std::vector<std::string>& labels) {
-        if (labels.empty()) {
-          return std::string("-");
-        }
-        std::string joined = labels[0];
-        for (std::size_t i = 1; i < labels.size(); ++i) {
-          text::append(joined, ", ", labels[i]);
-        }
-        return joined;
-      };
-      out << text::cat("  ", queue.name, ": pushed by ", join(queue.push_threads), "; popped by ",
-                       join(queue.pop_threads), "\n");
-    }
+// "a, b, c", or "-" for none.
+std::string joined(const std::vector<std::string>& labels) {
+  if (labels.empty()) {
+    return "-";
   }
+  std::string joined = labels[0];
+  for (std::size_t i = 1; i < labels.size(); ++i) {
+    text::append(joined, ", ", labels[i]);
+  }
+  return joined;
+}
+
+// A row per queue, then which threads pushed and popped each.
+void write_queues(const Snapshot& snapshot, std::ostream& out) {
+  if (snapshot.queues.empty()) {
+    return;
+  }
+  out << "\nQueues (Wait = time in the queue, push to pop of the same id; Pending = pushed, "
+         "not popped yet)\n";
+  Rows rows{{"Queue", "Pushed", "Popped", "Push/s", "Pop/s", "Depth", "Max", "Capacity", "Wait P50",
+             "Wait P95", "Wait P99", "Wait Max", "Pending", "Oldest", "Never Pushed", "Given Up"}};
+  const auto rate = [&](std::uint64_t count) {
+    return snapshot.duration_ns == 0
+               ? std::string("-")
+               : text::cat(text::fixed(static_cast<double>(count) * 1e9 /
+                                           static_cast<double>(snapshot.duration_ns),
+                                       1));
+  };
+  const auto wait = [](const QueueStats& queue, std::uint64_t ns) {
+    return queue.wait.calls == 0 ? std::string("-")
+                                 : detail::human_duration(static_cast<double>(ns));
+  };
+  for (const QueueStats& queue : snapshot.queues) {
+    rows.push_back(
+        {shorten(queue.name), text::cat(queue.pushed), text::cat(queue.popped), rate(queue.pushed),
+         rate(queue.popped), text::cat(queue.depth), text::cat(queue.max_depth),
+         queue.capacity == 0 ? "-" : text::cat(queue.capacity), wait(queue, queue.wait.p50_ns),
+         wait(queue, queue.wait.p95_ns), wait(queue, queue.wait.p99_ns),
+         wait(queue, queue.wait.max_ns), text::cat(queue.pending),
+         queue.pending == 0 ? "-"
+                            : detail::human_duration(static_cast<double>(queue.oldest_pending_ns)),
+         text::cat(queue.popped_never_pushed), text::cat(queue.pending_given_up)});
+  }
+  write_rows(out, rows);
+  for (const QueueStats& queue : snapshot.queues) {
+    out << text::cat("  ", queue.name, ": pushed by ", joined(queue.push_threads), "; popped by ",
+                     joined(queue.pop_threads), "\n");
+  }
+}
+
+} // namespace
+
+void write_table(const Snapshot& snapshot, std::ostream& out) {
+  const bool with_allocations = snapshot.allocations.all.blocks > 0;
+  write_header(snapshot, with_allocations, out);
+  out << "\nFunctions (% Total = total time / duration; it exceeds 100% when several threads run "
+         "a function at once)\n";
+  if (with_allocations) {
+    out << "Alloc = bytes allocated, Blocks = allocations; Self while the function was the "
+           "innermost scope, Total with its children (once per allocation, even in recursion)\n";
+  }
+  write_rows(out, function_rows(snapshot.functions, snapshot.functions.size(), snapshot.duration_ns,
+                                with_allocations));
+  write_threads(snapshot, with_allocations, out);
+  write_counters(snapshot.counters, out);
+  write_queues(snapshot, out);
   write_tasks(snapshot.tasks, out);
 }
 

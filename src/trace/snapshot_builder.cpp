@@ -259,35 +259,33 @@ void Aggregator::capture_series(const Figures& figures, std::uint64_t now_ticks,
 // The trace window, with each thread's scopes balanced (see Snapshot::trace). Threads are
 // drained one after another, so the window is in time order per thread only: its start is its
 // earliest event, not its first.
-Snapshot complete(CapturedSnapshot captured) {
-  Snapshot& snapshot = captured.snapshot;
-  if (!captured.with_trace) {
-    return std::move(snapshot);
-  }
-  const Converter convert(captured.time);
-  const auto for_each_event = [&](auto visit) {
-    for (const WindowPiece& piece : captured.window) {
-      for (std::size_t i = 0; i < piece.events; ++i) {
-        visit(piece, piece.chunk->events[i]);
-      }
+namespace {
+
+// What the conversion keeps per thread: the slices open at its last event, the ends whose begin
+// came before the window (innermost first), and its last time.
+struct ThreadTrace {
+  std::vector<std::uint32_t> open;
+  std::vector<std::uint32_t> orphan_ends;
+  std::uint64_t last_ns = 0;
+};
+using ThreadTraces = std::unordered_map<std::uint32_t, ThreadTrace>;
+
+template <typename Visit> void for_each_event(const CapturedSnapshot& captured, Visit visit) {
+  for (const WindowPiece& piece : captured.window) {
+    for (std::size_t i = 0; i < piece.events; ++i) {
+      visit(piece, piece.chunk->events[i]);
     }
-  };
-  if (snapshot.trace_evicted > 0 && snapshot.trace_window_events > 0) {
-    std::uint64_t earliest = UINT64_MAX;
-    for_each_event([&](const WindowPiece&, const WindowEvent& event) {
-      earliest = std::min(earliest, event.ticks);
-    });
-    snapshot.trace_start_ns = convert.since_start(earliest);
   }
-  struct ThreadTrace {
-    std::vector<std::uint32_t> open;
-    std::vector<std::uint32_t> orphan_ends; // innermost first
-    std::uint64_t last_ns = 0;
-  };
-  std::unordered_map<std::uint32_t, ThreadTrace> per_thread;
+}
+
+// The window's events in nanoseconds, inline texts interned as names, each end named after the
+// begin it closes; returns what each thread had open.
+ThreadTraces convert_window(const CapturedSnapshot& captured, const Converter& convert,
+                            Snapshot& snapshot) {
+  ThreadTraces per_thread;
   std::unordered_map<std::string, std::uint32_t> inline_names;
   snapshot.trace.reserve(snapshot.trace_window_events);
-  for_each_event([&](const WindowPiece& piece, const WindowEvent& event) {
+  for_each_event(captured, [&](const WindowPiece& piece, const WindowEvent& event) {
     ThreadTrace& thread = per_thread[event.thread];
     TraceEvent out{convert.since_start(event.ticks), event.thread, event.kind, event.name,
                    event.value};
@@ -315,8 +313,13 @@ Snapshot complete(CapturedSnapshot captured) {
     }
     snapshot.trace.push_back(out);
   });
-  // Scopes open now but begun before the window (or before a reset) get a begin at the
-  // window's start; every scope open now gets an end at the snapshot.
+  return per_thread;
+}
+
+// Scopes open now but begun before the window (or before a reset) get a begin at the window's
+// start; every scope open now gets an end at the snapshot.
+void balance_open_scopes(const CapturedSnapshot& captured, ThreadTraces& per_thread,
+                         Snapshot& snapshot) {
   for (const auto& [index, stack] : captured.open_scopes) {
     const ThreadTrace& thread = per_thread[index];
     const std::size_t open_before_window =
@@ -332,7 +335,10 @@ Snapshot complete(CapturedSnapshot captured) {
       snapshot.trace.push_back({end_ns, index, EventKind::End, *it, 0});
     }
   }
-  // Synthetic begins sort before everything at their time, synthetic ends after.
+}
+
+// Time order; synthetic begins sort before everything at their time, synthetic ends after.
+void sort_trace(Snapshot& snapshot) {
   const std::size_t window_events = snapshot.trace_window_events;
   std::vector<std::size_t> order(snapshot.trace.size());
   for (std::size_t i = 0; i < order.size(); ++i) {
@@ -351,6 +357,26 @@ Snapshot complete(CapturedSnapshot captured) {
     sorted.push_back(snapshot.trace[i]);
   }
   snapshot.trace = std::move(sorted);
+}
+
+} // namespace
+
+Snapshot complete(CapturedSnapshot captured) {
+  Snapshot& snapshot = captured.snapshot;
+  if (!captured.with_trace) {
+    return std::move(snapshot);
+  }
+  const Converter convert(captured.time);
+  if (snapshot.trace_evicted > 0 && snapshot.trace_window_events > 0) {
+    std::uint64_t earliest = UINT64_MAX;
+    for_each_event(captured, [&](const WindowPiece&, const WindowEvent& event) {
+      earliest = std::min(earliest, event.ticks);
+    });
+    snapshot.trace_start_ns = convert.since_start(earliest);
+  }
+  ThreadTraces per_thread = convert_window(captured, convert, snapshot);
+  balance_open_scopes(captured, per_thread, snapshot);
+  sort_trace(snapshot);
   return std::move(snapshot);
 }
 
