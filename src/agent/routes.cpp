@@ -2,6 +2,8 @@
 
 #include "agent/protocol.hpp"
 #include "export/export.hpp"
+#include "export/formats.hpp"
+#include "export/writers.hpp"
 #include "heap_link/heap_link.hpp"
 #include "text/text.hpp"
 #include "trace/trace.hpp"
@@ -23,39 +25,44 @@
 namespace hotscope::agent {
 namespace {
 
-constexpr const char* kJson = "application/json";
-constexpr const char* kText = "text/plain; charset=utf-8";
-constexpr const char* kPrometheus = "text/plain; version=0.0.4; charset=utf-8";
-constexpr const char* kBinary = "application/octet-stream";
+using exporters::Format;
+using exporters::FormatInfo;
 
-// What 404 lists, and what each endpoint accepts. Constant data: the agent's threads may still
-// read it while static destructors run at exit, before the agent is stopped.
+// What 404 lists, and what each endpoint accepts; the choices of `format` are those of
+// export/formats.hpp. Constant data: the agent's threads may still read it while static
+// destructors run at exit, before the agent is stopped.
 struct Endpoint {
   const char* path;
   const char* method; // GET endpoints answer HEAD too
   std::array<const char*, 2> parameters;
-  const char* usage;
   bool tcp; // also served on the TCP listener: reads only what scrapers need, changes nothing
 };
 constexpr Endpoint kEndpoints[] = {
-    {"/v1/info", "GET", {}, "GET /v1/info", false},
-    {"/v1/stats", "GET", {"format"}, "GET /v1/stats?format=json|table|columns", false},
-    {"/v1/trace",
-     "GET",
-     {"format", "seconds"},
-     "GET /v1/trace?format=chrome|folded|text&seconds=N",
-     false},
-    {"/v1/threads",
-     "GET",
-     {"format", "stuck_ms"},
-     "GET /v1/threads?format=json|text&stuck_ms=N",
-     false},
-    {"/v1/metrics", "GET", {}, "GET /v1/metrics", true},
-    {"/v1/heap", "GET", {"format"}, "GET /v1/heap?format=dhat|pprof", false},
-    {"/v1/reset", "POST", {}, "POST /v1/reset", false},
-    {"/debug/pprof/heap", "GET", {}, "GET /debug/pprof/heap", true},
-    {"/debug/pprof/profile", "GET", {"seconds"}, "GET /debug/pprof/profile?seconds=N", true},
+    {"/v1/info", "GET", {}, false},
+    {"/v1/stats", "GET", {"format"}, false},
+    {"/v1/trace", "GET", {"format", "seconds"}, false},
+    {"/v1/threads", "GET", {"format", "stuck_ms"}, false},
+    {"/v1/metrics", "GET", {}, true},
+    {"/v1/heap", "GET", {"format"}, false},
+    {"/v1/reset", "POST", {}, false},
+    {"/debug/pprof/heap", "GET", {}, true},
+    {"/debug/pprof/profile", "GET", {"seconds"}, true},
 };
+
+// "GET /v1/trace?format=chrome|folded|text&seconds=N".
+std::string usage(const Endpoint& endpoint) {
+  std::string line = text::cat(endpoint.method, " ", endpoint.path);
+  char separator = '?';
+  for (const char* accepted : endpoint.parameters) {
+    if (accepted != nullptr) {
+      const std::string_view name = accepted;
+      line += text::cat(separator, name, "=",
+                        name == "format" ? exporters::format_names(endpoint.path, "|") : "N");
+      separator = '&';
+    }
+  }
+  return line;
+}
 
 // Go's default for /debug/pprof/profile, and the longest a profile may ask for.
 constexpr double kDefaultProfileSeconds = 30;
@@ -67,7 +74,7 @@ Response json_response(unsigned status, const std::function<void(text::JsonWrite
   text::JsonWriter json(body, 2);
   write(json);
   body += '\n';
-  return Response{status, kJson, std::move(body), ""};
+  return Response{status, exporters::kJsonMime, std::move(body), ""};
 }
 
 // Bytes a snapshot holds, charged to the agent's budget while its answer is written.
@@ -81,13 +88,18 @@ std::size_t snapshot_bytes(const Snapshot& snapshot) {
   return bytes;
 }
 
-// The answer is written from the snapshot when it is sent, in pieces (the server's budget).
-Response written(const char* content_type, Snapshot snapshot,
-                 void (*writer)(const Snapshot&, std::ostream&)) {
+// `format` of the snapshot. A stream's answer is written from the snapshot when it is sent, in
+// pieces (the server's budget).
+Response written(Format format, Snapshot snapshot) {
+  const exporters::Writer writer = exporters::writer(format);
+  const char* mime = exporters::format_info(format).mime;
+  if (writer.whole != nullptr) {
+    return Response{200, mime, writer.whole(snapshot), ""};
+  }
   auto kept = std::make_shared<const Snapshot>(std::move(snapshot));
-  Response response{200, content_type, "", ""};
+  Response response{200, mime, "", ""};
   response.held_bytes = snapshot_bytes(*kept);
-  response.write = [kept, writer](std::ostream& out) { writer(*kept, out); };
+  response.write = [kept, write = writer.stream](std::ostream& out) { write(*kept, out); };
   return response;
 }
 
@@ -102,22 +114,17 @@ std::optional<std::string> parameter(const Request& request, std::string_view na
   return value;
 }
 
-// "" if `value` is one of `choices` (or absent), else the problem.
-std::string check_choice(const std::optional<std::string>& value,
-                         const std::vector<std::string_view>& choices) {
-  if (!value) {
-    return "";
+// The format the request's `format` parameter chooses at its path (without one, the path's
+// first), or nullptr with the problem in `problem`.
+const FormatInfo* chosen_format(const Request& request, std::string& problem) {
+  const auto name = parameter(request, "format");
+  const FormatInfo* format = exporters::find_format(request.path, name.value_or(""));
+  if (format == nullptr || (name && name->empty())) {
+    problem = text::cat("format=\"", name.value_or(""), "\" is not one of ",
+                        exporters::format_names(request.path, ", "));
+    return nullptr;
   }
-  for (std::string_view choice : choices) {
-    if (*value == choice) {
-      return "";
-    }
-  }
-  std::string list;
-  for (std::string_view choice : choices) {
-    list += (list.empty() ? "" : ", ") + std::string(choice);
-  }
-  return text::cat("format=\"", *value, "\" is not one of ", list);
+  return format;
 }
 
 // The members of <pid>.json, which /v1/info begins with.
@@ -181,19 +188,15 @@ Response info(const Process& process) {
 }
 
 Response stats(const Request& request) {
-  const auto format = parameter(request, "format");
-  if (std::string problem = check_choice(format, {"json", "table", "columns"}); !problem.empty()) {
+  std::string problem;
+  const FormatInfo* format = chosen_format(request, problem);
+  if (format == nullptr) {
     return error_response(400, problem);
   }
-  if (format == "table") {
-    return written(kText, trace::snapshot(trace::Contents::StatisticsOnly), exporters::write_table);
-  }
-  if (format == "columns") {
-    return Response{200, kJson,
-                    exporters::stats_columns(trace::snapshot(trace::Contents::ProcessTotals)), ""};
-  }
-  return written(kJson, trace::snapshot(trace::Contents::StatisticsOnly),
-                 exporters::write_stats_json);
+  // Live views (columns) read the totals only: no per-thread function lists.
+  return written(format->format, trace::snapshot(format->format == Format::Columns
+                                                     ? trace::Contents::ProcessTotals
+                                                     : trace::Contents::StatisticsOnly));
 }
 
 // `text` as a finite number in (0, 1e9], or in [0, 1e9] when `zero_allowed`; else nothing.
@@ -214,8 +217,9 @@ Response trace_off() {
 }
 
 Response trace_window(const Process& process, const Request& request) {
-  const auto format = parameter(request, "format");
-  if (std::string problem = check_choice(format, {"chrome", "folded", "text"}); !problem.empty()) {
+  std::string problem;
+  const FormatInfo* format = chosen_format(request, problem);
+  if (format == nullptr) {
     return error_response(400, problem);
   }
   std::optional<std::uint64_t> recent_ns;
@@ -234,18 +238,13 @@ Response trace_window(const Process& process, const Request& request) {
   if (recent_ns) {
     keep_recent_trace(snapshot, *recent_ns);
   }
-  if (format == "folded") {
-    return written(kText, std::move(snapshot), exporters::write_folded);
-  }
-  if (format == "text") {
-    return written(kText, std::move(snapshot), exporters::write_text_tree);
-  }
-  return written(kJson, std::move(snapshot), exporters::write_chrome_json);
+  return written(format->format, std::move(snapshot));
 }
 
 Response threads(const Request& request) {
-  const auto format = parameter(request, "format");
-  if (std::string problem = check_choice(format, {"json", "text"}); !problem.empty()) {
+  std::string problem;
+  const FormatInfo* format = chosen_format(request, problem);
+  if (format == nullptr) {
     return error_response(400, problem);
   }
   std::uint64_t stuck_ns = kDefaultStuckMs * 1'000'000;
@@ -259,25 +258,22 @@ Response threads(const Request& request) {
   }
   const Snapshot snapshot = trace::snapshot(trace::Contents::StatisticsOnly);
   std::ostringstream out;
-  if (format == "text") {
-    exporters::write_threads_text(snapshot, stuck_ns, out);
-    return Response{200, kText, std::move(out).str(), ""};
-  }
-  exporters::write_threads_json(snapshot, stuck_ns, out);
-  return Response{200, kJson, std::move(out).str(), ""};
+  exporters::writer(format->format).threads(snapshot, stuck_ns, out);
+  return Response{200, format->mime, std::move(out).str(), ""};
 }
 
-Response heap(bool pprof) {
+// A heap format, written by the heap library.
+Response heap(const FormatInfo& format) {
   if (std::string reason = heap_link::unavailable_reason(); !reason.empty()) {
     return error_response(501, reason);
   }
   std::string profile;
-  if (const Result result =
-          hotscope::heap_profile(pprof ? HeapFormat::Pprof : HeapFormat::Dhat, profile);
+  if (const Result result = hotscope::heap_profile(
+          format.format == Format::PprofHeap ? HeapFormat::Pprof : HeapFormat::Dhat, profile);
       !result) {
     return error_response(500, result.problem());
   }
-  return Response{200, pprof ? kBinary : kJson, std::move(profile), ""};
+  return Response{200, format.mime, std::move(profile), ""};
 }
 
 // Set when the agent stops: a profile being taken ends at once instead of delaying the exit.
@@ -326,7 +322,7 @@ Response wall_profile(const Process& process, const Request& request) {
   }
   Snapshot snapshot = trace::snapshot();
   keep_recent_trace(snapshot, static_cast<std::uint64_t>(seconds * 1e9));
-  return written(kBinary, std::move(snapshot), exporters::write_pprof_wall);
+  return written(Format::PprofWall, std::move(snapshot));
 }
 
 Response not_found(Listener listener, const std::string& path) {
@@ -338,7 +334,7 @@ Response not_found(Listener listener, const std::string& path) {
         .begin_array();
     for (const Endpoint& endpoint : kEndpoints) {
       if (listener == Listener::Unix || endpoint.tcp) {
-        json.value(endpoint.usage);
+        json.value(usage(endpoint));
       }
     }
     json.end_array().end_object();
@@ -421,7 +417,7 @@ Response answer(const Process& process, Listener listener, const Request& reques
     }
     if (!known) {
       return error_response(400, text::cat(endpoint->path, " takes no parameter \"", key,
-                                           "\" (see ", endpoint->usage, ")"));
+                                           "\" (see ", usage(*endpoint), ")"));
     }
   }
   const std::string_view path = request.path;
@@ -440,17 +436,15 @@ Response answer(const Process& process, Listener listener, const Request& reques
   if (path == "/v1/metrics") {
     Snapshot snapshot = trace::snapshot(trace::Contents::StatisticsOnly);
     snapshot.heap = heap_link::figures();
-    return written(kPrometheus, std::move(snapshot), exporters::write_prometheus);
+    return written(Format::Prometheus, std::move(snapshot));
   }
   if (path == "/v1/heap") {
-    const auto format = parameter(request, "format");
-    if (std::string problem = check_choice(format, {"dhat", "pprof"}); !problem.empty()) {
-      return error_response(400, problem);
-    }
-    return heap(format == "pprof");
+    std::string problem;
+    const FormatInfo* format = chosen_format(request, problem);
+    return format == nullptr ? error_response(400, problem) : heap(*format);
   }
   if (path == "/debug/pprof/heap") {
-    return heap(true);
+    return heap(exporters::format_info(Format::PprofHeap));
   }
   if (path == "/debug/pprof/profile") {
     return wall_profile(process, request);

@@ -3,16 +3,15 @@
 // old ones. The first failure is reported as one line and ends the run.
 #include "atomic_file/atomic_file.hpp"
 #include "export/export.hpp"
+#include "export/writers.hpp"
 
 #include <filesystem>
 #include <system_error>
-#include <utility>
 
 namespace hotscope::exporters {
 
 std::string write_all(const Snapshot& snapshot, const std::string& directory) {
   namespace fs = std::filesystem;
-  using Writer = void (*)(const Snapshot&, std::ostream&);
   try {
     const fs::path root(directory);
     std::error_code error;
@@ -20,16 +19,16 @@ std::string write_all(const Snapshot& snapshot, const std::string& directory) {
     if (error) {
       return "cannot create directory " + directory + ": " + error.message();
     }
-    const std::pair<const char*, Writer> files[] = {
-        {"report.txt", write_table},       {"stats.json", write_stats_json},
-        {"trace.json", write_chrome_json}, {"trace.folded", write_folded},
-        {"trace.txt", write_text_tree},
-    };
+    // Every format with a file that is written from the snapshot (export/formats.hpp).
     atomic_file::FileSet reports;
-    for (const auto& [name, writer] : files) {
-      const std::string path = (root / name).string();
+    for (const FormatInfo& format : kFormats) {
+      const auto write = writer(format.format).stream;
+      if (*format.file == '\0' || write == nullptr) {
+        continue;
+      }
+      const std::string path = (root / format.file).string();
       const std::string reason =
-          reports.add(path, [&, writer = writer](std::ostream& out) { writer(snapshot, out); });
+          reports.add(path, [&, write](std::ostream& out) { write(snapshot, out); });
       if (!reason.empty()) {
         return "cannot write " + path + ": " + reason + " (no file was replaced)";
       }

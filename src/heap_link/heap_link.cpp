@@ -1,6 +1,7 @@
 #include "heap_link/heap_link.hpp"
 
 #include "atomic_file/atomic_file.hpp"
+#include "export/formats.hpp"
 
 #include <hotscope/control.hpp>
 
@@ -166,8 +167,10 @@ hotscope::Result hotscope::write_heap_profile(const std::string& dir) {
   if (!outputs.error.empty()) {
     return Result::failure(std::move(outputs.error));
   }
-  for (const auto& [name, bytes] :
-       {std::pair{"heap.json", &outputs.dhat}, std::pair{"heap.pb.gz", &outputs.pprof}}) {
+  using exporters::Format;
+  for (const auto& [format, bytes] :
+       {std::pair{Format::Dhat, &outputs.dhat}, std::pair{Format::PprofHeap, &outputs.pprof}}) {
+    const char* name = exporters::format_info(format).file;
     const std::string path = (std::filesystem::path(dir) / name).string();
     if (const std::string reason = atomic_file::write_creating_directory(path, *bytes);
         !reason.empty()) {

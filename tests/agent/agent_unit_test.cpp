@@ -4,6 +4,7 @@
 #include "agent/routes.hpp"
 #include "config/config.hpp"
 #include "export/export.hpp"
+#include "export/formats.hpp"
 #include "export/snapshot_fixture.hpp"
 #include "prometheus_check.hpp"
 #include "trace/trace.hpp"
@@ -497,6 +498,47 @@ TEST(Routes, ErrorsNameTheProblem) {
   EXPECT_NE(off.body.find("HOTSCOPE_TRACE_MIB"), std::string::npos);
   const auto body = agent::route(no_trace, agent::Listener::Unix, {"POST", "/v1/reset", {}, true});
   EXPECT_EQ(body.status, 413u);
+}
+
+// Each format of export/formats.hpp is answered at its path, by its name, with its MIME type; the
+// heap formats say why not without a heap library (this program has none; AgentDemo asks one).
+TEST(Routes, EveryFormatAnswersWithTheTablesMimeType) {
+  for (const exporters::FormatInfo& format : exporters::kFormats) {
+    std::vector<std::pair<std::string, std::string>> query;
+    if (*format.name != '\0') {
+      query.emplace_back("format", format.name);
+    }
+    if (format.format == exporters::Format::PprofWall) {
+      query.emplace_back("seconds", "0.001");
+    }
+    const auto response = get(format.path, query);
+    if (std::string(format.path) == "/v1/heap") {
+      EXPECT_EQ(response.status, 501u) << format.name;
+      continue;
+    }
+    EXPECT_EQ(response.status, 200u) << format.path << " " << format.name;
+    EXPECT_EQ(response.content_type, format.mime) << format.path << " " << format.name;
+    if (*format.name != '\0') {
+      const auto bad = get(format.path, {{"format", "x"}});
+      EXPECT_EQ(nlohmann::json::parse(bad.body).at("error"),
+                "format=\"x\" is not one of " + exporters::format_names(format.path, ", "));
+    }
+  }
+  EXPECT_EQ(nlohmann::json::parse(get("/v1/stats", {{"format", ""}}).body).at("error"),
+            "format=\"\" is not one of json, table, columns");
+}
+
+// The usage 404 lists, with each endpoint's formats from the table.
+TEST(Routes, NotFoundListsEveryEndpointsUsage) {
+  EXPECT_EQ(nlohmann::json::parse(get("/v2/info").body).at("endpoints"),
+            nlohmann::json::array({"GET /v1/info", "GET /v1/stats?format=json|table|columns",
+                                   "GET /v1/trace?format=chrome|folded|text&seconds=N",
+                                   "GET /v1/threads?format=json|text&stuck_ms=N", "GET /v1/metrics",
+                                   "GET /v1/heap?format=dhat|pprof", "POST /v1/reset",
+                                   "GET /debug/pprof/heap", "GET /debug/pprof/profile?seconds=N"}));
+  EXPECT_EQ(nlohmann::json::parse(get("/v1/trace", {{"colour", "red"}}).body).at("error"),
+            "/v1/trace takes no parameter \"colour\" (see GET "
+            "/v1/trace?format=chrome|folded|text&seconds=N)");
 }
 
 TEST(Routes, TheTcpListenerServesMetricsAndPprofOnly) {

@@ -3,6 +3,7 @@
 #include "agent_client.hpp"
 #include "atomic_file/atomic_file.hpp"
 #include "conventions.hpp"
+#include "export/formats.hpp"
 
 #include <fmt/format.h>
 
@@ -206,11 +207,11 @@ AgentCommands::AgentCommands(CLI::App& app) {
   stats->add_flag("--json", stats_json_, "Print them as JSON (the schema of stats.json)");
   CLI::App* heap = add_targeted(app, "heap", "Print the heap profile now");
   heap->add_option("--format", heap_format_, "dhat (JSON for dh_view.html) or pprof (gzip)")
-      ->check(CLI::IsMember({"dhat", "pprof"}))
+      ->check(CLI::IsMember(exporters::format_choices("/v1/heap")))
       ->capture_default_str();
   CLI::App* trace = add_targeted(app, "trace", "Print the recent trace window");
   trace->add_option("--format", trace_format_, "chrome (Perfetto, speedscope), folded or text")
-      ->check(CLI::IsMember({"chrome", "folded", "text"}))
+      ->check(CLI::IsMember(exporters::format_choices("/v1/trace")))
       ->capture_default_str();
   trace->add_option("--seconds", trace_seconds_, "Only the last N seconds of the window")
       ->check(number_in(0));
@@ -274,16 +275,20 @@ int AgentCommands::run_targeted(const CLI::App& command) const {
   std::string method = "GET";
   std::string path = "/v1/" + name;
   if (name == "stats" && !stats_json_) {
-    path += "?format=table";
+    path = exporters::agent_target(exporters::Format::Table);
   } else if (name == "trace") {
-    path += "?format=" + trace_format_;
+    path = exporters::agent_target(*exporters::find_format(path, trace_format_));
     if (trace_seconds_ > 0) {
       path += fmt::format("&seconds={}", trace_seconds_);
     }
   } else if (name == "threads") {
-    path += fmt::format("?stuck_ms={}{}", stuck_ms_, threads_json_ ? "" : "&format=text");
+    path += fmt::format("?stuck_ms={}", stuck_ms_);
+    if (!threads_json_) {
+      path +=
+          fmt::format("&format={}", exporters::format_info(exporters::Format::ThreadsText).name);
+    }
   } else if (name == "heap") {
-    path += "?format=" + heap_format_;
+    path = exporters::agent_target(*exporters::find_format(path, heap_format_));
   } else if (name == "reset") {
     method = "POST";
   }

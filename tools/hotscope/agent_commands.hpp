@@ -5,6 +5,7 @@
 
 #include "agent/protocol.hpp"
 #include "agent_client.hpp"
+#include "export/formats.hpp"
 
 #include <CLI/CLI.hpp>
 
@@ -42,9 +43,9 @@ private:
   std::vector<CLI::App*> targeted_;
   Target target_;
   bool stats_json_ = false;
-  std::string trace_format_ = "chrome";
+  std::string trace_format_ = exporters::find_format("/v1/trace", "")->name;
   double trace_seconds_ = 0;
-  std::string heap_format_ = "dhat";
+  std::string heap_format_ = exporters::find_format("/v1/heap", "")->name;
   bool threads_json_ = false;
   double stuck_ms_ = agent::kDefaultStuckMs;
 };

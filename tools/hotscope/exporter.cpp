@@ -2,6 +2,7 @@
 
 #include "agent/protocol.hpp"
 #include "agent_client.hpp"
+#include "export/formats.hpp"
 #include "scrape.hpp"
 
 #include <fmt/format.h>
@@ -98,7 +99,7 @@ MHD_Result on_request(void* context, MHD_Connection* connection, const char* url
     const std::vector<TargetScrape> scrapes =
         scrape_all(live_agents(exporter.dir), exporter.timeout);
     report(exporter, scrapes);
-    return send(connection, 200, "text/plain; version=0.0.4; charset=utf-8",
+    return send(connection, 200, exporters::format_info(exporters::Format::Prometheus).mime,
                 join_expositions(scrapes));
   } catch (const std::exception& failure) {
     return send(connection, 500, "text/plain; charset=utf-8",

@@ -1,5 +1,7 @@
 #include "scrape.hpp"
 
+#include "export/formats.hpp"
+
 #include <curl/curl.h>
 #include <fmt/format.h>
 #include <prometheus/metric_family.h>
@@ -79,6 +81,8 @@ std::vector<TargetScrape> scrape_all(const std::vector<AgentProcess>& processes,
   const std::unique_ptr<CURLM, CURLMcode (*)(CURLM*)> multi(
       initialized ? curl_multi_init() : nullptr, curl_multi_cleanup);
   std::vector<Easy> handles;
+  const std::string url =
+      "http://localhost" + exporters::agent_target(exporters::Format::Prometheus);
   for (std::size_t i = 0; i < processes.size(); ++i) {
     scrapes[i].process = processes[i];
     Easy easy(multi ? curl_easy_init() : nullptr, curl_easy_cleanup);
@@ -87,7 +91,7 @@ std::vector<TargetScrape> scrape_all(const std::vector<AgentProcess>& processes,
       continue;
     }
     curl_easy_setopt(easy.get(), CURLOPT_UNIX_SOCKET_PATH, processes[i].socket.c_str());
-    curl_easy_setopt(easy.get(), CURLOPT_URL, "http://localhost/v1/metrics");
+    curl_easy_setopt(easy.get(), CURLOPT_URL, url.c_str());
     curl_easy_setopt(easy.get(), CURLOPT_TIMEOUT_MS, static_cast<long>(timeout.count()));
     curl_easy_setopt(easy.get(), CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(easy.get(), CURLOPT_WRITEFUNCTION, append);

@@ -1,6 +1,7 @@
 #include "session.hpp"
 
 #include "../agent_commands.hpp"
+#include "export/formats.hpp"
 #include "input.hpp"
 #include "text.hpp"
 
@@ -41,14 +42,13 @@ std::string save_snapshot(const Source& source) {
                   fmt::format("cannot create {}: {}", dir,
                               error ? error.message() : std::string("it exists already")));
   }
-  const std::vector<std::pair<const char*, const char*>> files{
-      {"stats.json", "/v1/stats"},
-      {"report.txt", "/v1/stats?format=table"},
-      {"trace.json", "/v1/trace?format=chrome"},
-      {"trace.folded", "/v1/trace?format=folded"},
-      {"heap.json", "/v1/heap?format=dhat"}};
   std::string skipped;
-  for (const auto& [file, path] : files) {
+  for (const exporters::FormatInfo& format : exporters::kFormats) {
+    if (!format.snapshot) {
+      continue;
+    }
+    const std::string file = format.file;
+    const std::string path = exporters::agent_target(format);
     const Reply reply = send(process, "GET", path);
     if (reply.status == 501) { // off in this process (no trace, no heap profiler)
       skipped += fmt::format(" {}", file);

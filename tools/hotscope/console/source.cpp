@@ -1,5 +1,6 @@
 #include "source.hpp"
 
+#include "export/formats.hpp"
 #include "profiles/profiles.hpp"
 
 #include <fmt/chrono.h>
@@ -70,7 +71,11 @@ nlohmann::json Source::parse(const std::string& path, const std::string& body) {
 
 bool Source::fetch(Model& model, const ViewState& state, const FetchOptions& options) {
   times_ = FetchTimes{};
-  const auto stats_path = [&] { return stats_columns_ ? "/v1/stats?format=columns" : "/v1/stats"; };
+  using exporters::Format;
+  const auto stats_path = [&] {
+    return stats_columns_ ? exporters::agent_target(Format::Columns)
+                          : std::string(exporters::format_info(Format::StatsJson).path);
+  };
   std::optional<Reply> stats = get(stats_path());
   if (stats && stats->status == 400 && stats_columns_) {
     stats_columns_ = false;
@@ -117,7 +122,8 @@ bool Source::fetch(Model& model, const ViewState& state, const FetchOptions& opt
     }
     last_trace_ = now;
     const std::optional<Reply> folded =
-        get(fmt::format("/v1/trace?format=folded&seconds={}", options.flame_seconds));
+        get(fmt::format("{}&seconds={}", exporters::agent_target(exporters::Format::Folded),
+                        options.flame_seconds));
     if (!folded) {
       return false;
     }
@@ -141,7 +147,8 @@ void Source::fetch_heap(Model& model) {
     model.set_heap_unavailable(heap_hint(heap));
     return;
   }
-  const std::optional<Reply> reply = get("/v1/heap?format=dhat");
+  const std::string path = exporters::agent_target(exporters::Format::Dhat);
+  const std::optional<Reply> reply = get(path);
   if (!reply) {
     return;
   }
@@ -149,8 +156,8 @@ void Source::fetch_heap(Model& model) {
     model.set_heap_unavailable(heap_hint(heap));
     return;
   }
-  check_status(process_, "GET", "/v1/heap?format=dhat", *reply);
-  const nlohmann::json answer = parse("/v1/heap?format=dhat", reply->body);
+  check_status(process_, "GET", path, *reply);
+  const nlohmann::json answer = parse(path, reply->body);
   timed(times_.updated, [&] { model.update_heap(answer); });
 }
 

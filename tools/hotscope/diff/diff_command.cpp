@@ -2,6 +2,7 @@
 
 #include "agent_client.hpp"
 #include "agent_commands.hpp"
+#include "export/formats.hpp"
 
 #include <fmt/format.h>
 
@@ -14,7 +15,9 @@ namespace {
 profiles::Profile live_profile(profiles::Kind kind, std::int64_t pid, const std::string& name) {
   const std::string dir = runtime_dir();
   const AgentProcess process = pid != 0 ? find_by_pid(dir, pid) : find_by_name(dir, name);
-  const std::string path = kind == profiles::Kind::Stats ? "/v1/stats" : "/v1/heap?format=dhat";
+  const std::string path = kind == profiles::Kind::Stats
+                               ? exporters::format_info(exporters::Format::StatsJson).path
+                               : exporters::agent_target(exporters::Format::Dhat);
   const std::string body = request(process, "GET", path).body;
   const std::string source = fmt::format("process {} ({})", process.pid, process.name());
   nlohmann::json document = nlohmann::json::parse(body, nullptr, false);
