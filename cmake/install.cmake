@@ -55,7 +55,8 @@ if(HOTSCOPE_ENABLE)
   set(HOTSCOPE_PC_CFLAGS " -DHOTSCOPE_ENABLED=1")
   # Only a static archive is installed, so plain `pkg-config --libs` must already list what it
   # needs; the .private fields would only be read with --static.
-  set(HOTSCOPE_PC_LIBS "-L\${libdir} -lhotscope -pthread")
+  set(HOTSCOPE_PC_LIBS "-L\${libdir} -Wl,--undefined=hotscope_runtime_anchor \
+-Wl,--export-dynamic-symbol=dlclose -lhotscope -pthread")
   set(HOTSCOPE_PC_REQUIRES "libdeflate")
 endif()
 # hotscope_install_pkg_config(<name>): cmake/<name>.pc.in, with the variables above, installed as

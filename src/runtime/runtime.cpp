@@ -155,6 +155,11 @@ void finish() {
 
 } // namespace hotscope::runtime
 
+// Named by hotscope::hotscope's link option (and hotscope.pc's Libs) as undefined, so that the
+// linker takes this file out of the static library, and with it the start at load time, even
+// into a program that calls nothing defined here (one that only asks for heap profiles).
+extern "C" const char hotscope_runtime_anchor = 0;
+
 hotscope::detail::Ring* hotscope::detail::register_thread() noexcept {
   runtime::ensure_started();
   const hotscope::heap_link::ProfilerSection section; // the thread's ring is the profiler's
