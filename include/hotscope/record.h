@@ -47,11 +47,15 @@ enum hotscope_record_kind {
 
 /* One record: 32 bytes, naturally aligned, little-endian on every target we support. */
 struct hotscope_record {
-  uint64_t ticks;           /* raw timestamp of the producer's clock */
-  uint64_t ref;             /* address of static data (location or text); 0 if unused */
-  uint64_t value;           /* counter value or inline text length */
-  uint32_t kind;            /* enum hotscope_record_kind */
-  uint32_t payload_records; /* records of raw text bytes that follow this one */
+  uint64_t ticks; /* raw timestamp of the producer's clock (0 in an ALLOCATION record, which is
+                     attributed to the scopes open, not to a time) */
+  uint64_t ref;   /* per kind, as listed above: a source location's or static text's address, a
+                     guest heap block's address; 0 if unused */
+  uint64_t value; /* per kind: a counter's value, an inline text's length, bytes allocated, a
+                     frame count, a queue item's id or capacity, a task's id, a block's size */
+  uint32_t kind;  /* enum hotscope_record_kind */
+  uint32_t payload_records; /* records of payload that follow this one: inline text bytes, return
+                               addresses or guest heap slots (4 uint64 per record) */
 };
 
 #define HOTSCOPE_RECORD_SIZE 32u
