@@ -184,6 +184,20 @@ double value_at(const std::vector<Point>& points, double u) {
   return points.back().x;
 }
 
+// The duration at rank `u` on the outline, or that of a known point (min, a percentile, max)
+// within `reach` (a share of the calls) of it, below it for a `lower` bound, above it else: the
+// calls between two known percentiles need not lie on the line between them (a few preempted
+// calls make a step), and a rank that close to a known one may well fall on its side of a step.
+double bound_at(const std::vector<Point>& points, double u, double reach, bool lower) {
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    const Point& point = points[lower ? points.size() - 1 - i : i];
+    if (lower ? point.u <= u : point.u >= u) {
+      return std::fabs(point.u - u) <= reach ? point.x : value_at(points, u);
+    }
+  }
+  return value_at(points, u);
+}
+
 // A call's standard deviation: that of the outlined distribution, and at least what the
 // slowest and the fastest call alone imply: calls sigma^2 >= (max - mean)^2 + (mean - min)^2.
 double sigma(const Spread& side) {
@@ -226,8 +240,9 @@ Interval noise_interval(const Column& column, const Spread& side, double value) 
   const double low = calls * q - spread;
   const double high = calls * q + spread;
   const std::vector<Point> points = outline(side);
-  return {std::min(value, low < 1 ? 0 : value_at(points, low / calls)),
-          std::max(value, high > calls ? HUGE_VAL : value_at(points, high / calls))};
+  return {std::min(value, low < 1 ? 0 : bound_at(points, low / calls, spread / calls, true)),
+          std::max(value, high > calls ? HUGE_VAL
+                                       : bound_at(points, high / calls, spread / calls, false))};
 }
 
 bool significant(const Column& column, const Spread& base, const Spread& now, double b, double n) {
