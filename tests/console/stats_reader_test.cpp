@@ -1,0 +1,135 @@
+// The console's reader of the agent's /v1/stats answer: both layouts (objects and columns) give
+// the same rows, and what it does not read is kept.
+#include "console/source.hpp"
+#include "console/stats_reader.hpp"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <vector>
+
+namespace {
+
+using namespace hotscope::cli::console;
+using Json = nlohmann::json;
+
+// The reader fills rows straight from the answer's text: every figure of both layouts, the rest
+// of the answer as a tree (a thread's own functions included), and nothing left over from the
+// previous answer in the rows it reuses.
+TEST(ConsoleStatsReader, BothLayoutsGiveEveryFigureAndTheRest) {
+  const std::vector<std::string> keys = {"calls",
+                                         "total_ns",
+                                         "self_ns",
+                                         "min_ns",
+                                         "max_ns",
+                                         "p50_ns",
+                                         "p90_ns",
+                                         "p95_ns",
+                                         "p99_ns",
+                                         "p999_ns",
+                                         "alloc_bytes_self",
+                                         "alloc_blocks_self",
+                                         "alloc_bytes_total",
+                                         "alloc_blocks_total"};
+  Json objects = Json::array();
+  for (std::uint64_t f = 0; f < 3; ++f) {
+    Json function = {{"name", "f" + std::to_string(f)},
+                     {"file", "x.cpp"},
+                     {"line", 10 + f},
+                     {"mean_ns", 2.5 * static_cast<double>(f)}};
+    for (std::size_t k = 0; k < keys.size(); ++k) {
+      function[keys[k]] = 1000 * f + k + 1;
+    }
+    objects.push_back(function);
+  }
+  Json columns = Json::object();
+  for (const Json& function : objects) {
+    for (const auto& [key, value] : function.items()) {
+      columns[key].push_back(value);
+    }
+  }
+  const Json threads = Json::array({{{"name", "main"}, {"functions", objects}}});
+  StatsAnswer from_objects;
+  read_stats(Json{{"duration_ns", 5}, {"functions", objects}, {"threads", threads}}.dump(),
+             from_objects);
+  StatsAnswer from_columns;
+  read_stats(Json{{"functions", columns}, {"duration_ns", 5}, {"threads", threads}}.dump(),
+             from_columns);
+  EXPECT_EQ(from_objects.rest, (Json{{"duration_ns", 5}, {"threads", threads}}));
+  EXPECT_EQ(from_columns.rest, from_objects.rest);
+  for (const StatsAnswer* answer : {&from_objects, &from_columns}) {
+    ASSERT_EQ(answer->functions.size(), 3u);
+    for (std::uint64_t f = 0; f < 3; ++f) {
+      const FunctionRow& row = answer->functions[f];
+      EXPECT_EQ(row.name, "f" + std::to_string(f));
+      EXPECT_EQ(row.file, "x.cpp");
+      EXPECT_EQ(row.line, static_cast<int>(10 + f));
+      EXPECT_DOUBLE_EQ(row.mean_ns, 2.5 * static_cast<double>(f));
+      const std::vector<std::uint64_t> figures = {row.calls,
+                                                  row.total_ns,
+                                                  row.self_ns,
+                                                  row.min_ns,
+                                                  row.max_ns,
+                                                  row.p50_ns,
+                                                  row.p90_ns,
+                                                  row.p95_ns,
+                                                  row.p99_ns,
+                                                  row.p999_ns,
+                                                  row.alloc_bytes_self,
+                                                  row.alloc_blocks_self,
+                                                  row.alloc_bytes_total,
+                                                  row.alloc_blocks_total};
+      for (std::size_t k = 0; k < keys.size(); ++k) {
+        EXPECT_EQ(figures[k], 1000 * f + k + 1) << keys[k];
+      }
+    }
+  }
+
+  // Reused for an answer with fewer functions and figures: nothing of the previous one stays.
+  read_stats(R"({"functions": {"name": ["g", "h"], "calls": [7], "line": 3, "p50_ns": [1, 2, 3],
+                 "other": [[1], {"a": 2}], "file": [{"nested": ["x"]}, "y.cpp"]}})",
+             from_objects);
+  ASSERT_EQ(from_objects.functions.size(), 2u);
+  EXPECT_EQ(from_objects.rest, Json::object());
+  const FunctionRow& g = from_objects.functions[0];
+  const FunctionRow& h = from_objects.functions[1];
+  EXPECT_EQ(g.name, "g");
+  EXPECT_EQ(g.calls, 7u);
+  EXPECT_EQ(g.file, ""); // the cell was no string
+  EXPECT_EQ(g.line, 0);  // the column was no array
+  EXPECT_EQ(h.file, "y.cpp");
+  EXPECT_EQ(h.calls, 0u);  // the column was shorter
+  EXPECT_EQ(h.p50_ns, 2u); // the column was longer: its third value belongs to no function
+  EXPECT_EQ(h.alloc_bytes_total, 0u);
+  EXPECT_DOUBLE_EQ(h.mean_ns, 0);
+
+  read_stats(R"({"functions": {"calls": [1, 2]}, "pid": 3})", from_objects);
+  EXPECT_TRUE(from_objects.functions.empty()); // no names, no functions
+  EXPECT_EQ(from_objects.rest, (Json{{"pid", 3}}));
+  read_stats(R"({"functions": null, "pid": 4})", from_objects);
+  EXPECT_TRUE(from_objects.functions.empty());
+  EXPECT_EQ(from_objects.rest, (Json{{"pid", 4}}));
+  EXPECT_THROW(read_stats(R"({"functions": {"name": ["a")", from_objects),
+               nlohmann::json::parse_error);
+  EXPECT_THROW(read_stats(R"({"functions": {"calls": [1e400]}})", from_objects),
+               nlohmann::json::out_of_range);
+  // Nesting is bounded, in the functions and in the rest (docs/diff-and-report.md, "Limits").
+  EXPECT_THROW(read_stats("{\"functions\": " + std::string(100000, '[') + "]}", from_objects),
+               nlohmann::json::other_error);
+  EXPECT_THROW(read_stats("{\"x\": " + std::string(100000, '[') + "]}", from_objects),
+               nlohmann::json::other_error);
+  // The console reads through read_answer: one line naming the request, which it survives.
+  try {
+    read_answer("/v1/stats?format=columns",
+                [&] { read_stats(R"({"pid": 1, "functions": {"name": [)", from_objects); });
+    ADD_FAILURE() << "no Failure";
+  } catch (const hotscope::cli::Failure& failure) {
+    EXPECT_EQ(failure.code, hotscope::cli::kFailed);
+    EXPECT_NE(std::string(failure.what()).find("answer to GET /v1/stats?format=columns: "),
+              std::string::npos)
+        << failure.what();
+  }
+}
+
+} // namespace
