@@ -1,6 +1,7 @@
 #include "agent/routes.hpp"
 
 #include "agent/protocol.hpp"
+#include "export/common.hpp"
 #include "export/export.hpp"
 #include "export/formats.hpp"
 #include "export/writers.hpp"
@@ -157,26 +158,16 @@ Response info(const Process& process) {
   return json_response(200, [&](text::JsonWriter& json) {
     json.begin_object();
     write_process_members(json, process);
-    json.key("clock")
-        .begin_object()
-        .member("source", snapshot.clock.source)
-        .member("frequency_origin", snapshot.clock.frequency_origin)
-        .member("ticks_per_second", snapshot.clock.ticks_per_second)
-        .member("invariant_tsc", snapshot.clock.invariant_tsc)
-        .member("reason", snapshot.clock.reason)
-        .end_object()
-        .key("window")
+    json.key("clock");
+    exporters::detail::write_clock(json, snapshot.clock);
+    json.key("window")
         .begin_object()
         .member("start_unix_ns", snapshot.start_unix_ns)
         .member("duration_ns", snapshot.duration_ns)
         .end_object()
-        .key("records")
-        .begin_object()
-        .member("written", snapshot.records.written)
-        .member("kept", snapshot.records.kept)
-        .member("dropped", snapshot.records.dropped)
-        .end_object()
-        .key("trace")
+        .key("records");
+    exporters::detail::write_records(json, snapshot.records);
+    json.key("trace")
         .begin_object()
         .member("events", snapshot.trace_window_events)
         .member("evicted", snapshot.trace_evicted)

@@ -74,6 +74,24 @@ std::string guest_image_summary(const GuestImage& image) {
                    ", track ", image.track);
 }
 
+void write_clock(text::JsonWriter& json, const ClockInfo& clock) {
+  json.begin_object()
+      .member("source", clock.source)
+      .member("frequency_origin", clock.frequency_origin)
+      .member("ticks_per_second", clock.ticks_per_second)
+      .member("invariant_tsc", clock.invariant_tsc)
+      .member("reason", clock.reason)
+      .end_object();
+}
+
+void write_records(text::JsonWriter& json, const RecordCounts& records) {
+  json.begin_object()
+      .member("written", records.written)
+      .member("kept", records.kept)
+      .member("dropped", records.dropped)
+      .end_object();
+}
+
 void write_guest_images(text::JsonWriter& json, const std::vector<GuestImage>& images) {
   json.begin_array();
   for (const GuestImage& image : images) {

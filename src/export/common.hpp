@@ -40,6 +40,9 @@ std::string records_summary(const RecordCounts& records);
 std::string guest_image_summary(const GuestImage& image);
 // [{"track": ..., "path": ..., "bytes": ..., "sha256": ...}, ...] for the JSON outputs.
 void write_guest_images(text::JsonWriter& json, const std::vector<GuestImage>& images);
+// The "clock" and "records" objects of stats.json, which GET /v1/info answers too.
+void write_clock(text::JsonWriter& json, const ClockInfo& clock);
+void write_records(text::JsonWriter& json, const RecordCounts& records);
 
 // True when the thread's innermost open scope has been open longer than `stuck_ns`.
 bool is_stuck(const ThreadInfo& thread, std::uint64_t stuck_ns);

@@ -13,14 +13,6 @@ using text::JsonWriter;
 
 enum class StatsLayout { Full, Columns };
 
-void write_records(JsonWriter& json, const RecordCounts& records) {
-  json.begin_object()
-      .member("written", records.written)
-      .member("kept", records.kept)
-      .member("dropped", records.dropped)
-      .end_object();
-}
-
 void write_allocations(JsonWriter& json, const Allocations& allocations) {
   json.begin_object()
       .member("bytes", allocations.all.bytes)
@@ -99,7 +91,7 @@ void write_thread_head(JsonWriter& json, const ThreadInfo& thread) {
       .member("voluntary_switches", thread.os.voluntary_switches)
       .member("involuntary_switches", thread.os.involuntary_switches)
       .key("records");
-  write_records(json, thread.records);
+  detail::write_records(json, thread.records);
 }
 
 void write_strings(JsonWriter& json, const std::vector<std::string>& list) {
@@ -230,16 +222,10 @@ void write_stats(std::string& out, int indent, const Snapshot& snapshot, StatsLa
       .member("process_name", snapshot.process_name)
       .member("duration_ns", snapshot.duration_ns)
       .member("start_unix_ns", snapshot.start_unix_ns)
-      .key("clock")
-      .begin_object()
-      .member("source", snapshot.clock.source)
-      .member("frequency_origin", snapshot.clock.frequency_origin)
-      .member("ticks_per_second", snapshot.clock.ticks_per_second)
-      .member("invariant_tsc", snapshot.clock.invariant_tsc)
-      .member("reason", snapshot.clock.reason)
-      .end_object()
-      .key("records");
-  write_records(json, snapshot.records);
+      .key("clock");
+  detail::write_clock(json, snapshot.clock);
+  json.key("records");
+  detail::write_records(json, snapshot.records);
   json.member("threads_folded", snapshot.threads_folded).key("allocations");
   write_allocations(json, snapshot.allocations);
   json.key("functions");
