@@ -57,7 +57,7 @@ if(HOTSCOPE_ENABLE)
   # needs; the .private fields would only be read with --static.
   set(HOTSCOPE_PC_LIBS "-L\${libdir} -Wl,--undefined=hotscope_runtime_anchor \
 -Wl,--export-dynamic-symbol=dlclose -lhotscope -pthread")
-  set(HOTSCOPE_PC_REQUIRES "libdeflate")
+  set(HOTSCOPE_PC_REQUIRES "libdeflate libunwind")
 endif()
 # hotscope_install_pkg_config(<name>): cmake/<name>.pc.in, with the variables above, installed as
 # <name>.pc. hotscope-heap.pc is added by src/CMakeLists.txt when libhotscope-heap.so is built.

@@ -168,9 +168,22 @@ inline void close_slice(Ring* ring, std::uint64_t ref, std::uint64_t value,
   put(ring, ring->head.load(std::memory_order_relaxed), ticks, ref, value, kind);
 }
 
+// The calling function's stack pointer (inlined: the frame that opens the scope), which places
+// the scope among the native frames of a CPU sample (docs/cpu.md). One register move.
+inline std::uint64_t stack_pointer() noexcept {
+#if defined(__x86_64__)
+  std::uint64_t sp;
+  asm("mov %%rsp, %0" : "=r"(sp));
+  return sp;
+#else
+  return reinterpret_cast<std::uintptr_t>(__builtin_frame_address(0));
+#endif
+}
+
 // Returns the ring the BEGIN went into, or nullptr when it was dropped.
 inline Ring* begin_scope(const hotscope_source_location* location) noexcept {
-  return open_slice(reinterpret_cast<std::uintptr_t>(location), 0, HOTSCOPE_RECORD_BEGIN);
+  return open_slice(reinterpret_cast<std::uintptr_t>(location), stack_pointer(),
+                    HOTSCOPE_RECORD_BEGIN);
 }
 
 inline void end_scope(Ring* ring, const hotscope_source_location* location) noexcept {

@@ -11,7 +11,8 @@
 
 /* Record kinds. Values are part of the format: never renumber. */
 enum hotscope_record_kind {
-  HOTSCOPE_RECORD_BEGIN = 1,           /* ref: source location; a scope opens */
+  HOTSCOPE_RECORD_BEGIN = 1,           /* ref: source location; a scope opens; value: the stack
+                                          pointer where it opened (0: unknown) */
   HOTSCOPE_RECORD_END = 2,             /* ref: source location; the innermost scope closes */
   HOTSCOPE_RECORD_MESSAGE_STATIC = 3,  /* ref: address of a static NUL-terminated text */
   HOTSCOPE_RECORD_MESSAGE_INLINE = 4,  /* value: text length; payload records follow */
@@ -51,8 +52,9 @@ struct hotscope_record {
                      attributed to the scopes open, not to a time) */
   uint64_t ref;   /* per kind, as listed above: a source location's or static text's address, a
                      guest heap block's address; 0 if unused */
-  uint64_t value; /* per kind: a counter's value, an inline text's length, bytes allocated, a
-                     frame count, a queue item's id or capacity, a task's id, a block's size */
+  uint64_t value; /* per kind: a scope's stack pointer, a counter's value, an inline text's
+                     length, bytes allocated, a frame count, a queue item's id or capacity, a
+                     task's id, a block's size */
   uint32_t kind;  /* enum hotscope_record_kind */
   uint32_t payload_records; /* records of payload that follow this one: inline text bytes, return
                                addresses or guest heap slots (4 uint64 per record) */

@@ -89,6 +89,10 @@ struct FunctionStats {
   // Allocated while it was open, its children included (inclusive). A recursive function
   // counts each allocation once, however many of its calls were open.
   AllocationCounts allocated_total;
+  // On-CPU time sampled while it was the innermost open scope, and while it was open at all
+  // (a recursive function counts each sample once). Zero when the CPU was not sampled.
+  std::uint64_t cpu_self_ns = 0;
+  std::uint64_t cpu_total_ns = 0;
 };
 
 // Every allocation a thread recorded, and those made while it had no scope open; the
@@ -164,6 +168,40 @@ struct ThreadInfo {
   std::vector<OpenScope> open_scopes;   // outermost first, innermost last
   OsThreadFigures os;
   std::optional<BatchCounts> batches; // external tracks whose producer reports them
+  std::uint64_t cpu_samples = 0;      // sampling periods of on-CPU time (CpuProfile)
+};
+
+// The CPU samples of the measuring window (docs/cpu.md): stacks of native frames with the scopes
+// open at the sample placed among them, each with the sampling periods it stands for.
+struct CpuFrame {
+  std::uint64_t address = 0; // native: the interrupted instruction (innermost) or a return address
+  std::int32_t scope = -1;   // an open scope: its index in CpuProfile::scopes; -1: native
+  bool is_scope() const { return scope >= 0; }
+};
+struct CpuStack {
+  std::vector<CpuFrame> frames; // innermost first
+  std::uint64_t samples = 0;    // sampling periods
+};
+struct CpuScope {
+  std::string name;
+  std::string file;
+  std::uint32_t line = 0;
+};
+struct CpuThreadSamples {
+  std::int64_t os_tid = 0;
+  std::uint64_t samples = 0;
+};
+struct CpuProfile {
+  unsigned hz = 0;              // the sampling rate now; 0 when off
+  std::uint64_t period_ns = 0;  // CPU time one period stands for, at the latest rate
+  std::uint64_t samples = 0;    // periods sampled in the window, stored or not
+  std::uint64_t lost = 0;       // samples the buffer had no room for (the collector lagged)
+  std::uint64_t incomplete = 0; // stacks not unwound to their outermost frame (kept as they are)
+  std::uint64_t unstored = 0;   // periods of stacks past the bound of distinct stacks
+  std::string problem;          // why sampling stopped or could not start
+  std::vector<CpuStack> stacks;
+  std::vector<CpuScope> scopes;
+  std::vector<CpuThreadSamples> threads; // by os_tid
 };
 
 // QueuePush and QueuePop carry the item id in TraceEvent::value and the queue's name in name.
@@ -289,6 +327,7 @@ struct Snapshot {
   std::vector<CounterStats> counters;
   std::vector<QueueStats> queues; // sorted by name
   std::vector<TaskStats> tasks;   // sorted by name
+  CpuProfile cpu;
 
   // The trace window: the most recent events, per thread in order, sorted by time overall.
   // Each thread's Begin/End events are balanced: a scope whose Begin was evicted from the
