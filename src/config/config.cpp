@@ -73,6 +73,8 @@ Parsed parse(const Getenv& getenv) {
   config.trace_window_bytes = window_mib << 20;
   read_number(getenv, "HOTSCOPE_COLLECT_MS", 1, 1000, "a period in milliseconds", false,
               config.collect_period_ms, parsed.errors);
+  read_number(getenv, "HOTSCOPE_CPU_HZ", 0, 10000, "a rate in samples per CPU second", false,
+              config.cpu_hz, parsed.errors);
   read_agent(getenv, config, parsed.errors);
   config.report_on_signal = read_on_signal(getenv, parsed.on_signal_errors);
   return parsed;

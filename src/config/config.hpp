@@ -22,6 +22,7 @@ struct Config {
   std::size_t ring_records = 262144;           // HOTSCOPE_RING_RECORDS: per thread, power of 2
   std::size_t trace_window_bytes = 32u << 20;  // HOTSCOPE_TRACE_MIB: 0 keeps no trace
   unsigned collect_period_ms = 10;             // HOTSCOPE_COLLECT_MS
+  unsigned cpu_hz = 0;                         // HOTSCOPE_CPU_HZ: CPU samples per second, 0 off
   bool agent = true;                           // HOTSCOPE_AGENT=0 turns the live agent off
   // HOTSCOPE_RUNTIME_DIR, else $XDG_RUNTIME_DIR/hotscope, else /tmp/hotscope-<uid>
   std::string runtime_dir;

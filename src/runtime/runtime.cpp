@@ -1,6 +1,7 @@
 #include "runtime/runtime.hpp"
 
 #include "clock/clock.hpp"
+#include "cpu/cpu.hpp"
 #include "export/export.hpp"
 #include "heap_link/heap_link.hpp"
 #include "signals/signals.hpp"
@@ -85,6 +86,11 @@ void start_once() {
   }
   clock::init(s.config.clock);
   trace::start({s.config.ring_records, s.config.trace_window_bytes, s.config.collect_period_ms});
+  if (s.config.cpu_hz != 0) {
+    if (const std::string problem = cpu::start(s.config.cpu_hz); !problem.empty()) {
+      print_line("hotscope: no CPU samples: " + problem);
+    }
+  }
   // Memory per function, when there is a heap library.
   heap_link::observe_allocations([](std::size_t bytes) { detail::record_allocation(bytes); });
   if (built_with_agent && s.config.agent) {
@@ -143,6 +149,7 @@ void finish() {
     const std::lock_guard lock(state().agent_mutex);
     stop_agent(); // first: no client may ask for a snapshot while the collector stops
   }
+  cpu::stop(); // the samples so far are in the report; none is taken while the process ends
   trace::stop();
   if (!s.reports_enabled) {
     return;

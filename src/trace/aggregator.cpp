@@ -30,6 +30,8 @@ void Aggregator::Stats::merge(const Stats& other) {
   self += other.self;
   allocated_self += other.allocated_self;
   allocated_total += other.allocated_total;
+  cpu_self += other.cpu_self;
+  cpu_total += other.cpu_total;
 }
 
 Aggregator::Aggregator(std::size_t window_bytes, Resolver resolver)
@@ -84,8 +86,9 @@ void Aggregator::forget_addresses() {
   intern_cache_.fill({});
 }
 
-void Aggregator::begin(ThreadState& thread, std::uint32_t location, std::uint64_t ticks) {
-  thread.stack.push_back(Frame{location, ticks, 0, {}, {}});
+void Aggregator::begin(ThreadState& thread, std::uint32_t location, std::uint64_t ticks,
+                       std::uint64_t stack_address) {
+  thread.stack.push_back(Frame{location, ticks, stack_address, 0, {}, {}});
 }
 
 std::uint64_t Aggregator::end(ThreadState& thread, std::uint32_t location, std::uint64_t ticks) {
@@ -135,6 +138,49 @@ void Aggregator::allocate(ThreadState& thread, std::uint64_t bytes) {
   thread.stack.back().allocated_inclusive += block;
 }
 
+void Aggregator::cpu_sample(ThreadState* thread, const cpu::Sample& sample) {
+  static const std::vector<Frame> no_scopes;
+  const std::vector<Frame>& open = thread != nullptr ? thread->stack : no_scopes;
+  const std::uint64_t periods = sample.weight;
+  // Innermost first. A scope sits just outside the native frames it encloses: in the frame whose
+  // stack holds the address it opened at (below the next outer frame's stack pointer). Scopes
+  // past the frames unwound, or whose address is unknown, go outermost.
+  std::vector<std::uint64_t>& words = cpu_words_;
+  words.clear();
+  std::size_t unplaced = open.size(); // open[0, unplaced) are still to place
+  const std::uint32_t frames = std::min(sample.frames, cpu::kMaxFrames);
+  for (std::uint32_t i = 0; i < frames; ++i) {
+    const bool outermost = i + 1 == frames;
+    const std::uint64_t outer_sp = !outermost          ? sample.sps[i + 1]
+                                   : sample.complete ? UINT64_MAX
+                                                     : sample.sps[i];
+    while (unplaced > 0 && open[unplaced - 1].stack_address != 0 &&
+           open[unplaced - 1].stack_address < outer_sp) {
+      words.push_back(CpuStacks::kScopeWord | open[--unplaced].location);
+    }
+    words.push_back(sample.pcs[i]);
+  }
+  while (unplaced > 0) {
+    words.push_back(CpuStacks::kScopeWord | open[--unplaced].location);
+  }
+  cpu_stacks_.add(words, sample.tid, periods);
+  if (thread == nullptr) {
+    return;
+  }
+  thread->cpu_samples += periods;
+  for (std::size_t i = 0; i < open.size(); ++i) {
+    const std::uint32_t location = open[i].location;
+    const bool innermost = i + 1 == open.size();
+    // A recursive function's sample counts once in its total: at its outermost open call.
+    const bool outermost_call = std::none_of(open.begin(), open.begin() + static_cast<long>(i),
+                                             [&](const Frame& f) { return f.location == location; });
+    for (Stats* stats : {&stats_[location], &thread->stats[location]}) {
+      stats->cpu_self += innermost ? periods : 0;
+      stats->cpu_total += outermost_call ? periods : 0;
+    }
+  }
+}
+
 std::vector<Aggregator::OpenAllocation>
 Aggregator::open_allocations(const std::vector<Frame>& stack) {
   std::vector<bool> outermost(stack.size());
@@ -163,9 +209,18 @@ void Aggregator::forget_open_allocations(std::vector<Frame>& stack) {
   }
 }
 
-void Aggregator::consume(std::uint32_t thread_index, std::span<const hotscope_record> records) {
+void Aggregator::consume(std::uint32_t thread_index, std::span<const hotscope_record> records,
+                         std::uint64_t first_position,
+                         std::span<const cpu::Sample* const> samples) {
   ThreadState& thread = threads_[thread_index];
+  std::size_t next_sample = 0;
+  const auto samples_up_to = [&](std::uint64_t position) {
+    while (next_sample < samples.size() && samples[next_sample]->ring_head <= position) {
+      cpu_sample(&thread, *samples[next_sample++]);
+    }
+  };
   for (std::size_t i = 0; i < records.size();) {
+    samples_up_to(first_position + i);
     const hotscope_record& record = records[i];
     const std::size_t payload =
         std::min<std::size_t>(record.payload_records, records.size() - i - 1);
@@ -179,6 +234,7 @@ void Aggregator::consume(std::uint32_t thread_index, std::span<const hotscope_re
     }
     i += 1 + payload;
   }
+  samples_up_to(UINT64_MAX);
 }
 
 void Aggregator::consume_record(std::uint32_t thread_index, ThreadState& thread,
@@ -190,7 +246,7 @@ void Aggregator::consume_record(std::uint32_t thread_index, ThreadState& thread,
   switch (row.kind) {
   case HOTSCOPE_RECORD_BEGIN: {
     const std::uint32_t location = intern_location(record.ref);
-    begin(thread, location, record.ticks);
+    begin(thread, location, record.ticks, record.value);
     event(location, 0);
     break;
   }
@@ -297,6 +353,8 @@ void Aggregator::fold_thread(ThreadState& thread) {
   folded_records_.dropped += thread.records.dropped;
   thread.records = {};
   folded_allocations_ += thread.allocations;
+  folded_cpu_samples_ += thread.cpu_samples;
+  thread.cpu_samples = 0;
   folded_os_.state = "X"; // ended, as each of them
   folded_os_.cpu_user_ns += thread.at_exit.cpu_user_ns;
   folded_os_.cpu_system_ns += thread.at_exit.cpu_system_ns;
@@ -338,7 +396,7 @@ std::size_t Aggregator::statistics_bytes() const {
                       name_ids_.size() * (sizeof(std::pair<std::uint64_t, std::uint32_t>) + 16) +
                       ids_by_ref_and_text_.size() * (sizeof(std::string) + 40) +
                       sizeof(intern_cache_) + counters_.size() * (sizeof(Counter) + 16) +
-                      tasks_.bytes();
+                      tasks_.bytes() + cpu_stacks_.bytes();
   for (const LocationText& name : names_) {
     // Twice: the key of ids_by_ref_and_text_ holds the texts too.
     bytes += sizeof(LocationText) + 2 * (name.name.capacity() + name.file.capacity());
@@ -359,6 +417,9 @@ void Aggregator::reset() {
   folded_records_ = {};
   folded_allocations_ = {};
   folded_os_ = {};
+  folded_cpu_samples_ = 0;
+  cpu_stacks_.reset();
+  cpu_at_reset_ = cpu_now_;
   threads_folded_ = 0;
   window_.clear();
   std::erase_if(threads_, [](const auto& entry) { return entry.second.exited; });
@@ -370,6 +431,7 @@ void Aggregator::reset() {
     thread.records = {};
     // Unlike their time, open scopes' allocations restart: the window counts what it saw.
     thread.allocations = {};
+    thread.cpu_samples = 0;
     forget_open_allocations(thread.stack);
   }
 }

@@ -344,6 +344,7 @@ private:
       std::lock_guard lock(registry_mutex_);
       slots.assign(slots_.begin(), slots_.end());
     }
+    take_cpu_samples();
     std::vector<ThreadSlot*>& finished = finished_slots_;
     finished.clear();
     for (ThreadSlot* slot : slots) {
@@ -352,7 +353,7 @@ private:
       }
       // Seen before draining: every record of an exited thread is then already published.
       const bool exited = slot->exited.load(std::memory_order_acquire);
-      drain(*slot);
+      drain(*slot, samples_of(*slot));
       aggregator_.set_dropped(slot->index, slot->ring.dropped.load(std::memory_order_relaxed));
       if (exited) {
         aggregator_.mark_exited(slot->index, slot->at_exit);
@@ -368,14 +369,55 @@ private:
       delete slot;
     }
     rings_of_ended_threads.fetch_sub(finished.size(), std::memory_order_relaxed);
+    for (std::size_t i = 0; i < cpu_order_.size(); ++i) {
+      if (!cpu_consumed_[i]) { // its thread has no ring
+        aggregator_.consume_cpu_sample(*cpu_order_[i]);
+      }
+    }
     aggregator_.finish_pass();
   }
 
-  void drain(ThreadSlot& slot) {
+  // Taken before the rings are drained, so each sample's ring_head is within what they give.
+  void take_cpu_samples() {
+    aggregator_.set_cpu_figures(cpu::figures());
+    cpu_samples_.clear();
+    cpu::take(cpu_samples_);
+    cpu_order_.clear();
+    for (const cpu::Sample& sample : cpu_samples_) {
+      cpu_order_.push_back(&sample);
+    }
+    // By ring, then in the order of its records: each ring's samples are one run.
+    std::sort(cpu_order_.begin(), cpu_order_.end(), [](const auto* a, const auto* b) {
+      return a->ring != b->ring ? std::less<>()(a->ring, b->ring) : a->ring_head < b->ring_head;
+    });
+    cpu_consumed_.assign(cpu_order_.size(), false);
+  }
+
+  // The samples taken on `slot`'s thread (marked consumed in cpu_consumed_).
+  std::span<const cpu::Sample* const> samples_of(const ThreadSlot& slot) {
+    const void* ring = &slot.ring;
+    const auto before = [](const cpu::Sample* sample, const void* r) {
+      return std::less<>()(sample->ring, r);
+    };
+    auto it = std::lower_bound(cpu_order_.begin(), cpu_order_.end(), ring, before);
+    slot_samples_.clear();
+    for (; it != cpu_order_.end() && (*it)->ring == ring; ++it) {
+      if ((*it)->tid == slot.os_tid) { // not a thread whose ended ring's memory this one reuses
+        slot_samples_.push_back(*it);
+        cpu_consumed_[static_cast<std::size_t>(it - cpu_order_.begin())] = true;
+      }
+    }
+    return slot_samples_;
+  }
+
+  void drain(ThreadSlot& slot, std::span<const cpu::Sample* const> samples) {
     Ring& ring = slot.ring;
     const std::uint64_t head = ring.head.load(std::memory_order_acquire);
     const std::uint64_t tail = ring.tail.load(std::memory_order_relaxed);
     if (head == tail) {
+      if (!samples.empty()) {
+        aggregator_.consume(slot.index, {}, tail, samples);
+      }
       return;
     }
     // Copy out first (in at most two pieces around the wrap) so the producer gets the space
@@ -398,7 +440,7 @@ private:
       objects_unloaded_ = unloaded;
       aggregator_.forget_addresses();
     }
-    aggregator_.consume(slot.index, scratch_);
+    aggregator_.consume(slot.index, scratch_, tail, samples);
   }
 
   const Settings settings_;
@@ -411,6 +453,10 @@ private:
   std::uint64_t objects_unloaded_ = objects_unloaded(); // as of the latest drain
   std::vector<ThreadSlot*> drained_slots_;              // drain_all's, kept for their capacity
   std::vector<ThreadSlot*> finished_slots_;             // drain_all's, kept for their capacity
+  std::vector<cpu::Sample> cpu_samples_;                 // a pass's, kept for their capacity
+  std::vector<const cpu::Sample*> cpu_order_;            // by ring, then ring_head
+  std::vector<bool> cpu_consumed_;                       // by cpu_order_'s index
+  std::vector<const cpu::Sample*> slot_samples_;
   std::int64_t external_tracks_ = 0;
 
   std::mutex registry_mutex_; // guards slots_; taken once per thread by the thread itself

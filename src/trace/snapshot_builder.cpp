@@ -53,13 +53,15 @@ void sort_by_total(std::vector<FunctionStats>& functions) {
 // table, and the statistics of functions as the snapshot shows them.
 class Aggregator::Figures {
 public:
-  Figures(const TimeBase& time, Contents contents, const std::vector<LocationText>& names)
-      : convert_(time), contents_(contents), names_(names) {
+  Figures(const TimeBase& time, Contents contents, const std::vector<LocationText>& names,
+          std::uint64_t cpu_period_ns)
+      : convert_(time), contents_(contents), names_(names), cpu_period_ns_(cpu_period_ns) {
     for (std::size_t i = 0; i < bucket_ticks_.size(); ++i) {
       bucket_ticks_[i] = convert_.ticks(kDurationBucketsNs[i]);
     }
   }
   const Converter& convert() const { return convert_; }
+  std::uint64_t cpu_period_ns() const { return cpu_period_ns_; }
   bool per_thread_functions() const { return contents_ != Contents::ProcessTotals; }
 
   // Shared by functions, queue waits and tasks, so all have the same figures.
@@ -119,6 +121,8 @@ private:
     out.line = names_[location].line;
     out.allocated_self = stats.allocated_self;
     out.allocated_total = stats.allocated_total;
+    out.cpu_self_ns = stats.cpu_self * cpu_period_ns_;
+    out.cpu_total_ns = stats.cpu_total * cpu_period_ns_;
     if (stats.calls == 0) {
       return out; // only allocations so far, from calls still open
     }
@@ -129,11 +133,12 @@ private:
   Converter convert_;
   Contents contents_;
   const std::vector<LocationText>& names_;
+  std::uint64_t cpu_period_ns_;
   std::array<std::uint64_t, kDurationBucketsNs.size()> bucket_ticks_{};
 };
 
 CapturedSnapshot Aggregator::capture(const TimeBase& time, Contents contents) const {
-  const Figures figures(time, contents, names_);
+  const Figures figures(time, contents, names_, cpu_period_ns_);
   Snapshot snapshot;
   snapshot.pid = getpid();
   snapshot.clock = time.clock;
@@ -146,6 +151,7 @@ CapturedSnapshot Aggregator::capture(const TimeBase& time, Contents contents) co
   }
   capture_functions_and_threads(figures, time.now_ticks, snapshot);
   capture_series(figures, time.now_ticks, snapshot);
+  capture_cpu(figures, snapshot);
   snapshot.trace_evicted = window_.evicted();
   snapshot.trace_window_events = window_.events();
   snapshot.memory.trace_window = window_.bytes();
@@ -207,6 +213,7 @@ void Aggregator::capture_functions_and_threads(const Figures& figures, std::uint
     folded.records.written = folded_records_.kept + folded_records_.dropped;
     folded.allocations = folded_allocations_;
     folded.os = folded_os_;
+    folded.cpu_samples = folded_cpu_samples_;
     if (figures.per_thread_functions()) {
       folded.functions = figures.functions(folded_thread_stats_, {});
     }
@@ -226,6 +233,7 @@ ThreadInfo Aggregator::capture_thread(const Figures& figures, std::uint64_t now_
   info.records.written = thread.records.kept + thread.records.dropped;
   info.allocations = thread.allocations;
   info.batches = thread.batches;
+  info.cpu_samples = thread.cpu_samples;
   info.os = thread.at_exit; // a live thread's figures are read from /proc with the snapshot
   if (figures.per_thread_functions()) {
     info.functions = figures.functions(thread.stats, open);
@@ -238,6 +246,19 @@ ThreadInfo Aggregator::capture_thread(const Figures& figures, std::uint64_t now_
                                 figures.convert().duration(open_ticks)});
   }
   return info;
+}
+
+void Aggregator::capture_cpu(const Figures& figures, Snapshot& snapshot) const {
+  CpuProfile& cpu = snapshot.cpu;
+  cpu.hz = cpu_now_.hz;
+  cpu.period_ns = figures.cpu_period_ns();
+  cpu.lost = cpu_now_.lost - std::min(cpu_now_.lost, cpu_at_reset_.lost);
+  cpu.incomplete = cpu_now_.incomplete - std::min(cpu_now_.incomplete, cpu_at_reset_.incomplete);
+  cpu.problem = cpu_now_.problem;
+  cpu_stacks_.capture(cpu, [&](std::uint32_t location) {
+    const LocationText& where = names_[location];
+    return CpuScope{where.name, where.file, where.line};
+  });
 }
 
 void Aggregator::capture_series(const Figures& figures, std::uint64_t now_ticks,

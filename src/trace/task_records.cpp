@@ -20,7 +20,7 @@ void Aggregator::task_record(std::uint32_t thread_index, ThreadState& thread, co
     break;
   case HOTSCOPE_RECORD_TASK_RESUME:
     tasks_.resume(task);
-    begin(thread, location, record.ticks);
+    begin(thread, location, record.ticks, 0); // a task's slice: where it runs is not known
     event();
     break;
   case HOTSCOPE_RECORD_TASK_SUSPEND:

@@ -2,7 +2,9 @@
 // of records into per-function statistics and a bounded trace window.
 #pragma once
 
+#include "cpu/cpu.hpp"
 #include "snapshot/snapshot.hpp"
+#include "trace/cpu_stacks.hpp"
 #include "trace/histogram.hpp"
 #include "trace/queue_table.hpp"
 #include "trace/record_kinds.hpp"
@@ -76,7 +78,21 @@ public:
 
   std::uint32_t add_thread(std::int64_t os_tid, std::string name);
   // Consumes one thread's records in order. A batch must not end inside a record's payload.
-  void consume(std::uint32_t thread, std::span<const hotscope_record> records);
+  // `first_position`: how many records the thread wrote before the batch; `samples`: CPU samples
+  // taken on the thread, by ring_head, each attributed to the scopes open after that many records
+  // (one taken before the batch, to those open at its start).
+  void consume(std::uint32_t thread, std::span<const hotscope_record> records,
+               std::uint64_t first_position = 0,
+               std::span<const cpu::Sample* const> samples = {});
+  // A CPU sample of a thread that has no ring (it never recorded): no scope is open on it.
+  void consume_cpu_sample(const cpu::Sample& sample) { cpu_sample(nullptr, sample); }
+  // The sampler's figures as of now, for the next snapshot (counted from the latest reset()).
+  void set_cpu_figures(const cpu::Figures& figures) {
+    cpu_now_ = figures;
+    if (figures.hz != 0) { // a window's samples keep the latest rate's period once it stops
+      cpu_period_ns_ = 1'000'000'000 / figures.hz;
+    }
+  }
   void set_dropped(std::uint32_t thread, std::uint64_t dropped);
   // An external track's batch figures (its records_rejected become its dropped records).
   void set_batches(std::uint32_t thread, const BatchCounts& batches);
@@ -109,12 +125,15 @@ private:
     std::uint64_t self = 0;
     AllocationCounts allocated_self;
     AllocationCounts allocated_total;
+    std::uint64_t cpu_self = 0; // sampling periods (CpuProfile)
+    std::uint64_t cpu_total = 0;
     void add(std::uint64_t duration, std::uint64_t self_ticks);
     void merge(const Stats& other);
   };
   struct Frame {
     std::uint32_t location;
     std::uint64_t start;
+    std::uint64_t stack_address; // where the scope opened (its BEGIN's value), 0: unknown
     std::uint64_t children = 0;
     // Allocations not yet in the statistics: those made while this frame was innermost, and
     // those plus its closed children's (a child hands its inclusive figure up at its END).
@@ -148,6 +167,7 @@ private:
     std::uint64_t last_ticks = 0;
     std::optional<BatchCounts> batches;
     OsThreadFigures at_exit;
+    std::uint64_t cpu_samples = 0; // sampling periods
   };
   // Direct-mapped, in front of name_ids_: a record's ref is found without hashing.
   struct InternedRef {
@@ -161,7 +181,11 @@ private:
   // The id of a name read at `ref`: by address and text, so ids outlive forget_addresses().
   std::uint32_t intern(std::uint64_t ref, LocationText text, char kind);
   void push_event(const WindowEvent& event) { window_.push(event); }
-  void begin(ThreadState& thread, std::uint32_t location, std::uint64_t ticks);
+  void begin(ThreadState& thread, std::uint32_t location, std::uint64_t ticks,
+             std::uint64_t stack_address);
+  // A CPU sample: its stack with the thread's open scopes placed among its native frames, and
+  // its periods in the open functions' figures. `thread` null: a thread without a ring.
+  void cpu_sample(ThreadState* thread, const cpu::Sample& sample);
   // Returns the duration of the frame it closed (0 when none was open).
   std::uint64_t end(ThreadState& thread, std::uint32_t location, std::uint64_t ticks);
   static void allocate(ThreadState& thread, std::uint64_t bytes);
@@ -175,6 +199,7 @@ private:
   // Parts of capture() (snapshot_builder.cpp): the statistics per function and per thread, each
   // thread's, and the counters, queues and tasks.
   class Figures;
+  void capture_cpu(const Figures& figures, Snapshot& snapshot) const;
   void capture_functions_and_threads(const Figures& figures, std::uint64_t now_ticks,
                                      Snapshot& snapshot) const;
   ThreadInfo capture_thread(const Figures& figures, std::uint64_t now_ticks, std::uint32_t index,
@@ -208,6 +233,12 @@ private:
   QueueTable queues_;
   TaskTable tasks_;
   TraceWindow window_;
+  CpuStacks cpu_stacks_;
+  std::vector<std::uint64_t> cpu_words_; // cpu_sample's, kept for its capacity
+  std::uint64_t folded_cpu_samples_ = 0;
+  cpu::Figures cpu_now_;
+  cpu::Figures cpu_at_reset_;
+  std::uint64_t cpu_period_ns_ = 0;
 };
 
 // --- The process-wide collector ------------------------------------------------------------

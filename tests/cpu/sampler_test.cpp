@@ -1,0 +1,242 @@
+#include "cpu/cpu.hpp"
+#include "trace/trace.hpp"
+
+#include <hotscope/hotscope.hpp>
+
+#include <gtest/gtest.h>
+
+#include <dlfcn.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <ctime>
+#include <fstream>
+#include <string>
+#include <thread>
+
+namespace {
+
+using namespace hotscope;
+
+std::int64_t this_tid() {
+  return static_cast<std::int64_t>(syscall(SYS_gettid));
+}
+
+double thread_cpu_seconds() {
+  timespec now{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
+  return static_cast<double>(now.tv_sec) + static_cast<double>(now.tv_nsec) * 1e-9;
+}
+
+std::atomic<std::uint64_t> sink{0};
+
+// Spins for `seconds` of this thread's CPU time.
+void spin_cpu(double seconds) {
+  const double until = thread_cpu_seconds() + seconds;
+  std::uint64_t x = 1;
+  while (thread_cpu_seconds() < until) {
+    for (int i = 0; i < 10'000; ++i) {
+      x = x * 6364136223846793005ull + 1442695040888963407ull;
+    }
+  }
+  sink += x;
+}
+
+std::string name_at(std::uint64_t address) {
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(address), &info) == 0 || info.dli_sname == nullptr) {
+    return "";
+  }
+  return info.dli_sname;
+}
+
+std::uint64_t samples_of_thread(const Snapshot& s, std::int64_t tid) {
+  for (const CpuThreadSamples& t : s.cpu.threads) {
+    if (t.os_tid == tid) {
+      return t.samples;
+    }
+  }
+  return 0;
+}
+
+const FunctionStats* find(const std::vector<FunctionStats>& functions, const std::string& name) {
+  for (const FunctionStats& f : functions) {
+    if (f.name == name) {
+      return &f;
+    }
+  }
+  return nullptr;
+}
+
+bool sampler_thread_exists() {
+  const std::string self = "/proc/self/task/";
+  for (const auto& entry : std::filesystem::directory_iterator(self)) {
+    std::ifstream comm(entry.path() / "comm");
+    std::string name;
+    std::getline(comm, name);
+    if (name == "hotscope-cpu") {
+      return true;
+    }
+  }
+  return false;
+}
+
+class CpuSampler : public ::testing::Test {
+protected:
+  void SetUp() override {
+    ASSERT_EQ(cpu::start(kHz), "");
+    trace::reset();
+  }
+  void TearDown() override { cpu::stop(); }
+  static constexpr unsigned kHz = 997;
+};
+
+} // namespace
+
+extern "C" __attribute__((noinline)) void hotscope_test_leaf_spin(double seconds) {
+  spin_cpu(seconds);
+  asm volatile("" ::: "memory"); // not a tail call: this frame stays on the stack
+}
+
+extern "C" __attribute__((noinline)) void hotscope_test_scope_owner(double seconds) {
+  HOTSCOPE_SCOPE("owned_scope");
+  hotscope_test_leaf_spin(seconds);
+  asm volatile("" ::: "memory");
+}
+
+TEST(CpuSamplerOff, CostsNothingNoThreadNoHandler) {
+  EXPECT_EQ(cpu::hz(), 0u);
+  EXPECT_FALSE(sampler_thread_exists());
+  struct sigaction action {};
+  ASSERT_EQ(sigaction(SIGPROF, nullptr, &action), 0);
+  EXPECT_EQ(action.sa_handler, SIG_DFL) << "no handler is installed before sampling starts";
+  EXPECT_EQ(trace::snapshot().cpu.samples, 0u);
+}
+
+TEST_F(CpuSampler, AScopeSitsBetweenTheFrameThatOpenedItAndTheFramesItEncloses) {
+  hotscope_test_scope_owner(0.3);
+  const Snapshot s = trace::snapshot();
+  ASSERT_GT(s.cpu.samples, 50u) << "0.3 s of CPU at ~1 kHz";
+  std::uint64_t placed = 0;
+  std::uint64_t with_scope = 0;
+  std::uint64_t complete_samples = 0;
+  for (const CpuStack& stack : s.cpu.stacks) {
+    for (std::size_t i = 0; i < stack.frames.size(); ++i) {
+      const CpuFrame& frame = stack.frames[i];
+      if (!frame.is_scope() || s.cpu.scopes[frame.scope].name != "owned_scope") {
+        continue;
+      }
+      with_scope += stack.samples;
+      const bool inner_ok =
+          i > 0 && !stack.frames[i - 1].is_scope() &&
+          name_at(stack.frames[i - 1].address) == "hotscope_test_leaf_spin";
+      const bool outer_ok = i + 1 < stack.frames.size() && !stack.frames[i + 1].is_scope() &&
+                            name_at(stack.frames[i + 1].address) == "hotscope_test_scope_owner";
+      placed += inner_ok && outer_ok ? stack.samples : 0;
+    }
+    // Reaches main's caller: the outermost frames are the C library's start-up.
+    complete_samples += stack.frames.size() > 3 ? stack.samples : 0;
+  }
+  EXPECT_GE(with_scope, s.cpu.samples * 9 / 10);
+  EXPECT_EQ(placed, with_scope) << "the scope frame sits between its opener and the leaf";
+  EXPECT_EQ(s.cpu.incomplete, 0u);
+  const FunctionStats* owned = find(s.functions, "owned_scope");
+  ASSERT_NE(owned, nullptr);
+  EXPECT_GT(owned->cpu_self_ns, 200'000'000u);
+  EXPECT_EQ(owned->cpu_self_ns, owned->cpu_total_ns);
+  EXPECT_GE(owned->stats.total_ns, owned->cpu_total_ns / 2);
+}
+
+TEST_F(CpuSampler, AThreadBlockedInReadGetsNoSamples) {
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  std::atomic<std::int64_t> reader_tid{0};
+  std::thread reader([&] {
+    reader_tid = this_tid();
+    HOTSCOPE_SCOPE("waits_in_read");
+    char byte = 0;
+    EXPECT_EQ(read(fds[0], &byte, 1), 1);
+  });
+  std::thread spinner([] { spin_cpu(0.3); });
+  spinner.join();
+  ASSERT_EQ(write(fds[1], "x", 1), 1);
+  reader.join();
+  close(fds[0]);
+  close(fds[1]);
+  const Snapshot s = trace::snapshot();
+  EXPECT_EQ(samples_of_thread(s, reader_tid), 0u);
+  const FunctionStats* waits = find(s.functions, "waits_in_read");
+  ASSERT_NE(waits, nullptr);
+  EXPECT_GT(waits->stats.total_ns, 250'000'000u) << "wall time it waited";
+  EXPECT_LT(waits->cpu_total_ns, 20'000'000u) << "no CPU while it waited";
+}
+
+TEST_F(CpuSampler, AThreadStartedAfterSamplingBeganIsSampled) {
+  std::atomic<std::int64_t> tid{0};
+  std::thread late([&] {
+    tid = this_tid();
+    spin_cpu(0.3); // longer than the sampler takes to find it (kThreadScanMs)
+  });
+  late.join();
+  const Snapshot s = trace::snapshot();
+  EXPECT_GT(samples_of_thread(s, tid), 100u);
+}
+
+namespace {
+std::atomic<int> program_handler_calls{0};
+void program_handler(int) {
+  ++program_handler_calls;
+}
+} // namespace
+
+TEST(CpuSamplerSignals, AProgramsSigprofHandlerStillGetsItsOwnSignals) {
+  cpu::stop();
+  struct sigaction mine {};
+  mine.sa_handler = program_handler;
+  sigemptyset(&mine.sa_mask);
+  ASSERT_EQ(sigaction(SIGPROF, &mine, nullptr), 0);
+  ASSERT_EQ(cpu::start(997), "");
+  struct sigaction now {};
+  sigaction(SIGPROF, nullptr, &now);
+  if ((now.sa_flags & SA_SIGINFO) == 0) { // ctest runs each test in a process of its own
+    GTEST_SKIP() << "the sampler's handler was installed by an earlier test in this process";
+  }
+  raise(SIGPROF); // not a timer's: the program's
+  EXPECT_EQ(program_handler_calls.load(), 1);
+  cpu::stop();
+}
+
+TEST(CpuSamplerSignals, AHandlerInstalledAfterwardsStopsSamplingAndSaysSo) {
+  ASSERT_EQ(cpu::start(997), "");
+  struct sigaction mine {};
+  mine.sa_handler = program_handler;
+  sigemptyset(&mine.sa_mask);
+  struct sigaction ours {};
+  ASSERT_EQ(sigaction(SIGPROF, &mine, &ours), 0);
+  for (int i = 0; i < 100 && cpu::figures().problem.empty(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_NE(cpu::figures().problem.find("SIGPROF handler of its own"), std::string::npos)
+      << cpu::figures().problem;
+  cpu::stop();
+  ASSERT_EQ(sigaction(SIGPROF, &ours, nullptr), 0); // ours again, for the next tests
+}
+
+TEST_F(CpuSampler, AForkedChildStartsWithoutASampler) {
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    _exit(cpu::hz() == 0 && !sampler_thread_exists() ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  EXPECT_EQ(cpu::hz(), kHz) << "the parent samples on";
+}
