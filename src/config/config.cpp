@@ -46,12 +46,27 @@ void read_agent(const Getenv& getenv, Config& config, std::vector<std::string>& 
   }
 }
 
+// Under `hotscope run`, which names the program's pid in HOTSCOPE_RUN_PID, a process the program
+// starts writes its reports into a directory of its own, <out>/<name>.<pid>, rather than over the
+// program's.
+std::string out_dir_of_this_process(const Getenv& getenv, std::string out_dir) {
+  const char* run_pid = getenv("HOTSCOPE_RUN_PID");
+  if (out_dir.empty() || run_pid == nullptr || std::to_string(getpid()) == run_pid) {
+    return out_dir;
+  }
+  std::ifstream comm("/proc/self/comm");
+  std::string name;
+  std::getline(comm, name);
+  return text::cat(out_dir, "/", name.empty() ? "process" : name, ".", getpid());
+}
+
 } // namespace
 
 Parsed parse(const Getenv& getenv) {
   Parsed parsed;
   Config& config = parsed.config;
-  config.out_dir = variables::read_out_dir(getenv, parsed.errors).value_or("");
+  config.out_dir =
+      out_dir_of_this_process(getenv, variables::read_out_dir(getenv, parsed.errors).value_or(""));
   if (const char* clock_name = getenv("HOTSCOPE_CLOCK")) {
     const std::string_view value = clock_name;
     if (value == "auto") {

@@ -20,7 +20,7 @@ struct Sample {
   const void* ring = nullptr;
   std::uint64_t ring_head = 0;
   std::uint32_t frames = 0;
-  bool complete = false; // unwound to the outermost frame (_start, clone), not cut or failed
+  bool complete = false;    // unwound to the outermost frame (_start, clone), not cut or failed
   std::uint32_t weight = 1; // periods of CPU time it stands for (the kernel may merge expirations)
   // Innermost first: the interrupted instruction, then return addresses.
   std::uint64_t pcs[kMaxFrames];
@@ -28,12 +28,12 @@ struct Sample {
 };
 
 struct Figures {
-  unsigned hz = 0;               // 0: not sampling
-  std::uint64_t samples = 0;     // taken (complete or not), lost ones excluded
-  std::uint64_t lost = 0;        // the buffer was full: the collector lagged
-  std::uint64_t incomplete = 0;  // stacks not unwound to their outermost frame
-  std::uint64_t threads = 0;     // threads with a timer now
-  std::string problem;           // why sampling is off or stopped, when it is not by request
+  unsigned hz = 0;              // 0: not sampling
+  std::uint64_t samples = 0;    // taken (complete or not), lost ones excluded
+  std::uint64_t lost = 0;       // the buffer was full: the collector lagged
+  std::uint64_t incomplete = 0; // stacks not unwound to their outermost frame
+  std::uint64_t threads = 0;    // threads with a timer now
+  std::string problem;          // why sampling is off or stopped, when it is not by request
 };
 
 // Samples every thread of the process at `hz` per CPU second, threads started later too (they

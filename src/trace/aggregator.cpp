@@ -151,7 +151,7 @@ void Aggregator::cpu_sample(ThreadState* thread, const cpu::Sample& sample) {
   const std::uint32_t frames = std::min(sample.frames, cpu::kMaxFrames);
   for (std::uint32_t i = 0; i < frames; ++i) {
     const bool outermost = i + 1 == frames;
-    const std::uint64_t outer_sp = !outermost          ? sample.sps[i + 1]
+    const std::uint64_t outer_sp = !outermost        ? sample.sps[i + 1]
                                    : sample.complete ? UINT64_MAX
                                                      : sample.sps[i];
     while (unplaced > 0 && open[unplaced - 1].stack_address != 0 &&
@@ -172,8 +172,9 @@ void Aggregator::cpu_sample(ThreadState* thread, const cpu::Sample& sample) {
     const std::uint32_t location = open[i].location;
     const bool innermost = i + 1 == open.size();
     // A recursive function's sample counts once in its total: at its outermost open call.
-    const bool outermost_call = std::none_of(open.begin(), open.begin() + static_cast<long>(i),
-                                             [&](const Frame& f) { return f.location == location; });
+    const bool outermost_call =
+        std::none_of(open.begin(), open.begin() + static_cast<long>(i),
+                     [&](const Frame& f) { return f.location == location; });
     for (Stats* stats : {&stats_[location], &thread->stats[location]}) {
       stats->cpu_self += innermost ? periods : 0;
       stats->cpu_total += outermost_call ? periods : 0;

@@ -453,9 +453,9 @@ private:
   std::uint64_t objects_unloaded_ = objects_unloaded(); // as of the latest drain
   std::vector<ThreadSlot*> drained_slots_;              // drain_all's, kept for their capacity
   std::vector<ThreadSlot*> finished_slots_;             // drain_all's, kept for their capacity
-  std::vector<cpu::Sample> cpu_samples_;                 // a pass's, kept for their capacity
-  std::vector<const cpu::Sample*> cpu_order_;            // by ring, then ring_head
-  std::vector<bool> cpu_consumed_;                       // by cpu_order_'s index
+  std::vector<cpu::Sample> cpu_samples_;                // a pass's, kept for their capacity
+  std::vector<const cpu::Sample*> cpu_order_;           // by ring, then ring_head
+  std::vector<bool> cpu_consumed_;                      // by cpu_order_'s index
   std::vector<const cpu::Sample*> slot_samples_;
   std::int64_t external_tracks_ = 0;
 

@@ -4,8 +4,8 @@
 
 namespace hotscope::trace {
 
-std::size_t CpuStacks::WordsHash::operator()(const std::vector<std::uint64_t>& words) const
-    noexcept {
+std::size_t
+CpuStacks::WordsHash::operator()(const std::vector<std::uint64_t>& words) const noexcept {
   std::uint64_t hash = 0xcbf29ce484222325; // FNV-1a over the words
   for (const std::uint64_t word : words) {
     hash = (hash ^ word) * 0x100000001b3;
@@ -13,8 +13,7 @@ std::size_t CpuStacks::WordsHash::operator()(const std::vector<std::uint64_t>& w
   return static_cast<std::size_t>(hash ^ (hash >> 29));
 }
 
-void CpuStacks::add(std::span<const std::uint64_t> words, std::int64_t tid,
-                    std::uint64_t periods) {
+void CpuStacks::add(std::span<const std::uint64_t> words, std::int64_t tid, std::uint64_t periods) {
   samples_ += periods;
   if (const auto it = threads_.find(tid); it != threads_.end()) {
     it->second += periods;
@@ -67,11 +66,11 @@ void CpuStacks::capture(CpuProfile& profile,
     if (a.samples != b.samples) {
       return a.samples > b.samples;
     }
-    return std::lexicographical_compare(
-        a.frames.begin(), a.frames.end(), b.frames.begin(), b.frames.end(),
-        [](const CpuFrame& x, const CpuFrame& y) {
-          return x.address != y.address ? x.address < y.address : x.scope < y.scope;
-        });
+    return std::lexicographical_compare(a.frames.begin(), a.frames.end(), b.frames.begin(),
+                                        b.frames.end(), [](const CpuFrame& x, const CpuFrame& y) {
+                                          return x.address != y.address ? x.address < y.address
+                                                                        : x.scope < y.scope;
+                                        });
   });
   for (const auto& [tid, periods] : threads_) {
     profile.threads.push_back({tid, periods});

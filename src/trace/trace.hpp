@@ -82,8 +82,7 @@ public:
   // taken on the thread, by ring_head, each attributed to the scopes open after that many records
   // (one taken before the batch, to those open at its start).
   void consume(std::uint32_t thread, std::span<const hotscope_record> records,
-               std::uint64_t first_position = 0,
-               std::span<const cpu::Sample* const> samples = {});
+               std::uint64_t first_position = 0, std::span<const cpu::Sample* const> samples = {});
   // A CPU sample of a thread that has no ring (it never recorded): no scope is open on it.
   void consume_cpu_sample(const cpu::Sample& sample) { cpu_sample(nullptr, sample); }
   // The sampler's figures as of now, for the next snapshot (counted from the latest reset()).

@@ -15,8 +15,8 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
-#include <filesystem>
 #include <ctime>
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <thread>
@@ -134,9 +134,8 @@ TEST_F(CpuSampler, AScopeSitsBetweenTheFrameThatOpenedItAndTheFramesItEncloses) 
         continue;
       }
       with_scope += stack.samples;
-      const bool inner_ok =
-          i > 0 && !stack.frames[i - 1].is_scope() &&
-          name_at(stack.frames[i - 1].address) == "hotscope_test_leaf_spin";
+      const bool inner_ok = i > 0 && !stack.frames[i - 1].is_scope() &&
+                            name_at(stack.frames[i - 1].address) == "hotscope_test_leaf_spin";
       const bool outer_ok = i + 1 < stack.frames.size() && !stack.frames[i + 1].is_scope() &&
                             name_at(stack.frames[i + 1].address) == "hotscope_test_scope_owner";
       placed += inner_ok && outer_ok ? stack.samples : 0;

@@ -76,6 +76,9 @@ int main(int argc, char** argv) {
   std::vector<std::string> command;
   run_command->add_flag("--heap", options.heap,
                         "Profile the heap: preload the allocation hooks, write DIR/heap.json");
+  run_command->add_flag("--cpu", options.cpu,
+                        "Sample the CPU (HOTSCOPE_CPU_HZ, default 99): write DIR/cpu.pb.gz and "
+                        "DIR/cpu.folded");
   run_command->add_option("--out", options.out_dir,
                           "Directory for the reports (sets HOTSCOPE_OUT)");
   run_command->add_flag("!--no-summary", options.summary,

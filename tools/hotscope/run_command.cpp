@@ -19,10 +19,12 @@ namespace {
 // Passed on to the program. The launcher takes them with sigwaitinfo, so none ends it.
 constexpr int kForwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
 
-// HOTSCOPE_PRELOAD, else the installed library next to an installed hotscope (bin/../lib/), else
-// the build tree's. The installed one comes first: an installed copy must not use a build tree.
-std::string preload_library() {
-  const char* chosen = std::getenv("HOTSCOPE_PRELOAD");
+// `variable` (HOTSCOPE_PRELOAD, HOTSCOPE_RUN_PRELOAD), else the installed library next to an
+// installed hotscope (bin/../lib/), else the build tree's. The installed one comes first: an
+// installed copy must not use a build tree.
+std::string preload_library(const char* variable, const char* installed_path,
+                            const char* build_tree_path) {
+  const char* chosen = std::getenv(variable);
   if (chosen != nullptr && *chosen != '\0') {
     return chosen;
   }
@@ -30,12 +32,21 @@ std::string preload_library() {
   const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", error);
   if (!error) {
     const std::filesystem::path installed =
-        (self.parent_path() / HOTSCOPE_INSTALLED_PRELOAD).lexically_normal();
+        (self.parent_path() / installed_path).lexically_normal();
     if (std::filesystem::exists(installed, error)) {
       return installed;
     }
   }
-  return HOTSCOPE_DEFAULT_PRELOAD;
+  return build_tree_path;
+}
+
+// Puts `library` first in LD_PRELOAD.
+void preload(const std::string& library) {
+  std::string value = library;
+  if (const char* existing = std::getenv("LD_PRELOAD"); existing != nullptr && *existing) {
+    value += std::string(":") + existing;
+  }
+  setenv("LD_PRELOAD", value.c_str(), 1);
 }
 
 // In the child: the environment the profiled program starts with, then the program itself.
@@ -49,13 +60,17 @@ std::string preload_library() {
   // SIGTERM, SIGINT and SIGHUP write the reports before they end the program, unless the user
   // said otherwise.
   setenv("HOTSCOPE_ON_SIGNAL", "report", 0);
+  // The program itself writes DIR/heap.json and DIR/cpu.*; processes it execs write
+  // heap.<name>.<pid>.json and DIR/<name>.<pid>/cpu.*.
+  setenv("HOTSCOPE_RUN_PID", std::to_string(getpid()).c_str(), 1);
+  if (options.cpu) {
+    setenv("HOTSCOPE_CPU_HZ", "99", 0);
+    preload(preload_library("HOTSCOPE_RUN_PRELOAD", HOTSCOPE_INSTALLED_RUN_PRELOAD,
+                            HOTSCOPE_DEFAULT_RUN_PRELOAD));
+  }
   if (options.heap) {
-    std::string preload = preload_library();
-    if (const char* existing = std::getenv("LD_PRELOAD"); existing != nullptr && *existing) {
-      preload += std::string(":") + existing;
-    }
-    setenv("LD_PRELOAD", preload.c_str(), 1);
-    // The program itself writes heap.json; processes it execs write heap.<pid>.json.
+    preload(
+        preload_library("HOTSCOPE_PRELOAD", HOTSCOPE_INSTALLED_PRELOAD, HOTSCOPE_DEFAULT_PRELOAD));
     setenv("HOTSCOPE_HEAP_PID", std::to_string(getpid()).c_str(), 1);
   }
   std::vector<char*> argv;

@@ -10,6 +10,7 @@ namespace hotscope::cli {
 
 struct RunOptions {
   bool heap = false;
+  bool cpu = false;
   bool summary = true;
   std::string out_dir;
 };
