@@ -9,6 +9,7 @@
 #include <map>
 #include <string>
 #include <string_view>
+#include <unistd.h>
 
 namespace {
 
@@ -35,13 +36,33 @@ TEST(Config, ReadsEveryVariable) {
                              {"HOTSCOPE_CLOCK", "monotonic"},
                              {"HOTSCOPE_RING_RECORDS", "1024"},
                              {"HOTSCOPE_TRACE_MIB", "0"},
-                             {"HOTSCOPE_COLLECT_MS", "5"}});
+                             {"HOTSCOPE_COLLECT_MS", "5"},
+                             {"HOTSCOPE_CPU_HZ", "99"}});
   EXPECT_TRUE(parsed.errors.empty());
   EXPECT_EQ(parsed.config.out_dir, "/tmp/x");
   EXPECT_EQ(parsed.config.clock, clock::Request::Monotonic);
   EXPECT_EQ(parsed.config.ring_records, 1024u);
   EXPECT_EQ(parsed.config.trace_window_bytes, 0u);
   EXPECT_EQ(parsed.config.collect_period_ms, 5u);
+  EXPECT_EQ(parsed.config.cpu_hz, 99u);
+}
+
+TEST(Config, CpuSamplingIsOffUnlessAskedAndARateOutOfRangeIsNamed) {
+  EXPECT_EQ(parse({}).config.cpu_hz, 0u);
+  const auto parsed = parse({{"HOTSCOPE_CPU_HZ", "20000"}});
+  ASSERT_EQ(parsed.errors.size(), 1u);
+  EXPECT_NE(parsed.errors[0].find("HOTSCOPE_CPU_HZ=\"20000\""), std::string::npos);
+  EXPECT_EQ(parsed.config.cpu_hz, 0u);
+}
+
+TEST(Config, UnderHotscopeRunOtherProcessesReportIntoADirectoryOfTheirOwn) {
+  const std::string self = std::to_string(getpid());
+  EXPECT_EQ(parse({{"HOTSCOPE_OUT", "/tmp/x"}, {"HOTSCOPE_RUN_PID", self}}).config.out_dir,
+            "/tmp/x");
+  const std::string child =
+      parse({{"HOTSCOPE_OUT", "/tmp/x"}, {"HOTSCOPE_RUN_PID", "1"}}).config.out_dir;
+  EXPECT_EQ(child.rfind("/tmp/x/", 0), 0u) << child;
+  EXPECT_EQ(child.substr(child.rfind('.') + 1), self) << "named <name>.<pid>: " << child;
 }
 
 TEST(Config, ReportOnSignalIsOffUnlessAsked) {

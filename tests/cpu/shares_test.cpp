@@ -65,8 +65,8 @@ TEST(CpuShares, EachHotFunctionGetsItsShareAndTheSleepingHalfIsNotCpu) {
   const Folded folded = read_folded(out / "cpu.folded");
   ASSERT_GT(folded.total, 500u) << "2 s of CPU at 499 Hz";
   const auto share = [&](const std::string& name) {
-    return 100.0 * static_cast<double>(folded.innermost.count(name) ? folded.innermost.at(name)
-                                                                     : 0) /
+    return 100.0 *
+           static_cast<double>(folded.innermost.count(name) ? folded.innermost.at(name) : 0) /
            static_cast<double>(folded.total);
   };
   EXPECT_NEAR(share("hotscope_shares_in_library"), 40, 8);
