@@ -25,7 +25,7 @@ std::string names(const nlohmann::json& list) {
 Page queues_page(const Model& model) {
   Page page;
   const std::vector<QueueRow>& queues = model.queues();
-  if (!model.stats().contains("queues")) {
+  if (!model.stats().queues) {
     page.fixed.push_back(
         Line{" this process's agent reports no queues (an older hotscope)", Style::Alert});
     return page;

@@ -11,7 +11,7 @@ namespace hotscope::cli::console {
 
 Page tasks_page(const Model& model) {
   Page page;
-  if (!model.stats().contains("tasks")) {
+  if (!model.stats().tasks) {
     page.fixed.push_back(
         Line{" this process's agent reports no tasks (an older hotscope)", Style::Alert});
     return page;
