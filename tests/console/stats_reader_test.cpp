@@ -125,6 +125,12 @@ TEST(ConsoleStatsReader, BothLayoutsGiveEveryFigureAndTheRest) {
   EXPECT_FALSE(h.has("calls"));
   EXPECT_FALSE(h.has("p999_ns"));
 
+  // Keys of no figure are skipped, in either layout.
+  read_stats(R"({"functions": [{"name": "k", "newer": 1, "calls": 2, "also_newer": "x"}]})",
+             from_objects);
+  ASSERT_EQ(from_objects.functions.size(), 1u);
+  EXPECT_EQ(from_objects.functions[0].calls, 2u);
+
   read_stats(R"({"functions": {"calls": [1, 2]}, "pid": 3})", from_objects);
   EXPECT_TRUE(from_objects.functions.empty()); // no names, no functions
   EXPECT_EQ(from_objects.pid, 3);

@@ -418,7 +418,8 @@ private:
       in_functions_ = false;
       return true;
     }
-    if (FunctionStats* row = figure_row(); row != nullptr) {
+    // A key the table does not have still takes its place in a column.
+    if (FunctionStats* row = figure_row(); row != nullptr && field_ != kNoField) {
       set_figure(*row, field_, std::forward<Value>(value));
     }
     return true;
