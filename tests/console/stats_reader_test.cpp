@@ -131,6 +131,20 @@ TEST(ConsoleStatsReader, BothLayoutsGiveEveryFigureAndTheRest) {
   ASSERT_EQ(from_objects.functions.size(), 1u);
   EXPECT_EQ(from_objects.functions[0].calls, 2u);
 
+  // Queues and tasks, typed: a thread name that is no string reads as "?".
+  read_stats(R"({"queues": [{"name": "q", "pushed": 5, "wait_p99_ns": 9, "push_threads": ["a", 1]}],
+                 "tasks": [{"name": "t", "kind": "coroutine", "running": {"p99_ns": 7}}]})",
+             from_objects);
+  ASSERT_TRUE(from_objects.queues && from_objects.queues->size() == 1);
+  const hotscope::cli::profiles::QueueStats& queue = from_objects.queues->front();
+  EXPECT_EQ(queue.name, "q");
+  EXPECT_EQ(queue.pushed, 5u);
+  EXPECT_EQ(queue.wait_p99_ns, 9u);
+  EXPECT_EQ(queue.push_threads, (std::vector<std::string>{"a", "?"}));
+  ASSERT_TRUE(from_objects.tasks && from_objects.tasks->size() == 1);
+  EXPECT_EQ(from_objects.tasks->front().kind, "coroutine");
+  EXPECT_EQ(from_objects.tasks->front().running_p99_ns, 7u);
+
   read_stats(R"({"functions": {"calls": [1, 2]}, "pid": 3})", from_objects);
   EXPECT_TRUE(from_objects.functions.empty()); // no names, no functions
   EXPECT_EQ(from_objects.pid, 3);

@@ -69,18 +69,19 @@ using CountPair = std::pair<std::uint64_t, std::uint64_t>;
 // cumulative counts, `first` and `second`, over the interval: from the previous answer's counts
 // (`previous`, keyed by `key_of`, then replaced by this answer's), or from 0 when an entry is new
 // or the interval does not continue the previous one.
-template <class Row, class KeyOf>
-std::vector<Row> rows_with_rates(const Json& entries, KeyOf key_of,
-                                 std::pair<const char*, double Row::*> first,
-                                 std::pair<const char*, double Row::*> second,
+template <class Row, class Entry, class KeyOf>
+std::vector<Row> rows_with_rates(const std::vector<Entry>& entries, KeyOf key_of,
+                                 std::pair<std::uint64_t Entry::*, double Row::*> first,
+                                 std::pair<std::uint64_t Entry::*, double Row::*> second,
                                  std::map<std::string, CountPair>& previous, bool continues,
                                  std::uint64_t interval_ns) {
   std::map<std::string, CountPair> counts;
   std::vector<Row> rows;
-  for (const Json& entry : entries) {
-    Row row{entry};
+  for (const Entry& entry : entries) {
+    Row row;
+    static_cast<Entry&>(row) = entry;
     const std::string key = key_of(entry);
-    const CountPair now{u64(entry, first.first), u64(entry, second.first)};
+    const CountPair now{entry.*first.first, entry.*second.first};
     const auto before = continues ? previous.find(key) : previous.end();
     const CountPair base = before == previous.end() ? CountPair{0, 0} : before->second;
     row.*first.second = rate(now.first, base.first, interval_ns);
@@ -151,15 +152,20 @@ void Model::update_stats(profiles::Stats& answer) {
   if (threads_unsupported_ || threads_.empty()) {
     threads_from_stats();
   }
+  using profiles::QueueStats;
+  using profiles::TaskStats;
   queues_ = rows_with_rates<QueueRow>(
-      stats_.queues.value_or(Json::array()),
-      [](const Json& queue) { return queue.value("name", ""); }, {"pushed", &QueueRow::push_rate},
-      {"popped", &QueueRow::pop_rate}, previous_queues_, continues, interval_ns);
+      stats_.queues.value_or(std::vector<QueueStats>{}),
+      [](const QueueStats& queue) { return queue.name; },
+      std::pair{&QueueStats::pushed, &QueueRow::push_rate},
+      std::pair{&QueueStats::popped, &QueueRow::pop_rate}, previous_queues_, continues,
+      interval_ns);
   tasks_ = rows_with_rates<TaskRow>(
-      stats_.tasks.value_or(Json::array()),
-      [](const Json& task) { return task.value("kind", "") + ':' + task.value("name", ""); },
-      {"created", &TaskRow::created_rate}, {"resumes", &TaskRow::resume_rate}, previous_tasks_,
-      continues, interval_ns);
+      stats_.tasks.value_or(std::vector<TaskStats>{}),
+      [](const TaskStats& task) { return task.kind + ':' + task.name; },
+      std::pair{&TaskStats::created, &TaskRow::created_rate},
+      std::pair{&TaskStats::resumes, &TaskRow::resume_rate}, previous_tasks_, continues,
+      interval_ns);
 }
 
 // As report.txt: the allocation columns only when the program recorded allocations.

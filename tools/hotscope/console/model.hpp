@@ -42,13 +42,11 @@ struct ThreadRow {
   bool stuck = false;
 };
 
-struct QueueRow {
-  nlohmann::json fields; // the agent's object (docs/formats-output.md)
+struct QueueRow : profiles::QueueStats {
   double push_rate = 0, pop_rate = 0;
 };
 
-struct TaskRow {
-  nlohmann::json fields; // the agent's object (docs/formats-output.md)
+struct TaskRow : profiles::TaskStats {
   double created_rate = 0, resume_rate = 0;
 };
 

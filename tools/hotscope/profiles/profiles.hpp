@@ -76,6 +76,22 @@ struct Clock {
   double ticks_per_second = 0;
 };
 
+// A queue's figures (HOTSCOPE_QUEUE_PUSH/POP): counts, depths and its items' wait.
+struct QueueStats {
+  std::string name;
+  std::uint64_t pushed = 0, popped = 0, depth = 0, max_depth = 0, capacity = 0, pending = 0;
+  std::uint64_t wait_p50_ns = 0, wait_p99_ns = 0, wait_max_ns = 0, oldest_pending_ns = 0;
+  std::vector<std::string> push_threads, pop_threads; // a name that is no string reads as "?"
+};
+
+// A kind of task's figures (coroutines, Asio handlers): counts and its slices' durations.
+struct TaskStats {
+  std::string name, kind;
+  std::uint64_t created = 0, resumes = 0, alive = 0, destroyed_unfinished = 0;
+  std::uint64_t running_p50_ns = 0, running_p99_ns = 0, waiting_p50_ns = 0, waiting_p99_ns = 0,
+                lifetime_p99_ns = 0;
+};
+
 struct Stats {
   std::string hotscope_version;
   std::optional<std::string> process_name;
@@ -86,9 +102,9 @@ struct Stats {
   std::uint64_t allocated_bytes = 0, allocated_blocks = 0; // "allocations"
   std::vector<FunctionStats> functions;
   std::vector<ThreadStats> threads;
-  // The agent's queues and tasks, objects whose keys the console shows one by one; none when the
-  // answer has no such key (an older hotscope).
-  std::optional<nlohmann::json> queues, tasks;
+  // None when the file has no such key (an older hotscope).
+  std::optional<std::vector<QueueStats>> queues;
+  std::optional<std::vector<TaskStats>> tasks;
 };
 
 // GET /v1/threads.

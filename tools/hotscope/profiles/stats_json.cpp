@@ -204,6 +204,69 @@ ThreadStats thread_of(const Json& thread) {
   return row;
 }
 
+std::vector<std::string> names_at(const Json& object, const char* key) {
+  std::vector<std::string> names;
+  for (const Json& name : object.value(key, Json::array())) {
+    names.push_back(name.is_string() ? name.get<std::string>() : "?");
+  }
+  return names;
+}
+
+QueueStats queue_of(const Json& queue) {
+  QueueStats row;
+  row.name = text_at(queue, "name");
+  for (auto [key, figure] : {std::pair{"pushed", &QueueStats::pushed},
+                             {"popped", &QueueStats::popped},
+                             {"depth", &QueueStats::depth},
+                             {"max_depth", &QueueStats::max_depth},
+                             {"capacity", &QueueStats::capacity},
+                             {"pending", &QueueStats::pending},
+                             {"wait_p50_ns", &QueueStats::wait_p50_ns},
+                             {"wait_p99_ns", &QueueStats::wait_p99_ns},
+                             {"wait_max_ns", &QueueStats::wait_max_ns},
+                             {"oldest_pending_ns", &QueueStats::oldest_pending_ns}}) {
+    row.*figure = count_at(queue, key);
+  }
+  row.push_threads = names_at(queue, "push_threads");
+  row.pop_threads = names_at(queue, "pop_threads");
+  return row;
+}
+
+TaskStats task_of(const Json& task) {
+  TaskStats row;
+  row.name = text_at(task, "name");
+  row.kind = text_at(task, "kind");
+  row.created = count_at(task, "created");
+  row.resumes = count_at(task, "resumes");
+  row.alive = count_at(task, "alive");
+  row.destroyed_unfinished = count_at(task, "destroyed_unfinished");
+  row.running_p50_ns = count_at(object_at(task, "running"), "p50_ns");
+  row.running_p99_ns = count_at(object_at(task, "running"), "p99_ns");
+  row.waiting_p50_ns = count_at(object_at(task, "waiting"), "p50_ns");
+  row.waiting_p99_ns = count_at(object_at(task, "waiting"), "p99_ns");
+  row.lifetime_p99_ns = count_at(object_at(task, "lifetime"), "p99_ns");
+  return row;
+}
+
+// The objects of the array `owner[key]` read by `read`; none when there is no such key.
+template <typename Read>
+auto list_of(const Json& owner, const char* key, Read read)
+    -> std::optional<std::vector<decltype(read(owner))>> {
+  const auto found = owner.find(key);
+  if (found == owner.end()) {
+    return std::nullopt;
+  }
+  std::vector<decltype(read(owner))> rows;
+  if (found->is_array()) {
+    for (const Json& entry : *found) {
+      if (entry.is_object()) {
+        rows.push_back(read(entry));
+      }
+    }
+  }
+  return rows;
+}
+
 std::vector<ThreadStats> threads_of(const Json& owner) {
   std::vector<ThreadStats> threads;
   for (const Json& thread : owner.value("threads", Json::array())) {
@@ -231,11 +294,8 @@ void read_rest(const Json& document, Stats& stats) {
   stats.allocated_bytes = count_at(allocations, "bytes");
   stats.allocated_blocks = count_at(allocations, "blocks");
   stats.threads = threads_of(document);
-  for (auto [key, slot] : {std::pair{"queues", &stats.queues}, {"tasks", &stats.tasks}}) {
-    if (const auto found = document.find(key); found != document.end()) {
-      *slot = *found;
-    }
-  }
+  stats.queues = list_of(document, "queues", queue_of);
+  stats.tasks = list_of(document, "tasks", task_of);
 }
 
 void check_functions(const Checker& checker, const Json& owner, const std::string& where) {
