@@ -1,6 +1,6 @@
-// libFuzzer target on the stats.json readers: the checks of profiles::classify, then what
-// `hotscope diff` and `report` read of it, and the console's stats reader on the same bytes.
-#include "console/stats_reader.hpp"
+// libFuzzer target on the stats.json reader (profiles::read_stats): a file's document, checked
+// and read through profiles::classify, then what `hotscope diff` and `report` make of it, and the
+// agent's answer, as the console reads it, on the same bytes.
 #include "diff/diff.hpp"
 #include "fuzz_reader.hpp"
 #include "profiles/profiles.hpp"
@@ -10,12 +10,14 @@ using namespace hotscope::cli;
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   fuzz::fuzz_one(data, size, [](const std::string& text) {
-    console::StatsAnswer answer;
+    profiles::Stats answer;
     try {
-      console::read_stats(text, answer);
+      profiles::read_stats(text, "the agent's answer to GET /v1/stats", answer);
     } catch (const nlohmann::json::exception&) {
-      // the console shows the agent's error in one line
+      // not JSON: the console shows the agent's error in one line
     }
+  });
+  fuzz::fuzz_one(data, size, [](const std::string& text) {
     const profiles::Profile profile =
         profiles::classify(profiles::parse_json(text, "stats.json"), "stats.json");
     const diff::Comparison comparison = diff::compare(profile, profile, {"p99>+10%"});

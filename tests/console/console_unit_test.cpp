@@ -4,7 +4,6 @@
 #include "console/input.hpp"
 #include "console/model.hpp"
 #include "console/source.hpp"
-#include "console/stats_reader.hpp"
 #include "console/text.hpp"
 #include "console/view.hpp"
 
@@ -17,7 +16,11 @@
 namespace {
 
 using namespace hotscope::cli::console;
+using hotscope::cli::profiles::read_stats;
+using hotscope::cli::profiles::Stats;
 using Json = nlohmann::json;
+
+const std::string kStatsAnswer = "the agent's answer to GET /v1/stats";
 
 Json stats(std::uint64_t duration_ns, std::uint64_t calls, std::uint64_t total_ns,
            std::uint64_t self_ns) {
@@ -36,8 +39,8 @@ Json stats(std::uint64_t duration_ns, std::uint64_t calls, std::uint64_t total_n
 
 // The statistics as the console reads the agent's answer.
 void update(Model& model, const Json& stats) {
-  StatsAnswer answer;
-  read_stats(stats.dump(), answer);
+  Stats answer;
+  read_stats(stats.dump(), kStatsAnswer, answer);
   model.update_stats(answer);
 }
 
@@ -447,10 +450,11 @@ TEST(ConsoleThreads, MalformedAnswersAreRefusedInOneLine) {
     refused(answer, "/v1/threads", [&](const Json& a) { model.update_threads(a); });
   }
   // The statistics' threads, shown without /v1/threads, are checked the same way.
-  Model model;
-  StatsAnswer stats;
-  read_stats(R"({"duration_ns": 1, "functions": [], "threads": [{"index": "0"}]})", stats);
-  refused(Json(), "/v1/stats", [&](const Json&) { model.update_stats(stats); });
+  Stats stats;
+  refused(Json(), "/v1/stats", [&](const Json&) {
+    read_stats(R"({"duration_ns": 1, "functions": [], "threads": [{"index": "0"}]})", kStatsAnswer,
+               stats);
+  });
 }
 
 // One answer (`console --once --tab memory`): the rates are over the whole profile, not 0.

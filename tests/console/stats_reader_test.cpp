@@ -1,7 +1,8 @@
-// The console's reader of the agent's /v1/stats answer: both layouts (objects and columns) give
-// the same rows, and what it does not read is kept.
+// The stats.json reader (profiles/) on the agent's /v1/stats answer, as the console reads it: both
+// layouts (objects and columns) give the same rows, the same as a file's document gives, and the
+// rest is read too.
 #include "console/source.hpp"
-#include "console/stats_reader.hpp"
+#include "profiles/profiles.hpp"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -12,11 +13,17 @@
 namespace {
 
 using namespace hotscope::cli::console;
+using hotscope::cli::profiles::FunctionStats;
+using hotscope::cli::profiles::Stats;
 using Json = nlohmann::json;
 
+void read_stats(std::string_view text, Stats& stats) {
+  hotscope::cli::profiles::read_stats(text, "the agent's answer to GET /v1/stats", stats);
+}
+
 // The reader fills rows straight from the answer's text: every figure of both layouts, the rest
-// of the answer as a tree (a thread's own functions included), and nothing left over from the
-// previous answer in the rows it reuses.
+// of the answer (a thread's own functions included), and nothing left over from the previous
+// answer in the rows it reuses. A file's document gives the same rows.
 TEST(ConsoleStatsReader, BothLayoutsGiveEveryFigureAndTheRest) {
   const std::vector<std::string> keys = {"calls",
                                          "total_ns",
@@ -50,18 +57,29 @@ TEST(ConsoleStatsReader, BothLayoutsGiveEveryFigureAndTheRest) {
     }
   }
   const Json threads = Json::array({{{"name", "main"}, {"functions", objects}}});
-  StatsAnswer from_objects;
+  Stats from_objects;
   read_stats(Json{{"duration_ns", 5}, {"functions", objects}, {"threads", threads}}.dump(),
              from_objects);
-  StatsAnswer from_columns;
+  Stats from_columns;
   read_stats(Json{{"functions", columns}, {"duration_ns", 5}, {"threads", threads}}.dump(),
              from_columns);
-  EXPECT_EQ(from_objects.rest, (Json{{"duration_ns", 5}, {"threads", threads}}));
-  EXPECT_EQ(from_columns.rest, from_objects.rest);
-  for (const StatsAnswer* answer : {&from_objects, &from_columns}) {
-    ASSERT_EQ(answer->functions.size(), 3u);
+  const Stats from_file = hotscope::cli::profiles::read_stats(
+      Json{{"hotscope_version", "0.1.0"}, {"functions", objects}, {"threads", threads}},
+      "stats.json");
+  for (const Stats* answer : {&from_objects, &from_columns}) {
+    EXPECT_DOUBLE_EQ(answer->duration_ns, 5);
+    ASSERT_EQ(answer->threads.size(), 1u);
+    EXPECT_EQ(answer->threads[0].name, "main");
+    EXPECT_FALSE(answer->queues);
+  }
+  for (const std::vector<FunctionStats>* rows :
+       std::initializer_list<const std::vector<FunctionStats>*>{
+           &from_objects.functions, &from_columns.functions, &from_objects.threads[0].functions,
+           &from_file.functions}) {
+    ASSERT_EQ(rows->size(), 3u);
     for (std::uint64_t f = 0; f < 3; ++f) {
-      const FunctionRow& row = answer->functions[f];
+      const FunctionStats& row = (*rows)[f];
+      EXPECT_TRUE(row.has("p999_ns"));
       EXPECT_EQ(row.name, "f" + std::to_string(f));
       EXPECT_EQ(row.file, "x.cpp");
       EXPECT_EQ(row.line, static_cast<int>(10 + f));
@@ -91,9 +109,10 @@ TEST(ConsoleStatsReader, BothLayoutsGiveEveryFigureAndTheRest) {
                  "other": [[1], {"a": 2}], "file": [{"nested": ["x"]}, "y.cpp"]}})",
              from_objects);
   ASSERT_EQ(from_objects.functions.size(), 2u);
-  EXPECT_EQ(from_objects.rest, Json::object());
-  const FunctionRow& g = from_objects.functions[0];
-  const FunctionRow& h = from_objects.functions[1];
+  EXPECT_TRUE(from_objects.threads.empty());
+  EXPECT_DOUBLE_EQ(from_objects.duration_ns, 0);
+  const FunctionStats& g = from_objects.functions[0];
+  const FunctionStats& h = from_objects.functions[1];
   EXPECT_EQ(g.name, "g");
   EXPECT_EQ(g.calls, 7u);
   EXPECT_EQ(g.file, ""); // the cell was no string
@@ -103,13 +122,35 @@ TEST(ConsoleStatsReader, BothLayoutsGiveEveryFigureAndTheRest) {
   EXPECT_EQ(h.p50_ns, 2u); // the column was longer: its third value belongs to no function
   EXPECT_EQ(h.alloc_bytes_total, 0u);
   EXPECT_DOUBLE_EQ(h.mean_ns, 0);
+  EXPECT_FALSE(h.has("calls"));
+  EXPECT_FALSE(h.has("p999_ns"));
+
+  // Keys of no figure are skipped, in either layout.
+  read_stats(R"({"functions": [{"name": "k", "newer": 1, "calls": 2, "also_newer": "x"}]})",
+             from_objects);
+  ASSERT_EQ(from_objects.functions.size(), 1u);
+  EXPECT_EQ(from_objects.functions[0].calls, 2u);
+
+  // Queues and tasks, typed: a thread name that is no string reads as "?".
+  read_stats(R"({"queues": [{"name": "q", "pushed": 5, "wait_p99_ns": 9, "push_threads": ["a", 1]}],
+                 "tasks": [{"name": "t", "kind": "coroutine", "running": {"p99_ns": 7}}]})",
+             from_objects);
+  ASSERT_TRUE(from_objects.queues && from_objects.queues->size() == 1);
+  const hotscope::cli::profiles::QueueStats& queue = from_objects.queues->front();
+  EXPECT_EQ(queue.name, "q");
+  EXPECT_EQ(queue.pushed, 5u);
+  EXPECT_EQ(queue.wait_p99_ns, 9u);
+  EXPECT_EQ(queue.push_threads, (std::vector<std::string>{"a", "?"}));
+  ASSERT_TRUE(from_objects.tasks && from_objects.tasks->size() == 1);
+  EXPECT_EQ(from_objects.tasks->front().kind, "coroutine");
+  EXPECT_EQ(from_objects.tasks->front().running_p99_ns, 7u);
 
   read_stats(R"({"functions": {"calls": [1, 2]}, "pid": 3})", from_objects);
   EXPECT_TRUE(from_objects.functions.empty()); // no names, no functions
-  EXPECT_EQ(from_objects.rest, (Json{{"pid", 3}}));
+  EXPECT_EQ(from_objects.pid, 3);
   read_stats(R"({"functions": null, "pid": 4})", from_objects);
   EXPECT_TRUE(from_objects.functions.empty());
-  EXPECT_EQ(from_objects.rest, (Json{{"pid", 4}}));
+  EXPECT_EQ(from_objects.pid, 4);
   EXPECT_THROW(read_stats(R"({"functions": {"name": ["a")", from_objects),
                nlohmann::json::parse_error);
   EXPECT_THROW(read_stats(R"({"functions": {"calls": [1e400]}})", from_objects),

@@ -1,5 +1,5 @@
 # The readers of files and answers: `hotscope diff` (diff/), `hotscope report` and `flame`
-# (report/), what they read (profiles/), and the console's stats reader. Included by
+# (report/), and what they and the console read (profiles/). Included by
 # tools/hotscope/CMakeLists.txt, and by tests/cli for the fuzz targets (tests/cli/fuzz_*.cpp) in
 # the fuzz build (HOTSCOPE_FUZZ), which builds no command: there the readers are instrumented.
 find_package(CLI11 CONFIG REQUIRED)
@@ -39,7 +39,7 @@ add_library(hotscope_cli_components STATIC $<TARGET_OBJECTS:hotscope_text>
 hotscope_use_components(hotscope_cli_components PUBLIC export atomic_file config)
 # The readers and writers: a library of their own, which the CLI and the fuzz targets both link.
 add_library(hotscope_readers STATIC ${HOTSCOPE_COMPARE_SOURCES}
-  ${HOTSCOPE_CLI_DIR}/console/stats_reader.cpp ${CMAKE_CURRENT_BINARY_DIR}/report_assets.cpp)
+  ${CMAKE_CURRENT_BINARY_DIR}/report_assets.cpp)
 target_include_directories(hotscope_readers PUBLIC ${HOTSCOPE_CLI_DIR})
 target_link_libraries(hotscope_readers PUBLIC hotscope_cli_components CLI11::CLI11 fmt::fmt
   nlohmann_json::nlohmann_json)

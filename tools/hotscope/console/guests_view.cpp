@@ -11,28 +11,25 @@ namespace hotscope::cli::console {
 
 Page guests_page(const Model& model) {
   constexpr std::int64_t kFirstTrackId = std::int64_t{1} << 32;
-  using Json = nlohmann::json;
-  const auto count = [](const Json& object, const char* key) {
-    return fmt::format("{}", object.value(key, std::uint64_t{0}));
-  };
   Page page;
   std::vector<Cells> table{{"Guest track", "Id", "State", "Records", "Kept", "Rejected",
                             "Batches ok", "Batches rejected", "Nesting repairs"}};
   std::vector<std::string> rejections;
-  for (const Json& thread : model.stats().value("threads", Json::array())) {
-    const std::int64_t id = thread.value("os_tid", std::int64_t{0});
+  for (const profiles::ThreadStats& thread : model.stats().threads) {
+    const std::int64_t id = thread.os_tid;
     if (id < kFirstTrackId) {
       continue;
     }
-    const Json records = thread.value("records", Json::object());
-    const Json batches = thread.value("batches", Json::object());
-    const std::string name = thread.value("name", "");
-    table.push_back({name, fmt::format("{}", id - kFirstTrackId),
-                     thread.value("exited", false) ? "closed" : "open", count(records, "written"),
-                     count(records, "kept"), count(records, "dropped"), count(batches, "accepted"),
-                     count(batches, "rejected"), count(batches, "nesting_repairs")});
-    if (const std::string last = batches.value("last_rejection", ""); !last.empty()) {
-      rejections.push_back(fmt::format(" {}: last rejected: {}", name, last));
+    const profiles::Records& records = thread.records;
+    const profiles::Batches batches = thread.batches.value_or(profiles::Batches{});
+    table.push_back({thread.name, fmt::format("{}", id - kFirstTrackId),
+                     thread.exited ? "closed" : "open", fmt::format("{}", records.written),
+                     fmt::format("{}", records.kept), fmt::format("{}", records.dropped),
+                     fmt::format("{}", batches.accepted), fmt::format("{}", batches.rejected),
+                     fmt::format("{}", batches.nesting_repairs)});
+    if (!batches.last_rejection.empty()) {
+      rejections.push_back(
+          fmt::format(" {}: last rejected: {}", thread.name, batches.last_rejection));
     }
   }
   if (table.size() == 1) {

@@ -1,9 +1,5 @@
 #include "model.hpp"
 
-#include "stats_reader.hpp"
-
-#include "profiles/profiles.hpp"
-
 #include <algorithm>
 #include <array>
 #include <charconv>
@@ -35,15 +31,16 @@ double rate(std::uint64_t now, std::uint64_t before, std::uint64_t interval_ns) 
 // each figure. CPU time never restarts: a figure that fell (an agent that recomputes the
 // user/system split at each read) grew by nothing, and the two together by no more than their
 // sum did, which is exact.
-std::pair<double, double> cpu_percent(const Json& now, const Json& before,
+std::pair<double, double> cpu_percent(const profiles::ThreadStats& now,
+                                      const profiles::ThreadStats& before,
                                       std::uint64_t interval_ns) {
   const auto growth = [](std::uint64_t to, std::uint64_t from) {
     return to > from ? to - from : 0;
   };
-  const std::uint64_t user = u64(now, "cpu_user_ns");
-  const std::uint64_t system = u64(now, "cpu_system_ns");
-  const std::uint64_t user_before = u64(before, "cpu_user_ns");
-  const std::uint64_t system_before = u64(before, "cpu_system_ns");
+  const std::uint64_t user = now.cpu_user_ns.value_or(0);
+  const std::uint64_t system = now.cpu_system_ns.value_or(0);
+  const std::uint64_t user_before = before.cpu_user_ns.value_or(0);
+  const std::uint64_t system_before = before.cpu_system_ns.value_or(0);
   const std::uint64_t total = growth(user + system, user_before + system_before);
   const std::uint64_t user_grown = std::min(growth(user, user_before), total);
   const std::uint64_t system_grown = std::min(growth(system, system_before), total - user_grown);
@@ -72,18 +69,19 @@ using CountPair = std::pair<std::uint64_t, std::uint64_t>;
 // cumulative counts, `first` and `second`, over the interval: from the previous answer's counts
 // (`previous`, keyed by `key_of`, then replaced by this answer's), or from 0 when an entry is new
 // or the interval does not continue the previous one.
-template <class Row, class KeyOf>
-std::vector<Row> rows_with_rates(const Json& entries, KeyOf key_of,
-                                 std::pair<const char*, double Row::*> first,
-                                 std::pair<const char*, double Row::*> second,
+template <class Row, class Entry, class KeyOf>
+std::vector<Row> rows_with_rates(const std::vector<Entry>& entries, KeyOf key_of,
+                                 std::pair<std::uint64_t Entry::*, double Row::*> first,
+                                 std::pair<std::uint64_t Entry::*, double Row::*> second,
                                  std::map<std::string, CountPair>& previous, bool continues,
                                  std::uint64_t interval_ns) {
   std::map<std::string, CountPair> counts;
   std::vector<Row> rows;
-  for (const Json& entry : entries) {
-    Row row{entry};
+  for (const Entry& entry : entries) {
+    Row row;
+    static_cast<Entry&>(row) = entry;
     const std::string key = key_of(entry);
-    const CountPair now{u64(entry, first.first), u64(entry, second.first)};
+    const CountPair now{entry.*first.first, entry.*second.first};
     const auto before = continues ? previous.find(key) : previous.end();
     const CountPair base = before == previous.end() ? CountPair{0, 0} : before->second;
     row.*first.second = rate(now.first, base.first, interval_ns);
@@ -96,16 +94,15 @@ std::vector<Row> rows_with_rates(const Json& entries, KeyOf key_of,
 }
 
 // The fields /v1/threads and the statistics' threads share.
-ThreadRow thread_row(const Json& thread) {
+ThreadRow thread_row(const profiles::ThreadStats& thread) {
   ThreadRow row;
-  row.index = thread.value("index", std::int64_t{0});
-  row.tid = thread.value("os_tid", std::int64_t{0});
-  row.name = thread.value("name", "");
-  row.state = thread.value("state", "");
-  row.exited = thread.value("exited", false);
-  const Json records = thread.value("records", Json::object());
-  row.written = u64(records, "written");
-  row.dropped = u64(records, "dropped");
+  row.index = thread.index;
+  row.tid = thread.os_tid;
+  row.name = thread.name;
+  row.state = thread.state.value_or("");
+  row.exited = thread.exited;
+  row.written = thread.records.written;
+  row.dropped = thread.records.dropped;
   return row;
 }
 
@@ -115,15 +112,18 @@ void Model::clear() {
   *this = Model();
 }
 
-void Model::update_stats(StatsAnswer& answer) {
-  profiles::check_threads(answer.rest, "the agent's answer to GET /v1/stats");
-  const std::uint64_t duration_ns = u64(answer.rest, "duration_ns");
+void Model::update_stats(profiles::Stats& answer) {
+  const auto duration_ns = static_cast<std::uint64_t>(answer.duration_ns);
   // Before a previous answer, and after a reset, the interval is the whole window.
-  const bool continues = stats_.is_object() && duration_ns > stats_duration_ns_;
+  const bool continues = has_stats_ && duration_ns > stats_duration_ns_;
   const std::uint64_t interval_ns = continues ? duration_ns - stats_duration_ns_ : duration_ns;
-  functions_.swap(answer.functions); // the previous rows go back, for the next answer's strings
+  std::vector<profiles::FunctionStats> read = std::move(answer.functions);
+  functions_.resize(read.size());
   ++answers_;
-  for (FunctionRow& row : functions_) {
+  for (std::size_t i = 0; i < read.size(); ++i) {
+    FunctionRow& row = functions_[i];
+    // The previous rows' strings go back, for the next answer's.
+    std::swap(static_cast<profiles::FunctionStats&>(row), read[i]);
     // "name\tfile:line", in the row's string of an earlier answer (no allocation).
     row.key.assign(row.name).append(1, '\t').append(row.file).append(1, ':');
     append_number(row.key, row.line);
@@ -146,24 +146,31 @@ void Model::update_stats(StatsAnswer& answer) {
     remember(history->p99, static_cast<double>(row.p99_ns));
   }
   stats_duration_ns_ = duration_ns;
-  stats_ = std::move(answer.rest);
+  stats_ = std::move(answer);
+  has_stats_ = true;
+  answer.functions = std::move(read);
   if (threads_unsupported_ || threads_.empty()) {
     threads_from_stats();
   }
+  using profiles::QueueStats;
+  using profiles::TaskStats;
   queues_ = rows_with_rates<QueueRow>(
-      stats_.value("queues", Json::array()),
-      [](const Json& queue) { return queue.value("name", ""); }, {"pushed", &QueueRow::push_rate},
-      {"popped", &QueueRow::pop_rate}, previous_queues_, continues, interval_ns);
+      stats_.queues.value_or(std::vector<QueueStats>{}),
+      [](const QueueStats& queue) { return queue.name; },
+      std::pair{&QueueStats::pushed, &QueueRow::push_rate},
+      std::pair{&QueueStats::popped, &QueueRow::pop_rate}, previous_queues_, continues,
+      interval_ns);
   tasks_ = rows_with_rates<TaskRow>(
-      stats_.value("tasks", Json::array()),
-      [](const Json& task) { return task.value("kind", "") + ':' + task.value("name", ""); },
-      {"created", &TaskRow::created_rate}, {"resumes", &TaskRow::resume_rate}, previous_tasks_,
-      continues, interval_ns);
+      stats_.tasks.value_or(std::vector<TaskStats>{}),
+      [](const TaskStats& task) { return task.kind + ':' + task.name; },
+      std::pair{&TaskStats::created, &TaskRow::created_rate},
+      std::pair{&TaskStats::resumes, &TaskRow::resume_rate}, previous_tasks_, continues,
+      interval_ns);
 }
 
 // As report.txt: the allocation columns only when the program recorded allocations.
 bool Model::has_allocations() const {
-  return stats_.is_object() && u64(stats_.value("allocations", Json::object()), "blocks") > 0;
+  return has_stats_ && stats_.allocated_blocks > 0;
 }
 
 const FunctionRow* Model::function(const std::string& key) const {
@@ -177,32 +184,29 @@ const std::deque<double>* Model::p99_history(const std::string& key) const {
   return found == histories_.end() ? nullptr : &found->second.p99;
 }
 
-void Model::update_threads(const Json& answer) {
-  profiles::check_threads(answer, "the agent's answer to GET /v1/threads");
+void Model::update_threads(const Json& json) {
+  profiles::ThreadsAnswer answer =
+      profiles::read_threads(json, "the agent's answer to GET /v1/threads");
   threads_unsupported_ = false;
-  const std::uint64_t now_ns = u64(answer, "now_ns");
+  const std::uint64_t now_ns = answer.now_ns;
   const bool continues = !previous_threads_.empty() && now_ns > threads_now_ns_;
   const std::uint64_t interval_ns = continues ? now_ns - threads_now_ns_ : 0;
-  stuck_threshold_ns_ = u64(answer, "stuck_threshold_ns");
-  std::map<std::int64_t, Json> seen;
+  stuck_threshold_ns_ = answer.stuck_threshold_ns;
+  std::map<std::int64_t, profiles::ThreadStats> seen;
   std::vector<ThreadRow> rows;
-  for (const Json& thread : answer.value("threads", Json::array())) {
+  for (profiles::ThreadStats& thread : answer.threads) {
     ThreadRow row = thread_row(thread);
     const auto before = previous_threads_.find(row.tid);
     if (interval_ns > 0 && before != previous_threads_.end()) {
-      const Json& old = before->second;
+      const profiles::ThreadStats& old = before->second;
       std::tie(row.user_percent, row.system_percent) = cpu_percent(thread, old, interval_ns);
-      row.records_rate =
-          rate(row.written, u64(old.value("records", Json::object()), "written"), interval_ns);
+      row.records_rate = rate(row.written, old.records.written, interval_ns);
     } else if (now_ns > 0) {
       row.records_rate = rate(row.written, 0, now_ns);
     }
-    for (const Json& scope : thread.value("open_scopes", Json::array())) {
-      row.open_scopes.push_back(OpenScope{scope.value("name", ""), scope.value("file", ""),
-                                          scope.value("line", 0), u64(scope, "open_ns")});
-    }
-    row.stuck = thread.value("stuck", false);
-    seen[row.tid] = thread;
+    row.open_scopes = thread.open_scopes;
+    row.stuck = thread.stuck;
+    seen[row.tid] = std::move(thread);
     rows.push_back(std::move(row));
   }
   threads_ = std::move(rows);
@@ -219,7 +223,7 @@ void Model::set_threads_unsupported() {
 void Model::threads_from_stats() {
   threads_.clear();
   const std::uint64_t duration_ns = stats_duration_ns_;
-  for (const Json& thread : stats_.value("threads", Json::array())) {
+  for (const profiles::ThreadStats& thread : stats_.threads) {
     ThreadRow row = thread_row(thread);
     row.records_rate = rate(row.written, 0, duration_ns);
     threads_.push_back(std::move(row));

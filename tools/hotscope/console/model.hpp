@@ -3,6 +3,8 @@
 // histories the sparklines and the leak candidates need.
 #pragma once
 
+#include "profiles/profiles.hpp"
+
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
@@ -18,31 +20,13 @@ namespace hotscope::cli::console {
 // How many refreshes a history keeps (the widest sparkline).
 inline constexpr std::size_t kHistoryLength = 120;
 
-struct FunctionRow {
+// A function's figures over the measuring window (profiles::FunctionStats), and its rates.
+struct FunctionRow : profiles::FunctionStats {
   std::string key; // name, file and line: the same function across refreshes
-  std::string name;
-  std::string file;
-  int line = 0;
   // Over the last interval (over the whole window before there is a previous answer).
   double calls_rate = 0; // calls per second
   double time_rate = 0;  // ns of total (inclusive) time per second
   double core = 0;       // self time per second, in % of one core
-  // Over the measuring window.
-  std::uint64_t calls = 0;
-  double mean_ns = 0;
-  std::uint64_t min_ns = 0, p50_ns = 0, p90_ns = 0, p95_ns = 0, p99_ns = 0, p999_ns = 0, max_ns = 0,
-                self_ns = 0, total_ns = 0;
-  std::uint64_t alloc_bytes_self = 0, alloc_blocks_self = 0, alloc_bytes_total = 0,
-                alloc_blocks_total = 0;
-};
-
-struct StatsAnswer;
-
-struct OpenScope {
-  std::string name;
-  std::string file;
-  int line = 0;
-  std::uint64_t open_ns = 0; // how long it has been open
 };
 
 struct ThreadRow {
@@ -54,17 +38,15 @@ struct ThreadRow {
   std::optional<double> user_percent, system_percent; // of one core, over the interval
   double records_rate = 0;
   std::uint64_t written = 0, dropped = 0;
-  std::vector<OpenScope> open_scopes; // outermost first
+  std::vector<profiles::OpenScope> open_scopes; // outermost first
   bool stuck = false;
 };
 
-struct QueueRow {
-  nlohmann::json fields; // the agent's object (docs/formats-output.md)
+struct QueueRow : profiles::QueueStats {
   double push_rate = 0, pop_rate = 0;
 };
 
-struct TaskRow {
-  nlohmann::json fields; // the agent's object (docs/formats-output.md)
+struct TaskRow : profiles::TaskStats {
   double created_rate = 0, resume_rate = 0;
 };
 
@@ -93,9 +75,9 @@ struct FlameNode {
 
 class Model {
 public:
-  // GET /v1/stats (the stats.json schema), as read_stats() read it. Gives `answer` the previous
-  // rows back, for the next read_stats() to reuse.
-  void update_stats(StatsAnswer& answer);
+  // GET /v1/stats (the stats.json schema), as profiles::read_stats() read it. Gives `answer` the
+  // previous rows back, for the next read_stats() to reuse.
+  void update_stats(profiles::Stats& answer);
   // GET /v1/threads; threads_unsupported() when the agent has none (an older hotscope).
   void update_threads(const nlohmann::json& threads);
   void set_threads_unsupported();
@@ -107,8 +89,9 @@ public:
   // A new process (reconnected by name): forget everything.
   void clear();
 
-  const nlohmann::json& stats() const { return stats_; }
-  bool has_stats() const { return stats_.is_object(); }
+  // The last statistics, but their functions: functions() has them, with their rates.
+  const profiles::Stats& stats() const { return stats_; }
+  bool has_stats() const { return has_stats_; }
   bool has_allocations() const;
   const std::vector<FunctionRow>& functions() const { return functions_; }
   const FunctionRow* function(const std::string& key) const;
@@ -141,7 +124,8 @@ private:
     std::deque<double> p99;
   };
 
-  nlohmann::json stats_;
+  profiles::Stats stats_;
+  bool has_stats_ = false;
   std::uint64_t stats_duration_ns_ = 0;
   std::uint64_t answers_ = 0;
   std::vector<FunctionRow> functions_;
@@ -150,7 +134,7 @@ private:
   bool threads_unsupported_ = false;
   std::uint64_t threads_now_ns_ = 0;
   std::uint64_t stuck_threshold_ns_ = 0;
-  std::map<std::int64_t, nlohmann::json> previous_threads_; // by os_tid
+  std::map<std::int64_t, profiles::ThreadStats> previous_threads_; // by os_tid
   std::vector<ThreadRow> threads_;
 
   std::map<std::string, std::pair<std::uint64_t, std::uint64_t>> previous_queues_; // push, pop

@@ -25,10 +25,9 @@ FetchOptions fetch_options(const Options& options) {
 }
 
 std::string window(const Model& model) {
-  const nlohmann::json& stats = model.stats();
-  const nlohmann::json records = stats.value("records", nlohmann::json::object());
-  return fmt::format("window {}, {} records dropped", duration(stats.value("duration_ns", 0.0)),
-                     records.value("dropped", std::uint64_t{0}));
+  const profiles::Stats& stats = model.stats();
+  return fmt::format("window {}, {} records dropped", duration(stats.duration_ns),
+                     stats.records.dropped);
 }
 
 // The usual report files, as the agent serves them, into a new directory in the current one.
@@ -136,8 +135,7 @@ std::optional<Clock::time_point> refresh(Source& source, Model& model, UiState& 
   std::optional<Clock::time_point> started;
   try {
     if (source.gone().empty() || source.reconnect()) {
-      if (source.gone().empty() && model.has_stats() &&
-          model.stats().value("pid", std::int64_t{0}) != source.process().pid) {
+      if (source.gone().empty() && model.has_stats() && model.stats().pid != source.process().pid) {
         model.clear();
         ui.message = fmt::format("now watching {}", source.label());
       }

@@ -85,8 +85,11 @@ bool Source::fetch(Model& model, const ViewState& state, const FetchOptions& opt
     return false;
   }
   check_status(process_, "GET", stats_path(), *stats);
-  timed(times_.parsed,
-        [&] { read_answer(stats_path(), [&] { read_stats(stats->body, stats_answer_); }); });
+  timed(times_.parsed, [&] {
+    read_answer(stats_path(), [&] {
+      profiles::read_stats(stats->body, "the agent's answer to GET /v1/stats", stats_answer_);
+    });
+  });
   timed(times_.updated, [&] { model.update_stats(stats_answer_); });
   switch (tab_info(state.tab).answer) {
   case TabAnswer::Threads: {

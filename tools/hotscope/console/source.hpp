@@ -5,7 +5,6 @@
 
 #include "../agent_client.hpp"
 #include "model.hpp"
-#include "stats_reader.hpp"
 #include "view.hpp"
 
 #include <chrono>
@@ -70,7 +69,7 @@ private:
   // Asks for /v1/stats?format=columns, unless the agent is from before it (it answered 400).
   bool stats_columns_ = true;
   FetchTimes times_;
-  StatsAnswer stats_answer_; // read into again at each fetch: its rows' memory is reused
+  profiles::Stats stats_answer_; // read into again at each fetch: its rows' memory is reused
 };
 
 } // namespace hotscope::cli::console

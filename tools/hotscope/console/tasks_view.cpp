@@ -11,7 +11,7 @@ namespace hotscope::cli::console {
 
 Page tasks_page(const Model& model) {
   Page page;
-  if (!model.stats().contains("tasks")) {
+  if (!model.stats().tasks) {
     page.fixed.push_back(
         Line{" this process's agent reports no tasks (an older hotscope)", Style::Alert});
     return page;
@@ -29,22 +29,17 @@ Page tasks_page(const Model& model) {
                             Style::Dim});
   std::vector<Cells> table{{"Task", "Kind", "Alive", "New/s", "Resumes/s", "Run p50", "p99",
                             "Wait p50", "p99", "Life p99", "Unfinished"}};
-  for (const TaskRow& row : tasks) {
-    const nlohmann::json& t = row.fields;
-    const auto ns = [&](const char* group, const char* key) {
-      return duration(t.value(group, nlohmann::json::object()).value(key, 0.0));
-    };
-    table.push_back({t.value("name", ""), t.value("kind", ""),
-                     fmt::format("{}", t.value("alive", std::uint64_t{0})),
-                     per_second(row.created_rate), per_second(row.resume_rate),
-                     ns("running", "p50_ns"), ns("running", "p99_ns"), ns("waiting", "p50_ns"),
-                     ns("waiting", "p99_ns"), ns("lifetime", "p99_ns"),
-                     fmt::format("{}", t.value("destroyed_unfinished", std::uint64_t{0}))});
+  for (const TaskRow& t : tasks) {
+    const auto ns = [](std::uint64_t value) { return duration(static_cast<double>(value)); };
+    table.push_back({t.name, t.kind, fmt::format("{}", t.alive), per_second(t.created_rate),
+                     per_second(t.resume_rate), ns(t.running_p50_ns), ns(t.running_p99_ns),
+                     ns(t.waiting_p50_ns), ns(t.waiting_p99_ns), ns(t.lifetime_p99_ns),
+                     fmt::format("{}", t.destroyed_unfinished)});
   }
   const std::vector<std::string> lines = align(table, 0, Glyphs{});
   page.fixed.push_back(Line{lines[0], Style::Heading});
   for (std::size_t i = 1; i < lines.size(); ++i) {
-    const bool unfinished = tasks[i - 1].fields.value("destroyed_unfinished", 0) > 0;
+    const bool unfinished = tasks[i - 1].destroyed_unfinished > 0;
     page.rows.push_back(Line{lines[i], unfinished ? Style::Alert : Style::Normal});
   }
   return page;

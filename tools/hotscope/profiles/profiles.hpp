@@ -1,11 +1,13 @@
-// Reading the files hotscope writes, for the commands that compare and draw them (`hotscope
-// diff`, `report`, `flame`): stats.json and heap.json (DHAT) told apart, trace.folded's stacks,
-// and DHAT's frame strings taken apart (docs/formats-output.md, docs/heap.md).
+// Reading the files hotscope writes, for every tool that reads them (`hotscope diff`, `report`,
+// `flame`, `console`): stats.json (and GET /v1/stats, /v1/threads) as typed figures, heap.json
+// (DHAT) told apart from it, trace.folded's stacks, and DHAT's frame strings taken apart
+// (docs/formats-output.md, docs/heap.md).
 #pragma once
 
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -17,11 +19,106 @@ enum class Kind { Stats, Heap };
 // "a stats.json", "a heap profile (DHAT)": for messages.
 std::string kind_name(Kind kind);
 
+// stats.json as the tools read it (docs/formats-output.md, "stats.json"): a figure the file
+// lacks is 0 (older files lack some), unless said otherwise.
+struct Records {
+  std::uint64_t written = 0, kept = 0, dropped = 0;
+};
+
+// One function's figures: over all threads, or one thread's.
+struct FunctionStats {
+  std::string name;
+  std::string file;
+  int line = 0;
+  std::uint64_t calls = 0;
+  double mean_ns = 0;
+  std::uint64_t min_ns = 0, p50_ns = 0, p90_ns = 0, p95_ns = 0, p99_ns = 0, p999_ns = 0, max_ns = 0,
+                self_ns = 0, total_ns = 0;
+  std::uint64_t alloc_bytes_self = 0, alloc_blocks_self = 0, alloc_bytes_total = 0,
+                alloc_blocks_total = 0;
+  std::uint32_t given = 0; // which keys the entry has: bits of has()
+  // Whether the entry has `key` ("p999_ns"): a figure it lacks is not known, rather than 0.
+  bool has(std::string_view key) const;
+};
+
+struct OpenScope {
+  std::string name;
+  std::string file;
+  int line = 0;
+  std::uint64_t opened_ns = 0, open_ns = 0; // when it opened; how long it has been open
+};
+
+// A guest track's batches (docs/guest.md).
+struct Batches {
+  std::uint64_t accepted = 0, rejected = 0, records_rejected = 0, nesting_repairs = 0;
+  std::string last_rejection;
+};
+
+// A thread of stats.json, or of GET /v1/threads (which adds open_scopes and stuck).
+struct ThreadStats {
+  std::int64_t index = 0;
+  std::int64_t os_tid = 0;
+  std::string name;
+  bool exited = false;
+  // The OS's figures; none when the key is missing. An empty state: none were read (a guest's
+  // track), the zeros are unknowns.
+  std::optional<std::string> state;
+  std::optional<std::uint64_t> cpu_user_ns, cpu_system_ns, voluntary_switches, involuntary_switches;
+  Records records;
+  std::optional<Batches> batches;
+  std::vector<FunctionStats> functions; // stats.json's layout "full" only
+  std::vector<OpenScope> open_scopes;   // outermost first
+  bool stuck = false;
+};
+
+struct Clock {
+  std::string source, frequency_origin;
+  double ticks_per_second = 0;
+};
+
+// A queue's figures (HOTSCOPE_QUEUE_PUSH/POP): counts, depths and its items' wait.
+struct QueueStats {
+  std::string name;
+  std::uint64_t pushed = 0, popped = 0, depth = 0, max_depth = 0, capacity = 0, pending = 0;
+  std::uint64_t wait_p50_ns = 0, wait_p99_ns = 0, wait_max_ns = 0, oldest_pending_ns = 0;
+  std::vector<std::string> push_threads, pop_threads; // a name that is no string reads as "?"
+};
+
+// A kind of task's figures (coroutines, Asio handlers): counts and its slices' durations.
+struct TaskStats {
+  std::string name, kind;
+  std::uint64_t created = 0, resumes = 0, alive = 0, destroyed_unfinished = 0;
+  std::uint64_t running_p50_ns = 0, running_p99_ns = 0, waiting_p50_ns = 0, waiting_p99_ns = 0,
+                lifetime_p99_ns = 0;
+};
+
+struct Stats {
+  std::string hotscope_version;
+  std::optional<std::string> process_name;
+  std::int64_t pid = 0;
+  double duration_ns = 0;
+  Clock clock;
+  Records records;
+  std::uint64_t allocated_bytes = 0, allocated_blocks = 0; // "allocations"
+  std::vector<FunctionStats> functions;
+  std::vector<ThreadStats> threads;
+  // None when the file has no such key (an older hotscope).
+  std::optional<std::vector<QueueStats>> queues;
+  std::optional<std::vector<TaskStats>> tasks;
+};
+
+// GET /v1/threads.
+struct ThreadsAnswer {
+  std::uint64_t now_ns = 0, stuck_threshold_ns = 0;
+  std::vector<ThreadStats> threads;
+};
+
 struct Profile {
   Kind kind = Kind::Stats;
-  std::string source; // the file's path, or "process 4242 (name)"
-  nlohmann::json document;
+  std::string source;           // the file's path, or "process 4242 (name)"
+  nlohmann::json document;      // Kind::Heap: the DHAT profile
   std::uint64_t text_bytes = 0; // the size of the text it was parsed from (0: made in code)
+  Stats stats;                  // Kind::Stats
 };
 
 // What a file given to these commands may hold (docs/diff-and-report.md, "Limits"): past any of
@@ -45,14 +142,28 @@ std::string read_text(const std::string& path);
 nlohmann::json parse_json(std::string_view text, const std::string& source);
 
 // `document` classified and its figures checked (each key the commands read has the type and
-// sign docs/formats-output.md gives it); a Failure (kUsage) naming `source` and the first wrong
-// key when it is neither kind or malformed.
+// sign docs/formats-output.md gives it), a stats.json read into Profile::stats; a Failure
+// (kUsage) naming `source` and the first wrong key when it is neither kind or malformed.
 Profile classify(nlohmann::json document, const std::string& source);
-// The checks classify() makes on a heap profile, and on the threads of a stats.json with those of
-// GET /v1/threads (now_ns, stuck_threshold_ns, each thread's open_scopes and stuck): for the
-// agent's answers, which the console reads (`source` names the request).
+// The checks classify() makes on a heap profile: for the agent's answers, which the console reads
+// (`source` names the request).
 void check_heap(const nlohmann::json& document, const std::string& source);
-void check_threads(const nlohmann::json& answer, const std::string& source);
+
+// The one reader of stats.json. A stats.json (hotscope_version and functions required) checked
+// and read; a Failure (kUsage) naming `source` and the first wrong key when malformed.
+Stats read_stats(const nlohmann::json& document, const std::string& source);
+// The agent's answer to GET /v1/stats in either layout of its functions (one object per function,
+// or ?format=columns: one array per key, as many functions as names, a shorter column read as
+// zeros), read in one pass of the text: the functions straight into `stats.functions` without a
+// JSON tree of them. Lenient with the functions' figures (one of a wrong type reads as 0, what the
+// console can show of a newer or older agent); the threads are checked as read_threads() checks
+// them, a Failure (kUsage) naming `source`. The rows already in `stats.functions` are reused,
+// their strings' memory too, so that a refresh allocates almost nothing. Text that is not JSON,
+// or nests deeper than kMaxJsonDepth, throws a nlohmann::json::exception.
+void read_stats(std::string_view text, const std::string& source, Stats& stats);
+// GET /v1/threads, its threads checked as a stats.json's are, with now_ns, stuck_threshold_ns and
+// each thread's open_scopes and stuck; a Failure (kUsage) naming `source` when malformed.
+ThreadsAnswer read_threads(const nlohmann::json& answer, const std::string& source);
 // The file at `path` read, parsed and classified; a Failure (kUsage), one line, when it cannot be
 // read, is not JSON or is neither kind.
 Profile read_profile(const std::string& path);

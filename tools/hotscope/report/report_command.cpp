@@ -2,6 +2,7 @@
 
 #include "agent_client.hpp"
 #include "agent_commands.hpp"
+#include "export/formats.hpp"
 
 #include <fmt/format.h>
 
@@ -11,28 +12,36 @@
 namespace hotscope::cli::report {
 
 ReportCommands::ReportCommands(CLI::App& app) {
+  using exporters::Format;
+  const auto file = [](Format format) { return exporters::format_info(format).file; };
   report_ = app.add_subcommand(
       "report", "Write one self-contained HTML page for a reports directory: functions, flame "
                 "graph, threads, heap sites");
   report_
       ->add_option("dir", input_,
-                   "The directory hotscope wrote its reports into "
-                   "(HOTSCOPE_OUT: stats.json, trace.folded, heap.json)")
+                   fmt::format("The directory hotscope wrote its reports into (HOTSCOPE_OUT: {}, "
+                               "{}, {})",
+                               file(Format::StatsJson), file(Format::Folded), file(Format::Dhat)))
       ->required();
   report_->add_option("-o,--output", output_, "Write to FILE (default DIR/report.html)");
   report_->footer("Exit codes: 0 written, 2 bad input, 8 the output cannot be written "
                   "(docs/diff-and-report.md).");
   flame_ = app.add_subcommand(
-      "flame", "Draw a flame graph as an interactive SVG: trace.folded (time by stack) or "
-               "heap.json (bytes by allocation stack)");
-  flame_->add_option("file", input_, "trace.folded (or any folded stacks), or a heap.json")
+      "flame", fmt::format("Draw a flame graph as an interactive SVG: {} (time by stack) or {} "
+                           "(bytes by allocation stack)",
+                           file(Format::Folded), file(Format::Dhat)));
+  flame_
+      ->add_option("file", input_,
+                   fmt::format("{} (or any folded stacks), or a {}", file(Format::Folded),
+                               file(Format::Dhat)))
       ->required();
   flame_->add_option("-o,--output", output_, "Write to FILE instead of standard output");
   flame_->add_option("--title", title_, "The title drawn on top (default: the file's name)");
   flame_
       ->add_option("--bytes", heap_bytes_,
-                   "heap.json: weigh stacks by their bytes in total, "
-                   "at t-gmax (the peak) or at t-end")
+                   fmt::format("{}: weigh stacks by their bytes in total, at t-gmax (the peak) or "
+                               "at t-end",
+                               file(Format::Dhat)))
       ->check(CLI::IsMember({"total", "gmax", "end"}))
       ->capture_default_str();
   flame_
@@ -75,9 +84,9 @@ int ReportCommands::run_flame() const {
     profiles::Profile heap = profiles::classify(profiles::parse_json(text, input_), input_);
     heap.text_bytes = text.size();
     if (heap.kind != profiles::Kind::Heap) {
-      throw Failure(kUsage, fmt::format("{} is a stats.json, which has no stacks: draw the "
-                                        "trace.folded beside it",
-                                        input_));
+      throw Failure(kUsage, fmt::format("{} is {}, which has no stacks: draw the {} beside it",
+                                        input_, profiles::kind_name(heap.kind),
+                                        exporters::format_info(exporters::Format::Folded).file));
     }
     const HeapBytes which = heap_bytes_ == "gmax"  ? HeapBytes::AtGmax
                             : heap_bytes_ == "end" ? HeapBytes::AtEnd
@@ -93,9 +102,10 @@ int ReportCommands::run_flame() const {
     stacks = profiles::folded_stacks(text, input_);
     style.subtitle = "self time by stack (folded stacks, counts in ns)";
     if (stacks.starts.empty()) {
-      throw Failure(kUsage, fmt::format("{} holds no folded stacks (lines 'frame;frame count') and "
-                                        "is not a heap.json",
-                                        input_));
+      throw Failure(kUsage,
+                    fmt::format("{} holds no folded stacks (lines 'frame;frame count') and "
+                                "is not a {}",
+                                input_, exporters::format_info(exporters::Format::Dhat).file));
     }
   }
   style.subtitle += "; click to zoom, Search to highlight";
