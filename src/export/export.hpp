@@ -57,5 +57,12 @@ void write_pprof_heap(const HeapProfile& profile, std::int64_t period, std::ostr
 // and stack of open scopes with the time that stack was innermost in the trace window, the
 // thread's name as the label `thread`.
 void write_pprof_wall(const Snapshot& snapshot, std::ostream& out);
+// pprof CPU profile, gzip-compressed (docs/formats-output.md, "cpu.pb.gz"): sample types
+// samples/count and cpu/nanoseconds, one sample per stack of snapshot.cpu; native frames as
+// addresses in this process's mappings (pprof symbolizes them from the mapped files), open scopes
+// as functions among them.
+void write_pprof_cpu(const Snapshot& snapshot, std::ostream& out);
+// The same stacks folded, root first, with their sample counts: flamegraph.pl, speedscope.
+void write_cpu_folded(const Snapshot& snapshot, std::ostream& out);
 
 } // namespace hotscope::exporters

@@ -1,9 +1,10 @@
 // pprof profiles, gzip-compressed (docs/formats-output.md): the heap profile in Go's heap
-// convention, and wall time per scope stack from the trace window. The Profile message is written
-// by ProfileWriter (protobuf_writer.hpp).
+// convention, wall time per scope stack from the trace window, and the CPU samples. The Profile
+// message is written by ProfileWriter (protobuf_writer.hpp).
 #include "export/common.hpp"
 #include "export/export.hpp"
 #include "export/protobuf_writer.hpp"
+#include "objects/objects.hpp"
 
 #include <libdeflate.h>
 
@@ -212,6 +213,60 @@ private:
   std::vector<pprof::Line> lines_;          // reused from location to location
 };
 
+// The CPU profile's Locations: one per native instruction address, in the mapping that holds it,
+// without Lines (has_functions is false: pprof symbolizes the address from the mapping's file),
+// and one per open scope, without address, whose Line names the scope's Function.
+class CpuLocations {
+public:
+  CpuLocations(const CpuProfile& profile, pprof::ProfileWriter& writer, Strings& strings)
+      : profile_(profile), writer_(writer), strings_(strings),
+        scope_locations_(profile.scopes.size(), 0) {
+    objects::add_build_ids(mappings_);
+    for (std::size_t i = 0; i < mappings_.size(); ++i) {
+      const objects::CodeMapping& object = mappings_[i];
+      pprof::Mapping mapping;
+      mapping.id = i + 1;
+      mapping.memory_start = object.start;
+      mapping.memory_limit = object.limit;
+      mapping.file_offset = object.offset;
+      mapping.filename = strings_.index(object.path);
+      mapping.build_id = object.build_id.empty() ? 0 : strings_.index(object.build_id);
+      writer_.mapping(mapping);
+    }
+  }
+
+  std::uint64_t native(std::uint64_t address) {
+    const auto [location, inserted] = native_locations_.emplace(address, next_id_);
+    if (inserted) {
+      ++next_id_;
+      writer_.location({location->second, objects::mapping_of(mappings_, address), address}, {});
+    }
+    return location->second;
+  }
+
+  std::uint64_t scope(std::int32_t index) {
+    std::uint64_t& id = scope_locations_.at(static_cast<std::size_t>(index));
+    if (id == 0) {
+      id = next_id_++;
+      const CpuScope& scope = profile_.scopes[static_cast<std::size_t>(index)];
+      const std::int64_t name = strings_.index(scope.name);
+      writer_.function({id, name, name, strings_.index(scope.file), scope.line});
+      const pprof::Line line{id, scope.line};
+      writer_.location({id, 0, 0}, std::span(&line, 1));
+    }
+    return id;
+  }
+
+private:
+  const CpuProfile& profile_;
+  pprof::ProfileWriter& writer_;
+  Strings& strings_;
+  std::vector<objects::CodeMapping> mappings_ = objects::code_mappings();
+  std::unordered_map<std::uint64_t, std::uint64_t> native_locations_;
+  std::vector<std::uint64_t> scope_locations_; // by scope index; 0: not written yet
+  std::uint64_t next_id_ = 1;                  // a scope's Function shares its Location's id
+};
+
 } // namespace
 
 void write_pprof_heap(const HeapProfile& profile, std::int64_t period, std::ostream& out) {
@@ -266,6 +321,40 @@ void write_pprof_wall(const Snapshot& snapshot, std::ostream& out) {
     const std::int64_t value = static_cast<std::int64_t>(ns);
     const pprof::Label label{thread_key, strings.index(thread_names[thread]), 0};
     writer.sample(location_ids, std::span(&value, 1), std::span(&label, 1));
+  }
+  writer.end_part();
+  write_gzipped(writer.bytes(), out);
+}
+
+void write_pprof_cpu(const Snapshot& snapshot, std::ostream& out) {
+  const CpuProfile& cpu = snapshot.cpu;
+  pprof::ProfileWriter writer;
+  Strings strings(writer);
+  writer.sample_type(strings.value_type("samples", "count"));
+  writer.sample_type(strings.value_type("cpu", "nanoseconds"));
+  pprof::ProfileScalars& scalars = writer.scalars();
+  scalars.period_type = strings.value_type("cpu", "nanoseconds");
+  scalars.period = static_cast<std::int64_t>(cpu.period_ns);
+  scalars.time_nanos = static_cast<std::int64_t>(snapshot.start_unix_ns);
+  scalars.duration_nanos = static_cast<std::int64_t>(snapshot.duration_ns);
+  CpuLocations locations(cpu, writer, strings);
+  std::vector<std::uint64_t> location_ids;
+  for (const CpuStack& stack : cpu.stacks) {
+    location_ids.clear();
+    bool innermost_native = true;
+    for (const CpuFrame& frame : stack.frames) { // leaf first, as pprof wants them
+      if (frame.is_scope()) {
+        location_ids.push_back(locations.scope(frame.scope));
+      } else {
+        location_ids.push_back(
+            locations.native(detail::instruction_address(frame, innermost_native)));
+        innermost_native = false;
+      }
+    }
+    const std::array<std::int64_t, 2> values = {
+        static_cast<std::int64_t>(stack.samples),
+        static_cast<std::int64_t>(stack.samples * cpu.period_ns)};
+    writer.sample(location_ids, values, {});
   }
   writer.end_part();
   write_gzipped(writer.bytes(), out);
