@@ -3,6 +3,7 @@
 #include "agent/protocol.hpp"
 #include "agent/routes.hpp"
 #include "config/config.hpp"
+#include "cpu/cpu.hpp"
 #include "export/export.hpp"
 #include "export/formats.hpp"
 #include "export/snapshot_fixture.hpp"
@@ -470,7 +471,7 @@ TEST(Routes, EveryEndpointAnswers) {
 TEST(Routes, ErrorsNameTheProblem) {
   const auto missing = get("/v2/info");
   EXPECT_EQ(missing.status, 404u);
-  EXPECT_EQ(nlohmann::json::parse(missing.body).at("endpoints").size(), 9u);
+  EXPECT_EQ(nlohmann::json::parse(missing.body).at("endpoints").size(), 10u);
   EXPECT_EQ(get("/v1/stats", {{"format", "xml"}}).status, 400u);
   EXPECT_EQ(get("/v1/stats", {{"colour", "red"}}).status, 400u);
   for (const char* bad : {"0", "-1", "x", "1e400", "nan", "2s", ""}) {
@@ -480,6 +481,16 @@ TEST(Routes, ErrorsNameTheProblem) {
     EXPECT_EQ(get("/v1/threads", {{"stuck_ms", bad}}).status, 400u) << bad;
   }
   EXPECT_EQ(get("/v1/threads", {{"format", "xml"}}).status, 400u);
+  // A CPU profile takes whole seconds, 1 to 300; the wall profile any time up to an hour.
+  for (const char* bad : {"0", "-1", "x", "1.5", "301", "1e400", "nan", "2s", ""}) {
+    const auto cpu = get("/debug/pprof/profile", {{"seconds", bad}});
+    EXPECT_EQ(cpu.status, 400u) << bad;
+    EXPECT_EQ(nlohmann::json::parse(cpu.body).at("error"),
+              fmt::format("seconds=\"{}\" is not a whole number of seconds from 1 to 300", bad));
+  }
+  for (const char* bad : {"0", "-1", "x", "3601", ""}) {
+    EXPECT_EQ(get("/debug/pprof/wall", {{"seconds", bad}}).status, 400u) << bad;
+  }
   // This test program is not linked with hotscope::heap: the answer says how to get a profile.
   const auto heap = get("/v1/heap");
   EXPECT_EQ(heap.status, 501u);
@@ -504,12 +515,18 @@ TEST(Routes, ErrorsNameTheProblem) {
 // heap formats say why not without a heap library (this program has none; AgentDemo asks one).
 TEST(Routes, EveryFormatAnswersWithTheTablesMimeType) {
   for (const exporters::FormatInfo& format : exporters::kFormats) {
+    if (*format.path == '\0') {
+      continue; // a file only
+    }
     std::vector<std::pair<std::string, std::string>> query;
     if (*format.name != '\0') {
       query.emplace_back("format", format.name);
     }
     if (format.format == exporters::Format::PprofWall) {
       query.emplace_back("seconds", "0.001");
+    }
+    if (format.format == exporters::Format::PprofCpu) {
+      query.emplace_back("seconds", "1");
     }
     const auto response = get(format.path, query);
     if (std::string(format.path) == "/v1/heap") {
@@ -535,7 +552,8 @@ TEST(Routes, NotFoundListsEveryEndpointsUsage) {
                                    "GET /v1/trace?format=chrome|folded|text&seconds=N",
                                    "GET /v1/threads?format=json|text&stuck_ms=N", "GET /v1/metrics",
                                    "GET /v1/heap?format=dhat|pprof", "POST /v1/reset",
-                                   "GET /debug/pprof/heap", "GET /debug/pprof/profile?seconds=N"}));
+                                   "GET /debug/pprof/heap", "GET /debug/pprof/profile?seconds=N",
+                                   "GET /debug/pprof/wall?seconds=N"}));
   EXPECT_EQ(nlohmann::json::parse(get("/v1/trace", {{"colour", "red"}}).body).at("error"),
             "/v1/trace takes no parameter \"colour\" (see GET "
             "/v1/trace?format=chrome|folded|text&seconds=N)");
@@ -547,7 +565,62 @@ TEST(Routes, TheTcpListenerServesMetricsAndPprofOnly) {
   EXPECT_EQ(stats.status, 404u);
   EXPECT_EQ(nlohmann::json::parse(stats.body).at("endpoints"),
             nlohmann::json::array({"GET /v1/metrics", "GET /debug/pprof/heap",
-                                   "GET /debug/pprof/profile?seconds=N"}));
+                                   "GET /debug/pprof/profile?seconds=N",
+                                   "GET /debug/pprof/wall?seconds=N"}));
+}
+
+// The CPU profile of the next N seconds: a sampler that was off runs for them only, one that
+// was on stays on.
+TEST(Routes, TheCpuProfileRunsTheSamplerForItsSecondsOnly) {
+  ASSERT_EQ(cpu::hz(), 0u);
+  const auto started = get("/debug/pprof/profile", {{"seconds", "1"}}, agent::Listener::Tcp);
+  ASSERT_EQ(started.status, 200u) << started.body;
+  EXPECT_EQ(started.content_type, "application/octet-stream");
+  ASSERT_GT(started.body.size(), 2u);
+  EXPECT_EQ(static_cast<unsigned char>(started.body[0]), 0x1f); // gzip
+  EXPECT_EQ(cpu::hz(), 0u);
+  ASSERT_EQ(cpu::start(250), "");
+  EXPECT_EQ(get("/debug/pprof/profile", {{"seconds", "1"}}).status, 200u);
+  EXPECT_EQ(cpu::hz(), 250u);
+  cpu::stop();
+}
+
+// What a later CPU profile has that an earlier one has not: stacks matched frame by frame, their
+// scopes by what they name whatever their index.
+TEST(CpuWindow, TheDifferenceHoldsTheStacksThatGainedSamples) {
+  CpuProfile earlier;
+  earlier.samples = 5;
+  earlier.lost = 1;
+  earlier.scopes = {{"b", "b.cpp", 2}, {"a", "a.cpp", 1}};
+  earlier.stacks = {{{CpuFrame{0x10, -1}, CpuFrame{0, 1}}, 3}, {{CpuFrame{0, 0}}, 2}};
+  earlier.threads = {{7, 5}};
+  CpuProfile later;
+  later.hz = 99;
+  later.period_ns = 10'101'010;
+  later.samples = 12;
+  later.lost = 1;
+  later.incomplete = 4;
+  later.scopes = {{"a", "a.cpp", 1}, {"b", "b.cpp", 2}, {"c", "c.cpp", 3}};
+  later.stacks = {{{CpuFrame{0x10, -1}, CpuFrame{0, 0}}, 4}, // 1 more
+                  {{CpuFrame{0, 1}}, 2},                     // none more
+                  {{CpuFrame{0, 2}}, 6}};                    // new
+  later.threads = {{7, 6}, {8, 6}};
+  const CpuProfile window = agent::cpu_difference(earlier, later);
+  EXPECT_EQ(window.hz, 99u);
+  EXPECT_EQ(window.period_ns, 10'101'010u);
+  EXPECT_EQ(window.samples, 7u);
+  EXPECT_EQ(window.lost, 0u);
+  EXPECT_EQ(window.incomplete, 4u);
+  EXPECT_EQ(window.scopes.size(), 3u);
+  ASSERT_EQ(window.stacks.size(), 2u);
+  EXPECT_EQ(window.stacks[0].samples, 1u);
+  EXPECT_EQ(window.stacks[0].frames[1].scope, 0);
+  EXPECT_EQ(window.stacks[1].samples, 6u);
+  EXPECT_EQ(window.stacks[1].frames[0].scope, 2);
+  ASSERT_EQ(window.threads.size(), 2u);
+  EXPECT_EQ(window.threads[0].samples, 1u);
+  EXPECT_EQ(window.threads[1].os_tid, 8);
+  EXPECT_EQ(window.threads[1].samples, 6u);
 }
 
 // `hotscope info` printed trace.events 0 whatever the window held: /v1/info takes a
