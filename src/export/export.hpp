@@ -31,8 +31,9 @@ void write_threads_json(const Snapshot& snapshot, std::uint64_t stuck_ns, std::o
 void write_threads_text(const Snapshot& snapshot, std::uint64_t stuck_ns, std::ostream& out);
 
 // Writes the file of every format in export/formats.hpp that is written from a snapshot
-// (stats.json, report.txt, trace.json, trace.folded, trace.txt) into `directory` (created if
-// missing). Returns "" on success, else one line naming the path and the problem.
+// (stats.json, report.txt, trace.json, trace.folded, trace.txt; cpu.pb.gz and cpu.folded when it
+// has CPU samples) into `directory` (created if missing). Returns "" on success, else one line
+// naming the path and the problem.
 std::string write_all(const Snapshot& snapshot, const std::string& directory);
 
 // DHAT JSON (docs/formats-output.md, "heap.json (DHAT)"): opens in valgrind's dh_view.html. Mode
