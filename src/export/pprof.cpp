@@ -77,6 +77,30 @@ void write_gzipped(std::span<const std::uint8_t> serialized, std::ostream& out) 
   out.write(compressed.get(), static_cast<std::streamsize>(compressed_size));
 }
 
+// One Mapping per object with code in the process (id: its index + 1), so that a frame keeps its
+// object and offset; by address, so the program itself comes first, where pprof looks for the
+// main binary. `symbolized`: the profile's Lines name the functions already, pprof need not look
+// again; else pprof symbolizes the addresses from the files.
+template <typename CodeObjects>
+void write_mappings(pprof::ProfileWriter& writer, Strings& strings, const CodeObjects& objects,
+                    bool symbolized) {
+  for (std::size_t i = 0; i < objects.size(); ++i) {
+    const auto& object = objects[i];
+    pprof::Mapping mapping;
+    mapping.id = i + 1;
+    mapping.memory_start = object.start;
+    mapping.memory_limit = object.limit;
+    mapping.file_offset = object.offset;
+    mapping.filename = strings.index(object.path);
+    if constexpr (requires { object.build_id; }) {
+      mapping.build_id = object.build_id.empty() ? 0 : strings.index(object.build_id);
+    }
+    mapping.has_functions = mapping.has_filenames = symbolized;
+    mapping.has_line_numbers = mapping.has_inline_frames = symbolized;
+    writer.mapping(mapping);
+  }
+}
+
 // The heap profile, written in parts of a few thousand samples each (ProfileWriter::end_part):
 // each part carries the strings, functions and locations its samples added, the scalar fields
 // the first part only. Written as one part, a profile of 100,000 sites took tens of megabytes
@@ -93,7 +117,7 @@ public:
 
   std::span<const std::uint8_t> write(std::int64_t period) {
     header(period);
-    mappings();
+    write_mappings(writer_, strings_, profile_.mappings, true);
     const std::int64_t bytes_key = strings_.index("bytes");
     constexpr std::size_t samples_per_part = 8192;
     std::size_t in_part = 0;
@@ -123,24 +147,6 @@ private:
     // The allocator's own frames, and those the allocations come through, say nothing about who
     // allocated: pprof drops them (and any frame below them), so the callers show as flat.
     scalars.drop_frames = strings_.index(kAllocatorFrames);
-  }
-
-  // One Mapping per object with code in the process, so that a frame keeps its object and
-  // offset; the program itself comes first, where pprof looks for the main binary.
-  void mappings() {
-    for (std::size_t i = 0; i < profile_.mappings.size(); ++i) {
-      const HeapMapping& object = profile_.mappings[i];
-      pprof::Mapping mapping;
-      mapping.id = i + 1;
-      mapping.memory_start = object.start;
-      mapping.memory_limit = object.limit;
-      mapping.file_offset = object.offset;
-      mapping.filename = strings_.index(object.path);
-      // Symbolized already: pprof need not look again.
-      mapping.has_functions = mapping.has_filenames = true;
-      mapping.has_line_numbers = mapping.has_inline_frames = true;
-      writer_.mapping(mapping);
-    }
   }
 
   std::uint64_t function_id(const HeapFrame& frame) {
@@ -222,17 +228,7 @@ public:
       : profile_(profile), writer_(writer), strings_(strings),
         scope_locations_(profile.scopes.size(), 0) {
     objects::add_build_ids(mappings_);
-    for (std::size_t i = 0; i < mappings_.size(); ++i) {
-      const objects::CodeMapping& object = mappings_[i];
-      pprof::Mapping mapping;
-      mapping.id = i + 1;
-      mapping.memory_start = object.start;
-      mapping.memory_limit = object.limit;
-      mapping.file_offset = object.offset;
-      mapping.filename = strings_.index(object.path);
-      mapping.build_id = object.build_id.empty() ? 0 : strings_.index(object.build_id);
-      writer_.mapping(mapping);
-    }
+    write_mappings(writer_, strings_, mappings_, false);
   }
 
   std::uint64_t native(std::uint64_t address) {
