@@ -300,6 +300,25 @@ TEST(Prometheus, TheProfilersMemoryIsOneGaugePerPart) {
       << text;
 }
 
+// The CPU sampler's counters, 0 while it is off.
+TEST(Prometheus, CpuSamplesAndTheLostOnes) {
+  EXPECT_NE(prometheus(ht::known_snapshot()).find("\nhotscope_cpu_samples_total 0\n"),
+            std::string::npos);
+  Snapshot snapshot = ht::known_snapshot();
+  snapshot.cpu.samples = 1234;
+  snapshot.cpu.lost = 5;
+  const std::string text = prometheus(snapshot);
+  EXPECT_EQ(ht::prometheus_problems(text), std::vector<std::string>{}) << text;
+  EXPECT_NE(text.find("# TYPE hotscope_cpu_samples_total counter\nhotscope_cpu_samples_total "
+                      "1234\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("# TYPE hotscope_cpu_samples_lost_total counter\n"
+                      "hotscope_cpu_samples_lost_total 5\n"),
+            std::string::npos)
+      << text;
+}
+
 TEST(Prometheus, TheCheckerCatchesBrokenExpositions) {
   EXPECT_FALSE(ht::prometheus_problems("# HELP a_total x\n# TYPE a_total counter\na_total 1")
                    .empty());                                   // no final line feed
