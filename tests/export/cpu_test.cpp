@@ -46,7 +46,7 @@ TEST(ExportCpuFolded, OneLinePerStackRootFirstWithItsSamples) {
                                                             "std::terminate();" +
                                                                 program + ";main 2\n" +
                                                                 "std::terminate();main;" + program +
-                                                                ";Tree::insert;qsort 6\n");
+                                                                ";Tree::insert;rand 6\n");
 }
 
 TEST(ExportCpuFolded, StacksThatReadAlikeAddUpAndFramesStayFrames) {

@@ -307,7 +307,7 @@ TEST(PprofWire, CpuProfileDecodes) {
   EXPECT_EQ(std::vector<std::int64_t>(deepest.value().begin(), deepest.value().end()),
             (std::vector<std::int64_t>{6, 60'000'000}));
   ASSERT_EQ(deepest.location_id_size(), 5);
-  // Leaf first: qsort interrupted, Tree::insert, the test program's return address, main, the
+  // Leaf first: rand interrupted, Tree::insert, the test program's return address, main, the
   // return address into std::terminate.
   const CpuStack& stack = snapshot.cpu.stacks[0];
   const std::vector<std::uint64_t> addresses = {

@@ -164,7 +164,7 @@ inline std::uint64_t code_address(const void* code) {
 }
 
 // known_snapshot() with CPU samples at 100 Hz: three stacks, innermost first, native frames
-// (qsort interrupted, a return address into the test program, one into std::terminate) with the
+// (rand interrupted, a return address into the test program, one into std::terminate) with the
 // scopes main and Tree::insert among them; a stack in no mapping; a stack without frames.
 inline Snapshot known_snapshot_with_cpu() {
   Snapshot s = known_snapshot();
@@ -177,9 +177,11 @@ inline Snapshot known_snapshot_with_cpu() {
   const auto scope = [](std::int32_t index) { return CpuFrame{0, index}; };
   const std::uint64_t in_program = code_address(reinterpret_cast<const void*>(&cpu_fixture_code));
   const std::uint64_t terminate = code_address(reinterpret_cast<const void*>(&std::terminate));
-  const std::uint64_t qsort = code_address(reinterpret_cast<const void*>(&std::qsort));
+  // A C function without aliases that no sanitizer intercepts (dladdr picks among aliases, and
+  // an interceptor is the test program's symbol).
+  const std::uint64_t rand = code_address(reinterpret_cast<const void*>(&::rand));
   cpu.stacks = {
-      {{native(qsort), scope(1), native(in_program + 1), scope(0), native(terminate + 1)}, 6},
+      {{native(rand), scope(1), native(in_program + 1), scope(0), native(terminate + 1)}, 6},
       {{scope(0), native(in_program), native(terminate + 1)}, 2},
       {{native(0x10)}, 1},
       {{}, 1},
