@@ -1,6 +1,7 @@
 #include "agent/routes.hpp"
 
 #include "agent/protocol.hpp"
+#include "cpu/cpu.hpp"
 #include "export/common.hpp"
 #include "export/export.hpp"
 #include "export/formats.hpp"
@@ -48,6 +49,7 @@ constexpr Endpoint kEndpoints[] = {
     {"/v1/reset", "POST", {}, false},
     {"/debug/pprof/heap", "GET", {}, true},
     {"/debug/pprof/profile", "GET", {"seconds"}, true},
+    {"/debug/pprof/wall", "GET", {"seconds"}, true},
 };
 
 // "GET /v1/trace?format=chrome|folded|text&seconds=N".
@@ -65,9 +67,13 @@ std::string usage(const Endpoint& endpoint) {
   return line;
 }
 
-// Go's default for /debug/pprof/profile, and the longest a profile may ask for.
+// Go's default for /debug/pprof/profile, and the longest a wall or a CPU profile may ask for.
 constexpr double kDefaultProfileSeconds = 30;
 constexpr double kMostProfileSeconds = 3600;
+constexpr std::uint64_t kMostCpuProfileSeconds = 300;
+// The rate /debug/pprof/profile samples at when the sampler is off: HOTSCOPE_CPU_HZ's default
+// (docs/cpu.md).
+constexpr unsigned kAgentCpuHz = 99;
 
 // The agent's JSON answers: indented, invalid UTF-8 replaced, a line feed at the end.
 Response json_response(unsigned status, const std::function<void(text::JsonWriter&)>& write) {
@@ -278,9 +284,43 @@ StopSignal& stop_signal() {
   return *signal;
 }
 
+// One profile of a kind at a time: each holds one of the agent's threads for its seconds.
+class ProfileTurn {
+public:
+  ProfileTurn(std::atomic<bool>& busy, const char* path)
+      : busy_(busy), path_(path), taken_(!busy.exchange(true)) {}
+  ProfileTurn(const ProfileTurn&) = delete;
+  ProfileTurn& operator=(const ProfileTurn&) = delete;
+  ~ProfileTurn() {
+    if (taken_) {
+      busy_ = false;
+    }
+  }
+  // 409 when another request of the kind has the turn.
+  std::optional<Response> refused() const {
+    if (taken_) {
+      return std::nullopt;
+    }
+    return error_response(
+        409, text::cat("another ", path_, " is being taken; ask again when it is done"));
+  }
+
+private:
+  std::atomic<bool>& busy_;
+  const char* path_;
+  bool taken_;
+};
+
+// Waits `seconds`; false when the agent stopped meanwhile (it answers 503 then).
+bool waited(double seconds) {
+  const std::chrono::duration<double> period(seconds);
+  StopSignal& stop = stop_signal();
+  std::unique_lock lock(stop.mutex);
+  return !stop.changed.wait_for(lock, period, [&] { return stop.stopping; });
+}
+
 // Wall time per scope stack over the next N seconds, from the trace window, as Go's
-// /debug/pprof/profile?seconds=N answers with CPU samples. One at a time: each holds one of the
-// agent's threads for N seconds.
+// /debug/pprof/profile?seconds=N answers CPU samples.
 Response wall_profile(const Process& process, const Request& request) {
   double seconds = kDefaultProfileSeconds;
   if (const auto given = parameter(request, "seconds")) {
@@ -296,24 +336,59 @@ Response wall_profile(const Process& process, const Request& request) {
     return trace_off();
   }
   static std::atomic<bool> busy{false};
-  if (busy.exchange(true)) {
-    return error_response(409,
-                          "another /debug/pprof/profile is being taken; ask again when it is done");
+  const ProfileTurn turn(busy, "/debug/pprof/wall");
+  if (auto refused = turn.refused()) {
+    return std::move(*refused);
   }
-  const std::chrono::duration<double> period(seconds);
-  StopSignal& stop = stop_signal();
-  bool stopping = false;
-  {
-    std::unique_lock lock(stop.mutex);
-    stopping = stop.changed.wait_for(lock, period, [&] { return stop.stopping; });
-  }
-  busy = false;
-  if (stopping) {
+  if (!waited(seconds)) {
     return error_response(503, "the process is exiting");
   }
   Snapshot snapshot = trace::snapshot();
   keep_recent_trace(snapshot, static_cast<std::uint64_t>(seconds * 1e9));
   return written(Format::PprofWall, std::move(snapshot));
+}
+
+// The CPU samples of the next N seconds (whole seconds, as Go's): the difference of the CPU
+// profiles of snapshots taken before and after. A sampler that is off runs for those seconds.
+Response cpu_profile(const Request& request) {
+  std::uint64_t seconds = static_cast<std::uint64_t>(kDefaultProfileSeconds);
+  if (const auto given = parameter(request, "seconds")) {
+    const auto value = bounded_number(*given, false);
+    if (!value || *value < 1 || *value > static_cast<double>(kMostCpuProfileSeconds) ||
+        *value != std::floor(*value)) {
+      return error_response(400, text::cat("seconds=\"", *given,
+                                           "\" is not a whole number of seconds from 1 to ",
+                                           kMostCpuProfileSeconds));
+    }
+    seconds = static_cast<std::uint64_t>(*value);
+  }
+  static std::atomic<bool> busy{false};
+  const ProfileTurn turn(busy, "/debug/pprof/profile");
+  if (auto refused = turn.refused()) {
+    return std::move(*refused);
+  }
+  const bool started = cpu::hz() == 0;
+  if (started) {
+    if (const std::string problem = cpu::start(kAgentCpuHz); !problem.empty()) {
+      return error_response(503, "the CPU sampler cannot start: " + problem);
+    }
+  }
+  const Snapshot before = trace::snapshot(trace::Contents::StatisticsOnly);
+  const bool complete = waited(static_cast<double>(seconds));
+  Snapshot after = trace::snapshot(trace::Contents::StatisticsOnly);
+  if (started) {
+    cpu::stop();
+  }
+  if (!complete) {
+    return error_response(503, "the process is exiting");
+  }
+  // A reset in between started a new measuring window: all of it is in the wait.
+  if (after.start_unix_ns == before.start_unix_ns && after.duration_ns >= before.duration_ns) {
+    after.cpu = cpu_difference(before.cpu, after.cpu);
+    after.start_unix_ns += before.duration_ns;
+    after.duration_ns -= before.duration_ns;
+  }
+  return written(Format::PprofCpu, std::move(after));
 }
 
 Response not_found(Listener listener, const std::string& path) {
@@ -438,6 +513,9 @@ Response answer(const Process& process, Listener listener, const Request& reques
     return heap(exporters::format_info(Format::PprofHeap));
   }
   if (path == "/debug/pprof/profile") {
+    return cpu_profile(request);
+  }
+  if (path == "/debug/pprof/wall") {
     return wall_profile(process, request);
   }
   trace::reset();

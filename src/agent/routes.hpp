@@ -66,8 +66,8 @@ Response route(const Process& process, Listener listener, const Request& request
 // The same, with the body of a large answer left to Response::write (what the server calls).
 Response answer(const Process& process, Listener listener, const Request& request);
 
-// Ends the waits of requests that take time (/debug/pprof/profile) at once, with 503: the agent
-// is stopping. Called before the HTTP server is stopped.
+// Ends the waits of requests that take time (/debug/pprof/profile, /wall) at once, with 503: the
+// agent is stopping. Called before the HTTP server is stopped.
 void interrupt_waits();
 
 // {"error": problem}, how the agent answers every request it refuses or cannot serve.
@@ -79,5 +79,10 @@ Response forbidden(uid_t peer_uid, uid_t own_uid);
 // Keeps the trace events of the last `ns` nanoseconds of the snapshot. Scopes open at the cut
 // get a Begin at the cut, so every thread's events stay balanced; trace_start_ns becomes the cut.
 void keep_recent_trace(Snapshot& snapshot, std::uint64_t ns);
+
+// The CPU samples `later` has that `earlier` has not, when both are of one measuring window:
+// each stack with the samples it gained (stacks that gained none left out), the counts less
+// their earlier values. Scopes are matched by name, file and line; the result uses `later`'s.
+CpuProfile cpu_difference(const CpuProfile& earlier, const CpuProfile& later);
 
 } // namespace hotscope::agent

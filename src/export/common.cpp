@@ -166,4 +166,8 @@ std::map<ThreadStack, std::uint64_t> self_time_by_stack(const Snapshot& snapshot
   return self_ns;
 }
 
+std::uint64_t instruction_address(const CpuFrame& frame, bool innermost_native) {
+  return innermost_native || frame.address == 0 ? frame.address : frame.address - 1;
+}
+
 } // namespace hotscope::exporters::detail

@@ -72,4 +72,9 @@ using ThreadStack = std::pair<std::uint32_t, std::vector<std::uint32_t>>;
 // stacks' and the wall-time pprof profile's figures.
 std::map<ThreadStack, std::uint64_t> self_time_by_stack(const Snapshot& snapshot);
 
+// The code address a CPU stack's native frame stands for: the interrupted instruction for the
+// stack's innermost native frame, the call before the return address for the others (so a
+// call that ends a function is not named after the next one).
+std::uint64_t instruction_address(const CpuFrame& frame, bool innermost_native);
+
 } // namespace hotscope::exporters::detail

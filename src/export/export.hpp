@@ -31,8 +31,9 @@ void write_threads_json(const Snapshot& snapshot, std::uint64_t stuck_ns, std::o
 void write_threads_text(const Snapshot& snapshot, std::uint64_t stuck_ns, std::ostream& out);
 
 // Writes the file of every format in export/formats.hpp that is written from a snapshot
-// (stats.json, report.txt, trace.json, trace.folded, trace.txt) into `directory` (created if
-// missing). Returns "" on success, else one line naming the path and the problem.
+// (stats.json, report.txt, trace.json, trace.folded, trace.txt; cpu.pb.gz and cpu.folded when it
+// has CPU samples) into `directory` (created if missing). Returns "" on success, else one line
+// naming the path and the problem.
 std::string write_all(const Snapshot& snapshot, const std::string& directory);
 
 // DHAT JSON (docs/formats-output.md, "heap.json (DHAT)"): opens in valgrind's dh_view.html. Mode
@@ -57,5 +58,12 @@ void write_pprof_heap(const HeapProfile& profile, std::int64_t period, std::ostr
 // and stack of open scopes with the time that stack was innermost in the trace window, the
 // thread's name as the label `thread`.
 void write_pprof_wall(const Snapshot& snapshot, std::ostream& out);
+// pprof CPU profile, gzip-compressed (docs/formats-output.md, "cpu.pb.gz"): sample types
+// samples/count and cpu/nanoseconds, one sample per stack of snapshot.cpu; native frames as
+// addresses in this process's mappings (pprof symbolizes them from the mapped files), open scopes
+// as functions among them.
+void write_pprof_cpu(const Snapshot& snapshot, std::ostream& out);
+// The same stacks folded, root first, with their sample counts: flamegraph.pl, speedscope.
+void write_cpu_folded(const Snapshot& snapshot, std::ostream& out);
 
 } // namespace hotscope::exporters

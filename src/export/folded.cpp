@@ -1,13 +1,16 @@
-// Folded stacks from the trace window: each line is one stack, root first, with the self time
-// in ns spent in it. Process and thread lead every stack so lines always have >= 2 frames,
-// which Perfetto's sniffer needs.
+// Folded stacks: each line is one stack, root first, and its count. From the trace window
+// (trace.folded), the self time in ns spent in each stack of scopes; process and thread lead
+// every stack so lines always have >= 2 frames, which Perfetto's sniffer needs. From the CPU
+// samples (cpu.folded), the samples of each stack of native frames and scopes.
 #include "export/common.hpp"
 #include "export/export.hpp"
+#include "objects/objects.hpp"
 #include "text/text.hpp"
 
 #include <algorithm>
 #include <map>
 #include <ostream>
+#include <unordered_map>
 
 namespace hotscope::exporters {
 namespace {
@@ -61,6 +64,39 @@ void write_folded(const Snapshot& snapshot, std::ostream& out) {
   out << text::cat("# trace window from ", snapshot.trace_start_ns,
                    " ns: evicted=", snapshot.trace_evicted,
                    " open_scopes=", snapshot.trace_open_scopes, "\n");
+}
+
+void write_cpu_folded(const Snapshot& snapshot, std::ostream& out) {
+  const CpuProfile& cpu = snapshot.cpu;
+  const std::vector<objects::CodeMapping> mappings = objects::code_mappings();
+  std::unordered_map<std::uint64_t, std::string> native_names; // each address named once
+  std::map<std::string, std::uint64_t> samples; // sorted; stacks that read alike add up
+  std::vector<const std::string*> names;
+  for (const CpuStack& stack : cpu.stacks) {
+    names.clear();
+    bool innermost_native = true;
+    for (const CpuFrame& cpu_frame : stack.frames) {
+      if (cpu_frame.is_scope()) {
+        names.push_back(&cpu.scopes.at(static_cast<std::size_t>(cpu_frame.scope)).name);
+        continue;
+      }
+      const std::uint64_t address = detail::instruction_address(cpu_frame, innermost_native);
+      innermost_native = false;
+      auto [named, added] = native_names.try_emplace(address);
+      if (added) {
+        named->second = objects::native_frame_name(address, mappings);
+      }
+      names.push_back(&named->second);
+    }
+    std::string line;
+    for (auto name = names.rbegin(); name != names.rend(); ++name) { // root first
+      line += (line.empty() ? "" : ";") + frame(**name);
+    }
+    samples[line.empty() ? "[unknown]" : line] += stack.samples;
+  }
+  for (const auto& [stack, count] : samples) {
+    out << stack << ' ' << count << '\n';
+  }
 }
 
 } // namespace hotscope::exporters

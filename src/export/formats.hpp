@@ -24,6 +24,8 @@ enum class Format {
   Dhat,
   PprofHeap,
   PprofWall,
+  PprofCpu,
+  CpuFolded,
 };
 
 inline constexpr const char* kJsonMime = "application/json";
@@ -33,7 +35,7 @@ inline constexpr const char* kBinaryMime = "application/octet-stream";
 
 struct FormatInfo {
   Format format;
-  const char* path; // the agent endpoint that answers it
+  const char* path; // the agent endpoint that answers it; "" when none does
   const char* name; // its value of the endpoint's `format` parameter; "" when it takes none
   const char* file; // its file in HOTSCOPE_OUT; "" when none is written
   const char* mime;
@@ -42,8 +44,10 @@ struct FormatInfo {
 
 // One row per format. The formats of one endpoint are in the order its `format` parameter lists
 // them (its usage, its 400 answer); the first is what it answers without one. write_all writes
-// the files of the formats that libhotscope writes from a snapshot, in this order. The heap files
-// are the heap library's (docs/heap.md). /debug/pprof/heap answers PprofHeap too, at Go's path.
+// the files of the formats that libhotscope writes from a snapshot, in this order (the CPU
+// profile's only when the snapshot has CPU samples). The heap files are the heap library's
+// (docs/heap.md). /debug/pprof/heap answers PprofHeap too, at Go's path; /debug/pprof/profile
+// answers the CPU samples of the next N seconds.
 inline constexpr FormatInfo kFormats[] = {
     {Format::StatsJson, "/v1/stats", "json", "stats.json", kJsonMime, true},
     {Format::Table, "/v1/stats", "table", "report.txt", kTextMime, true},
@@ -56,7 +60,9 @@ inline constexpr FormatInfo kFormats[] = {
     {Format::Prometheus, "/v1/metrics", "", "", kPrometheusMime, false},
     {Format::Dhat, "/v1/heap", "dhat", "heap.json", kJsonMime, true},
     {Format::PprofHeap, "/v1/heap", "pprof", "heap.pb.gz", kBinaryMime, false},
-    {Format::PprofWall, "/debug/pprof/profile", "", "", kBinaryMime, false},
+    {Format::PprofWall, "/debug/pprof/wall", "", "", kBinaryMime, false},
+    {Format::PprofCpu, "/debug/pprof/profile", "", "cpu.pb.gz", kBinaryMime, false},
+    {Format::CpuFolded, "", "", "cpu.folded", kTextMime, false},
 };
 
 constexpr const FormatInfo& format_info(Format format) {

@@ -1,9 +1,10 @@
 // pprof profiles, gzip-compressed (docs/formats-output.md): the heap profile in Go's heap
-// convention, and wall time per scope stack from the trace window. The Profile message is written
-// by ProfileWriter (protobuf_writer.hpp).
+// convention, wall time per scope stack from the trace window, and the CPU samples. The Profile
+// message is written by ProfileWriter (protobuf_writer.hpp).
 #include "export/common.hpp"
 #include "export/export.hpp"
 #include "export/protobuf_writer.hpp"
+#include "objects/objects.hpp"
 
 #include <libdeflate.h>
 
@@ -76,6 +77,30 @@ void write_gzipped(std::span<const std::uint8_t> serialized, std::ostream& out) 
   out.write(compressed.get(), static_cast<std::streamsize>(compressed_size));
 }
 
+// One Mapping per object with code in the process (id: its index + 1), so that a frame keeps its
+// object and offset; by address, so the program itself comes first, where pprof looks for the
+// main binary. `symbolized`: the profile's Lines name the functions already, pprof need not look
+// again; else pprof symbolizes the addresses from the files.
+template <typename CodeObjects>
+void write_mappings(pprof::ProfileWriter& writer, Strings& strings, const CodeObjects& objects,
+                    bool symbolized) {
+  for (std::size_t i = 0; i < objects.size(); ++i) {
+    const auto& object = objects[i];
+    pprof::Mapping mapping;
+    mapping.id = i + 1;
+    mapping.memory_start = object.start;
+    mapping.memory_limit = object.limit;
+    mapping.file_offset = object.offset;
+    mapping.filename = strings.index(object.path);
+    if constexpr (requires { object.build_id; }) {
+      mapping.build_id = object.build_id.empty() ? 0 : strings.index(object.build_id);
+    }
+    mapping.has_functions = mapping.has_filenames = symbolized;
+    mapping.has_line_numbers = mapping.has_inline_frames = symbolized;
+    writer.mapping(mapping);
+  }
+}
+
 // The heap profile, written in parts of a few thousand samples each (ProfileWriter::end_part):
 // each part carries the strings, functions and locations its samples added, the scalar fields
 // the first part only. Written as one part, a profile of 100,000 sites took tens of megabytes
@@ -92,7 +117,7 @@ public:
 
   std::span<const std::uint8_t> write(std::int64_t period) {
     header(period);
-    mappings();
+    write_mappings(writer_, strings_, profile_.mappings, true);
     const std::int64_t bytes_key = strings_.index("bytes");
     constexpr std::size_t samples_per_part = 8192;
     std::size_t in_part = 0;
@@ -122,24 +147,6 @@ private:
     // The allocator's own frames, and those the allocations come through, say nothing about who
     // allocated: pprof drops them (and any frame below them), so the callers show as flat.
     scalars.drop_frames = strings_.index(kAllocatorFrames);
-  }
-
-  // One Mapping per object with code in the process, so that a frame keeps its object and
-  // offset; the program itself comes first, where pprof looks for the main binary.
-  void mappings() {
-    for (std::size_t i = 0; i < profile_.mappings.size(); ++i) {
-      const HeapMapping& object = profile_.mappings[i];
-      pprof::Mapping mapping;
-      mapping.id = i + 1;
-      mapping.memory_start = object.start;
-      mapping.memory_limit = object.limit;
-      mapping.file_offset = object.offset;
-      mapping.filename = strings_.index(object.path);
-      // Symbolized already: pprof need not look again.
-      mapping.has_functions = mapping.has_filenames = true;
-      mapping.has_line_numbers = mapping.has_inline_frames = true;
-      writer_.mapping(mapping);
-    }
   }
 
   std::uint64_t function_id(const HeapFrame& frame) {
@@ -212,6 +219,50 @@ private:
   std::vector<pprof::Line> lines_;          // reused from location to location
 };
 
+// The CPU profile's Locations: one per native instruction address, in the mapping that holds it,
+// without Lines (has_functions is false: pprof symbolizes the address from the mapping's file),
+// and one per open scope, without address, whose Line names the scope's Function.
+class CpuLocations {
+public:
+  CpuLocations(const CpuProfile& profile, pprof::ProfileWriter& writer, Strings& strings)
+      : profile_(profile), writer_(writer), strings_(strings),
+        scope_locations_(profile.scopes.size(), 0) {
+    objects::add_build_ids(mappings_);
+    write_mappings(writer_, strings_, mappings_, false);
+  }
+
+  std::uint64_t native(std::uint64_t address) {
+    const auto [location, inserted] = native_locations_.emplace(address, next_id_);
+    if (inserted) {
+      ++next_id_;
+      writer_.location({location->second, objects::mapping_of(mappings_, address), address}, {});
+    }
+    return location->second;
+  }
+
+  std::uint64_t scope(std::int32_t index) {
+    std::uint64_t& id = scope_locations_.at(static_cast<std::size_t>(index));
+    if (id == 0) {
+      id = next_id_++;
+      const CpuScope& scope = profile_.scopes[static_cast<std::size_t>(index)];
+      const std::int64_t name = strings_.index(scope.name);
+      writer_.function({id, name, name, strings_.index(scope.file), scope.line});
+      const pprof::Line line{id, scope.line};
+      writer_.location({id, 0, 0}, std::span(&line, 1));
+    }
+    return id;
+  }
+
+private:
+  const CpuProfile& profile_;
+  pprof::ProfileWriter& writer_;
+  Strings& strings_;
+  std::vector<objects::CodeMapping> mappings_ = objects::code_mappings();
+  std::unordered_map<std::uint64_t, std::uint64_t> native_locations_;
+  std::vector<std::uint64_t> scope_locations_; // by scope index; 0: not written yet
+  std::uint64_t next_id_ = 1;                  // a scope's Function shares its Location's id
+};
+
 } // namespace
 
 void write_pprof_heap(const HeapProfile& profile, std::int64_t period, std::ostream& out) {
@@ -266,6 +317,40 @@ void write_pprof_wall(const Snapshot& snapshot, std::ostream& out) {
     const std::int64_t value = static_cast<std::int64_t>(ns);
     const pprof::Label label{thread_key, strings.index(thread_names[thread]), 0};
     writer.sample(location_ids, std::span(&value, 1), std::span(&label, 1));
+  }
+  writer.end_part();
+  write_gzipped(writer.bytes(), out);
+}
+
+void write_pprof_cpu(const Snapshot& snapshot, std::ostream& out) {
+  const CpuProfile& cpu = snapshot.cpu;
+  pprof::ProfileWriter writer;
+  Strings strings(writer);
+  writer.sample_type(strings.value_type("samples", "count"));
+  writer.sample_type(strings.value_type("cpu", "nanoseconds"));
+  pprof::ProfileScalars& scalars = writer.scalars();
+  scalars.period_type = strings.value_type("cpu", "nanoseconds");
+  scalars.period = static_cast<std::int64_t>(cpu.period_ns);
+  scalars.time_nanos = static_cast<std::int64_t>(snapshot.start_unix_ns);
+  scalars.duration_nanos = static_cast<std::int64_t>(snapshot.duration_ns);
+  CpuLocations locations(cpu, writer, strings);
+  std::vector<std::uint64_t> location_ids;
+  for (const CpuStack& stack : cpu.stacks) {
+    location_ids.clear();
+    bool innermost_native = true;
+    for (const CpuFrame& frame : stack.frames) { // leaf first, as pprof wants them
+      if (frame.is_scope()) {
+        location_ids.push_back(locations.scope(frame.scope));
+      } else {
+        location_ids.push_back(
+            locations.native(detail::instruction_address(frame, innermost_native)));
+        innermost_native = false;
+      }
+    }
+    const std::array<std::int64_t, 2> values = {
+        static_cast<std::int64_t>(stack.samples),
+        static_cast<std::int64_t>(stack.samples * cpu.period_ns)};
+    writer.sample(location_ids, values, {});
   }
   writer.end_part();
   write_gzipped(writer.bytes(), out);

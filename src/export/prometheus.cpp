@@ -371,6 +371,17 @@ void add_profiler_figures(const Snapshot& snapshot, std::vector<MetricFamily>& f
   }
 }
 
+// The CPU sampler's periods in this window, and those its buffer had no room for.
+void add_cpu_figures(const CpuProfile& cpu, std::vector<MetricFamily>& families) {
+  add_counter(families, "hotscope_cpu_samples_total",
+              "CPU sampling periods taken in this window (each stands for period_ns of CPU time "
+              "of one thread).",
+              static_cast<double>(cpu.samples));
+  add_counter(families, "hotscope_cpu_samples_lost_total",
+              "CPU samples lost in this window: the sampler's buffer was full.",
+              static_cast<double>(cpu.lost));
+}
+
 // HOTSCOPE_COUNTER series: the last value of each name.
 void add_counters(const std::vector<CounterStats>& series, std::vector<MetricFamily>& families) {
   // Counter series that share a name: the one updated most often stands for the name.
@@ -396,6 +407,7 @@ void write_prometheus(const Snapshot& snapshot, std::ostream& out) {
   add_process_figures(snapshot, families);
   add_thread_figures(snapshot.threads, families);
   add_profiler_figures(snapshot, families);
+  add_cpu_figures(snapshot.cpu, families);
   add_functions(snapshot, families);
   if (snapshot.heap) {
     add_heap_figures(*snapshot.heap, families);

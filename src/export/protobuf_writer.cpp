@@ -168,6 +168,7 @@ void ProfileWriter::mapping(const Mapping& mapping) {
   mappings_.varint_field(3, mapping.memory_limit);
   mappings_.varint_field(4, mapping.file_offset);
   mappings_.varint_field(5, as_varint(mapping.filename));
+  mappings_.varint_field(6, as_varint(mapping.build_id));
   mappings_.varint_field(7, mapping.has_functions ? 1 : 0);
   mappings_.varint_field(8, mapping.has_filenames ? 1 : 0);
   mappings_.varint_field(9, mapping.has_line_numbers ? 1 : 0);
@@ -195,6 +196,7 @@ void ProfileWriter::function(const Function& function) {
   functions_.varint_field(2, as_varint(function.name));
   functions_.varint_field(3, as_varint(function.system_name));
   functions_.varint_field(4, as_varint(function.filename));
+  functions_.varint_field(5, as_varint(function.start_line));
   functions_.close(start);
 }
 

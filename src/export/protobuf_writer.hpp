@@ -31,6 +31,7 @@ struct Mapping {
   std::uint64_t memory_limit = 0;
   std::uint64_t file_offset = 0;
   std::int64_t filename = 0;
+  std::int64_t build_id = 0;
   bool has_functions = false;
   bool has_filenames = false;
   bool has_line_numbers = false;
@@ -53,6 +54,7 @@ struct Function {
   std::int64_t name = 0;
   std::int64_t system_name = 0;
   std::int64_t filename = 0;
+  std::int64_t start_line = 0;
 };
 
 // Profile's scalar fields.

@@ -50,6 +50,8 @@ constexpr FunctionField kFunctionFields[] = {
      [](JsonWriter& json, const FunctionStats& f) { json.value(f.allocated_total.bytes); }},
     {"alloc_blocks_total",
      [](JsonWriter& json, const FunctionStats& f) { json.value(f.allocated_total.blocks); }},
+    {"cpu_self_ns", [](JsonWriter& json, const FunctionStats& f) { json.value(f.cpu_self_ns); }},
+    {"cpu_total_ns", [](JsonWriter& json, const FunctionStats& f) { json.value(f.cpu_total_ns); }},
 };
 
 void write_functions(JsonWriter& json, const std::vector<FunctionStats>& functions) {
@@ -180,6 +182,7 @@ void write_threads(JsonWriter& json, const Snapshot& snapshot, StatsLayout layou
     write_thread_head(json, thread);
     json.key("allocations");
     write_allocations(json, thread.allocations);
+    json.member("cpu_samples", thread.cpu_samples);
     if (thread.batches) {
       json.key("batches")
           .begin_object()
@@ -197,6 +200,19 @@ void write_threads(JsonWriter& json, const Snapshot& snapshot, StatsLayout layou
     json.end_object();
   }
   json.end_array();
+}
+
+// The CPU sampler's figures (the stacks are in cpu.pb.gz and cpu.folded).
+void write_cpu(JsonWriter& json, const CpuProfile& cpu) {
+  json.begin_object()
+      .member("hz", cpu.hz)
+      .member("period_ns", cpu.period_ns)
+      .member("samples", cpu.samples)
+      .member("lost", cpu.lost)
+      .member("incomplete", cpu.incomplete)
+      .member("unstored", cpu.unstored)
+      .member("problem", cpu.problem)
+      .end_object();
 }
 
 void write_counters(JsonWriter& json, const std::vector<CounterStats>& counters) {
@@ -244,6 +260,8 @@ void write_stats(std::string& out, int indent, const Snapshot& snapshot, StatsLa
   write_tasks(json, snapshot.tasks);
   json.key("guest_images");
   detail::write_guest_images(json, snapshot.guest_images);
+  json.key("cpu");
+  write_cpu(json, snapshot.cpu);
   json.key("trace")
       .begin_object()
       .member("events", snapshot.trace_window_events)

@@ -22,8 +22,10 @@ std::string write_all(const Snapshot& snapshot, const std::string& directory) {
     // Every format with a file that is written from the snapshot (export/formats.hpp).
     atomic_file::FileSet reports;
     for (const FormatInfo& format : kFormats) {
-      const auto write = writer(format.format).stream;
-      if (*format.file == '\0' || write == nullptr) {
+      const Writer bound = writer(format.format);
+      const auto write = bound.stream;
+      if (*format.file == '\0' || write == nullptr ||
+          (bound.written_if != nullptr && !bound.written_if(snapshot))) {
         continue;
       }
       const std::string path = (root / format.file).string();

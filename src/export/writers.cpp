@@ -3,6 +3,14 @@
 #include "export/export.hpp"
 
 namespace hotscope::exporters {
+namespace {
+
+// The CPU profile's files are written only when the sampler ran (docs/cpu.md).
+bool has_cpu_samples(const Snapshot& snapshot) {
+  return snapshot.cpu.samples > 0;
+}
+
+} // namespace
 
 // A switch without default: -Wswitch names a Format added without its writer.
 Writer writer(Format format) {
@@ -41,6 +49,14 @@ Writer writer(Format format) {
     break;
   case Format::PprofWall:
     bound.stream = write_pprof_wall;
+    break;
+  case Format::PprofCpu:
+    bound.stream = write_pprof_cpu;
+    bound.written_if = has_cpu_samples;
+    break;
+  case Format::CpuFolded:
+    bound.stream = write_cpu_folded;
+    bound.written_if = has_cpu_samples;
     break;
   }
   return bound;

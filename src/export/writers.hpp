@@ -1,5 +1,5 @@
 // How libhotscope writes each output format of export/formats.hpp (docs/architecture.md, "Output
-// formats"). Exactly one member of a format's Writer is set.
+// formats"). Exactly one of a format's writing members is set.
 #pragma once
 
 #include "export/formats.hpp"
@@ -20,6 +20,8 @@ struct Writer {
   std::string (*whole)(const Snapshot&) = nullptr;
   // Written by the heap library, which the agent asks through hotscope::heap_profile.
   bool heap = false;
+  // When set, write_all writes the format's file only for a snapshot this accepts.
+  bool (*written_if)(const Snapshot&) = nullptr;
 };
 
 Writer writer(Format format);

@@ -1,12 +1,10 @@
 // Raw figures to the exporters' HeapProfile: symbolize, expand inlined frames, drop what lies
 // below main, build the frame table and key sites by their final frame-index vector.
 #include "heap/profile.hpp"
+#include "objects/objects.hpp"
 #include "symbols/symbols.hpp"
 
 #include <algorithm>
-#include <cinttypes>
-#include <cstdio>
-#include <fstream>
 #include <span>
 #include <unordered_map>
 
@@ -83,40 +81,6 @@ private:
   std::vector<Entry> entries_; // by the address's id
   std::vector<std::uint32_t> indices_;
 };
-
-// The process's executable mappings, by address, from /proc/self/maps ("start-end perms offset
-// dev inode path"): where each object's code is, for pprof's Mappings.
-std::vector<HeapMapping> code_mappings() {
-  std::vector<HeapMapping> mappings;
-  std::ifstream maps("/proc/self/maps");
-  for (std::string line; std::getline(maps, line);) {
-    HeapMapping mapping;
-    char perms[5] = {};
-    int path_at = 0;
-    if (std::sscanf(line.c_str(), "%" SCNx64 "-%" SCNx64 " %4s %" SCNx64 " %*s %*s %n",
-                    &mapping.start, &mapping.limit, perms, &mapping.offset, &path_at) < 4 ||
-        perms[2] != 'x' || path_at <= 0 || static_cast<std::size_t>(path_at) >= line.size() ||
-        line[static_cast<std::size_t>(path_at)] != '/') {
-      continue; // not code, or code of no file ([vdso], JIT code)
-    }
-    mapping.path = line.substr(static_cast<std::size_t>(path_at));
-    mappings.push_back(std::move(mapping));
-  }
-  std::sort(mappings.begin(), mappings.end(),
-            [](const HeapMapping& a, const HeapMapping& b) { return a.start < b.start; });
-  return mappings;
-}
-
-// 1 + the index of the mapping holding `address`, or 0.
-std::uint32_t mapping_of(const std::vector<HeapMapping>& mappings, std::uint64_t address) {
-  const auto after = std::upper_bound(
-      mappings.begin(), mappings.end(), address,
-      [](std::uint64_t value, const HeapMapping& mapping) { return value < mapping.start; });
-  if (after == mappings.begin() || address >= std::prev(after)->limit) {
-    return 0;
-  }
-  return static_cast<std::uint32_t>(after - mappings.begin());
-}
 
 } // namespace
 
@@ -279,11 +243,16 @@ HeapProfile ProfileBuilder::make_profile(const RawProfile& raw, std::string comm
   }
   // The frame table holds the frames of every stack added, those without blocks too.
   profile.frames = hand_over ? std::move(s.frames) : s.frames;
-  profile.mappings = code_mappings();
+  const std::vector<objects::CodeMapping> mappings = objects::code_mappings();
+  for (const objects::CodeMapping& mapping : mappings) {
+    profile.mappings.push_back({mapping.start, mapping.limit, mapping.offset, mapping.path});
+  }
   profile.frame_details = hand_over ? std::move(s.frame_details) : s.frame_details;
   s.handed_over = hand_over;
   for (HeapFrame& frame : profile.frame_details) {
-    frame.mapping = frame.address == 0 ? 0 : mapping_of(profile.mappings, frame.address);
+    frame.mapping = frame.address == 0
+                        ? 0
+                        : static_cast<std::uint32_t>(objects::mapping_of(mappings, frame.address));
   }
   return profile;
 }

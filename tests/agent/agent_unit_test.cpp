@@ -3,6 +3,7 @@
 #include "agent/protocol.hpp"
 #include "agent/routes.hpp"
 #include "config/config.hpp"
+#include "cpu/cpu.hpp"
 #include "export/export.hpp"
 #include "export/formats.hpp"
 #include "export/snapshot_fixture.hpp"
@@ -299,6 +300,25 @@ TEST(Prometheus, TheProfilersMemoryIsOneGaugePerPart) {
       << text;
 }
 
+// The CPU sampler's counters, 0 while it is off.
+TEST(Prometheus, CpuSamplesAndTheLostOnes) {
+  EXPECT_NE(prometheus(ht::known_snapshot()).find("\nhotscope_cpu_samples_total 0\n"),
+            std::string::npos);
+  Snapshot snapshot = ht::known_snapshot();
+  snapshot.cpu.samples = 1234;
+  snapshot.cpu.lost = 5;
+  const std::string text = prometheus(snapshot);
+  EXPECT_EQ(ht::prometheus_problems(text), std::vector<std::string>{}) << text;
+  EXPECT_NE(text.find("# TYPE hotscope_cpu_samples_total counter\nhotscope_cpu_samples_total "
+                      "1234\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("# TYPE hotscope_cpu_samples_lost_total counter\n"
+                      "hotscope_cpu_samples_lost_total 5\n"),
+            std::string::npos)
+      << text;
+}
+
 TEST(Prometheus, TheCheckerCatchesBrokenExpositions) {
   EXPECT_FALSE(ht::prometheus_problems("# HELP a_total x\n# TYPE a_total counter\na_total 1")
                    .empty());                                   // no final line feed
@@ -470,7 +490,7 @@ TEST(Routes, EveryEndpointAnswers) {
 TEST(Routes, ErrorsNameTheProblem) {
   const auto missing = get("/v2/info");
   EXPECT_EQ(missing.status, 404u);
-  EXPECT_EQ(nlohmann::json::parse(missing.body).at("endpoints").size(), 9u);
+  EXPECT_EQ(nlohmann::json::parse(missing.body).at("endpoints").size(), 10u);
   EXPECT_EQ(get("/v1/stats", {{"format", "xml"}}).status, 400u);
   EXPECT_EQ(get("/v1/stats", {{"colour", "red"}}).status, 400u);
   for (const char* bad : {"0", "-1", "x", "1e400", "nan", "2s", ""}) {
@@ -480,6 +500,16 @@ TEST(Routes, ErrorsNameTheProblem) {
     EXPECT_EQ(get("/v1/threads", {{"stuck_ms", bad}}).status, 400u) << bad;
   }
   EXPECT_EQ(get("/v1/threads", {{"format", "xml"}}).status, 400u);
+  // A CPU profile takes whole seconds, 1 to 300; the wall profile any time up to an hour.
+  for (const char* bad : {"0", "-1", "x", "1.5", "301", "1e400", "nan", "2s", ""}) {
+    const auto cpu = get("/debug/pprof/profile", {{"seconds", bad}});
+    EXPECT_EQ(cpu.status, 400u) << bad;
+    EXPECT_EQ(nlohmann::json::parse(cpu.body).at("error"),
+              fmt::format("seconds=\"{}\" is not a whole number of seconds from 1 to 300", bad));
+  }
+  for (const char* bad : {"0", "-1", "x", "3601", ""}) {
+    EXPECT_EQ(get("/debug/pprof/wall", {{"seconds", bad}}).status, 400u) << bad;
+  }
   // This test program is not linked with hotscope::heap: the answer says how to get a profile.
   const auto heap = get("/v1/heap");
   EXPECT_EQ(heap.status, 501u);
@@ -504,12 +534,18 @@ TEST(Routes, ErrorsNameTheProblem) {
 // heap formats say why not without a heap library (this program has none; AgentDemo asks one).
 TEST(Routes, EveryFormatAnswersWithTheTablesMimeType) {
   for (const exporters::FormatInfo& format : exporters::kFormats) {
+    if (*format.path == '\0') {
+      continue; // a file only
+    }
     std::vector<std::pair<std::string, std::string>> query;
     if (*format.name != '\0') {
       query.emplace_back("format", format.name);
     }
     if (format.format == exporters::Format::PprofWall) {
       query.emplace_back("seconds", "0.001");
+    }
+    if (format.format == exporters::Format::PprofCpu) {
+      query.emplace_back("seconds", "1");
     }
     const auto response = get(format.path, query);
     if (std::string(format.path) == "/v1/heap") {
@@ -535,7 +571,8 @@ TEST(Routes, NotFoundListsEveryEndpointsUsage) {
                                    "GET /v1/trace?format=chrome|folded|text&seconds=N",
                                    "GET /v1/threads?format=json|text&stuck_ms=N", "GET /v1/metrics",
                                    "GET /v1/heap?format=dhat|pprof", "POST /v1/reset",
-                                   "GET /debug/pprof/heap", "GET /debug/pprof/profile?seconds=N"}));
+                                   "GET /debug/pprof/heap", "GET /debug/pprof/profile?seconds=N",
+                                   "GET /debug/pprof/wall?seconds=N"}));
   EXPECT_EQ(nlohmann::json::parse(get("/v1/trace", {{"colour", "red"}}).body).at("error"),
             "/v1/trace takes no parameter \"colour\" (see GET "
             "/v1/trace?format=chrome|folded|text&seconds=N)");
@@ -547,7 +584,24 @@ TEST(Routes, TheTcpListenerServesMetricsAndPprofOnly) {
   EXPECT_EQ(stats.status, 404u);
   EXPECT_EQ(nlohmann::json::parse(stats.body).at("endpoints"),
             nlohmann::json::array({"GET /v1/metrics", "GET /debug/pprof/heap",
-                                   "GET /debug/pprof/profile?seconds=N"}));
+                                   "GET /debug/pprof/profile?seconds=N",
+                                   "GET /debug/pprof/wall?seconds=N"}));
+}
+
+// The CPU profile of the next N seconds: a sampler that was off runs for them only, one that
+// was on stays on.
+TEST(Routes, TheCpuProfileRunsTheSamplerForItsSecondsOnly) {
+  ASSERT_EQ(cpu::hz(), 0u);
+  const auto started = get("/debug/pprof/profile", {{"seconds", "1"}}, agent::Listener::Tcp);
+  ASSERT_EQ(started.status, 200u) << started.body;
+  EXPECT_EQ(started.content_type, "application/octet-stream");
+  ASSERT_GT(started.body.size(), 2u);
+  EXPECT_EQ(static_cast<unsigned char>(started.body[0]), 0x1f); // gzip
+  EXPECT_EQ(cpu::hz(), 0u);
+  ASSERT_EQ(cpu::start(250), "");
+  EXPECT_EQ(get("/debug/pprof/profile", {{"seconds", "1"}}).status, 200u);
+  EXPECT_EQ(cpu::hz(), 250u);
+  cpu::stop();
 }
 
 // `hotscope info` printed trace.events 0 whatever the window held: /v1/info takes a

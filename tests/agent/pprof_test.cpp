@@ -1,7 +1,8 @@
 // The agent's pprof endpoints as Go's net/http/pprof serves them, read by `go tool pprof` over the
 // TCP listener (HOTSCOPE_AGENT_TCP) while hotscope-demo runs: /debug/pprof/heap (the heap
-// profile now) and /debug/pprof/profile?seconds=N (wall time per scope stack over the next N
-// seconds, from the trace window).
+// profile now), /debug/pprof/profile?seconds=N (the CPU samples of the next N seconds) and
+// /debug/pprof/wall?seconds=N (wall time per scope stack over the next N seconds, from the trace
+// window).
 #include "demo_process.hpp"
 
 #include <gtest/gtest.h>
@@ -45,9 +46,8 @@ TEST(AgentPprof, GoToolPprofReadsTheWallProfileOverTcp) {
   // pprof waits for the answer 1.5 times the seconds asked for unless told: the agent's answer
   // comes after those 2 s, once the profile is built, which under a sanitizer on a busy machine
   // took more than the second left.
-  const CommandResult top =
-      go_pprof(demo, {"-top", "-nodefraction=0", "-timeout=60",
-                      "http://" + address + "/debug/pprof/profile?seconds=2"});
+  const CommandResult top = go_pprof(demo, {"-top", "-nodefraction=0", "-timeout=60",
+                                            "http://" + address + "/debug/pprof/wall?seconds=2"});
   ASSERT_EQ(top.status, 0) << top.err;
   EXPECT_NE(top.out.find("Type: wall"), std::string::npos) << top.out;
   const std::vector<std::string> functions = top_functions(top.out);
@@ -67,6 +67,17 @@ TEST(AgentPprof, GoToolPprofReadsTheWallProfileOverTcp) {
                                                                    : 1);
   EXPECT_GT(seconds, 0);
   EXPECT_LT(seconds, 2.1 * 8); // the demo's threads: acceptor, parser, two workers, writer...
+}
+
+// Go's path of the CPU profile: the sampler runs for the seconds asked (it is off in the demo).
+TEST(AgentPprof, GoToolPprofReadsTheCpuProfileOverTcp) {
+  Demo demo(Env{{"HOTSCOPE_AGENT_TCP", "127.0.0.1:0"}});
+  const CommandResult top =
+      go_pprof(demo, {"-top", "-timeout=60",
+                      "http://" + tcp_address(demo) + "/debug/pprof/profile?seconds=1"});
+  ASSERT_EQ(top.status, 0) << top.err;
+  EXPECT_NE(top.out.find("Type: cpu"), std::string::npos) << top.out;
+  EXPECT_NE(top.out.find("Duration: 1"), std::string::npos) << top.out;
 }
 
 TEST(AgentPprof, TheHeapProfileOverTcpShowsTheServiceNotTheAllocator) {
@@ -94,16 +105,17 @@ TEST(AgentPprof, TheHeapProfileOverTcpShowsTheServiceNotTheAllocator) {
 TEST(AgentPprof, EndpointsOnTheSocketAndWhatTcpRefuses) {
   Demo demo(Env{{"HOTSCOPE_AGENT_TCP", "127.0.0.1:0"}});
   const CommandResult profile = demo.curl({"--fail", "--output", demo.scratch() / "wall.pb.gz",
-                                           "http://localhost/debug/pprof/profile?seconds=0.5"});
+                                           "http://localhost/debug/pprof/wall?seconds=0.5"});
   ASSERT_EQ(profile.status, 0) << profile.err;
   const std::string bytes = slurp(demo.scratch() / "wall.pb.gz");
   ASSERT_GT(bytes.size(), 2u);
   EXPECT_EQ(static_cast<unsigned char>(bytes[0]), 0x1f); // gzip
-  for (const char* bad : {"seconds=0", "seconds=-1", "seconds=x", "seconds=100000", "depth=3"}) {
-    const CommandResult answer =
-        demo.curl({"--write-out", "%{http_code}",
-                   std::string("http://localhost/debug/pprof/profile?") + bad});
-    EXPECT_EQ(answer.out.substr(answer.out.size() - 3), "400") << bad << answer.out;
+  for (const char* path : {"/debug/pprof/wall?", "/debug/pprof/profile?"}) {
+    for (const char* bad : {"seconds=0", "seconds=-1", "seconds=x", "seconds=100000", "depth=3"}) {
+      const CommandResult answer =
+          demo.curl({"--write-out", "%{http_code}", std::string("http://localhost") + path + bad});
+      EXPECT_EQ(answer.out.substr(answer.out.size() - 3), "400") << path << bad << answer.out;
+    }
   }
   const std::string tcp = "http://" + tcp_address(demo);
   for (const auto& [method, path] :
@@ -118,15 +130,18 @@ TEST(AgentPprof, EndpointsOnTheSocketAndWhatTcpRefuses) {
   // The 404 lists what TCP serves.
   const CommandResult listing = run({CURL, "--silent", tcp + "/nothing"});
   const Json endpoints = Json::parse(listing.out).at("endpoints");
-  EXPECT_EQ(endpoints, (Json{"GET /v1/metrics", "GET /debug/pprof/heap",
-                             "GET /debug/pprof/profile?seconds=N"}));
-  // A profile being taken does not delay the exit.
-  std::thread slow([&] { demo.curl({"http://localhost/debug/pprof/profile?seconds=60"}); });
+  EXPECT_EQ(endpoints,
+            (Json{"GET /v1/metrics", "GET /debug/pprof/heap", "GET /debug/pprof/profile?seconds=N",
+                  "GET /debug/pprof/wall?seconds=N"}));
+  // Profiles being taken do not delay the exit.
+  std::thread slow([&] { demo.curl({"http://localhost/debug/pprof/wall?seconds=60"}); });
+  std::thread slow_cpu([&] { demo.curl({"http://localhost/debug/pprof/profile?seconds=60"}); });
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   const auto asked = std::chrono::steady_clock::now();
   EXPECT_EQ(demo.stop(), 0);
   EXPECT_LT(std::chrono::steady_clock::now() - asked, std::chrono::seconds(10));
   slow.join();
+  slow_cpu.join();
 }
 
 } // namespace

@@ -69,30 +69,41 @@ TEST(Formats, NamesAndFilesAreUnique) {
   EXPECT_EQ(exporters::agent_target(Format::Prometheus), "/v1/metrics");
 }
 
-// write_all writes the file of every format with a file and a snapshot writer, that writer's
-// bytes, and nothing else.
-TEST(Formats, WriteAllWritesTheTablesSnapshotFiles) {
+// The files write_all writes for `snapshot`: name to content.
+std::map<std::string, std::string> written_files(const Snapshot& snapshot) {
   const fs::path dir = fs::temp_directory_path() / ("hotscope-formats-" + std::to_string(getpid()));
   fs::remove_all(dir);
-  const Snapshot snapshot = testing::known_snapshot();
-  ASSERT_EQ(exporters::write_all(snapshot, dir.string()), "");
-  std::map<std::string, std::string> expected;
-  for (const FormatInfo& info : kFormats) {
-    const auto write = exporters::writer(info.format).stream;
-    if (*info.file != '\0' && write != nullptr) {
-      std::ostringstream out;
-      write(snapshot, out);
-      expected[info.file] = std::move(out).str();
-    }
-  }
+  EXPECT_EQ(exporters::write_all(snapshot, dir.string()), "");
   std::map<std::string, std::string> written;
   for (const auto& entry : fs::directory_iterator(dir)) {
     std::ifstream in(entry.path(), std::ios::binary);
     written[entry.path().filename().string()] = std::string(std::istreambuf_iterator<char>(in), {});
   }
   fs::remove_all(dir);
-  EXPECT_EQ(written, expected);
-  EXPECT_EQ(written.size(), 5u); // stats.json, report.txt, trace.json, trace.folded, trace.txt
+  return written;
+}
+
+// write_all writes the file of every format with a file and a snapshot writer that accepts the
+// snapshot, that writer's bytes, and nothing else.
+TEST(Formats, WriteAllWritesTheTablesSnapshotFiles) {
+  for (const Snapshot& snapshot : {testing::known_snapshot(), testing::known_snapshot_with_cpu()}) {
+    std::map<std::string, std::string> expected;
+    for (const FormatInfo& info : kFormats) {
+      const exporters::Writer writer = exporters::writer(info.format);
+      if (*info.file != '\0' && writer.stream != nullptr &&
+          (writer.written_if == nullptr || writer.written_if(snapshot))) {
+        std::ostringstream out;
+        writer.stream(snapshot, out);
+        expected[info.file] = std::move(out).str();
+      }
+    }
+    const std::map<std::string, std::string> written = written_files(snapshot);
+    // The gzip streams of equal profiles are equal: pprof files compare too.
+    EXPECT_EQ(written, expected);
+    // stats.json, report.txt, trace.json, trace.folded, trace.txt; cpu.pb.gz and cpu.folded
+    // with CPU samples.
+    EXPECT_EQ(written.size(), snapshot.cpu.samples > 0 ? 7u : 5u);
+  }
 }
 
 } // namespace

@@ -11,8 +11,11 @@
 #include <libdeflate.h>
 
 #include <cstdint>
+#include <filesystem>
 #include <limits>
+#include <map>
 #include <memory>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -20,6 +23,8 @@
 namespace {
 
 namespace pb = perftools::profiles;
+using hotscope::CpuScope;
+using hotscope::CpuStack;
 namespace pprof = hotscope::exporters::pprof;
 
 constexpr std::uint64_t kMaxU64 = std::numeric_limits<std::uint64_t>::max();
@@ -57,14 +62,14 @@ TEST(PprofWire, EveryFieldRoundTrips) {
   const std::vector<std::int64_t> values = {kMinI64, -1, 0, kMaxI64};
   const std::vector<pprof::Label> labels = {{1, 2, 3}, {4, 0, -5}, {0, 0, 0}};
   writer.sample(locations, values, labels);
-  writer.mapping({kMaxU64, 0x400000, kMaxU64 - 1, 1ull << 35, 7, true, false, true, true});
+  writer.mapping({kMaxU64, 0x400000, kMaxU64 - 1, 1ull << 35, 7, 6, true, false, true, true});
   // Enough lines that the Location is over 128 bytes: its length takes two bytes.
   std::vector<pprof::Line> lines;
   for (std::uint64_t i = 0; i < 40; ++i) {
     lines.push_back({i + 1, i % 2 == 0 ? static_cast<std::int64_t>(i) : -static_cast<int>(i)});
   }
   writer.location({kMaxU64, 3, 0x7fffffffffff}, lines);
-  writer.function({kMaxU64, kMaxI64, -2, 5});
+  writer.function({kMaxU64, kMaxI64, -2, 5, kMinI64});
   const std::string long_string(20000, 'x');
   const std::vector<std::string> strings = {
       "", "a", std::string("nul\0inside", 10), "", std::string(200, 'y'), long_string};
@@ -105,7 +110,7 @@ TEST(PprofWire, EveryFieldRoundTrips) {
   EXPECT_EQ(mapping.memory_limit(), kMaxU64 - 1);
   EXPECT_EQ(mapping.file_offset(), 1ull << 35);
   EXPECT_EQ(mapping.filename(), 7);
-  EXPECT_EQ(mapping.build_id(), 0);
+  EXPECT_EQ(mapping.build_id(), 6);
   EXPECT_TRUE(mapping.has_functions());
   EXPECT_FALSE(mapping.has_filenames());
   EXPECT_TRUE(mapping.has_line_numbers());
@@ -125,6 +130,7 @@ TEST(PprofWire, EveryFieldRoundTrips) {
   EXPECT_EQ(profile.function(0).name(), kMaxI64);
   EXPECT_EQ(profile.function(0).system_name(), -2);
   EXPECT_EQ(profile.function(0).filename(), 5);
+  EXPECT_EQ(profile.function(0).start_line(), kMinI64);
   EXPECT_EQ(std::vector<std::string>(profile.string_table().begin(), profile.string_table().end()),
             strings);
   EXPECT_EQ(profile.drop_frames(), 4);
@@ -261,6 +267,91 @@ TEST(PprofWire, WallProfileDecodes) {
     names.push_back(text(function.name()));
   }
   EXPECT_NE(std::find(names.begin(), names.end(), "Tree::insert"), names.end());
+}
+
+// The CPU profile: a Sample per stack (leaf first), native frames as addresses in the
+// process's mappings without Lines, the scopes as Functions among them.
+TEST(PprofWire, CpuProfileDecodes) {
+  const hotscope::Snapshot snapshot = hotscope::testing::known_snapshot_with_cpu();
+  std::ostringstream out;
+  hotscope::exporters::write_pprof_cpu(snapshot, out);
+  const pb::Profile profile = parsed(gunzipped(out.str()));
+  const auto text = [&](std::int64_t index) { return profile.string_table(index); };
+  ASSERT_EQ(profile.sample_type_size(), 2);
+  EXPECT_EQ(text(profile.sample_type(0).type()), "samples");
+  EXPECT_EQ(text(profile.sample_type(0).unit()), "count");
+  EXPECT_EQ(text(profile.sample_type(1).type()), "cpu");
+  EXPECT_EQ(text(profile.sample_type(1).unit()), "nanoseconds");
+  EXPECT_EQ(text(profile.period_type().type()), "cpu");
+  EXPECT_EQ(text(profile.period_type().unit()), "nanoseconds");
+  EXPECT_EQ(profile.period(), 10'000'000);
+  EXPECT_EQ(profile.time_nanos(), static_cast<std::int64_t>(snapshot.start_unix_ns));
+  EXPECT_EQ(profile.duration_nanos(), static_cast<std::int64_t>(snapshot.duration_ns));
+
+  std::map<std::uint64_t, const pb::Location*> locations;
+  for (const pb::Location& location : profile.location()) {
+    locations[location.id()] = &location;
+  }
+  std::map<std::uint64_t, const pb::Mapping*> mappings;
+  for (const pb::Mapping& mapping : profile.mapping()) {
+    mappings[mapping.id()] = &mapping;
+    EXPECT_FALSE(mapping.has_functions()); // pprof symbolizes the addresses itself
+    EXPECT_LT(mapping.memory_start(), mapping.memory_limit());
+  }
+  std::map<std::uint64_t, const pb::Function*> functions;
+  for (const pb::Function& function : profile.function()) {
+    functions[function.id()] = &function;
+  }
+  ASSERT_EQ(profile.sample_size(), 4);
+  const pb::Sample& deepest = profile.sample(0);
+  EXPECT_EQ(std::vector<std::int64_t>(deepest.value().begin(), deepest.value().end()),
+            (std::vector<std::int64_t>{6, 60'000'000}));
+  ASSERT_EQ(deepest.location_id_size(), 5);
+  // Leaf first: rand interrupted, Tree::insert, the test program's return address, main, the
+  // return address into std::terminate.
+  const CpuStack& stack = snapshot.cpu.stacks[0];
+  const std::vector<std::uint64_t> addresses = {
+      stack.frames[0].address, 0, stack.frames[2].address - 1, 0, stack.frames[4].address - 1};
+  const std::vector<std::string> scopes = {"", "Tree::insert", "", "main", ""};
+  const std::string program = std::filesystem::read_symlink("/proc/self/exe").string();
+  for (int i = 0; i < 5; ++i) {
+    const pb::Location& location = *locations.at(deepest.location_id(i));
+    EXPECT_EQ(location.address(), addresses[i]) << i;
+    if (scopes[i].empty()) {
+      EXPECT_EQ(location.line_size(), 0) << i;
+      const pb::Mapping& mapping = *mappings.at(location.mapping_id());
+      EXPECT_GE(location.address(), mapping.memory_start());
+      EXPECT_LT(location.address(), mapping.memory_limit());
+      // A build id in lowercase hex, as pprof matches it against the file's.
+      EXPECT_TRUE(std::regex_match(text(mapping.build_id()), std::regex("([0-9a-f]{2})+")))
+          << text(mapping.filename());
+      if (i == 2) {
+        EXPECT_EQ(text(mapping.filename()), program);
+      }
+      continue;
+    }
+    EXPECT_EQ(location.mapping_id(), 0u);
+    ASSERT_EQ(location.line_size(), 1);
+    const pb::Function& function = *functions.at(location.line(0).function_id());
+    EXPECT_EQ(text(function.name()), scopes[i]);
+    const CpuScope& scope = snapshot.cpu.scopes[i == 1 ? 1 : 0];
+    EXPECT_EQ(text(function.filename()), scope.file);
+    EXPECT_EQ(function.start_line(), scope.line);
+    EXPECT_EQ(location.line(0).line(), scope.line);
+  }
+  // One Location per scope and per address: the program's code interrupted at the address the
+  // other stack's return address follows is the same Location.
+  const pb::Sample& shallower = profile.sample(1);
+  ASSERT_EQ(shallower.location_id_size(), 3);
+  EXPECT_EQ(shallower.location_id(0), deepest.location_id(3));
+  EXPECT_EQ(shallower.location_id(1), deepest.location_id(2));
+  EXPECT_EQ(shallower.location_id(2), deepest.location_id(4));
+  // In no mapping: its address, mapping 0. Without frames: no location.
+  ASSERT_EQ(profile.sample(2).location_id_size(), 1);
+  EXPECT_EQ(locations.at(profile.sample(2).location_id(0))->mapping_id(), 0u);
+  EXPECT_EQ(locations.at(profile.sample(2).location_id(0))->address(), 0x10u);
+  EXPECT_EQ(profile.sample(3).location_id_size(), 0);
+  EXPECT_EQ(profile.sample(3).value(1), 10'000'000);
 }
 
 } // namespace

@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
+#include <exception>
 #include <map>
 #include <string>
 
@@ -147,6 +149,46 @@ inline Snapshot known_snapshot_with_allocations() {
   s.threads[0].allocations = {{1536 + 2'097'152 + 10, 9}, {10, 1}};
   s.threads[1].allocations = {{100, 1}, {}};
   s.allocations = {{1536 + 2'097'152 + 10 + 100, 10}, {10, 1}};
+  return s;
+}
+
+// A function of the test program itself, which has no dynamic symbol: a CPU frame in it is named
+// by the program's file and the offset.
+[[gnu::noinline]] inline int cpu_fixture_code(int value) {
+  asm volatile("" : "+r"(value));
+  return value + 1;
+}
+
+inline std::uint64_t code_address(const void* code) {
+  return reinterpret_cast<std::uint64_t>(code);
+}
+
+// known_snapshot() with CPU samples at 100 Hz: three stacks, innermost first, native frames
+// (rand interrupted, a return address into the test program, one into std::terminate) with the
+// scopes main and Tree::insert among them; a stack in no mapping; a stack without frames.
+inline Snapshot known_snapshot_with_cpu() {
+  Snapshot s = known_snapshot();
+  CpuProfile& cpu = s.cpu;
+  cpu.hz = 100;
+  cpu.period_ns = 10'000'000;
+  cpu.samples = 10;
+  cpu.scopes = {{"main", "demo.cpp", 12}, {"Tree::insert", "tree.cpp", 30}};
+  const auto native = [](std::uint64_t address) { return CpuFrame{address, -1}; };
+  const auto scope = [](std::int32_t index) { return CpuFrame{0, index}; };
+  const std::uint64_t in_program = code_address(reinterpret_cast<const void*>(&cpu_fixture_code));
+  const std::uint64_t terminate = code_address(reinterpret_cast<const void*>(&std::terminate));
+  // A C function without aliases that no sanitizer intercepts (dladdr picks among aliases, and
+  // an interceptor is the test program's symbol).
+  const std::uint64_t rand = code_address(reinterpret_cast<const void*>(&::rand));
+  cpu.stacks = {
+      {{native(rand), scope(1), native(in_program + 1), scope(0), native(terminate + 1)}, 6},
+      {{scope(0), native(in_program), native(terminate + 1)}, 2},
+      {{native(0x10)}, 1},
+      {{}, 1},
+  };
+  cpu.threads = {{4242, 8}, {4243, 2}};
+  s.threads[0].cpu_samples = 8;
+  s.threads[1].cpu_samples = 2;
   return s;
 }
 

@@ -38,7 +38,9 @@ void expect_function(const json& actual, const FunctionStats& expected) {
                           {"alloc_bytes_self", expected.allocated_self.bytes},
                           {"alloc_blocks_self", expected.allocated_self.blocks},
                           {"alloc_bytes_total", expected.allocated_total.bytes},
-                          {"alloc_blocks_total", expected.allocated_total.blocks}}));
+                          {"alloc_blocks_total", expected.allocated_total.blocks},
+                          {"cpu_self_ns", expected.cpu_self_ns},
+                          {"cpu_total_ns", expected.cpu_total_ns}}));
 }
 
 TEST(ExportStatsJson, TopLevelFiguresRoundTrip) {
@@ -167,6 +169,41 @@ TEST(ExportStatsJson, AllocationsRoundTrip) {
   const std::string text = out.str();
   EXPECT_LT(text.find("\"threads_folded\""), text.find("\"allocations\""));
   EXPECT_LT(text.find("\"p999_ns\""), text.find("\"alloc_bytes_self\""));
+}
+
+// The CPU sampler's figures: per function, per thread and the top-level "cpu" object.
+TEST(ExportStatsJson, CpuFiguresRoundTrip) {
+  Snapshot snapshot = testing::known_snapshot();
+  const json off = stats(snapshot);
+  EXPECT_EQ(off["cpu"], (json{{"hz", 0},
+                              {"period_ns", 0},
+                              {"samples", 0},
+                              {"lost", 0},
+                              {"incomplete", 0},
+                              {"unstored", 0},
+                              {"problem", ""}}));
+  EXPECT_EQ(off["threads"][0]["cpu_samples"], 0);
+  snapshot.functions[1].cpu_self_ns = 30'000'000;
+  snapshot.functions[1].cpu_total_ns = 50'000'000;
+  snapshot.threads[1].cpu_samples = 7;
+  snapshot.cpu.hz = 100;
+  snapshot.cpu.period_ns = 10'000'000;
+  snapshot.cpu.samples = 12;
+  snapshot.cpu.lost = 1;
+  snapshot.cpu.incomplete = 2;
+  snapshot.cpu.unstored = 3;
+  snapshot.cpu.problem = "stopped";
+  const json j = stats(snapshot);
+  expect_function(j["functions"][1], snapshot.functions[1]);
+  EXPECT_EQ(j["functions"][1]["cpu_total_ns"], 50'000'000);
+  EXPECT_EQ(j["threads"][1]["cpu_samples"], 7);
+  EXPECT_EQ(j["cpu"], (json{{"hz", 100},
+                            {"period_ns", 10'000'000},
+                            {"samples", 12},
+                            {"lost", 1},
+                            {"incomplete", 2},
+                            {"unstored", 3},
+                            {"problem", "stopped"}}));
 }
 
 TEST(ExportStatsJson, ExtremeValuesSurvive) {

@@ -1,0 +1,124 @@
+#include "objects/objects.hpp"
+
+#include "names/names.hpp"
+#include "text/text.hpp"
+
+#include <dlfcn.h>
+#include <elf.h>
+#include <link.h>
+
+#include <algorithm>
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <new>
+
+namespace hotscope::objects {
+namespace {
+
+// The GNU build id in a PT_NOTE segment's notes, in hex; empty if none. Each note's name and
+// description are padded to the segment's alignment (4, or 8 in an 8-aligned segment).
+std::string build_id_note(const unsigned char* notes, std::size_t size, std::size_t align) {
+  const auto padded = [align](std::size_t n) { return (n + align - 1) / align * align; };
+  std::size_t at = 0;
+  while (at + sizeof(ElfW(Nhdr)) <= size) {
+    ElfW(Nhdr) header;
+    std::memcpy(&header, notes + at, sizeof header);
+    const std::size_t name_at = at + sizeof header;
+    const std::size_t desc_at = name_at + padded(header.n_namesz);
+    if (desc_at + header.n_descsz > size) {
+      break;
+    }
+    if (header.n_type == NT_GNU_BUILD_ID && header.n_namesz == 4 &&
+        std::memcmp(notes + name_at, "GNU", 4) == 0) {
+      std::string id;
+      for (std::size_t i = 0; i < header.n_descsz; ++i) {
+        id += text::hex(notes[desc_at + i], 2);
+      }
+      return id;
+    }
+    at = desc_at + padded(header.n_descsz);
+  }
+  return "";
+}
+
+int add_object_build_id(dl_phdr_info* info, std::size_t, void* data) noexcept try {
+  auto& mappings = *static_cast<std::vector<CodeMapping>*>(data);
+  std::string id;
+  for (ElfW(Half) i = 0; i < info->dlpi_phnum && id.empty(); ++i) {
+    const ElfW(Phdr)& header = info->dlpi_phdr[i];
+    if (header.p_type == PT_NOTE) {
+      id = build_id_note(reinterpret_cast<const unsigned char*>(info->dlpi_addr + header.p_vaddr),
+                         header.p_memsz, header.p_align == 8 ? 8 : 4);
+    }
+  }
+  // The object's executable segments are the mappings it owns.
+  for (ElfW(Half) i = 0; i < info->dlpi_phnum && !id.empty(); ++i) {
+    const ElfW(Phdr)& header = info->dlpi_phdr[i];
+    if (header.p_type == PT_LOAD && (header.p_flags & PF_X) != 0) {
+      const std::uint64_t begin = info->dlpi_addr + header.p_vaddr;
+      for (CodeMapping& mapping : mappings) {
+        if (mapping.limit > begin && mapping.start < begin + header.p_memsz) {
+          mapping.build_id = id;
+        }
+      }
+    }
+  }
+  return 0;
+} catch (const std::bad_alloc&) {
+  return 1; // no exception crosses the C library; a build id is an extra
+}
+
+} // namespace
+
+std::vector<CodeMapping> code_mappings() {
+  std::vector<CodeMapping> mappings;
+  std::ifstream maps("/proc/self/maps"); // "start-end perms offset dev inode path"
+  for (std::string line; std::getline(maps, line);) {
+    CodeMapping mapping;
+    char perms[5] = {};
+    int path_at = 0;
+    if (std::sscanf(line.c_str(), "%" SCNx64 "-%" SCNx64 " %4s %" SCNx64 " %*s %*s %n",
+                    &mapping.start, &mapping.limit, perms, &mapping.offset, &path_at) < 4 ||
+        perms[2] != 'x' || path_at <= 0 || static_cast<std::size_t>(path_at) >= line.size() ||
+        line[static_cast<std::size_t>(path_at)] != '/') {
+      continue; // not code, or code of no file ([vdso], JIT code)
+    }
+    mapping.path = line.substr(static_cast<std::size_t>(path_at));
+    mappings.push_back(std::move(mapping));
+  }
+  std::sort(mappings.begin(), mappings.end(),
+            [](const CodeMapping& a, const CodeMapping& b) { return a.start < b.start; });
+  return mappings;
+}
+
+void add_build_ids(std::vector<CodeMapping>& mappings) {
+  dl_iterate_phdr(add_object_build_id, &mappings);
+}
+
+std::size_t mapping_of(const std::vector<CodeMapping>& mappings, std::uint64_t address) {
+  const auto after = std::upper_bound(
+      mappings.begin(), mappings.end(), address,
+      [](std::uint64_t value, const CodeMapping& mapping) { return value < mapping.start; });
+  if (after == mappings.begin() || address >= std::prev(after)->limit) {
+    return 0;
+  }
+  return static_cast<std::size_t>(after - mappings.begin());
+}
+
+std::string native_frame_name(std::uint64_t address, const std::vector<CodeMapping>& mappings) {
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<const void*>(address), &info) != 0 && info.dli_sname != nullptr) {
+    return names::demangle(info.dli_sname);
+  }
+  if (const std::size_t index = mapping_of(mappings, address); index != 0) {
+    const CodeMapping& mapping = mappings[index - 1];
+    const std::size_t slash = mapping.path.rfind('/');
+    return text::cat(mapping.path.substr(slash + 1), "+0x",
+                     text::hex(address - mapping.start + mapping.offset));
+  }
+  return "0x" + text::hex(address);
+}
+
+} // namespace hotscope::objects

@@ -1,0 +1,37 @@
+// The loaded objects' code as this process sees it: the executable mappings of files, with their
+// GNU build ids, and a name for a native code address. Read outside any hot path (the snapshot's
+// writers, the heap profile's builder).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace hotscope::objects {
+
+// Where an object's code is mapped (an executable mapping of a file).
+struct CodeMapping {
+  std::uint64_t start = 0;
+  std::uint64_t limit = 0;  // one past the end
+  std::uint64_t offset = 0; // the file offset mapped at `start`
+  std::string path;
+  std::string build_id; // the GNU build id in lowercase hex; empty when unknown
+};
+
+// The executable mappings of files in /proc/self/maps, by address (no [vdso], no anonymous JIT
+// code); without build ids.
+std::vector<CodeMapping> code_mappings();
+
+// Fills the mappings' build ids from the loaded objects' NT_GNU_BUILD_ID notes, as the loader
+// lists them (dl_iterate_phdr: takes the loader's lock, never from a signal handler).
+void add_build_ids(std::vector<CodeMapping>& mappings);
+
+// 1 + the index of the mapping holding `address` (mappings by address), or 0.
+std::size_t mapping_of(const std::vector<CodeMapping>& mappings, std::uint64_t address);
+
+// A native frame's name: its dynamic symbol demangled (dladdr), else "object+0xOFFSET" (the
+// object's base name, the offset in its file), else the address in hex. `address` is the
+// instruction's (a return address less 1).
+std::string native_frame_name(std::uint64_t address, const std::vector<CodeMapping>& mappings);
+
+} // namespace hotscope::objects
