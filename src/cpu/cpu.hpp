@@ -1,14 +1,19 @@
 // The CPU sampler (docs/cpu.md): every thread of the process is sampled on its own CPU time by a
-// per-thread CPU-time timer whose signal (SIGPROF) the thread itself takes; the handler unwinds
+// per-thread CPU-time timer whose signal (kSignal) the thread itself takes; the handler unwinds
 // the thread's stack with libunwind (DWARF CFI, so code without frame pointers too) into a
 // bounded buffer without a lock, and the collector takes the samples from there.
 #pragma once
 
+#include <csignal>
 #include <cstdint>
 #include <string>
 #include <vector>
 
 namespace hotscope::cpu {
+
+// The timers' signal. Its default action is to ignore it (SIGPROF's ends the process): a sample
+// still pending when a thread execs another program, which resets the handler, is then ignored.
+inline constexpr int kSignal = SIGURG;
 
 // Deepest stack a sample keeps; a deeper one is kept cut and counted incomplete.
 inline constexpr std::uint32_t kMaxFrames = 64;

@@ -1,4 +1,4 @@
-// The CPU sampler: per-thread CPU-time timers, the SIGPROF handler that takes the samples, and
+// The CPU sampler: per-thread CPU-time timers, the signal handler that takes the samples, and
 // the thread that arms a timer for each thread of the process (docs/cpu.md).
 #include "cpu/cpu.hpp"
 #include "cpu/sample_buffer.hpp"
@@ -31,10 +31,8 @@
 namespace hotscope::cpu {
 namespace {
 
-constexpr int kSignal = SIGPROF;
-
-// What our timers' signals carry: a SIGPROF without it is someone else's (the program's own
-// setitimer, a kill) and goes to the handler the program had installed before ours.
+// What our timers' signals carry: a signal without it is someone else's (a kill, a socket's
+// out-of-band data) and goes to the handler the program had installed before ours.
 char timer_cookie;
 
 SampleBuffer* buffer = nullptr; // mapped at the first start, never unmapped (signals in flight)
@@ -51,7 +49,7 @@ void call_previous(int signal, siginfo_t* info, void* context) {
   } else if (previous_action.sa_handler != SIG_DFL && previous_action.sa_handler != SIG_IGN) {
     previous_action.sa_handler(signal);
   }
-  // SIG_DFL would end the process: a SIGPROF that is not ours and that nobody handles is dropped.
+  // SIGURG's default action is to ignore it, as we do.
 }
 
 // Innermost first, from the interrupted instruction (not the handler's own frames).
@@ -142,7 +140,7 @@ public:
     hz_.store(hz, std::memory_order_relaxed);
     stopping_ = false;
     try {
-      const threads::SignalsBlocked blocked; // so SIGPROF never lands on the sampler itself
+      const threads::SignalsBlocked blocked; // so no sample is ever taken of the sampler itself
       thread_ = std::thread([this] { run(); });
     } catch (const std::system_error& error) {
       hz_.store(0, std::memory_order_relaxed);
@@ -211,13 +209,14 @@ private:
     action.sa_flags = SA_SIGINFO | SA_RESTART;
     sigemptyset(&action.sa_mask);
     if (sigaction(kSignal, &action, &previous_action) != 0) {
-      return std::string("cannot install the SIGPROF handler: ") + std::strerror(errno);
+      return std::string("cannot install the CPU samples' signal handler (SIGURG): ") +
+             std::strerror(errno);
     }
     handler_installed_ = true;
     return "";
   }
 
-  // Whether SIGPROF still reaches our handler: a program that installs its own takes it over.
+  // Whether the signal still reaches our handler: a program that installs its own takes it over.
   static bool handler_still_ours() {
     struct sigaction current {};
     sigaction(kSignal, nullptr, &current);
@@ -243,7 +242,7 @@ private:
     std::unique_lock lock(mutex_);
     while (!stopping_) {
       if (!handler_still_ours()) {
-        problem_ = "the program installed a SIGPROF handler of its own: CPU sampling stopped";
+        problem_ = "the program installed a SIGURG handler of its own: CPU sampling stopped";
         break;
       }
       lock.unlock();

@@ -115,7 +115,7 @@ TEST(CpuSamplerOff, CostsNothingNoThreadNoHandler) {
   EXPECT_EQ(cpu::hz(), 0u);
   EXPECT_FALSE(sampler_thread_exists());
   struct sigaction action {};
-  ASSERT_EQ(sigaction(SIGPROF, nullptr, &action), 0);
+  ASSERT_EQ(sigaction(cpu::kSignal, nullptr, &action), 0);
   EXPECT_EQ(action.sa_handler, SIG_DFL) << "no handler is installed before sampling starts";
   EXPECT_EQ(trace::snapshot().cpu.samples, 0u);
 }
@@ -193,21 +193,25 @@ std::atomic<int> program_handler_calls{0};
 void program_handler(int) {
   ++program_handler_calls;
 }
+std::atomic<int> profiling_ticks{0};
+void on_profiling_tick(int) {
+  ++profiling_ticks;
+}
 } // namespace
 
-TEST(CpuSamplerSignals, AProgramsSigprofHandlerStillGetsItsOwnSignals) {
+TEST(CpuSamplerSignals, AProgramsHandlerOfTheSignalStillGetsItsOwnSignals) {
   cpu::stop();
   struct sigaction mine {};
   mine.sa_handler = program_handler;
   sigemptyset(&mine.sa_mask);
-  ASSERT_EQ(sigaction(SIGPROF, &mine, nullptr), 0);
+  ASSERT_EQ(sigaction(cpu::kSignal, &mine, nullptr), 0);
   ASSERT_EQ(cpu::start(997), "");
   struct sigaction now {};
-  sigaction(SIGPROF, nullptr, &now);
+  sigaction(cpu::kSignal, nullptr, &now);
   if ((now.sa_flags & SA_SIGINFO) == 0) { // ctest runs each test in a process of its own
     GTEST_SKIP() << "the sampler's handler was installed by an earlier test in this process";
   }
-  raise(SIGPROF); // not a timer's: the program's
+  raise(cpu::kSignal); // not a timer's: the program's
   EXPECT_EQ(program_handler_calls.load(), 1);
   cpu::stop();
 }
@@ -218,14 +222,31 @@ TEST(CpuSamplerSignals, AHandlerInstalledAfterwardsStopsSamplingAndSaysSo) {
   mine.sa_handler = program_handler;
   sigemptyset(&mine.sa_mask);
   struct sigaction ours {};
-  ASSERT_EQ(sigaction(SIGPROF, &mine, &ours), 0);
+  ASSERT_EQ(sigaction(cpu::kSignal, &mine, &ours), 0);
   for (int i = 0; i < 100 && cpu::figures().problem.empty(); ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
-  EXPECT_NE(cpu::figures().problem.find("SIGPROF handler of its own"), std::string::npos)
+  EXPECT_NE(cpu::figures().problem.find("SIGURG handler of its own"), std::string::npos)
       << cpu::figures().problem;
   cpu::stop();
-  ASSERT_EQ(sigaction(SIGPROF, &ours, nullptr), 0); // ours again, for the next tests
+  ASSERT_EQ(sigaction(cpu::kSignal, &ours, nullptr), 0); // ours again, for the next tests
+}
+
+// A program that profiles itself with setitimer(ITIMER_PROF) and SIGPROF, as gperftools does,
+// keeps its ticks while hotscope samples: the sampler never touches SIGPROF.
+TEST_F(CpuSampler, AProgramsOwnSigprofProfilerKeepsWorking) {
+  struct sigaction tick {};
+  tick.sa_handler = on_profiling_tick;
+  sigemptyset(&tick.sa_mask);
+  tick.sa_flags = SA_RESTART;
+  ASSERT_EQ(sigaction(SIGPROF, &tick, nullptr), 0);
+  const itimerval every_ms{{0, 1000}, {0, 1000}};
+  ASSERT_EQ(setitimer(ITIMER_PROF, &every_ms, nullptr), 0);
+  spin_cpu(0.2);
+  const itimerval off{};
+  setitimer(ITIMER_PROF, &off, nullptr);
+  EXPECT_GT(profiling_ticks.load(), 20); // the kernel's tick bounds the rate (250 Hz here)
+  EXPECT_GT(trace::snapshot().cpu.samples, 50u);
 }
 
 TEST_F(CpuSampler, AForkedChildStartsWithoutASampler) {
