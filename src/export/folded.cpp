@@ -68,26 +68,48 @@ void write_folded(const Snapshot& snapshot, std::ostream& out) {
 
 void write_cpu_folded(const Snapshot& snapshot, std::ostream& out) {
   const CpuProfile& cpu = snapshot.cpu;
-  const std::vector<objects::CodeMapping> mappings = objects::code_mappings();
-  std::unordered_map<std::uint64_t, std::string> native_names; // each address named once
+  // Each native address named once, all in one call to the symbolizer.
+  std::unordered_map<std::uint64_t, std::size_t> address_index;
+  std::vector<std::uint64_t> addresses;
+  for (const CpuStack& stack : cpu.stacks) {
+    bool innermost_native = true;
+    for (const CpuFrame& cpu_frame : stack.frames) {
+      if (!cpu_frame.is_scope()) {
+        const std::uint64_t address = detail::instruction_address(cpu_frame, innermost_native);
+        innermost_native = false;
+        if (address_index.try_emplace(address, addresses.size()).second) {
+          addresses.push_back(address);
+        }
+      }
+    }
+  }
+  const std::vector<std::vector<std::string>> native_names =
+      objects::native_frame_names(addresses, objects::code_mappings());
   std::map<std::string, std::uint64_t> samples; // sorted; stacks that read alike add up
-  std::vector<const std::string*> names;
+  std::vector<const std::string*> names;        // innermost first
+  std::vector<const std::string*> scopes;       // those of the next native frame, innermost first
   for (const CpuStack& stack : cpu.stacks) {
     names.clear();
     bool innermost_native = true;
     for (const CpuFrame& cpu_frame : stack.frames) {
       if (cpu_frame.is_scope()) {
-        names.push_back(&cpu.scopes.at(static_cast<std::size_t>(cpu_frame.scope)).name);
+        scopes.push_back(&cpu.scopes.at(static_cast<std::size_t>(cpu_frame.scope)).name);
         continue;
       }
       const std::uint64_t address = detail::instruction_address(cpu_frame, innermost_native);
       innermost_native = false;
-      auto [named, added] = native_names.try_emplace(address);
-      if (added) {
-        named->second = objects::native_frame_name(address, mappings);
+      // A scope in a frame whose code was inlined from several functions sits right inside the
+      // outermost of them, the one the frame belongs to.
+      const std::vector<std::string>& inlined = native_names[address_index.at(address)];
+      for (auto name = inlined.rbegin(); name + 1 != inlined.rend(); ++name) {
+        names.push_back(&*name);
       }
-      names.push_back(&named->second);
+      names.insert(names.end(), scopes.begin(), scopes.end());
+      scopes.clear();
+      names.push_back(&inlined.front());
     }
+    names.insert(names.end(), scopes.begin(), scopes.end()); // their frame was not unwound
+    scopes.clear();
     std::string line;
     for (auto name = names.rbegin(); name != names.rend(); ++name) { // root first
       line += (line.empty() ? "" : ";") + frame(**name);

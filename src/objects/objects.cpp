@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cinttypes>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <new>
@@ -107,7 +108,8 @@ std::size_t mapping_of(const std::vector<CodeMapping>& mappings, std::uint64_t a
   return static_cast<std::size_t>(after - mappings.begin());
 }
 
-std::string native_frame_name(std::uint64_t address, const std::vector<CodeMapping>& mappings) {
+std::string name_from_dynamic_symbols(std::uint64_t address,
+                                      const std::vector<CodeMapping>& mappings) {
   Dl_info info{};
   if (dladdr(reinterpret_cast<const void*>(address), &info) != 0 && info.dli_sname != nullptr) {
     return names::demangle(info.dli_sname);
@@ -119,6 +121,67 @@ std::string native_frame_name(std::uint64_t address, const std::vector<CodeMappi
                      text::hex(address - mapping.start + mapping.offset));
   }
   return "0x" + text::hex(address);
+}
+
+namespace {
+
+// symbols_module.cpp's entry point.
+using Emit = void (*)(void* context, std::size_t index, const char* function, const char* file,
+                      unsigned line);
+using Symbolize = void (*)(const std::uint64_t* addresses, std::size_t count, Emit emit,
+                           void* context);
+
+// The module's entry point, loaded once (and kept: its symbolizer caches what it read); null
+// when it cannot be found.
+Symbolize symbolizer_module() {
+  static const Symbolize loaded = []() -> Symbolize {
+    std::vector<std::string> candidates;
+    if (const char* chosen = std::getenv("HOTSCOPE_SYMBOLS_MODULE"); chosen && *chosen) {
+      candidates.emplace_back(chosen);
+    }
+    Dl_info self{};
+    if (dladdr(reinterpret_cast<const void*>(&name_from_dynamic_symbols), &self) != 0 &&
+        self.dli_fname != nullptr) {
+      const std::string object = self.dli_fname;
+      candidates.push_back(object.substr(0, object.rfind('/') + 1) + "libhotscope-symbols.so");
+    }
+    candidates.emplace_back(HOTSCOPE_INSTALLED_SYMBOLS_MODULE);
+    candidates.emplace_back(HOTSCOPE_BUILD_TREE_SYMBOLS_MODULE);
+    for (const std::string& path : candidates) {
+      if (void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL)) {
+        if (void* entry = dlsym(handle, "hotscope_symbolize")) {
+          return reinterpret_cast<Symbolize>(entry);
+        }
+        dlclose(handle);
+      }
+    }
+    return nullptr;
+  }();
+  return loaded;
+}
+
+} // namespace
+
+std::vector<std::vector<std::string>> native_frame_names(std::span<const std::uint64_t> addresses,
+                                                         const std::vector<CodeMapping>& mappings) {
+  std::vector<std::vector<std::string>> names(addresses.size());
+  if (const Symbolize symbolize = symbolizer_module()) {
+    symbolize(
+        addresses.data(), addresses.size(),
+        [](void* context, std::size_t index, const char* function, const char*, unsigned) {
+          auto& all = *static_cast<std::vector<std::vector<std::string>>*>(context);
+          if (function != nullptr && *function != '\0') {
+            all[index].emplace_back(function);
+          }
+        },
+        &names);
+  }
+  for (std::size_t i = 0; i < addresses.size(); ++i) {
+    if (names[i].empty()) { // no module, or no object holds the address
+      names[i].push_back(name_from_dynamic_symbols(addresses[i], mappings));
+    }
+  }
+  return names;
 }
 
 } // namespace hotscope::objects

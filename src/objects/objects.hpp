@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -29,9 +30,16 @@ void add_build_ids(std::vector<CodeMapping>& mappings);
 // 1 + the index of the mapping holding `address` (mappings by address), or 0.
 std::size_t mapping_of(const std::vector<CodeMapping>& mappings, std::uint64_t address);
 
-// A native frame's name: its dynamic symbol demangled (dladdr), else "object+0xOFFSET" (the
-// object's base name, the offset in its file), else the address in hex. `address` is the
-// instruction's (a return address less 1).
-std::string native_frame_name(std::uint64_t address, const std::vector<CodeMapping>& mappings);
+// The names of the native frames at `addresses` (the instructions' own: a return address less
+// 1), one list per address, outermost first (a function, then those inlined into it). Through the
+// symbolizer module, libhotscope-symbols.so (libdw: every symbol, inlined functions), when it can
+// be loaded: HOTSCOPE_SYMBOLS_MODULE, else beside the object holding this code, else the installed
+// library, else the build tree's; else name_from_dynamic_symbols.
+std::vector<std::vector<std::string>> native_frame_names(std::span<const std::uint64_t> addresses,
+                                                         const std::vector<CodeMapping>& mappings);
+// The name native_frame_names gives without the module: the dynamic symbol, demangled (dladdr),
+// else "object+0xOFFSET", else the address in hex.
+std::string name_from_dynamic_symbols(std::uint64_t address,
+                                      const std::vector<CodeMapping>& mappings);
 
 } // namespace hotscope::objects

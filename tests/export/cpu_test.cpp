@@ -1,6 +1,7 @@
 // The CPU samples' outputs: cpu.folded's lines, and write_all's CPU files only when there were
 // samples (cpu.pb.gz is decoded by pprof_wire_test).
 #include "export/export.hpp"
+#include "objects/objects.hpp"
 #include "snapshot_fixture.hpp"
 
 #include <gtest/gtest.h>
@@ -8,6 +9,7 @@
 #include <dlfcn.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <sstream>
 #include <string>
@@ -37,16 +39,29 @@ std::string program_frame() {
 }
 
 TEST(ExportCpuFolded, OneLinePerStackRootFirstWithItsSamples) {
-  const std::string program = program_frame();
-  // Dynamic symbols by name (demangled), the program's code by file and offset, an address in
-  // no mapping as itself, a stack without frames as [unknown]; return addresses are named
-  // after their call.
-  EXPECT_EQ(cpu_folded(testing::known_snapshot_with_cpu()), "0x10 1\n"
-                                                            "[unknown] 1\n"
-                                                            "std::terminate();" +
-                                                                program + ";main 2\n" +
-                                                                "std::terminate();main;" + program +
-                                                                ";Tree::insert;rand 6\n");
+#ifndef HOTSCOPE_TEST_SYMBOLS_MODULE
+  GTEST_SKIP() << "built without the heap profiler, so without libhotscope-symbols.so";
+#endif
+  // Named by the symbolizer module (libdw: the program's own functions too), an address in no
+  // mapping as itself, a stack without frames as [unknown]; return addresses are named after
+  // their call.
+  EXPECT_EQ(cpu_folded(testing::known_snapshot_with_cpu()),
+            "0x10 1\n"
+            "[unknown] 1\n"
+            "std::terminate();hotscope::testing::cpu_fixture_code(int);main 2\n"
+            "std::terminate();main;hotscope::testing::cpu_fixture_code(int);Tree::insert;rand 6\n");
+}
+
+TEST(ExportCpuFolded, WithoutTheModuleFramesAreNamedByDynamicSymbolsOrFileOffsets) {
+  const auto mappings = objects::code_mappings();
+  EXPECT_EQ(objects::name_from_dynamic_symbols(
+                testing::code_address(reinterpret_cast<const void*>(&std::rand)), mappings),
+            "rand");
+  EXPECT_EQ(objects::name_from_dynamic_symbols(
+                testing::code_address(reinterpret_cast<const void*>(&testing::cpu_fixture_code)),
+                mappings),
+            program_frame());
+  EXPECT_EQ(objects::name_from_dynamic_symbols(0x10, mappings), "0x10");
 }
 
 TEST(ExportCpuFolded, StacksThatReadAlikeAddUpAndFramesStayFrames) {
