@@ -50,12 +50,22 @@ void write_rows(std::ostream& out, const Rows& rows) {
   }
 }
 
-// The allocation columns appear only when the program recorded allocations, so the table of a
-// timing-only program keeps its width.
+// The optional columns appear only when the program has their figures (allocations, CPU
+// samples), so the table of a timing-only program keeps its width.
+struct Columns {
+  bool allocations = false;
+  bool cpu = false;
+  explicit Columns(const Snapshot& snapshot)
+      : allocations(snapshot.allocations.all.blocks > 0), cpu(snapshot.cpu.samples > 0) {}
+};
+
 Rows function_rows(const std::vector<FunctionStats>& functions, std::size_t limit,
-                   std::uint64_t duration_ns, bool with_allocations) {
+                   std::uint64_t duration_ns, Columns with) {
   Rows rows{{"Function", "Calls", "Avg", "P50", "P95", "P99", "Total", "% Total"}};
-  if (with_allocations) {
+  if (with.cpu) {
+    rows[0].insert(rows[0].end(), {"CPU Self", "CPU Total", "CPU/Wall"});
+  }
+  if (with.allocations) {
     rows[0].insert(rows[0].end(), {"Alloc Self", "Blocks Self", "Alloc Total", "Blocks Total"});
   }
   for (std::size_t i = 0; i < std::min(limit, functions.size()); ++i) {
@@ -77,7 +87,18 @@ Rows function_rows(const std::vector<FunctionStats>& functions, std::size_t limi
                                                     2),
                                         "%")});
     }
-    if (with_allocations) {
+    if (with.cpu) {
+      row.insert(row.end(),
+                 {detail::human_duration(static_cast<double>(function.cpu_self_ns)),
+                  detail::human_duration(static_cast<double>(function.cpu_total_ns)),
+                  s.total_ns == 0
+                      ? "-"
+                      : text::cat(text::fixed(static_cast<double>(function.cpu_total_ns) /
+                                                  static_cast<double>(s.total_ns) * 100.0,
+                                              1),
+                                  "%")});
+    }
+    if (with.allocations) {
       row.insert(row.end(), {detail::human_bytes(function.allocated_self.bytes),
                              text::cat(function.allocated_self.blocks),
                              detail::human_bytes(function.allocated_total.bytes),
@@ -116,7 +137,7 @@ void write_tasks(const std::vector<TaskStats>& tasks, std::ostream& out) {
 }
 
 // The report's first lines: the process, the run, the clock, records and allocations.
-void write_header(const Snapshot& snapshot, bool with_allocations, std::ostream& out) {
+void write_header(const Snapshot& snapshot, Columns with, std::ostream& out) {
   out << text::cat("hotscope ", snapshot.hotscope_version, ": ", detail::process_label(snapshot),
                    " (pid ", snapshot.pid, ")\n");
   out << text::cat("duration: ", detail::human_duration(static_cast<double>(snapshot.duration_ns)),
@@ -128,7 +149,15 @@ void write_header(const Snapshot& snapshot, bool with_allocations, std::ostream&
         "WARNING: ", snapshot.records.dropped,
         " records dropped (a thread's ring was full); the figures below miss those calls\n");
   }
-  if (with_allocations) {
+  if (with.cpu) {
+    const CpuProfile& cpu = snapshot.cpu;
+    out << text::cat("cpu samples: ", cpu.samples, " of ",
+                     detail::human_duration(static_cast<double>(cpu.period_ns)), " (",
+                     detail::human_duration(static_cast<double>(cpu.samples * cpu.period_ns)),
+                     " of CPU), lost ", cpu.lost, ", incomplete stacks ", cpu.incomplete,
+                     cpu.problem.empty() ? "" : "; " + cpu.problem, "\n");
+  }
+  if (with.allocations) {
     out << text::cat("allocations: ", detail::human_bytes(snapshot.allocations.all.bytes), " in ",
                      snapshot.allocations.all.blocks, " blocks, of which ",
                      detail::human_bytes(snapshot.allocations.outside_scopes.bytes), " in ",
@@ -141,11 +170,14 @@ void write_header(const Snapshot& snapshot, bool with_allocations, std::ostream&
 }
 
 // A row per thread with its CPU figures, then each thread's own top functions.
-void write_threads(const Snapshot& snapshot, bool with_allocations, std::ostream& out) {
+void write_threads(const Snapshot& snapshot, Columns with, std::ostream& out) {
   out << "\nThreads (CPU time and context switches since each thread started, read from /proc "
          "when this report was made; - for threads that had ended)\n";
   Rows threads{{"Thread", "TID", "State", "CPU User", "CPU System", "Voluntary Sw",
                 "Involuntary Sw", "Records", "Dropped"}};
+  if (with.cpu) {
+    threads[0].push_back("CPU Samples");
+  }
   for (const ThreadInfo& thread : snapshot.threads) {
     const OsThreadFigures& os = thread.os;
     const bool known = !os.state.empty();
@@ -156,14 +188,17 @@ void write_threads(const Snapshot& snapshot, bool with_allocations, std::ostream
          figure(detail::human_duration(static_cast<double>(os.cpu_system_ns))),
          figure(text::cat(os.voluntary_switches)), figure(text::cat(os.involuntary_switches)),
          text::cat(thread.records.written), text::cat(thread.records.dropped)});
+    if (with.cpu) {
+      threads.back().push_back(text::cat(thread.cpu_samples));
+    }
   }
   write_rows(out, threads);
   for (const ThreadInfo& thread : snapshot.threads) {
     out << text::cat("\n", detail::thread_heading(thread),
                      " records: ", detail::records_summary(thread.records), "\n");
     if (!thread.functions.empty()) {
-      write_rows(out, function_rows(thread.functions, kTopFunctionsPerThread, snapshot.duration_ns,
-                                    with_allocations));
+      write_rows(
+          out, function_rows(thread.functions, kTopFunctionsPerThread, snapshot.duration_ns, with));
     }
   }
 }
@@ -234,17 +269,21 @@ void write_queues(const Snapshot& snapshot, std::ostream& out) {
 } // namespace
 
 void write_table(const Snapshot& snapshot, std::ostream& out) {
-  const bool with_allocations = snapshot.allocations.all.blocks > 0;
-  write_header(snapshot, with_allocations, out);
+  const Columns with(snapshot);
+  write_header(snapshot, with, out);
   out << "\nFunctions (% Total = total time / duration; it exceeds 100% when several threads run "
          "a function at once)\n";
-  if (with_allocations) {
+  if (with.cpu) {
+    out << "CPU = on-CPU time sampled; Self while the function was the innermost scope, Total "
+           "while it was open; CPU/Wall = CPU Total / Total (low: it waited)\n";
+  }
+  if (with.allocations) {
     out << "Alloc = bytes allocated, Blocks = allocations; Self while the function was the "
            "innermost scope, Total with its children (once per allocation, even in recursion)\n";
   }
   write_rows(out, function_rows(snapshot.functions, snapshot.functions.size(), snapshot.duration_ns,
-                                with_allocations));
-  write_threads(snapshot, with_allocations, out);
+                                with));
+  write_threads(snapshot, with, out);
   write_counters(snapshot.counters, out);
   write_queues(snapshot, out);
   write_tasks(snapshot.tasks, out);

@@ -146,6 +146,30 @@ TEST(ExportTable, AllocationColumnsOnlyWhenAllocationsWereRecorded) {
   EXPECT_TRUE(loader[1].ends_with("Blocks Total")) << loader[1];
 }
 
+TEST(ExportTable, CpuColumnsOnlyWhenTheCpuWasSampled) {
+  const std::string timing_only = table(testing::known_snapshot());
+  EXPECT_EQ(timing_only.find("CPU Self"), std::string::npos);
+  EXPECT_EQ(timing_only.find("cpu samples:"), std::string::npos);
+
+  Snapshot snapshot = testing::known_snapshot_with_cpu();
+  snapshot.functions[0].cpu_self_ns = 2'000'000; // main: 8 ms of wall time
+  snapshot.functions[0].cpu_total_ns = 6'000'000;
+  const std::string text = table(snapshot);
+  EXPECT_NE(text.find("\ncpu samples: 10 of 10.00 ms (100.00 ms of CPU), lost 0, incomplete "
+                      "stacks 0\n"),
+            std::string::npos)
+      << text;
+  const auto rows = block(text, "  Function");
+  ASSERT_EQ(rows.size(), 4u) << text;
+  EXPECT_TRUE(rows[0].ends_with("% Total  CPU Self  CPU Total  CPU/Wall")) << rows[0];
+  EXPECT_TRUE(rows[1].starts_with("  main")) << rows[1];
+  EXPECT_TRUE(rows[1].ends_with("2.00 ms    6.00 ms     75.0%")) << rows[1];
+  const auto threads = block(text, "  Thread");
+  ASSERT_GE(threads.size(), 3u) << text;
+  EXPECT_TRUE(threads[0].ends_with("CPU Samples")) << threads[0];
+  EXPECT_TRUE(threads[1].ends_with(" 8")) << threads[1];
+}
+
 TEST(ExportTable, AFunctionWithOnlyAnOpenCallHasNoDurations) {
   Snapshot snapshot = testing::known_snapshot_with_allocations();
   FunctionStats open;
