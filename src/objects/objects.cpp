@@ -148,11 +148,13 @@ Symbolize symbolizer_module() {
     candidates.emplace_back(HOTSCOPE_INSTALLED_SYMBOLS_MODULE);
     candidates.emplace_back(HOTSCOPE_BUILD_TREE_SYMBOLS_MODULE);
     for (const std::string& path : candidates) {
+      // Never closed, even without the entry point: a call to dlclose here would take
+      // libhotscope's own dlclose (trace/unloads.cpp), and the collector with it, into the heap
+      // libraries, which link this file.
       if (void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL)) {
         if (void* entry = dlsym(handle, "hotscope_symbolize")) {
           return reinterpret_cast<Symbolize>(entry);
         }
-        dlclose(handle);
       }
     }
     return nullptr;

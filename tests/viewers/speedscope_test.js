@@ -43,7 +43,8 @@ function runDemo(demo, outDir) {
   fs.rmSync(outDir, { recursive: true, force: true });
   const t0 = Date.now();
   const r = spawnSync(demo, DEMO_ARGS, {
-    env: { ...process.env, HOTSCOPE_OUT: outDir },
+    // CPU samples too: cpu.folded is a collapsed-stack file of its own (docs/cpu.md).
+    env: { ...process.env, HOTSCOPE_OUT: outDir, HOTSCOPE_CPU_HZ: '499' },
     timeout: 30000,
     encoding: 'utf8',
   });
@@ -51,7 +52,7 @@ function runDemo(demo, outDir) {
   if (r.status !== 0) {
     throw new Error(`${demo} ${DEMO_ARGS.join(' ')} exited with ${r.status}${r.signal ? ` (${r.signal})` : ''}\n${r.stdout}${r.stderr}`);
   }
-  for (const f of ['trace.json', 'trace.folded']) {
+  for (const f of ['trace.json', 'trace.folded', 'cpu.folded']) {
     const p = path.join(outDir, f);
     if (!fs.existsSync(p) || fs.statSync(p).size === 0) throw new Error(`the demo did not write ${p}`);
   }
@@ -310,7 +311,7 @@ async function readSandwichColumn() {
 // ---------------------------------------------------------------------------------------------
 // Judging what speedscope showed
 
-function problemsWith(result, expected, fileName) {
+function problemsWith(result, expected, fileName, required = REQUIRED_FRAMES) {
   const problems = [];
   const { seen } = result;
   const list = (xs, max = 8) => (xs.length > max ? `${xs.slice(0, max).join(', ')}, … (${xs.length} in all)` : xs.join(', '));
@@ -337,7 +338,7 @@ function problemsWith(result, expected, fileName) {
     if (missing.length) problems.push(`missing frames in "${profile}": ${list(missing)}`);
     if (extra.length) problems.push(`unexpected frames in "${profile}": ${list(extra)}`);
   }
-  for (const f of REQUIRED_FRAMES) {
+  for (const f of required) {
     if (![...result.frames.values()].some((s) => s.has(f))) problems.push(`missing frames: no profile shows ${f}`);
   }
   return problems;
@@ -364,10 +365,13 @@ async function main() {
   const good = [
     { name: 'trace.json', rel: 'out/trace.json', file: 'trace.json', expected: expectFromTraceJson(path.join(outDir, 'trace.json')) },
     { name: 'trace.folded', rel: 'out/trace.folded', file: 'trace.folded', expected: expectFromFolded(path.join(outDir, 'trace.folded'), 'trace.folded') },
+    // Native frames, named by the symbolizer: every worker thread's stack starts in start_thread.
+    { name: 'cpu.folded', rel: 'out/cpu.folded', file: 'cpu.folded', expected: expectFromFolded(path.join(outDir, 'cpu.folded'), 'cpu.folded'), required: ['start_thread'] },
   ];
   for (const c of good) {
+    c.required = c.required || REQUIRED_FRAMES;
     const frames = new Set([...c.expected.profiles.values()].flatMap((s) => [...s]));
-    for (const f of REQUIRED_FRAMES) {
+    for (const f of c.required) {
       if (!frames.has(f)) throw new Error(`${c.rel} itself has no frame ${f}: did the demo change? (REQUIRED_FRAMES in ${path.basename(__filename)})`);
     }
   }
@@ -385,8 +389,8 @@ async function main() {
   for (const c of good) {
     const t = Date.now();
     const shot = path.join(shotDir, `speedscope-${c.file.replace('.', '-')}.png`);
-    const r = await openInSpeedscope(context, `${base}/app/index.html`, `${base}/data/${c.rel}`, { path: shot, frame: REQUIRED_FRAMES[0] });
-    const problems = problemsWith(r, c.expected, c.file);
+    const r = await openInSpeedscope(context, `${base}/app/index.html`, `${base}/data/${c.rel}`, { path: shot, frame: c.required[0] });
+    const problems = problemsWith(r, c.expected, c.file, c.required);
     const nFrames = [...r.frames.values()].reduce((a, s) => a + s.size, 0);
     report(problems.length === 0, `speedscope opens ${c.rel}`, Date.now() - t, problems.length ? problems : [
       `title "${r.title}"; ${r.profiles.length} profile(s): ${r.profiles.join(' | ')}`,
