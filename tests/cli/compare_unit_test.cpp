@@ -38,13 +38,29 @@ Json function(const std::string& name, std::uint64_t calls, double mean, int lin
               {"p99_ns", ns},          {"alloc_bytes_total", 0}, {"alloc_blocks_total", 0}};
 }
 
-profiles::Profile stats(const std::vector<Json>& functions, const std::string& source) {
-  return profiles::classify(Json{{"hotscope_version", "0.1.0"},
-                                 {"pid", 1},
-                                 {"process_name", "w"},
-                                 {"duration_ns", 1000000},
-                                 {"functions", functions}},
-                            source);
+// `cpu`: stats.json's "cpu" object, none when null.
+profiles::Profile stats(const std::vector<Json>& functions, const std::string& source,
+                        const Json& cpu = nullptr) {
+  Json document{{"hotscope_version", "0.1.0"},
+                {"pid", 1},
+                {"process_name", "w"},
+                {"duration_ns", 1000000},
+                {"functions", functions}};
+  if (!cpu.is_null()) {
+    document["cpu"] = cpu;
+  }
+  return profiles::classify(document, source);
+}
+
+// `function` with `self` and `total` CPU samples of 10 ms.
+constexpr std::uint64_t kCpuPeriodNs = 10'000'000;
+Json sampled(Json function, std::uint64_t self, std::uint64_t total) {
+  function["cpu_self_ns"] = self * kCpuPeriodNs;
+  function["cpu_total_ns"] = total * kCpuPeriodNs;
+  return function;
+}
+Json cpu_object(std::uint64_t samples) {
+  return Json{{"hz", 100}, {"period_ns", kCpuPeriodNs}, {"samples", samples}};
 }
 
 // A DHAT profile whose sites are {frames (function, file, line), tb, eb}; addresses differ by
@@ -232,7 +248,8 @@ TEST(CompareUnit, NoiseRuleFlagsRunsOfOneProgramNotASlowdown) {
     const diff::Spread again = spread_of(durations(random, calls));
     const diff::Spread slower = spread_of(durations(random, calls, 5));
     for (const diff::Column& c : diff::columns(profiles::Kind::Stats)) {
-      if (c.unit != diff::Unit::Nanoseconds || c.noise == diff::Noise::Self) {
+      if (c.unit != diff::Unit::Nanoseconds || c.noise == diff::Noise::Self ||
+          c.noise == diff::Noise::Samples) {
         continue;
       }
       flagged += diff::significant(c, base, again, figure(c, base), figure(c, again)) ? 1 : 0;
@@ -283,6 +300,64 @@ TEST(CompareUnit, AFewPreemptedCallsAreNoise) {
   diff::Spread caller = spread_of(std::vector<double>(200, 500000));
   EXPECT_FALSE(diff::significant(self, caller, caller, 2000, 4000));
   EXPECT_TRUE(diff::significant(self, caller, caller, 2000, 102000));
+}
+
+// CPU per call is compared when both runs have samples, else its columns are not shown.
+TEST(CompareUnit, CpuIsComparedWhenBothSidesHaveSamples) {
+  const auto base =
+      stats({sampled(function("f", 100, 1000), 100, 300)}, "base.json", cpu_object(1000));
+  const auto now =
+      stats({sampled(function("f", 100, 1000), 400, 310)}, "new.json", cpu_object(1000));
+  const auto older = stats({function("f", 100, 1000)}, "old.json");
+  const auto unsampled = stats({function("f", 100, 1000)}, "off.json", cpu_object(0));
+  const diff::Comparison comparison = diff::compare(base, now, {"cpu_self>+50%"});
+  ASSERT_TRUE(comparison.cpu);
+  const std::size_t self = column(profiles::Kind::Stats, "cpu_self");
+  const std::size_t total = column(profiles::Kind::Stats, "cpu_total");
+  const diff::Row& f = comparison.rows.at(0);
+  EXPECT_DOUBLE_EQ(*f.cells[self].base, 100 * kCpuPeriodNs / 100.0); // per call
+  EXPECT_DOUBLE_EQ(*f.cells[self].now, 400 * kCpuPeriodNs / 100.0);
+  EXPECT_TRUE(f.cells[self].significant);   // 100 -> 400 samples
+  EXPECT_FALSE(f.cells[total].significant); // 300 -> 310: within sqrt(300)
+  EXPECT_EQ(f.failed, std::vector<std::string>{"cpu_self>+50%"});
+  const std::string text = diff::as_text(comparison);
+  EXPECT_NE(text.find("CPU self/call"), std::string::npos) << text;
+  EXPECT_NE(text.find("(+3.3%)"), std::string::npos) << text;
+  EXPECT_TRUE(diff::as_json(comparison).at("rows").at(0).at("columns").contains("cpu_total"));
+  for (const profiles::Profile* other : {&older, &unsampled}) {
+    const diff::Comparison one_sided = diff::compare(base, *other, {"cpu_self>+1%"});
+    EXPECT_FALSE(one_sided.cpu);
+    EXPECT_FALSE(one_sided.failed());
+    EXPECT_EQ(diff::as_text(one_sided).find("CPU"), std::string::npos);
+    EXPECT_FALSE(diff::as_json(one_sided).at("rows").at(0).at("columns").contains("cpu_self"));
+  }
+}
+
+// Two runs of one program whose function gets its samples at one rate (Poisson counts) are not
+// flagged, over many pairs and sizes; twice the rate is flagged at 400 samples and more (at 40,
+// 3 sigma of each side's count overlap: 40 + 19 against 80 - 27).
+TEST(CompareUnit, CpuNoiseIsTheSamplesCounts) {
+  std::mt19937_64 random(32);
+  const diff::Column& self =
+      diff::columns(profiles::Kind::Stats)[column(profiles::Kind::Stats, "cpu_self")];
+  diff::Spread side;
+  side.calls = 50;
+  side.cpu_period_ns = kCpuPeriodNs;
+  const auto per_call = [&](std::uint64_t samples) {
+    return static_cast<double>(samples * kCpuPeriodNs) / side.calls;
+  };
+  int flagged = 0, missed = 0;
+  for (int pair = 0; pair < 600; ++pair) {
+    const double rate = std::vector<double>{3, 40, 400, 4000}[pair % 4];
+    std::poisson_distribution<std::uint64_t> once(rate), twice(2 * rate);
+    const double base = per_call(once(random));
+    flagged += diff::significant(self, side, side, base, per_call(once(random))) ? 1 : 0;
+    if (rate >= 400) {
+      missed += diff::significant(self, side, side, base, per_call(twice(random))) ? 0 : 1;
+    }
+  }
+  EXPECT_EQ(flagged, 0);
+  EXPECT_EQ(missed, 0);
 }
 
 TEST(CompareUnit, FunctionsMatchWhenTheirLineMoved) {
@@ -378,7 +453,7 @@ TEST(ReportUnit, UnknownFiguresAreDashes) {
   };
   document["threads"] = Json::array({thread("guest", ""), thread("idle", "S")});
   const std::string html = report::html_page(profiles::classify(document, "stats.json"),
-                                             std::nullopt, std::nullopt, "trace.folded");
+                                             std::nullopt, {std::nullopt, "trace.folded"});
   const auto row_of = [&](const std::string& start) {
     const std::size_t at = html.find("<tr><td data-value=\"" + start + "\"");
     EXPECT_NE(at, std::string::npos) << start;
@@ -398,6 +473,52 @@ TEST(ReportUnit, UnknownFiguresAreDashes) {
   const std::string function_row = row_of("open_call");
   EXPECT_EQ(count(function_row, dash), 7U) << function_row; // mean, P50-P99, self, total, %
   EXPECT_EQ(function_row.find("0 ns"), std::string::npos) << function_row;
+}
+
+// report.html: CPU Self and CPU Total columns (and a thread's samples) when the run has CPU
+// samples, a CPU flame graph of cpu.folded when given; neither for a run without samples.
+TEST(ReportUnit, CpuColumnsAndFlameGraphWhenTheRunHasSamples) {
+  Json document{
+      {"hotscope_version", "0.1.0"},
+      {"pid", 1},
+      {"process_name", "w"},
+      {"duration_ns", 1000000},
+      {"functions", Json::array({sampled(function("hot", 10, 1000), 3, 7)})},
+      {"threads", Json::array({{{"name", "main"}, {"cpu_samples", 7}}, {{"name", "older"}}})}};
+  const std::string cpu_folded = "main;hot;memcpy 3\nmain;hot 4\n";
+  const auto page = [&](const Json& cpu, const std::optional<std::string>& folded) {
+    Json with = document;
+    if (!cpu.is_null()) {
+      with["cpu"] = cpu;
+    }
+    return report::html_page(profiles::classify(with, "stats.json"), std::nullopt,
+                             {std::nullopt, "trace.folded"}, {folded, "cpu.folded"});
+  };
+  const std::string html = page(cpu_object(7), cpu_folded);
+  EXPECT_NE(html.find("<th data-sort=\"number\">CPU Self</th><th data-sort=\"number\">CPU "
+                      "Total</th>"),
+            std::string::npos);
+  const std::size_t hot = html.find("<tr><td data-value=\"hot\"");
+  ASSERT_NE(hot, std::string::npos);
+  const std::string row = html.substr(hot, html.find("</tr>", hot) - hot);
+  EXPECT_NE(row.find("<td data-value=\"30000000\">30.00 ms</td><td "
+                     "data-value=\"70000000\">70.00 ms</td>"),
+            std::string::npos)
+      << row;
+  EXPECT_NE(html.find("<th data-sort=\"number\">CPU Samples</th>"), std::string::npos);
+  EXPECT_NE(html.find("<td data-value=\"7\">7</td></tr>"), std::string::npos);  // main's
+  EXPECT_NE(html.find("<td data-value=\"-1\">-</td></tr>"), std::string::npos); // older's
+  EXPECT_NE(html.find("<section id=\"cpu-flame\">"), std::string::npos);
+  EXPECT_NE(html.find("data-unit=\"samples\""), std::string::npos);
+  EXPECT_NE(html.find("memcpy"), std::string::npos);
+  EXPECT_NE(html.find("href=\"#cpu-flame\""), std::string::npos);
+
+  for (const std::string& without :
+       {page(cpu_object(0), std::nullopt), page(nullptr, std::nullopt)}) {
+    EXPECT_EQ(without.find("CPU Self"), std::string::npos);
+    EXPECT_EQ(without.find("CPU Samples"), std::string::npos);
+    EXPECT_EQ(without.find("cpu-flame"), std::string::npos);
+  }
 }
 
 TEST(FlameUnit, TreeHasInclusiveValuesAndNameOrder) {

@@ -25,7 +25,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
                       {"heap", "", report::FlameUnit::Bytes, true});
     const profiles::Profile stats = profiles::classify(
         nlohmann::json{{"hotscope_version", "0"}, {"functions", nlohmann::json::array()}}, "s");
-    report::html_page(stats, profile, std::nullopt, "trace.folded");
+    report::html_page(stats, profile, {std::nullopt, "trace.folded"});
   });
   return 0;
 }

@@ -24,7 +24,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     diff::as_text(comparison);
     diff::as_json(comparison).dump();
     if (profile.kind == profiles::Kind::Stats) {
-      report::html_page(profile, std::nullopt, std::nullopt, "trace.folded");
+      report::html_page(profile, std::nullopt, {std::nullopt, "trace.folded"});
     }
   });
   return 0;

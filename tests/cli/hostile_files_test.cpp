@@ -72,8 +72,10 @@ const std::string kStats = R"({"hotscope_version": "0.1.0", "pid": 7, "process_n
  "duration_ns": 1000000, "clock": {"source": "tsc", "ticks_per_second": 3e9},
  "records": {"written": 2, "kept": 2, "dropped": 0},
  "functions": [{"name": "f", "file": "w.cpp", "line": 3, "calls": 12, "mean_ns": 10.5,
-   "p50_ns": 10, "p95_ns": 11, "p99_ns": 12, "self_ns": 100, "total_ns": 126}],
- "threads": [{"index": 0, "os_tid": 7, "name": "main", "exited": false,
+   "p50_ns": 10, "p95_ns": 11, "p99_ns": 12, "self_ns": 100, "total_ns": 126,
+   "cpu_self_ns": 90, "cpu_total_ns": 110}],
+ "cpu": {"hz": 99, "period_ns": 10101010, "samples": 3, "lost": 0, "problem": ""},
+ "threads": [{"index": 0, "os_tid": 7, "name": "main", "exited": false, "cpu_samples": 3,
    "records": {"written": 2, "kept": 2, "dropped": 0},
    "functions": [{"name": "f", "calls": 12, "total_ns": 126}]}]})";
 
@@ -166,7 +168,13 @@ TEST_F(HostileFiles, StatsJsonWithWrongTypesTruncatedOrDeep) {
                                  {"\"dropped\": 0}", "\"dropped\": null}"},
                                  {"\"exited\": false", "\"exited\": 0"},
                                  {"\"threads\": [", "\"threads\": 3, \"x\": ["},
-                                 {"\"index\": 0", "\"index\": \"0\""}});
+                                 {"\"index\": 0", "\"index\": \"0\""},
+                                 {"\"cpu_self_ns\": 90", "\"cpu_self_ns\": -90"},
+                                 {"\"cpu_total_ns\": 110", "\"cpu_total_ns\": \"110\""},
+                                 {"\"samples\": 3", "\"samples\": 2.5"},
+                                 {"\"problem\": \"\"", "\"problem\": 0"},
+                                 {"\"cpu\": {", "\"cpu\": 5, \"x\": {"},
+                                 {"\"cpu_samples\": 3", "\"cpu_samples\": -3"}});
   cases.emplace_back("nested 100,000 deep", deep_json(100000));
   cases.emplace_back("not JSON", std::string("{\x01\xff garbage", 11));
   for (const auto& [what, text] : cases) {

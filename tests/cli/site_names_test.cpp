@@ -176,7 +176,7 @@ TEST(SiteNames, EveryViewShowsTheSameName) {
                                                           {"duration_ns", 1000000},
                                                           {"functions", Json::array()}},
                                                      "stats.json");
-  const std::string page = report::html_page(stats, now, std::nullopt, "");
+  const std::string page = report::html_page(stats, now, {});
   EXPECT_NE(page.find("<summary>svc::render_response (in svc)</summary>"), std::string::npos);
 
   console::Model model;

@@ -414,6 +414,30 @@ TEST(ConsoleOnce, AgreesWithStats) {
   EXPECT_NE(once.out.find("console_test::many_quick_steps"), std::string::npos);
 }
 
+// A process sampled at 99 Hz: the CPU column (after Total) has a duration for the demo's busiest
+// functions; without samples it is "-" for every row.
+TEST(ConsoleOnce, ShowsCpuWithSamples) {
+  for (const bool sampled : {true, false}) {
+    Demo demo(sampled ? Env{{"HOTSCOPE_CPU_HZ", "99"}} : Env{});
+    std::this_thread::sleep_for(std::chrono::seconds(2));
+    const CommandResult once =
+        cli(demo.runtime_dir(), {"console", "-p", std::to_string(demo.pid()), "--once"});
+    ASSERT_EQ(once.status, 0) << once.err;
+    const auto rows = function_rows(once.out);
+    ASSERT_FALSE(rows.empty()) << once.out;
+    // Name, Calls/s, Time/s (2), %Wall, Calls, P50 to Total (6 durations of 2 words), CPU.
+    constexpr std::size_t kCpuWord = 18;
+    std::size_t dashes = 0, busy = 0; // busy: a CPU time of a microsecond or more
+    for (const auto& row : rows) {
+      ASSERT_GT(row.size(), kCpuWord) << once.out;
+      dashes += row[kCpuWord] == "-" ? 1 : 0;
+      busy += row[kCpuWord] != "-" && row[kCpuWord + 1] != "ns" ? 1 : 0;
+    }
+    EXPECT_EQ(dashes, sampled ? 0u : rows.size()) << once.out;
+    EXPECT_EQ(busy > 0, sampled) << once.out;
+  }
+}
+
 TEST(ConsoleOnce, PrintsTheChosenTabWhenNotATerminal) {
   Program program;
   const std::string pid = std::to_string(program.pid());

@@ -186,6 +186,43 @@ TEST(ConsoleFunctions, AWindowOfRowsReadsAsTheWholeTable) {
   }
 }
 
+// The CPU column: a function's sampled CPU time (children included) when the process has CPU
+// samples, sortable by its key; "-" when it has none, as other unknown figures.
+TEST(ConsoleFunctions, TheCpuColumnIsADashWithoutSamples) {
+  Json answer = stats(2'000'000'000, 10, 50'000'000, 40'000'000);
+  answer["functions"][0]["cpu_total_ns"] = 30'000'000;
+  answer["functions"].push_back({{"name", "idle"}, {"calls", 3}, {"cpu_total_ns", 0}});
+  const auto cpu_cells = [&](const Json& cpu) {
+    Json with = answer;
+    if (!cpu.is_null()) {
+      with["cpu"] = cpu;
+    }
+    Model model;
+    update(model, with);
+    ViewState state;
+    state.sort = *column_of_key('u');
+    const Page page = all_rows(functions_page(model, state, Glyphs{}, 0));
+    const std::vector<std::string> heading = words(page.fixed[1].text);
+    const auto at = std::find_if(heading.begin(), heading.end(),
+                                 [](const std::string& word) { return word.rfind("CPU", 0) == 0; });
+    EXPECT_EQ(at - heading.begin(), 11) << page.fixed[1].text; // after Total
+    std::vector<std::string> cells;
+    for (const Line& row : page.rows) {
+      const std::vector<std::string> cell = words(row.text);
+      // Name, rates (Time/s is two words), calls, then durations of two words each.
+      const std::string& cpu = cell.at(18);
+      cells.push_back(cell.at(0) + " " + cpu + (cpu == "-" ? "" : " " + cell.at(19)));
+    }
+    return cells;
+  };
+  EXPECT_EQ(cpu_cells(Json{{"hz", 99}, {"period_ns", 10'101'010}, {"samples", 3}}),
+            (std::vector<std::string>{"work 30.00 ms", "idle 0 ns"}));
+  for (const Json& none : {Json(nullptr), Json{{"hz", 0}, {"samples", 0}}}) {
+    EXPECT_EQ(cpu_cells(none), (std::vector<std::string>{"work -", "idle -"})) << none;
+  }
+  EXPECT_EQ(column_heading(*column_of_key('u')), "CPU");
+}
+
 // A guest track's batch figures from the statistics, its last rejection highlighted; threads
 // that are not guest tracks are not listed.
 TEST(ConsoleGuests, BatchesRepairsAndTheLastRejection) {

@@ -38,7 +38,9 @@ TEST(ConsoleStatsReader, BothLayoutsGiveEveryFigureAndTheRest) {
                                          "alloc_bytes_self",
                                          "alloc_blocks_self",
                                          "alloc_bytes_total",
-                                         "alloc_blocks_total"};
+                                         "alloc_blocks_total",
+                                         "cpu_self_ns",
+                                         "cpu_total_ns"};
   Json objects = Json::array();
   for (std::uint64_t f = 0; f < 3; ++f) {
     Json function = {{"name", "f" + std::to_string(f)},
@@ -67,6 +69,7 @@ TEST(ConsoleStatsReader, BothLayoutsGiveEveryFigureAndTheRest) {
       Json{{"hotscope_version", "0.1.0"}, {"functions", objects}, {"threads", threads}},
       "stats.json");
   for (const Stats* answer : {&from_objects, &from_columns}) {
+    EXPECT_FALSE(answer->cpu); // no "cpu": an older agent, not a run without samples
     EXPECT_DOUBLE_EQ(answer->duration_ns, 5);
     ASSERT_EQ(answer->threads.size(), 1u);
     EXPECT_EQ(answer->threads[0].name, "main");
@@ -97,7 +100,9 @@ TEST(ConsoleStatsReader, BothLayoutsGiveEveryFigureAndTheRest) {
                                                   row.alloc_bytes_self,
                                                   row.alloc_blocks_self,
                                                   row.alloc_bytes_total,
-                                                  row.alloc_blocks_total};
+                                                  row.alloc_blocks_total,
+                                                  row.cpu_self_ns,
+                                                  row.cpu_total_ns};
       for (std::size_t k = 0; k < keys.size(); ++k) {
         EXPECT_EQ(figures[k], 1000 * f + k + 1) << keys[k];
       }
@@ -144,6 +149,25 @@ TEST(ConsoleStatsReader, BothLayoutsGiveEveryFigureAndTheRest) {
   ASSERT_TRUE(from_objects.tasks && from_objects.tasks->size() == 1);
   EXPECT_EQ(from_objects.tasks->front().kind, "coroutine");
   EXPECT_EQ(from_objects.tasks->front().running_p99_ns, 7u);
+
+  // The CPU sampler's figures, and a thread's samples; a thread without the key has none known.
+  read_stats(R"({"cpu": {"hz": 99, "period_ns": 10101010, "samples": 40, "lost": 2,
+                         "incomplete": 1, "unstored": 3, "problem": "no timer"},
+                 "threads": [{"name": "a", "cpu_samples": 40}, {"name": "b"}]})",
+             from_objects);
+  ASSERT_TRUE(from_objects.cpu);
+  EXPECT_TRUE(from_objects.has_cpu_samples());
+  const hotscope::cli::profiles::CpuSampling& cpu = *from_objects.cpu;
+  EXPECT_EQ(std::vector<std::uint64_t>(
+                {cpu.hz, cpu.period_ns, cpu.samples, cpu.lost, cpu.incomplete, cpu.unstored}),
+            std::vector<std::uint64_t>({99, 10101010, 40, 2, 1, 3}));
+  EXPECT_EQ(cpu.problem, "no timer");
+  ASSERT_EQ(from_objects.threads.size(), 2u);
+  EXPECT_EQ(from_objects.threads[0].cpu_samples, 40u);
+  EXPECT_FALSE(from_objects.threads[1].cpu_samples);
+  read_stats(R"({"cpu": {"hz": 0, "samples": 0}})", from_objects);
+  EXPECT_TRUE(from_objects.cpu);
+  EXPECT_FALSE(from_objects.has_cpu_samples());
 
   read_stats(R"({"functions": {"calls": [1, 2]}, "pid": 3})", from_objects);
   EXPECT_TRUE(from_objects.functions.empty()); // no names, no functions

@@ -268,7 +268,8 @@ AgentProcess find_by_name(const std::string& dir, const std::string& name) {
   return matches.front();
 }
 
-Reply send(const AgentProcess& process, const std::string& method, const std::string& path) {
+Reply send(const AgentProcess& process, const std::string& method, const std::string& path,
+           long wait_seconds) {
   static const bool initialized = curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK;
   const std::unique_ptr<CURL, void (*)(CURL*)> curl(initialized ? curl_easy_init() : nullptr,
                                                     curl_easy_cleanup);
@@ -284,7 +285,7 @@ Reply send(const AgentProcess& process, const std::string& method, const std::st
   if (method == "POST") {
     curl_easy_setopt(curl.get(), CURLOPT_POSTFIELDSIZE, 0L);
   }
-  curl_easy_setopt(curl.get(), CURLOPT_TIMEOUT, kRequestTimeoutSeconds);
+  curl_easy_setopt(curl.get(), CURLOPT_TIMEOUT, kRequestTimeoutSeconds + wait_seconds);
   curl_easy_setopt(curl.get(), CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(curl.get(), CURLOPT_WRITEFUNCTION, append);
   curl_easy_setopt(curl.get(), CURLOPT_WRITEDATA, &reply.body);
@@ -310,8 +311,9 @@ Reply send(const AgentProcess& process, const std::string& method, const std::st
   return reply;
 }
 
-Reply request(const AgentProcess& process, const std::string& method, const std::string& path) {
-  Reply reply = send(process, method, path);
+Reply request(const AgentProcess& process, const std::string& method, const std::string& path,
+              long wait_seconds) {
+  Reply reply = send(process, method, path, wait_seconds);
   check_status(process, method, path, reply);
   return reply;
 }

@@ -58,10 +58,13 @@ struct Reply {
 };
 
 // Sends `method path` to the agent of `process` and returns its answer whatever the HTTP status;
-// a Failure only when there is no answer (the agent is gone, or another user's).
-Reply send(const AgentProcess& process, const std::string& method, const std::string& path);
+// a Failure only when there is no answer (the agent is gone, or another user's). An answer that
+// takes time by design (a CPU profile of N seconds) is waited for `wait_seconds` longer.
+Reply send(const AgentProcess& process, const std::string& method, const std::string& path,
+           long wait_seconds = 0);
 // As send(), and a Failure for anything but a 2xx answer.
-Reply request(const AgentProcess& process, const std::string& method, const std::string& path);
+Reply request(const AgentProcess& process, const std::string& method, const std::string& path,
+              long wait_seconds = 0);
 // A Failure saying what a `reply` that is not 2xx means (nothing for a 2xx one).
 void check_status(const AgentProcess& process, const std::string& method, const std::string& path,
                   const Reply& reply);

@@ -225,6 +225,20 @@ AgentCommands::AgentCommands(CLI::App& app) {
                    "milliseconds as stuck, and list them first")
       ->check(number_in(0, HUGE_VAL, true))
       ->capture_default_str();
+  CLI::App* cpu = add_targeted(app, "cpu",
+                               "Write the CPU profile of the next N seconds (cpu.pb.gz, pprof); "
+                               "the agent samples for them if its sampler is off");
+  cpu->add_option("--seconds", cpu_.seconds, "How long to sample (whole seconds)")
+      ->check(whole_number(1, kMostCpuSeconds))
+      ->capture_default_str();
+  cpu->add_flag("--folded", cpu_.folded, "Write folded stacks (cpu.folded) instead of pprof");
+  cpu->add_option("--top", cpu_.top,
+                  "Also print the K functions with most CPU time in those seconds")
+      ->check(whole_number(1, 1'000'000));
+  cpu->footer(fmt::format("Exactly one of -p and -n. -o defaults to {} ({} with --folded); -o - "
+                          "is standard output. Exit codes: see docs/agent.md.",
+                          exporters::format_info(exporters::Format::PprofCpu).file,
+                          exporters::format_info(exporters::Format::CpuFolded).file));
   add_targeted(app, "metrics", "Print the Prometheus metrics");
   add_targeted(app, "reset",
                "Start a new measuring window for the statistics, the trace and the heap totals "
@@ -268,7 +282,9 @@ int AgentCommands::run_targeted(const CLI::App& command) const {
                                              : "say which process with -p PID or -n NAME"));
   }
   // Checked before asking: a reset must not happen when its answer cannot be written.
-  const std::string& file = target_.output;
+  CpuOptions cpu = cpu_;
+  cpu.output = target_.output;
+  const std::string file = name == "cpu" ? cpu_file(cpu) : target_.output;
   if (const std::string reason = file.empty() ? "" : unwritable(file); !reason.empty()) {
     throw Failure(kCannotWriteOutput, fmt::format("cannot write {}: {}", file, reason));
   }
@@ -295,6 +311,9 @@ int AgentCommands::run_targeted(const CLI::App& command) const {
   const std::string dir = runtime_dir();
   const AgentProcess process =
       by_pid ? find_by_pid(dir, target_.pid) : find_by_name(dir, target_.name);
+  if (name == "cpu") {
+    return run_cpu(process, cpu);
+  }
   std::string text = request(process, method, path).body;
   if (name == "reset") {
     text = fmt::format("process {} ({}): a new measuring window starts now\n", process.pid,

@@ -1,10 +1,11 @@
 // The commands that talk to a running process's agent (docs/agent.md):
 //   hotscope list
-//   hotscope info|stats|heap|trace|threads|metrics|reset (-p PID | -n NAME) [-o FILE]
+//   hotscope info|stats|heap|trace|threads|cpu|metrics|reset (-p PID | -n NAME) [-o FILE]
 #pragma once
 
 #include "agent/protocol.hpp"
 #include "agent_client.hpp"
+#include "cpu_command.hpp"
 #include "export/formats.hpp"
 
 #include <CLI/CLI.hpp>
@@ -48,6 +49,7 @@ private:
   std::string heap_format_ = exporters::find_format("/v1/heap", "")->name;
   bool threads_json_ = false;
   double stuck_ms_ = agent::kDefaultStuckMs;
+  CpuOptions cpu_; // its output is target_.output
 };
 
 } // namespace hotscope::cli

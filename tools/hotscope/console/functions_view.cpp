@@ -30,6 +30,7 @@ constexpr std::array<ColumnInfo, kColumnCount> kColumns{{
     {Column::Max, "Max", 'x'},
     {Column::Self, "Self", 'f'},
     {Column::Total, "Total", 'l'},
+    {Column::Cpu, "CPU", 'u'},
     {Column::Alloc, "Alloc", 'b'},
 }};
 
@@ -55,6 +56,8 @@ double sort_value(const FunctionRow& row, Column column) {
     return static_cast<double>(row.self_ns);
   case Column::Total:
     return static_cast<double>(row.total_ns);
+  case Column::Cpu:
+    return static_cast<double>(row.cpu_total_ns);
   case Column::Alloc:
     return static_cast<double>(row.alloc_bytes_total);
   case Column::Name:
@@ -70,7 +73,8 @@ bool contains_folded(std::string_view text, std::string_view part) {
          }) != text.end();
 }
 
-Cells cells(const FunctionRow& row, bool with_alloc) {
+// `sampled`: the process has CPU samples; without, CPU time is not known (not 0).
+Cells cells(const FunctionRow& row, bool sampled, bool with_alloc) {
   const auto ns = [](std::uint64_t value) { return duration(static_cast<double>(value)); };
   // A call still open that has allocated has no duration yet.
   const bool timed = row.calls > 0;
@@ -84,7 +88,8 @@ Cells cells(const FunctionRow& row, bool with_alloc) {
              timed ? ns(row.p99_ns) : "-",
              timed ? ns(row.max_ns) : "-",
              ns(row.self_ns),
-             ns(row.total_ns)};
+             ns(row.total_ns),
+             sampled ? ns(row.cpu_total_ns) : "-"};
   if (with_alloc) {
     line.push_back(bytes(static_cast<double>(row.alloc_bytes_total)));
   }
@@ -113,6 +118,7 @@ std::optional<Column> column_of_key(int key) {
 Page functions_page(const Model& model, ViewState& state, const Glyphs& glyphs,
                     std::size_t name_width) {
   const bool with_alloc = model.has_allocations();
+  const bool sampled = model.stats().has_cpu_samples();
   std::vector<const FunctionRow*> shown;
   for (const FunctionRow& row : model.functions()) {
     if (state.filter.empty() || contains_folded(row.name, state.filter)) {
@@ -155,12 +161,13 @@ Page functions_page(const Model& model, ViewState& state, const Glyphs& glyphs,
   }
   if (!shown.empty()) {
     // Thousands of rows, a screenful drawn: only those are formatted (and aligned together).
-    page.format = [shown = std::move(shown), heading = std::move(heading), heading_line, with_alloc,
-                   name_width, glyphs](Page& page, std::size_t first, std::size_t count) {
+    page.format = [shown = std::move(shown), heading = std::move(heading), heading_line, sampled,
+                   with_alloc, name_width,
+                   glyphs](Page& page, std::size_t first, std::size_t count) {
       std::vector<Cells> table{heading};
       table.reserve(count + 1);
       for (std::size_t i = first; i < first + count; ++i) {
-        table.push_back(cells(*shown[i], with_alloc));
+        table.push_back(cells(*shown[i], sampled, with_alloc));
       }
       std::vector<std::string> lines = align(table, name_width, glyphs);
       page.fixed[heading_line].text = std::move(lines.front());

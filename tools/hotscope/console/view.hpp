@@ -38,6 +38,7 @@ enum class Column {
   Max,
   Self,
   Total,
+  Cpu, // CPU time, children included, sampled (docs/cpu.md); "-" without samples
   Alloc
 };
 inline constexpr int kColumnCount = static_cast<int>(Column::Alloc) + 1;

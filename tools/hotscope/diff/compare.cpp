@@ -33,7 +33,12 @@ struct FunctionFigures {
   double typical_self_ns = 0;
 };
 
-FunctionFigures function_side(const profiles::FunctionStats& function) {
+bool has_samples(const profiles::Stats& stats) {
+  return stats.has_cpu_samples() && stats.cpu->period_ns > 0;
+}
+
+// `function` of a run one of whose CPU samples stands for `cpu_period_ns` (0: it has none).
+FunctionFigures function_side(const profiles::FunctionStats& function, double cpu_period_ns) {
   FunctionFigures side;
   side.name = function.name;
   side.file = function.file;
@@ -69,13 +74,20 @@ FunctionFigures function_side(const profiles::FunctionStats& function) {
   side.values.push_back(per_call(ns(function.total_ns) / std::max(calls, 1.0)));
   side.values.push_back(per_call(ns(function.alloc_bytes_total) / std::max(calls, 1.0)));
   side.values.push_back(per_call(ns(function.alloc_blocks_total) / std::max(calls, 1.0)));
+  side.spread.cpu_period_ns = cpu_period_ns;
+  for (const std::uint64_t cpu_ns : {function.cpu_self_ns, function.cpu_total_ns}) {
+    side.values.push_back(cpu_period_ns > 0 ? per_call(ns(cpu_ns) / std::max(calls, 1.0))
+                                            : std::nullopt);
+  }
   return side;
 }
 
 std::vector<FunctionFigures> function_sides(const profiles::Profile& profile) {
   std::vector<FunctionFigures> sides;
-  for (const profiles::FunctionStats& function : profile.stats.functions) {
-    sides.push_back(function_side(function));
+  const profiles::Stats& stats = profile.stats;
+  const double cpu_period_ns = has_samples(stats) ? static_cast<double>(stats.cpu->period_ns) : 0.0;
+  for (const profiles::FunctionStats& function : stats.functions) {
+    sides.push_back(function_side(function, cpu_period_ns));
   }
   return sides;
 }
@@ -273,6 +285,7 @@ Comparison compare(const profiles::Profile& base, const profiles::Profile& now,
   comparison.base_summary = summary(base);
   comparison.new_summary = summary(now);
   if (base.kind == Kind::Stats) {
+    comparison.cpu = has_samples(base.stats) && has_samples(now.stats);
     comparison.rows = timing_rows(base, now);
   } else {
     comparison.totals.emplace();

@@ -23,6 +23,7 @@ enum class Noise {
   Mean,       // the mean call (and total time per call)
   Self,       // self time per call: the mean's noise, the drift floor of the mean
   Percentile, // a percentile, Column::quantile
+  Samples,    // CPU time per call: samples, Poisson (Spread::cpu_period_ns)
 };
 
 // One compared figure.
@@ -33,6 +34,8 @@ struct Column {
   std::uint64_t min_calls; // fewer calls on either side: not significant (timing only)
   Noise noise = Noise::Exact;
   double quantile = 0; // Noise::Percentile: 0.5 for P50
+  // Shown only when both sides have CPU samples (Comparison::cpu).
+  bool sampled() const { return noise == Noise::Samples; }
 };
 // The columns compared for profiles of `kind`, in table order.
 const std::vector<Column>& columns(profiles::Kind kind);
@@ -43,6 +46,7 @@ const std::vector<Column>& columns(profiles::Kind kind);
 struct Spread {
   double calls = 0, mean = -1, min = -1, max = -1;
   double p50 = -1, p90 = -1, p95 = -1, p99 = -1, p999 = -1;
+  double cpu_period_ns = 0; // the CPU time one sample stands for; 0: the run has no samples
 };
 // A time changed beyond noise when the intervals that hold each side's figure in another run of
 // the same program (each with kNoiseZ standard errors) do not overlap and the change exceeds
@@ -57,7 +61,9 @@ struct Interval {
 // The interval of `column`'s figure `value` for a run like `side`: the mean's is value ±
 // kNoiseZ sigma / sqrt(calls), sigma that of the distribution the percentiles outline; the
 // percentile q's spans the calls ranked calls q ± kNoiseZ sqrt(calls q (1 - q)), read from
-// the percentiles, and is open (0 or infinite) past the fastest or the slowest call.
+// the percentiles, and is open (0 or infinite) past the fastest or the slowest call. CPU time
+// per call is n samples of cpu_period_ns over the calls: n is Poisson, its interval n ±
+// kNoiseZ sqrt(max(n, 1)).
 Interval noise_interval(const Column& column, const Spread& side, double value);
 // Whether `column` changed significantly from `b` (BASE) to `n` (NEW).
 bool significant(const Column& column, const Spread& base, const Spread& now, double b, double n);
@@ -105,7 +111,10 @@ struct Comparison {
   std::vector<std::string> rules;
   std::vector<Row> rows;     // by impact, largest first
   std::optional<Row> totals; // heap: the sums over every site (rules apply to it too)
+  bool cpu = false;          // timing: both sides have CPU samples, the CPU columns compared
   bool failed() const;
+  // Whether `column` is in the table and the JSON.
+  bool shows(const Column& column) const { return cpu || !column.sampled(); }
 };
 
 // BASE and NEW compared; a Failure (kUsage) when they are of different kinds or malformed.

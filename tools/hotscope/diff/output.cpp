@@ -73,6 +73,9 @@ void add_lines(const Comparison& comparison, const Row& row, const std::string& 
   std::vector<std::string> now{"", "new"};
   std::vector<std::string> change{"", "change"};
   for (std::size_t i = 0; i < all.size(); ++i) {
+    if (!comparison.shows(all[i])) {
+      continue;
+    }
     const Cell& cell = row.cells[i];
     const bool one_sided = row.side != Side::Both && timing;
     base.push_back(cell.base && !(row.side == Side::NewOnly) ? value_text(all[i].unit, *cell.base)
@@ -149,19 +152,23 @@ std::string as_text(const Comparison& comparison) {
             "new, largest first.\n"
           : "Allocation sites by impact: the largest growth in bytes (total, at t-gmax or at "
             "t-end), largest first.\n";
-  text += timing ? fmt::format("A change in parentheses is not significant: too few calls (10; "
-                               "20 for P95, 100 for P99), within the noise the two sides' "
-                               "spreads and calls imply, or under {:g} % "
-                               "(docs/diff-and-report.md).\n",
-                               kDriftFloor * 100)
-                 : "Frames are matched by function and file.\n";
+  text += timing
+              ? fmt::format("A change in parentheses is not significant: too few calls (10; "
+                            "20 for P95, 100 for P99), within the noise the two sides' "
+                            "spreads and calls imply, or under {:g} %{} "
+                            "(docs/diff-and-report.md).\n",
+                            kDriftFloor * 100,
+                            comparison.cpu ? "; CPU: within the noise of the samples' counts" : "")
+              : "Frames are matched by function and file.\n";
   if (!comparison.rules.empty()) {
     text += "! marks a row that fails a --fail-on rule.\n";
   }
   std::vector<std::vector<std::string>> lines;
   std::vector<std::string> heading{timing ? "  Function" : "  Site", ""};
   for (const Column& column : columns(comparison.kind)) {
-    heading.emplace_back(column.heading);
+    if (comparison.shows(column)) {
+      heading.emplace_back(column.heading);
+    }
   }
   heading.emplace_back("Impact");
   lines.push_back(heading);
@@ -171,7 +178,7 @@ std::string as_text(const Comparison& comparison) {
   for (const Row& row : comparison.rows) {
     add_lines(comparison, row, timing ? row_label(row) : row.name, lines);
   }
-  text += aligned(lines, columns(comparison.kind).size());
+  text += aligned(lines, heading.size() - 3);
   if (comparison.rows.empty()) {
     text += timing ? "(no function on either side)\n" : "(no allocation site on either side)\n";
   }
@@ -216,7 +223,9 @@ nlohmann::json row_json(const Comparison& comparison, const Row& row) {
   out["fails"] = row.failed;
   const std::vector<Column>& all = columns(comparison.kind);
   for (std::size_t i = 0; i < all.size(); ++i) {
-    out["columns"][all[i].key] = cell_json(row.cells[i]);
+    if (comparison.shows(all[i])) {
+      out["columns"][all[i].key] = cell_json(row.cells[i]);
+    }
   }
   return out;
 }

@@ -119,6 +119,8 @@ const std::vector<Column>& columns(profiles::Kind kind) {
       {"total", "Total/call", Unit::Nanoseconds, 10, Noise::Mean},
       {"alloc_bytes", "Alloc/call", Unit::Bytes, 10},
       {"alloc_blocks", "Blocks/call", Unit::Count, 10},
+      {"cpu_self", "CPU self/call", Unit::Nanoseconds, 1, Noise::Samples},
+      {"cpu_total", "CPU total/call", Unit::Nanoseconds, 1, Noise::Samples},
   };
   static const std::vector<Column> heap{
       {"total_bytes", "Total", Unit::Bytes, 0},    {"total_blocks", "Blocks", Unit::Count, 0},
@@ -229,6 +231,12 @@ Interval noise_interval(const Column& column, const Spread& side, double value) 
   case Noise::Mean:
   case Noise::Self: {
     const double half = kNoiseZ * sigma(side) / std::sqrt(calls);
+    return {value - half, value + half};
+  }
+  case Noise::Samples: {
+    const double period = side.cpu_period_ns;
+    const double samples = period > 0 ? value * calls / period : 0;
+    const double half = kNoiseZ * std::sqrt(std::max(samples, 1.0)) * period / calls;
     return {value - half, value + half};
   }
   case Noise::Percentile:

@@ -36,7 +36,8 @@ struct FunctionStats {
                 self_ns = 0, total_ns = 0;
   std::uint64_t alloc_bytes_self = 0, alloc_blocks_self = 0, alloc_bytes_total = 0,
                 alloc_blocks_total = 0;
-  std::uint32_t given = 0; // which keys the entry has: bits of has()
+  std::uint64_t cpu_self_ns = 0, cpu_total_ns = 0; // sampled (docs/cpu.md)
+  std::uint32_t given = 0;                         // which keys the entry has: bits of has()
   // Whether the entry has `key` ("p999_ns"): a figure it lacks is not known, rather than 0.
   bool has(std::string_view key) const;
 };
@@ -64,6 +65,7 @@ struct ThreadStats {
   // track), the zeros are unknowns.
   std::optional<std::string> state;
   std::optional<std::uint64_t> cpu_user_ns, cpu_system_ns, voluntary_switches, involuntary_switches;
+  std::optional<std::uint64_t> cpu_samples; // the CPU sampler's samples of the thread
   Records records;
   std::optional<Batches> batches;
   std::vector<FunctionStats> functions; // stats.json's layout "full" only
@@ -92,6 +94,12 @@ struct TaskStats {
                 lifetime_p99_ns = 0;
 };
 
+// The CPU sampler's figures, stats.json's "cpu" (docs/cpu.md).
+struct CpuSampling {
+  std::uint64_t hz = 0, period_ns = 0, samples = 0, lost = 0, incomplete = 0, unstored = 0;
+  std::string problem; // why the sampler could not run; "" when it could
+};
+
 struct Stats {
   std::string hotscope_version;
   std::optional<std::string> process_name;
@@ -105,6 +113,9 @@ struct Stats {
   // None when the file has no such key (an older hotscope).
   std::optional<std::vector<QueueStats>> queues;
   std::optional<std::vector<TaskStats>> tasks;
+  std::optional<CpuSampling> cpu;
+  // Whether the run has CPU samples: its per-function CPU figures are measured, not unknown.
+  bool has_cpu_samples() const { return cpu && cpu->samples > 0; }
 };
 
 // GET /v1/threads.

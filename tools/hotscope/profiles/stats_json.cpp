@@ -44,6 +44,8 @@ const FunctionField kFunctionFields[] = {
     {"alloc_blocks_self", &FunctionStats::alloc_blocks_self, Type::Count},
     {"alloc_bytes_total", &FunctionStats::alloc_bytes_total, Type::Count},
     {"alloc_blocks_total", &FunctionStats::alloc_blocks_total, Type::Count},
+    {"cpu_self_ns", &FunctionStats::cpu_self_ns, Type::Number},
+    {"cpu_total_ns", &FunctionStats::cpu_total_ns, Type::Number},
 };
 constexpr std::size_t kFieldCount = std::size(kFunctionFields);
 constexpr std::size_t kNoField = kFieldCount;
@@ -188,6 +190,7 @@ ThreadStats thread_of(const Json& thread) {
   row.cpu_system_ns = optional_count(thread, "cpu_system_ns");
   row.voluntary_switches = optional_count(thread, "voluntary_switches");
   row.involuntary_switches = optional_count(thread, "involuntary_switches");
+  row.cpu_samples = optional_count(thread, "cpu_samples");
   row.records = records_of(thread);
   if (const auto found = thread.find("batches"); found != thread.end() && found->is_object()) {
     row.batches = Batches{count_at(*found, "accepted"), count_at(*found, "rejected"),
@@ -296,6 +299,12 @@ void read_rest(const Json& document, Stats& stats) {
   stats.threads = threads_of(document);
   stats.queues = list_of(document, "queues", queue_of);
   stats.tasks = list_of(document, "tasks", task_of);
+  if (const auto cpu = document.find("cpu"); cpu != document.end() && cpu->is_object()) {
+    stats.cpu = CpuSampling{count_at(*cpu, "hz"),         count_at(*cpu, "period_ns"),
+                            count_at(*cpu, "samples"),    count_at(*cpu, "lost"),
+                            count_at(*cpu, "incomplete"), count_at(*cpu, "unstored"),
+                            text_at(*cpu, "problem")};
+  }
 }
 
 void check_functions(const Checker& checker, const Json& owner, const std::string& where) {
@@ -326,6 +335,7 @@ void check_thread_list(const Checker& checker, const Json& owner) {
                   {"cpu_system_ns", Type::Number},
                   {"voluntary_switches", Type::Count},
                   {"involuntary_switches", Type::Count},
+                  {"cpu_samples", Type::Count},
                   {"records", Type::Object},
                   {"functions", Type::Array},
                   {"open_scopes", Type::Array},
@@ -363,7 +373,8 @@ void check_stats(const Json& document, const std::string& source) {
                 {"clock", Type::Object},
                 {"records", Type::Object},
                 {"allocations", Type::Object},
-                {"threads", Type::Array}});
+                {"threads", Type::Array},
+                {"cpu", Type::Object}});
   if (const auto clock = document.find("clock"); clock != document.end()) {
     checker.keys(*clock, "\"clock\"",
                  {{"source", Type::String},
@@ -374,6 +385,16 @@ void check_stats(const Json& document, const std::string& source) {
   if (const auto allocations = document.find("allocations"); allocations != document.end()) {
     checker.keys(*allocations, "\"allocations\"",
                  {{"bytes", Type::Count}, {"blocks", Type::Count}});
+  }
+  if (const auto cpu = document.find("cpu"); cpu != document.end()) {
+    checker.keys(*cpu, "\"cpu\"",
+                 {{"hz", Type::Count},
+                  {"period_ns", Type::Count},
+                  {"samples", Type::Count},
+                  {"lost", Type::Count},
+                  {"incomplete", Type::Count},
+                  {"unstored", Type::Count},
+                  {"problem", Type::String}});
   }
   check_functions(checker, document, "");
   check_thread_list(checker, document);

@@ -47,8 +47,15 @@ std::string colour(const std::string& name, FlameUnit unit) {
 }
 
 std::string value_text(std::uint64_t value, FlameUnit unit) {
-  return unit == FlameUnit::Bytes ? exporters::detail::human_bytes(value)
-                                  : exporters::detail::human_duration(static_cast<double>(value));
+  switch (unit) {
+  case FlameUnit::Bytes:
+    return exporters::detail::human_bytes(value);
+  case FlameUnit::Samples:
+    return fmt::format("{} sample{}", value, value == 1 ? "" : "s");
+  case FlameUnit::Nanoseconds:
+    break;
+  }
+  return exporters::detail::human_duration(static_cast<double>(value));
 }
 
 // `name` cut to what fits `width` pixels ("" when not even three characters do).
@@ -266,7 +273,9 @@ std::string flame_svg(const FlameGraph& graph, const FlameStyle& style) {
       "width=\"{0}\" height=\"{1}\" viewBox=\"0 0 {0} {1}\" data-width=\"{2}\" "
       "data-margin=\"{3}\" data-char-width=\"{4:.3f}\" data-unit=\"{5}\">\n",
       kWidth, height, kWidth - 2 * kMargin, kMargin, kCharWidth,
-      style.unit == FlameUnit::Bytes ? "bytes" : "ns");
+      style.unit == FlameUnit::Bytes     ? "bytes"
+      : style.unit == FlameUnit::Samples ? "samples"
+                                         : "ns");
   if (style.standalone) {
     svg += fmt::format("<style>{}</style>\n", assets::kFlameCss);
   }

@@ -1,6 +1,7 @@
 // report.html: one self-contained page for a reports directory: the summary, the per-function
-// table (sortable), the flame graph of trace.folded, the threads with their functions, and the
-// top heap sites with a flame graph of their bytes when heap.json is there.
+// table (sortable; CPU self and total when the run has CPU samples), the flame graphs of
+// trace.folded and of cpu.folded when there, the threads with their functions, and the top heap
+// sites with a flame graph of their bytes when heap.json is there.
 #include "markup.hpp"
 #include "report.hpp"
 
@@ -56,12 +57,21 @@ std::string heading_row(const std::vector<std::string>& headings) {
   return row + "</tr>";
 }
 
+// What the tables of functions show besides their timing.
+struct Extras {
+  bool allocations = false;
+  bool cpu = false; // the run has CPU samples: CPU self and total are measured
+};
+
 // A table of functions as stats.json lists them (by total time).
 std::string functions_table(const std::vector<profiles::FunctionStats>& functions,
-                            double duration_ns, bool allocations, const std::string& id) {
+                            double duration_ns, Extras extras, const std::string& id) {
   std::vector<std::string> headings{"Function", "Calls", "Mean",  "P50",    "P95",
                                     "P99",      "Self",  "Total", "% Total"};
-  if (allocations) {
+  if (extras.cpu) {
+    headings.insert(headings.end(), {"CPU Self", "CPU Total"});
+  }
+  if (extras.allocations) {
     headings.insert(headings.end(), {"Alloc Self", "Alloc Total", "Blocks Total"});
   }
   std::string html = fmt::format("<table class=\"sortable functions\" id=\"{}\"><thead>{}</thead>"
@@ -82,7 +92,11 @@ std::string functions_table(const std::vector<profiles::FunctionStats>& function
             timing(static_cast<double>(function.self_ns)) + timing(total);
     const double share = duration_ns > 0 ? 100 * total / duration_ns : 0;
     html += timed ? cell(share, fmt::format("{:.2f}%", share)) : unknown_cell();
-    if (allocations) {
+    if (extras.cpu) {
+      html += time_cell(static_cast<double>(function.cpu_self_ns)) +
+              time_cell(static_cast<double>(function.cpu_total_ns));
+    }
+    if (extras.allocations) {
       html += bytes_cell(function.alloc_bytes_self) + bytes_cell(function.alloc_bytes_total) +
               count_cell(function.alloc_blocks_total);
     }
@@ -95,11 +109,16 @@ std::string thread_label(const profiles::ThreadStats& thread) {
   return thread.name.empty() ? fmt::format("thread {}", thread.os_tid) : thread.name;
 }
 
-std::string threads_section(const profiles::Stats& stats, double duration_ns, bool allocations) {
+std::string threads_section(const profiles::Stats& stats, double duration_ns, Extras extras) {
   std::string html = "<section id=\"threads\"><h2>Threads</h2>\n";
+  std::vector<std::string> headings{"Thread",     "TID",          "CPU User",
+                                    "CPU System", "Voluntary Sw", "Involuntary Sw",
+                                    "Records",    "Dropped"};
+  if (extras.cpu) {
+    headings.emplace_back("CPU Samples");
+  }
   html += fmt::format("<table class=\"sortable\" id=\"threads-table\"><thead>{}</thead><tbody>\n",
-                      heading_row({"Thread", "TID", "CPU User", "CPU System", "Voluntary Sw",
-                                   "Involuntary Sw", "Records", "Dropped"}));
+                      heading_row(headings));
   for (const profiles::ThreadStats& thread : stats.threads) {
     html += fmt::format("<tr><td data-value=\"{0}\">{0}{1}</td>", escape(thread_label(thread)),
                         thread.exited ? " (exited)" : "");
@@ -114,7 +133,11 @@ std::string threads_section(const profiles::Stats& stats, double duration_ns, bo
     html += count_cell(static_cast<std::uint64_t>(thread.os_tid)) + os_time(thread.cpu_user_ns) +
             os_time(thread.cpu_system_ns) + os_count(thread.voluntary_switches) +
             os_count(thread.involuntary_switches) + count_cell(thread.records.written) +
-            count_cell(thread.records.dropped) + "</tr>\n";
+            count_cell(thread.records.dropped);
+    if (extras.cpu) {
+      html += thread.cpu_samples ? count_cell(*thread.cpu_samples) : unknown_cell();
+    }
+    html += "</tr>\n";
   }
   html += "</tbody></table>\n";
   for (const profiles::ThreadStats& thread : stats.threads) {
@@ -123,21 +146,22 @@ std::string threads_section(const profiles::Stats& stats, double duration_ns, bo
                         "dropped={}</p>\n",
                         escape(thread_label(thread)), thread.os_tid, records.written, records.kept,
                         records.dropped);
-    html += functions_table(thread.functions, duration_ns, allocations,
+    html += functions_table(thread.functions, duration_ns, extras,
                             fmt::format("thread-{}", thread.index));
   }
   return html + "</section>\n";
 }
 
-std::string flame_section(const std::optional<std::string>& folded, const std::string& source) {
+// The flame graph of the time by stack of the trace window.
+std::string flame_section(const FoldedFile& folded) {
   std::string html = "<section id=\"flame\"><h2>Flame graph</h2>\n";
   const char* name = file_of(Format::Folded);
-  if (!folded) {
+  if (!folded.text) {
     return html + fmt::format("<p class=\"note\">No {} in this directory (a process run with "
                               "HOTSCOPE_TRACE_MIB=0 keeps no trace).</p></section>\n",
                               name);
   }
-  const profiles::StackLines stacks = profiles::folded_stacks(*folded, source);
+  const profiles::StackLines stacks = profiles::folded_stacks(*folded.text, folded.source);
   if (stacks.starts.empty()) {
     return html + fmt::format("<p class=\"note\">{} holds no stack: no scope ran in the trace "
                               "window.</p></section>\n",
@@ -149,6 +173,25 @@ std::string flame_section(const std::optional<std::string>& folded, const std::s
                       name);
   return html +
          flame_svg(flame_graph(stacks), {"Time by stack", name, FlameUnit::Nanoseconds, false}) +
+         "</section>\n";
+}
+
+// The flame graph of the CPU samples by stack (docs/cpu.md), when the directory has them.
+std::string cpu_flame_section(const FoldedFile& folded) {
+  if (!folded.text) {
+    return "";
+  }
+  const char* name = file_of(Format::CpuFolded);
+  const profiles::StackLines stacks = profiles::folded_stacks(*folded.text, folded.source);
+  std::string html = "<section id=\"cpu-flame\"><h2>CPU flame graph</h2>\n";
+  if (stacks.starts.empty()) {
+    return html + fmt::format("<p class=\"note\">{} holds no stack.</p></section>\n", name);
+  }
+  html += fmt::format("<p class=\"note\">CPU samples by stack ({}): native frames, and the scopes "
+                      "open at each sample among them. A thread that waits has none.</p>\n",
+                      name);
+  return html +
+         flame_svg(flame_graph(stacks), {"CPU samples by stack", name, FlameUnit::Samples, false}) +
          "</section>\n";
 }
 
@@ -236,15 +279,17 @@ std::string html_report(const std::string& dir) {
   if (const fs::path heap_file = root / file_of(Format::Dhat); fs::exists(heap_file)) {
     heap = profiles::read_profile(heap_file.string());
   }
-  const fs::path folded = root / file_of(Format::Folded);
-  return html_page(stats, heap,
-                   fs::exists(folded) ? std::optional(profiles::read_text(folded.string()))
-                                      : std::nullopt,
-                   folded.string());
+  const auto folded = [&](Format format) {
+    const fs::path file = root / file_of(format);
+    return FoldedFile{fs::exists(file) ? std::optional(profiles::read_text(file.string()))
+                                       : std::nullopt,
+                      file.string()};
+  };
+  return html_page(stats, heap, folded(Format::Folded), folded(Format::CpuFolded));
 }
 
 std::string html_page(const profiles::Profile& stats, const std::optional<profiles::Profile>& heap,
-                      const std::optional<std::string>& folded, const std::string& folded_source) {
+                      const FoldedFile& folded, const FoldedFile& cpu_folded) {
   if (stats.kind != profiles::Kind::Stats) {
     throw Failure(kUsage, fmt::format("{} is {}, not a stats.json", stats.source,
                                       profiles::kind_name(stats.kind)));
@@ -255,7 +300,7 @@ std::string html_page(const profiles::Profile& stats, const std::optional<profil
   }
   const profiles::Stats& document = stats.stats;
   const double duration_ns = document.duration_ns;
-  const bool allocations = document.allocated_blocks > 0;
+  const Extras extras{document.allocated_blocks > 0, document.has_cpu_samples()};
   std::string html = fmt::format(
       "<!DOCTYPE html>\n<html lang=\"en\"><head><meta "
       "charset=\"utf-8\">\n<link rel=\"icon\" href=\"data:,\">\n<title>hotscope report: {} (pid "
@@ -263,15 +308,21 @@ std::string html_page(const profiles::Profile& stats, const std::optional<profil
       escape(document.process_name.value_or("")), document.pid, assets::kReportCss,
       assets::kFlameCss);
   html += header(document);
-  html += "<nav><a href=\"#functions\">Functions</a><a href=\"#flame\">Flame graph</a><a "
-          "href=\"#threads\">Threads</a>";
+  html += "<nav><a href=\"#functions\">Functions</a><a href=\"#flame\">Flame graph</a>";
+  html += cpu_folded.text ? "<a href=\"#cpu-flame\">CPU flame graph</a>" : "";
+  html += "<a href=\"#threads\">Threads</a>";
   html += heap ? "<a href=\"#heap\">Heap</a></nav>\n" : "</nav>\n";
-  html += "<section id=\"functions\"><h2>Functions</h2>\n<p class=\"note\">Over all threads; "
-          "% Total is total time over the duration. Click a heading to sort.</p>\n";
-  html += functions_table(document.functions, duration_ns, allocations, "functions-table");
+  html += fmt::format("<section id=\"functions\"><h2>Functions</h2>\n<p class=\"note\">Over all "
+                      "threads; % Total is total time over the duration.{} Click a heading to "
+                      "sort.</p>\n",
+                      extras.cpu ? " CPU Self and CPU Total are sampled CPU time while the "
+                                   "function was the innermost open scope, or open at all."
+                                 : "");
+  html += functions_table(document.functions, duration_ns, extras, "functions-table");
   html += "</section>\n";
-  html += flame_section(folded, folded_source);
-  html += threads_section(document, duration_ns, allocations);
+  html += flame_section(folded);
+  html += cpu_flame_section(cpu_folded);
+  html += threads_section(document, duration_ns, extras);
   if (heap) {
     html += heap_section(*heap);
   }

@@ -47,7 +47,7 @@ inline constexpr char kHeapSeparator = '\x1f';
 // ("parse (service.cpp:40)"); sites with none of those bytes are left out.
 std::string heap_stacks(const std::vector<profiles::Site>& sites, HeapBytes which);
 
-enum class FlameUnit { Nanoseconds, Bytes };
+enum class FlameUnit { Nanoseconds, Bytes, Samples };
 struct FlameStyle {
   std::string title;
   std::string subtitle;
@@ -59,13 +59,19 @@ struct FlameStyle {
 // The drawn frames' names are cut at 1,000 bytes.
 std::string flame_svg(const FlameGraph& graph, const FlameStyle& style);
 
-// report.html for the reports directory `dir` (stats.json; trace.folded and heap.json when
-// there); a Failure (kUsage) when it has no stats.json or a file is not what its name says.
+// report.html for the reports directory `dir` (stats.json; trace.folded, cpu.folded and
+// heap.json when there); a Failure (kUsage) when it has no stats.json or a file is not what its
+// name says.
 std::string html_report(const std::string& dir);
-// The same page from what those files hold (`folded`: trace.folded's text, read from
-// `folded_source`).
+// Folded stacks as the page gets them: the file's text when there, and where it was read from.
+struct FoldedFile {
+  std::optional<std::string> text;
+  std::string source;
+};
+// The same page from what those files hold (`folded`: trace.folded's, `cpu_folded`:
+// cpu.folded's).
 std::string html_page(const profiles::Profile& stats, const std::optional<profiles::Profile>& heap,
-                      const std::optional<std::string>& folded, const std::string& folded_source);
+                      const FoldedFile& folded, const FoldedFile& cpu_folded = {});
 
 // `hotscope report` and `hotscope flame`.
 class ReportCommands {

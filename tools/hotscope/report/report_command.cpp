@@ -16,20 +16,21 @@ ReportCommands::ReportCommands(CLI::App& app) {
   const auto file = [](Format format) { return exporters::format_info(format).file; };
   report_ = app.add_subcommand(
       "report", "Write one self-contained HTML page for a reports directory: functions, flame "
-                "graph, threads, heap sites");
+                "graphs, threads, heap sites");
   report_
       ->add_option("dir", input_,
                    fmt::format("The directory hotscope wrote its reports into (HOTSCOPE_OUT: {}, "
-                               "{}, {})",
-                               file(Format::StatsJson), file(Format::Folded), file(Format::Dhat)))
+                               "{}, {}, {})",
+                               file(Format::StatsJson), file(Format::Folded),
+                               file(Format::CpuFolded), file(Format::Dhat)))
       ->required();
   report_->add_option("-o,--output", output_, "Write to FILE (default DIR/report.html)");
   report_->footer("Exit codes: 0 written, 2 bad input, 8 the output cannot be written "
                   "(docs/diff-and-report.md).");
   flame_ = app.add_subcommand(
-      "flame", fmt::format("Draw a flame graph as an interactive SVG: {} (time by stack) or {} "
-                           "(bytes by allocation stack)",
-                           file(Format::Folded), file(Format::Dhat)));
+      "flame", fmt::format("Draw a flame graph as an interactive SVG: {} (time by stack), {} "
+                           "(CPU samples by stack) or {} (bytes by allocation stack)",
+                           file(Format::Folded), file(Format::CpuFolded), file(Format::Dhat)));
   flame_
       ->add_option("file", input_,
                    fmt::format("{} (or any folded stacks), or a {}", file(Format::Folded),
@@ -100,7 +101,11 @@ int ReportCommands::run_flame() const {
                                                                             : "total");
   } else {
     stacks = profiles::folded_stacks(text, input_);
-    style.subtitle = "self time by stack (folded stacks, counts in ns)";
+    // cpu.folded counts samples; other folded stacks, trace.folded's among them, nanoseconds.
+    const bool samples = name == exporters::format_info(exporters::Format::CpuFolded).file;
+    style.unit = samples ? FlameUnit::Samples : FlameUnit::Nanoseconds;
+    style.subtitle =
+        samples ? "CPU samples by stack" : "self time by stack (folded stacks, counts in ns)";
     if (stacks.starts.empty()) {
       throw Failure(kUsage,
                     fmt::format("{} holds no folded stacks (lines 'frame;frame count') and "
