@@ -225,20 +225,24 @@ AgentCommands::AgentCommands(CLI::App& app) {
                    "milliseconds as stuck, and list them first")
       ->check(number_in(0, HUGE_VAL, true))
       ->capture_default_str();
+  const char* pprof_file = exporters::format_info(exporters::Format::PprofCpu).file;
+  const char* folded_file = exporters::format_info(exporters::Format::CpuFolded).file;
   CLI::App* cpu = add_targeted(app, "cpu",
-                               "Write the CPU profile of the next N seconds (cpu.pb.gz, pprof); "
-                               "the agent samples for them if its sampler is off");
+                               fmt::format("Write the CPU profile of the next N seconds ({}, "
+                                           "pprof); the agent samples for them if its sampler "
+                                           "is off",
+                                           pprof_file));
   cpu->add_option("--seconds", cpu_.seconds, "How long to sample (whole seconds)")
       ->check(whole_number(1, kMostCpuSeconds))
       ->capture_default_str();
-  cpu->add_flag("--folded", cpu_.folded, "Write folded stacks (cpu.folded) instead of pprof");
+  cpu->add_flag("--folded", cpu_.folded,
+                fmt::format("Write folded stacks ({}) instead of pprof", folded_file));
   cpu->add_option("--top", cpu_.top,
                   "Also print the K functions with most CPU time in those seconds")
       ->check(whole_number(1, 1'000'000));
   cpu->footer(fmt::format("Exactly one of -p and -n. -o defaults to {} ({} with --folded); -o - "
                           "is standard output. Exit codes: see docs/agent.md.",
-                          exporters::format_info(exporters::Format::PprofCpu).file,
-                          exporters::format_info(exporters::Format::CpuFolded).file));
+                          pprof_file, folded_file));
   add_targeted(app, "metrics", "Print the Prometheus metrics");
   add_targeted(app, "reset",
                "Start a new measuring window for the statistics, the trace and the heap totals "
