@@ -57,17 +57,21 @@ protected:
     run_workload("base", "");
     run_workload("again", "");
     run_workload("new", "--slow --leak");
+    // CPU samples at 999 Hz: regressed spins 40 ms in all, then 200 ms (40 against 200 samples).
+    run_workload("cpu-base", "", "HOTSCOPE_CPU_HZ=999");
+    run_workload("cpu-new", "--slow", "HOTSCOPE_CPU_HZ=999");
   }
   static void TearDownTestSuite() {
     if (!::testing::UnitTest::GetInstance()->Failed()) {
       fs::remove_all(dir_);
     }
   }
-  static void run_workload(const std::string& name, const std::string& options) {
+  static void run_workload(const std::string& name, const std::string& options,
+                           const std::string& environment = "") {
     const std::string command =
         "env HOTSCOPE_OUT=" + (dir_ / name).string() +
-        " HOTSCOPE_HEAP_MODE=full HOTSCOPE_HEAP_SUMMARY=0 HOTSCOPE_AGENT=0 " + WORKLOAD_PROGRAM +
-        " " + options;
+        " HOTSCOPE_HEAP_MODE=full HOTSCOPE_HEAP_SUMMARY=0 HOTSCOPE_AGENT=0 " + environment + " " +
+        WORKLOAD_PROGRAM + " " + options;
     ASSERT_EQ(std::system(command.c_str()), 0) << command;
     for (const char* file : {"stats.json", "trace.folded", "heap.json"}) {
       ASSERT_TRUE(fs::exists(dir_ / name / file)) << name << "/" << file;
@@ -253,6 +257,39 @@ TEST_F(CompareCli, BadInputIsOneLineAndExitTwo) {
     EXPECT_EQ(lines_of(result.err).size(), 1U) << c.args << ": " << result.err;
     EXPECT_EQ(result.err.rfind("hotscope: ", 0), 0U) << result.err;
     EXPECT_NE(result.err.find(c.says), std::string::npos) << c.args << ": " << result.err;
+  }
+}
+
+// Two runs sampled for CPU: regressed's CPU per call is compared and fails the gate (the steady
+// functions are not checked: the kernel's tick, on which CPU-clock timers fire, aliases with this
+// program's fixed rhythm and moves samples between its neighbouring scopes,
+// docs/diff-and-report.md); against a run without samples, no CPU column. The report has the
+// CPU columns and the CPU flame graph of cpu.folded.
+TEST_F(CompareCli, CpuPerCallIsComparedWhenBothRunsHaveSamples) {
+  const Result diff = hotscope("diff " + path("cpu-base/stats.json") + " " +
+                               path("cpu-new/stats.json") + " --json --fail-on 'cpu_total>+50%'");
+  EXPECT_EQ(diff.status, 1) << diff.err << diff.out;
+  const Json json = Json::parse(diff.out);
+  const auto regressed =
+      std::find_if(json.at("rows").begin(), json.at("rows").end(),
+                   [](const Json& row) { return row.at("name") == "regressed"; });
+  ASSERT_NE(regressed, json.at("rows").end()) << diff.out;
+  // 200 -> 1000 µs a call: at least twice the main thread's whole CPU per request before.
+  const Json& cpu = regressed->at("columns").at("cpu_total");
+  EXPECT_TRUE(cpu.at("significant").get<bool>()) << regressed->dump();
+  EXPECT_GT(cpu.at("percent").get<double>(), 50) << regressed->dump();
+  EXPECT_EQ(regressed->at("fails"), Json::array({"cpu_total>+50%"}));
+  const Result one_sided = hotscope("diff " + path("base/stats.json") + " " +
+                                    path("cpu-new/stats.json") + " --fail-on 'cpu_self>+1%'");
+  EXPECT_EQ(one_sided.status, 0) << one_sided.err << one_sided.out;
+  EXPECT_EQ(one_sided.out.find("CPU self/call"), std::string::npos) << one_sided.out;
+
+  const Result report = hotscope("report " + path("cpu-new"));
+  ASSERT_EQ(report.status, 0) << report.err;
+  const std::string html = slurp(path("cpu-new/report.html"));
+  for (const char* part :
+       {">CPU Self<", ">CPU Total<", "id=\"cpu-flame\"", "data-unit=\"samples\""}) {
+    EXPECT_NE(html.find(part), std::string::npos) << part;
   }
 }
 
