@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <map>
 #include <optional>
+#include <string_view>
 #include <tuple>
 
 namespace hotscope::cli {
@@ -47,18 +48,19 @@ std::string share(std::uint64_t ns, std::uint64_t all_ns) {
 CpuWindow cpu_window(const profiles::Stats& before, const profiles::Stats& after) {
   // A measuring window that is shorter than before started after it: all of it is new.
   const bool reset = after.duration_ns < before.duration_ns;
-  std::map<std::tuple<std::string_view, std::string_view, int>, const profiles::FunctionStats*>
-      earlier;
+  // Views into the rows of `before` and `after`, which outlive the map.
+  using Key = std::tuple<std::string_view, std::string_view, int>;
+  std::map<Key, const profiles::FunctionStats*> earlier;
   if (!reset) {
     for (const profiles::FunctionStats& function : before.functions) {
-      earlier.emplace(std::tuple(function.name, function.file, function.line), &function);
+      earlier.emplace(Key{function.name, function.file, function.line}, &function);
     }
   }
   CpuWindow window;
   for (const profiles::FunctionStats& function : after.functions) {
     CpuRow row{function.name, function.file, function.line, function.cpu_self_ns,
                function.cpu_total_ns};
-    if (const auto found = earlier.find(std::tuple(function.name, function.file, function.line));
+    if (const auto found = earlier.find(Key{function.name, function.file, function.line});
         found != earlier.end()) {
       row.self_ns -= std::min(row.self_ns, found->second->cpu_self_ns);
       row.total_ns -= std::min(row.total_ns, found->second->cpu_total_ns);
