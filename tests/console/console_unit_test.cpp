@@ -221,6 +221,19 @@ TEST(ConsoleFunctions, TheCpuColumnIsADashWithoutSamples) {
     EXPECT_EQ(cpu_cells(none), (std::vector<std::string>{"work -", "idle -"})) << none;
   }
   EXPECT_EQ(column_heading(*column_of_key('u')), "CPU");
+
+  // The detail pane: CPU self and with callees, and their share of the wall time.
+  answer["functions"][0]["cpu_self_ns"] = 20'000'000;
+  answer["cpu"] = Json{{"hz", 99}, {"period_ns", 10'101'010}, {"samples", 3}};
+  Model model;
+  update(model, answer);
+  ViewState state;
+  state.selected[0] = model.functions().front().key;
+  EXPECT_TRUE(contains(function_detail(model, state, Glyphs{}, 120).detail,
+                       "  CPU: self 20.00 ms, with callees 30.00 ms (60.0% of its wall time)"));
+  answer.erase("cpu");
+  update(model, answer);
+  EXPECT_FALSE(contains(function_detail(model, state, Glyphs{}, 120).detail, "CPU:"));
 }
 
 // A guest track's batch figures from the statistics, its last rejection highlighted; threads

@@ -1,5 +1,6 @@
 // The functions tab's detail pane for the selected function: its latency percentiles as bars,
-// its p99 over the last refreshes, its callers and callees in the trace, its allocations.
+// its p99 over the last refreshes, its callers and callees in the trace, its CPU time and its
+// allocations.
 #include "model.hpp"
 #include "text.hpp"
 #include "view.hpp"
@@ -68,6 +69,16 @@ Page function_detail(const Model& model, const ViewState& state, const Glyphs& g
   page.detail.push_back(
       Line{"  callees: " + (model.has_flame() ? neighbours(model.callees(row->name), width - 12)
                                               : std::string("(asking for the trace...)"))});
+  if (model.stats().has_cpu_samples()) {
+    // Inclusive CPU over inclusive wall time: how much of its time it computed.
+    const double share = row->total_ns > 0 ? 100.0 * static_cast<double>(row->cpu_total_ns) /
+                                                 static_cast<double>(row->total_ns)
+                                           : 0;
+    page.detail.push_back(Line{fmt::format("  CPU: self {}, with callees {} ({} of its wall time)",
+                                           duration(static_cast<double>(row->cpu_self_ns)),
+                                           duration(static_cast<double>(row->cpu_total_ns)),
+                                           row->total_ns > 0 ? percent(share) : "-")});
+  }
   if (model.has_allocations()) {
     page.detail.push_back(Line{
         fmt::format("  allocations: self {} in {} blocks, with callees {} in {} blocks",
