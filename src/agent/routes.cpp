@@ -71,8 +71,8 @@ std::string usage(const Endpoint& endpoint) {
 constexpr double kDefaultProfileSeconds = 30;
 constexpr double kMostProfileSeconds = 3600;
 constexpr std::uint64_t kMostCpuProfileSeconds = 300;
-// The rate /debug/pprof/profile samples at when the sampler is off: HOTSCOPE_CPU_HZ's default
-// (docs/cpu.md).
+// The rate /debug/pprof/profile samples at when the sampler is off: the rate `hotscope run --cpu`
+// sets (docs/cpu.md).
 constexpr unsigned kAgentCpuHz = 99;
 
 // The agent's JSON answers: indented, invalid UTF-8 replaced, a line feed at the end.
