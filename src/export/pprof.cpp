@@ -79,14 +79,13 @@ void write_gzipped(std::span<const std::uint8_t> serialized, std::ostream& out) 
 
 // One Mapping per object with code in the process (id: its index + 1), so that a frame keeps its
 // object and offset; by address, so the program itself comes first, where pprof looks for the
-// main binary. `symbolized`: the profile's Lines name the functions already, pprof need not look
-// again; else pprof symbolizes the addresses from the files.
+// main binary. `known` holds the has_* flags: what the profile's Lines say already.
 template <typename CodeObjects>
 void write_mappings(pprof::ProfileWriter& writer, Strings& strings, const CodeObjects& objects,
-                    bool symbolized) {
+                    const pprof::Mapping& known) {
   for (std::size_t i = 0; i < objects.size(); ++i) {
     const auto& object = objects[i];
-    pprof::Mapping mapping;
+    pprof::Mapping mapping = known;
     mapping.id = i + 1;
     mapping.memory_start = object.start;
     mapping.memory_limit = object.limit;
@@ -95,8 +94,6 @@ void write_mappings(pprof::ProfileWriter& writer, Strings& strings, const CodeOb
     if constexpr (requires { object.build_id; }) {
       mapping.build_id = object.build_id.empty() ? 0 : strings.index(object.build_id);
     }
-    mapping.has_functions = mapping.has_filenames = symbolized;
-    mapping.has_line_numbers = mapping.has_inline_frames = symbolized;
     writer.mapping(mapping);
   }
 }
@@ -117,7 +114,11 @@ public:
 
   std::span<const std::uint8_t> write(std::int64_t period) {
     header(period);
-    write_mappings(writer_, strings_, profile_.mappings, true);
+    // Symbolized already: pprof need not look again.
+    pprof::Mapping symbolized;
+    symbolized.has_functions = symbolized.has_filenames = true;
+    symbolized.has_line_numbers = symbolized.has_inline_frames = true;
+    write_mappings(writer_, strings_, profile_.mappings, symbolized);
     const std::int64_t bytes_key = strings_.index("bytes");
     constexpr std::size_t samples_per_part = 8192;
     std::size_t in_part = 0;
@@ -220,22 +221,27 @@ private:
 };
 
 // The CPU profile's Locations: one per native instruction address, in the mapping that holds it,
-// without Lines (has_functions is false: pprof symbolizes the address from the mapping's file),
-// and one per open scope, without address, whose Line names the scope's Function.
+// and one per open scope, without address. A native Location's Line names its frame as cpu.folded
+// does, and pprof replaces it with function, file and line when it can symbolize the address
+// from the mapping's file (the mappings say nothing is symbolized); a Location left without a
+// Line would have pprof ask the agent for its name (/debug/pprof/symbol, not served: pprof fails).
+// A scope's Line names the scope's Function.
 class CpuLocations {
 public:
   CpuLocations(const CpuProfile& profile, pprof::ProfileWriter& writer, Strings& strings)
       : profile_(profile), writer_(writer), strings_(strings),
         scope_locations_(profile.scopes.size(), 0) {
     objects::add_build_ids(mappings_);
-    write_mappings(writer_, strings_, mappings_, false);
+    write_mappings(writer_, strings_, mappings_, pprof::Mapping{});
   }
 
   std::uint64_t native(std::uint64_t address) {
     const auto [location, inserted] = native_locations_.emplace(address, next_id_);
     if (inserted) {
       ++next_id_;
-      writer_.location({location->second, objects::mapping_of(mappings_, address), address}, {});
+      const pprof::Line line{native_function(address), 0};
+      writer_.location({location->second, objects::mapping_of(mappings_, address), address},
+                       std::span(&line, 1));
     }
     return location->second;
   }
@@ -254,13 +260,26 @@ public:
   }
 
 private:
+  // The Function of a native frame's name (docs/formats-output.md, "cpu.pb.gz").
+  std::uint64_t native_function(std::uint64_t address) {
+    const auto [function, inserted] =
+        native_functions_.emplace(objects::native_frame_name(address, mappings_), next_id_);
+    if (inserted) {
+      ++next_id_;
+      const std::int64_t name = strings_.index(function->first);
+      writer_.function({function->second, name, name, 0, 0});
+    }
+    return function->second;
+  }
+
   const CpuProfile& profile_;
   pprof::ProfileWriter& writer_;
   Strings& strings_;
   std::vector<objects::CodeMapping> mappings_ = objects::code_mappings();
   std::unordered_map<std::uint64_t, std::uint64_t> native_locations_;
+  std::unordered_map<std::string, std::uint64_t> native_functions_; // by name
   std::vector<std::uint64_t> scope_locations_; // by scope index; 0: not written yet
-  std::uint64_t next_id_ = 1;                  // a scope's Function shares its Location's id
+  std::uint64_t next_id_ = 1; // Locations' and Functions' (a scope's shares its Location's)
 };
 
 } // namespace

@@ -69,15 +69,20 @@ TEST(AgentPprof, GoToolPprofReadsTheWallProfileOverTcp) {
   EXPECT_LT(seconds, 2.1 * 8); // the demo's threads: acceptor, parser, two workers, writer...
 }
 
-// Go's path of the CPU profile: the sampler runs for the seconds asked (it is off in the demo).
+// Go's path of the CPU profile: the sampler runs for the seconds asked (it is off in the demo),
+// and the demo's scopes are frames among the native ones.
 TEST(AgentPprof, GoToolPprofReadsTheCpuProfileOverTcp) {
   Demo demo(Env{{"HOTSCOPE_AGENT_TCP", "127.0.0.1:0"}});
   const CommandResult top =
-      go_pprof(demo, {"-top", "-timeout=60",
-                      "http://" + tcp_address(demo) + "/debug/pprof/profile?seconds=1"});
+      go_pprof(demo, {"-top", "-nodefraction=0", "-timeout=60",
+                      "http://" + tcp_address(demo) + "/debug/pprof/profile?seconds=2"});
   ASSERT_EQ(top.status, 0) << top.err;
   EXPECT_NE(top.out.find("Type: cpu"), std::string::npos) << top.out;
-  EXPECT_NE(top.out.find("Duration: 1"), std::string::npos) << top.out;
+  EXPECT_NE(top.out.find("Duration: 2"), std::string::npos) << top.out;
+  const std::vector<std::string> functions = top_functions(top.out);
+  EXPECT_NE(std::find(functions.begin(), functions.end(), "demo::Service::handle_get"),
+            functions.end())
+      << top.out;
 }
 
 TEST(AgentPprof, TheHeapProfileOverTcpShowsTheServiceNotTheAllocator) {
