@@ -170,4 +170,21 @@ std::uint64_t instruction_address(const CpuFrame& frame, bool innermost_native) 
   return innermost_native || frame.address == 0 ? frame.address : frame.address - 1;
 }
 
+CpuAddresses cpu_addresses(const CpuProfile& cpu) {
+  CpuAddresses found;
+  for (const CpuStack& stack : cpu.stacks) {
+    bool innermost_native = true;
+    for (const CpuFrame& frame : stack.frames) {
+      if (!frame.is_scope()) {
+        const std::uint64_t address = instruction_address(frame, innermost_native);
+        innermost_native = false;
+        if (found.index.try_emplace(address, found.addresses.size()).second) {
+          found.addresses.push_back(address);
+        }
+      }
+    }
+  }
+  return found;
+}
+
 } // namespace hotscope::exporters::detail

@@ -9,6 +9,7 @@
 #include <map>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -76,5 +77,13 @@ std::map<ThreadStack, std::uint64_t> self_time_by_stack(const Snapshot& snapshot
 // stack's innermost native frame, the call before the return address for the others (so a
 // call that ends a function is not named after the next one).
 std::uint64_t instruction_address(const CpuFrame& frame, bool innermost_native);
+
+// The distinct instruction addresses of a CPU profile's native frames, first seen first, and
+// each one's place in that list: what the writers name in one call to the symbolizer.
+struct CpuAddresses {
+  std::vector<std::uint64_t> addresses;
+  std::unordered_map<std::uint64_t, std::size_t> index;
+};
+CpuAddresses cpu_addresses(const CpuProfile& cpu);
 
 } // namespace hotscope::exporters::detail

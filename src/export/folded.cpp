@@ -69,22 +69,9 @@ void write_folded(const Snapshot& snapshot, std::ostream& out) {
 void write_cpu_folded(const Snapshot& snapshot, std::ostream& out) {
   const CpuProfile& cpu = snapshot.cpu;
   // Each native address named once, all in one call to the symbolizer.
-  std::unordered_map<std::uint64_t, std::size_t> address_index;
-  std::vector<std::uint64_t> addresses;
-  for (const CpuStack& stack : cpu.stacks) {
-    bool innermost_native = true;
-    for (const CpuFrame& cpu_frame : stack.frames) {
-      if (!cpu_frame.is_scope()) {
-        const std::uint64_t address = detail::instruction_address(cpu_frame, innermost_native);
-        innermost_native = false;
-        if (address_index.try_emplace(address, addresses.size()).second) {
-          addresses.push_back(address);
-        }
-      }
-    }
-  }
+  const detail::CpuAddresses found = detail::cpu_addresses(cpu);
   const std::vector<std::vector<std::string>> native_names =
-      objects::native_frame_names(addresses, objects::code_mappings());
+      objects::native_frame_names(found.addresses, objects::code_mappings());
   std::map<std::string, std::uint64_t> samples; // sorted; stacks that read alike add up
   std::vector<const std::string*> names;        // innermost first
   std::vector<const std::string*> scopes;       // those of the next native frame, innermost first
@@ -100,7 +87,7 @@ void write_cpu_folded(const Snapshot& snapshot, std::ostream& out) {
       innermost_native = false;
       // A scope in a frame whose code was inlined from several functions sits right inside the
       // outermost of them, the one the frame belongs to.
-      const std::vector<std::string>& inlined = native_names[address_index.at(address)];
+      const std::vector<std::string>& inlined = native_names[found.index.at(address)];
       for (auto name = inlined.rbegin(); name + 1 != inlined.rend(); ++name) {
         names.push_back(&*name);
       }

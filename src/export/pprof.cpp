@@ -221,11 +221,11 @@ private:
 };
 
 // The CPU profile's Locations: one per native instruction address, in the mapping that holds it,
-// and one per open scope, without address. A native Location's Line names its frame as cpu.folded
-// does, and pprof replaces it with function, file and line when it can symbolize the address
-// from the mapping's file (the mappings say nothing is symbolized); a Location left without a
-// Line would have pprof ask the agent for its name (/debug/pprof/symbol, not served: pprof fails).
-// A scope's Line names the scope's Function.
+// and one per open scope, without address. A native Location's Lines name its frame as
+// cpu.folded does (inlined functions first), without file or line; pprof replaces them when it
+// symbolizes the address from the mapping's file itself (the mappings say nothing is
+// symbolized). A Location without Lines would have pprof ask the agent for its name
+// (/debug/pprof/symbol, not served: pprof fails). A scope's Line names the scope's Function.
 class CpuLocations {
 public:
   CpuLocations(const CpuProfile& profile, pprof::ProfileWriter& writer, Strings& strings)
@@ -239,9 +239,15 @@ public:
     const auto [location, inserted] = native_locations_.emplace(address, next_id_);
     if (inserted) {
       ++next_id_;
-      const pprof::Line line{native_function(address), 0};
+      // The frame's names outermost first (a function, then those inlined into it): its Lines
+      // innermost first.
+      const std::vector<std::string>& names = native_names_.at(addresses_.index.at(address));
+      lines_.clear();
+      for (auto name = names.rbegin(); name != names.rend(); ++name) {
+        lines_.push_back({native_function(*name), 0});
+      }
       writer_.location({location->second, objects::mapping_of(mappings_, address), address},
-                       std::span(&line, 1));
+                       lines_);
     }
     return location->second;
   }
@@ -261,9 +267,8 @@ public:
 
 private:
   // The Function of a native frame's name (docs/formats-output.md, "cpu.pb.gz").
-  std::uint64_t native_function(std::uint64_t address) {
-    const auto [function, inserted] =
-        native_functions_.emplace(objects::native_frame_name(address, mappings_), next_id_);
+  std::uint64_t native_function(const std::string& name) {
+    const auto [function, inserted] = native_functions_.emplace(name, next_id_);
     if (inserted) {
       ++next_id_;
       const std::int64_t name = strings_.index(function->first);
@@ -275,7 +280,13 @@ private:
   const CpuProfile& profile_;
   pprof::ProfileWriter& writer_;
   Strings& strings_;
+  const detail::CpuAddresses addresses_ = detail::cpu_addresses(profile_);
+  const std::vector<std::vector<std::string>> native_names_ =
+      objects::native_frame_names(addresses_.addresses, objects::code_mappings());
+  // Read after the names: naming may load the symbolizer module, whose code is then mapped too
+  // (the table is the process's as the profile is written, the same in every profile after).
   std::vector<objects::CodeMapping> mappings_ = objects::code_mappings();
+  std::vector<pprof::Line> lines_; // reused from location to location
   std::unordered_map<std::uint64_t, std::uint64_t> native_locations_;
   std::unordered_map<std::string, std::uint64_t> native_functions_; // by name
   std::vector<std::uint64_t> scope_locations_; // by scope index; 0: not written yet

@@ -70,7 +70,7 @@ TEST(AgentPprof, GoToolPprofReadsTheWallProfileOverTcp) {
 }
 
 // Go's path of the CPU profile: the sampler runs for the seconds asked (it is off in the demo),
-// and the demo's scopes are frames among the native ones.
+// and go tool pprof reads it without asking the agent for symbols.
 TEST(AgentPprof, GoToolPprofReadsTheCpuProfileOverTcp) {
   Demo demo(Env{{"HOTSCOPE_AGENT_TCP", "127.0.0.1:0"}});
   const CommandResult top =
@@ -79,10 +79,11 @@ TEST(AgentPprof, GoToolPprofReadsTheCpuProfileOverTcp) {
   ASSERT_EQ(top.status, 0) << top.err;
   EXPECT_NE(top.out.find("Type: cpu"), std::string::npos) << top.out;
   EXPECT_NE(top.out.find("Duration: 2"), std::string::npos) << top.out;
+  // Which of the demo's functions and scopes ran in two seconds varies: one of them did.
   const std::vector<std::string> functions = top_functions(top.out);
-  EXPECT_NE(std::find(functions.begin(), functions.end(), "demo::Service::handle_get"),
-            functions.end())
-      << top.out;
+  EXPECT_TRUE(std::any_of(functions.begin(), functions.end(), [](const std::string& name) {
+    return name.find("demo::") != std::string::npos;
+  })) << top.out;
 }
 
 TEST(AgentPprof, TheHeapProfileOverTcpShowsTheServiceNotTheAllocator) {
