@@ -30,6 +30,9 @@ inline constexpr int kApiVersion = 1;
 // (its stuck_ms parameter, `hotscope threads --stuck MS`).
 inline constexpr std::uint64_t kDefaultStuckMs = 1000;
 
+// The longest window GET /debug/pprof/profile samples for (`hotscope cpu --seconds`).
+inline constexpr unsigned kMostCpuProfileSeconds = 300;
+
 inline std::string socket_path(const std::string& dir, std::int64_t pid) {
   return dir + "/" + std::to_string(pid) + ".sock";
 }

@@ -48,7 +48,7 @@ constexpr Endpoint kEndpoints[] = {
     {"/v1/heap", "GET", {"format"}, false},
     {"/v1/reset", "POST", {}, false},
     {"/debug/pprof/heap", "GET", {}, true},
-    {"/debug/pprof/profile", "GET", {"seconds"}, true},
+    {"/debug/pprof/profile", "GET", {"format", "seconds"}, true},
     {"/debug/pprof/wall", "GET", {"seconds"}, true},
 };
 
@@ -70,7 +70,6 @@ std::string usage(const Endpoint& endpoint) {
 // Go's default for /debug/pprof/profile, and the longest a wall or a CPU profile may ask for.
 constexpr double kDefaultProfileSeconds = 30;
 constexpr double kMostProfileSeconds = 3600;
-constexpr std::uint64_t kMostCpuProfileSeconds = 300;
 // The rate /debug/pprof/profile samples at when the sampler is off: the rate `hotscope run --cpu`
 // sets (docs/cpu.md).
 constexpr unsigned kAgentCpuHz = 99;
@@ -351,6 +350,11 @@ Response wall_profile(const Process& process, const Request& request) {
 // The CPU samples of the next N seconds (whole seconds, as Go's): the difference of the CPU
 // profiles of snapshots taken before and after. A sampler that is off runs for those seconds.
 Response cpu_profile(const Request& request) {
+  std::string problem;
+  const FormatInfo* format = chosen_format(request, problem);
+  if (format == nullptr) {
+    return error_response(400, problem);
+  }
   std::uint64_t seconds = static_cast<std::uint64_t>(kDefaultProfileSeconds);
   if (const auto given = parameter(request, "seconds")) {
     const auto value = bounded_number(*given, false);
@@ -388,7 +392,7 @@ Response cpu_profile(const Request& request) {
     after.start_unix_ns += before.duration_ns;
     after.duration_ns -= before.duration_ns;
   }
-  return written(Format::PprofCpu, std::move(after));
+  return written(format->format, std::move(after));
 }
 
 Response not_found(Listener listener, const std::string& path) {

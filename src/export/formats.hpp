@@ -61,8 +61,8 @@ inline constexpr FormatInfo kFormats[] = {
     {Format::Dhat, "/v1/heap", "dhat", "heap.json", kJsonMime, true},
     {Format::PprofHeap, "/v1/heap", "pprof", "heap.pb.gz", kBinaryMime, false},
     {Format::PprofWall, "/debug/pprof/wall", "", "", kBinaryMime, false},
-    {Format::PprofCpu, "/debug/pprof/profile", "", "cpu.pb.gz", kBinaryMime, false},
-    {Format::CpuFolded, "", "", "cpu.folded", kTextMime, false},
+    {Format::PprofCpu, "/debug/pprof/profile", "pprof", "cpu.pb.gz", kBinaryMime, false},
+    {Format::CpuFolded, "/debug/pprof/profile", "folded", "cpu.folded", kTextMime, false},
 };
 
 constexpr const FormatInfo& format_info(Format format) {

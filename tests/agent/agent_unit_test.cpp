@@ -571,7 +571,8 @@ TEST(Routes, NotFoundListsEveryEndpointsUsage) {
                                    "GET /v1/trace?format=chrome|folded|text&seconds=N",
                                    "GET /v1/threads?format=json|text&stuck_ms=N", "GET /v1/metrics",
                                    "GET /v1/heap?format=dhat|pprof", "POST /v1/reset",
-                                   "GET /debug/pprof/heap", "GET /debug/pprof/profile?seconds=N",
+                                   "GET /debug/pprof/heap",
+                                   "GET /debug/pprof/profile?format=pprof|folded&seconds=N",
                                    "GET /debug/pprof/wall?seconds=N"}));
   EXPECT_EQ(nlohmann::json::parse(get("/v1/trace", {{"colour", "red"}}).body).at("error"),
             "/v1/trace takes no parameter \"colour\" (see GET "
@@ -584,7 +585,7 @@ TEST(Routes, TheTcpListenerServesMetricsAndPprofOnly) {
   EXPECT_EQ(stats.status, 404u);
   EXPECT_EQ(nlohmann::json::parse(stats.body).at("endpoints"),
             nlohmann::json::array({"GET /v1/metrics", "GET /debug/pprof/heap",
-                                   "GET /debug/pprof/profile?seconds=N",
+                                   "GET /debug/pprof/profile?format=pprof|folded&seconds=N",
                                    "GET /debug/pprof/wall?seconds=N"}));
 }
 

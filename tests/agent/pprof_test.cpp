@@ -136,9 +136,9 @@ TEST(AgentPprof, EndpointsOnTheSocketAndWhatTcpRefuses) {
   // The 404 lists what TCP serves.
   const CommandResult listing = run({CURL, "--silent", tcp + "/nothing"});
   const Json endpoints = Json::parse(listing.out).at("endpoints");
-  EXPECT_EQ(endpoints,
-            (Json{"GET /v1/metrics", "GET /debug/pprof/heap", "GET /debug/pprof/profile?seconds=N",
-                  "GET /debug/pprof/wall?seconds=N"}));
+  EXPECT_EQ(endpoints, (Json{"GET /v1/metrics", "GET /debug/pprof/heap",
+                             "GET /debug/pprof/profile?format=pprof|folded&seconds=N",
+                             "GET /debug/pprof/wall?seconds=N"}));
   // Profiles being taken do not delay the exit.
   std::thread slow([&] { demo.curl({"http://localhost/debug/pprof/wall?seconds=60"}); });
   std::thread slow_cpu([&] { demo.curl({"http://localhost/debug/pprof/profile?seconds=60"}); });

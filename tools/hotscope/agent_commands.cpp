@@ -233,7 +233,7 @@ AgentCommands::AgentCommands(CLI::App& app) {
                                            "is off",
                                            pprof_file));
   cpu->add_option("--seconds", cpu_.seconds, "How long to sample (whole seconds)")
-      ->check(whole_number(1, kMostCpuSeconds))
+      ->check(whole_number(1, agent::kMostCpuProfileSeconds))
       ->capture_default_str();
   cpu->add_flag("--folded", cpu_.folded,
                 fmt::format("Write folded stacks ({}) instead of pprof", folded_file));

@@ -109,12 +109,6 @@ int run_cpu(const AgentProcess& process, const CpuOptions& options) {
     throw Failure(kUsage, "cpu: --top prints to standard output; write the profile to a file "
                           "(-o FILE) to have both");
   }
-  if (*format.path == '\0') {
-    throw Failure(kNotEnabled,
-                  fmt::format("--folded: the agent answers the CPU samples of a window as pprof "
-                              "only ({}); {} is written at the process's exit, into HOTSCOPE_OUT",
-                              format_of(CpuOptions{}).file, format.file));
-  }
   const std::string path = fmt::format("{}{}seconds={}", exporters::agent_target(format),
                                        *format.name == '\0' ? "?" : "&", options.seconds);
   std::optional<profiles::Stats> before;

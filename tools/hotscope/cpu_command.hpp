@@ -13,9 +13,6 @@
 
 namespace hotscope::cli {
 
-// The longest window the agent samples for (GET /debug/pprof/profile, docs/agent.md).
-inline constexpr unsigned kMostCpuSeconds = 300;
-
 struct CpuOptions {
   unsigned seconds = 30;
   bool folded = false; // cpu.folded instead of cpu.pb.gz
