@@ -168,9 +168,10 @@ inline void close_slice(Ring* ring, std::uint64_t ref, std::uint64_t value,
   put(ring, ring->head.load(std::memory_order_relaxed), ticks, ref, value, kind);
 }
 
-// The calling function's stack pointer (inlined: the frame that opens the scope), which places
-// the scope among the native frames of a CPU sample (docs/cpu.md). One register move.
-inline std::uint64_t stack_pointer() noexcept {
+// The calling function's stack pointer, which places a scope among the native frames of a CPU
+// sample (docs/cpu.md). One register move; always inlined, so that even unoptimized, it is the
+// stack pointer of the function that opens the scope.
+[[gnu::always_inline]] inline std::uint64_t stack_pointer() noexcept {
 #if defined(__x86_64__)
   std::uint64_t sp;
   asm("mov %%rsp, %0" : "=r"(sp));
@@ -180,9 +181,11 @@ inline std::uint64_t stack_pointer() noexcept {
 #endif
 }
 
-// Returns the ring the BEGIN went into, or nullptr when it was dropped.
-inline Ring* begin_scope(const hotscope_source_location* location) noexcept {
-  return open_slice(reinterpret_cast<std::uintptr_t>(location), stack_pointer(),
+// Returns the ring the BEGIN went into, or nullptr when it was dropped. `stack_address`: the
+// stack pointer of the function that opens the scope.
+inline Ring* begin_scope(const hotscope_source_location* location,
+                         std::uint64_t stack_address) noexcept {
+  return open_slice(reinterpret_cast<std::uintptr_t>(location), stack_address,
                     HOTSCOPE_RECORD_BEGIN);
 }
 
@@ -227,8 +230,9 @@ inline void record_allocation(std::size_t bytes) noexcept {
 
 class Scope {
 public:
-  explicit Scope(const hotscope_source_location* location) noexcept
-      : location_(location), ring_(begin_scope(location)) {}
+  // Always inlined: stack_pointer() is then the enclosing function's.
+  [[gnu::always_inline]] explicit Scope(const hotscope_source_location* location) noexcept
+      : location_(location), ring_(begin_scope(location, stack_pointer())) {}
   ~Scope() {
     if (ring_ != nullptr) {
       end_scope(ring_, location_);
