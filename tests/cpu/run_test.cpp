@@ -1,4 +1,5 @@
 // `hotscope run --cpu [--out DIR] -- prog args...` on unmodified programs.
+#include "support/child_process.hpp"
 #include "support/files.hpp"
 #include "support/scratch_dir.hpp"
 
@@ -12,12 +13,8 @@
 namespace {
 
 namespace fs = std::filesystem;
+using hotscope::test_support::shell;
 using hotscope::test_support::slurp;
-
-int shell(const std::string& command) {
-  const int status = std::system(command.c_str());
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
 
 // Samples in a cpu.folded, and those whose stack names `frame`.
 std::pair<std::uint64_t, std::uint64_t> samples(const fs::path& folded, const std::string& frame) {

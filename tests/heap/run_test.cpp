@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <unistd.h>
 
+#include "support/child_process.hpp"
 #include "support/files.hpp"
 #include <signal.h>
 
@@ -20,12 +21,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
+using hotscope::test_support::shell;
 using hotscope::test_support::slurp;
-
-int shell(const std::string& command) {
-  const int status = std::system(command.c_str());
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
 
 nlohmann::json totals(const fs::path& file) {
   const auto profile = nlohmann::json::parse(slurp(file));

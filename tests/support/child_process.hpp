@@ -9,12 +9,19 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <string>
 #include <thread>
 #include <vector>
 
 namespace hotscope::test_support {
+
+// The exit status of `command`, run by the shell; -1 when a signal ended it.
+inline int shell(const std::string& command) {
+  const int status = std::system(command.c_str());
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
 
 // What `command`, run by the shell, writes to its standard output.
 inline std::string output_of(const std::string& command) {
