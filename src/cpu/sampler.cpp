@@ -35,7 +35,9 @@ namespace {
 // out-of-band data) and goes to the handler the program had installed before ours.
 char timer_cookie;
 
-SampleBuffer* buffer = nullptr; // mapped at the first start, never unmapped (signals in flight)
+// Mapped at the first start, never unmapped (signals in flight); read by the handlers and the
+// collector without the sampler's lock.
+std::atomic<SampleBuffer*> buffer{nullptr};
 std::atomic<std::uint64_t> samples_taken{0};
 std::atomic<std::uint64_t> samples_lost{0};
 std::atomic<std::uint64_t> samples_incomplete{0};
@@ -90,7 +92,8 @@ void on_signal(int signal, siginfo_t* info, void* context) {
   }
   const int saved_errno = errno;
   std::uint64_t position = 0;
-  Sample* sample = buffer->reserve(position);
+  SampleBuffer* samples = buffer.load(std::memory_order_acquire);
+  Sample* sample = samples->reserve(position);
   if (sample == nullptr) {
     samples_lost.fetch_add(1 + static_cast<std::uint64_t>(info->si_overrun),
                            std::memory_order_relaxed);
@@ -106,7 +109,7 @@ void on_signal(int signal, siginfo_t* info, void* context) {
       samples_incomplete.fetch_add(1, std::memory_order_relaxed);
     }
     samples_taken.fetch_add(1, std::memory_order_relaxed);
-    buffer->publish(position);
+    samples->publish(position);
   }
   errno = saved_errno;
 }
@@ -178,8 +181,8 @@ public:
     new (&timers_) std::map<pid_t, timer_t>;
     hz_.store(0, std::memory_order_relaxed);
     armed_threads_.store(0, std::memory_order_relaxed);
-    if (buffer != nullptr) {
-      new (buffer) SampleBuffer;
+    if (SampleBuffer* samples = buffer.load(std::memory_order_relaxed)) {
+      new (samples) SampleBuffer;
     }
   }
 
@@ -187,13 +190,13 @@ private:
   static constexpr unsigned kMaxHz = 10'000;
 
   std::string install_handler() {
-    if (buffer == nullptr) {
+    if (buffer.load(std::memory_order_acquire) == nullptr) {
       void* memory = mmap(nullptr, sizeof(SampleBuffer), PROT_READ | PROT_WRITE,
                           MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
       if (memory == MAP_FAILED) {
         return std::string("cannot map the CPU samples' buffer: ") + std::strerror(errno);
       }
-      buffer = new (memory) SampleBuffer;
+      buffer.store(new (memory) SampleBuffer, std::memory_order_release);
     }
     if (handler_installed_) {
       return "";
@@ -338,12 +341,13 @@ Figures figures() {
   return sampler().figures();
 }
 void take(std::vector<Sample>& out) {
-  if (buffer == nullptr) {
+  SampleBuffer* samples = buffer.load(std::memory_order_acquire);
+  if (samples == nullptr) {
     return;
   }
-  while (const Sample* sample = buffer->peek()) {
+  while (const Sample* sample = samples->peek()) {
     out.push_back(*sample);
-    buffer->pop();
+    samples->pop();
   }
 }
 

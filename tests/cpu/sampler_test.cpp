@@ -124,9 +124,9 @@ TEST_F(CpuSampler, AScopeSitsBetweenTheFrameThatOpenedItAndTheFramesItEncloses) 
   hotscope_test_scope_owner(0.3);
   const Snapshot s = trace::snapshot();
   ASSERT_GT(s.cpu.samples, 50u) << "0.3 s of CPU at ~1 kHz";
-  std::uint64_t placed = 0;
+  std::uint64_t placed = 0;   // between the owner and the leaf it calls
+  std::uint64_t in_owner = 0; // right inside the owner, wherever the sample landed
   std::uint64_t with_scope = 0;
-  std::uint64_t complete_samples = 0;
   for (const CpuStack& stack : s.cpu.stacks) {
     for (std::size_t i = 0; i < stack.frames.size(); ++i) {
       const CpuFrame& frame = stack.frames[i];
@@ -139,12 +139,13 @@ TEST_F(CpuSampler, AScopeSitsBetweenTheFrameThatOpenedItAndTheFramesItEncloses) 
       const bool outer_ok = i + 1 < stack.frames.size() && !stack.frames[i + 1].is_scope() &&
                             name_at(stack.frames[i + 1].address) == "hotscope_test_scope_owner";
       placed += inner_ok && outer_ok ? stack.samples : 0;
+      in_owner += outer_ok ? stack.samples : 0;
     }
-    // Reaches main's caller: the outermost frames are the C library's start-up.
-    complete_samples += stack.frames.size() > 3 ? stack.samples : 0;
   }
   EXPECT_GE(with_scope, s.cpu.samples * 9 / 10);
-  EXPECT_EQ(placed, with_scope) << "the scope frame sits between its opener and the leaf";
+  EXPECT_EQ(in_owner, with_scope) << "the scope frame sits right inside the frame that opened it";
+  // A few samples land in the owner's own code (a sanitizer's calls there) rather than the leaf.
+  EXPECT_GE(placed, with_scope * 95 / 100) << "and encloses the leaf the owner calls";
   EXPECT_EQ(s.cpu.incomplete, 0u);
   const FunctionStats* owned = find(s.functions, "owned_scope");
   ASSERT_NE(owned, nullptr);
