@@ -264,12 +264,16 @@ bool Server::poll_once(std::vector<pollfd>& polled) {
     return false;
   }
   if (polled[0].revents != 0) {
-    wake_pending_ = false; // first: a wake() from now on sends again
     char drained[64];
     if (wake_in_.ours()) {
       while (recv(wake_in_.fd, drained, sizeof(drained), MSG_DONTWAIT) > 0) {
       }
     }
+    // After the drain: cleared first, a wake() in between would send a byte the drain then
+    // swallows, and leave the flag set with nothing to read, so the next wake() would send none
+    // (an answer waited for the poll's one-second timeout). What a wake() before this line
+    // announced is read below, after it.
+    wake_pending_ = false;
   }
   for (std::size_t i = 0; i < 2; ++i) {
     if (polled[1 + i].revents != 0) {
