@@ -20,7 +20,8 @@ enum hotscope_record_kind {
   HOTSCOPE_RECORD_THREAD_NAME = 6,     /* value: text length; payload records follow */
   HOTSCOPE_RECORD_ALLOCATION = 7,      /* value: bytes of one block allocated by this thread */
   HOTSCOPE_RECORD_STACK = 8,           /* value: frame count; payload records hold the return
-                                          addresses (uint64, innermost first, 4 per record) */
+                                          addresses (uint64, innermost first, 4 per record); on a
+                                          native thread, the stack of the lock record before it */
   HOTSCOPE_RECORD_QUEUE_PUSH = 9,      /* ref: source location naming the queue; value: item id */
   HOTSCOPE_RECORD_QUEUE_POP = 10,      /* ref: source location naming the queue; value: item id */
   HOTSCOPE_RECORD_QUEUE_CAPACITY = 11, /* ref: source location naming the queue; value: capacity */
@@ -35,13 +36,25 @@ enum hotscope_record_kind {
   /* A guest's heap (HOTSCOPE_GUEST_ALLOC, _FREE, _REALLOC). Payload: uint64 slots, 4 per record;
    * a realloc's first slot is the old block's address; then the return addresses of the calling
    * frames, innermost first, up to HOTSCOPE_STACK_FRAMES_MAX; unused slots are 0. */
-  HOTSCOPE_RECORD_HEAP_ALLOC = 17,  /* ref: the block's address; value: its size in bytes */
-  HOTSCOPE_RECORD_HEAP_FREE = 18,   /* ref: the block's address */
-  HOTSCOPE_RECORD_HEAP_REALLOC = 19 /* ref: the new block's address (0: the call failed); value:
-                                       its size in bytes */
+  HOTSCOPE_RECORD_HEAP_ALLOC = 17,   /* ref: the block's address; value: its size in bytes */
+  HOTSCOPE_RECORD_HEAP_FREE = 18,    /* ref: the block's address */
+  HOTSCOPE_RECORD_HEAP_REALLOC = 19, /* ref: the new block's address (0: the call failed); value:
+                                        its size in bytes */
+  /* Locks (hotscope::Lockable, the pthread interposer; docs/locks.md). ref: the source location
+   * naming the lock, or 0 for a lock named by its address (an interposed pthread lock); value: the
+   * lock's address, which tells one lock from another. */
+  HOTSCOPE_RECORD_LOCK_WAIT = 20,           /* the thread begins to wait for the lock */
+  HOTSCOPE_RECORD_LOCK_ACQUIRE = 21,        /* the thread holds it, alone; its wait (if any) ends */
+  HOTSCOPE_RECORD_LOCK_ACQUIRE_SHARED = 22, /* the thread holds it, shared; its wait ends */
+  HOTSCOPE_RECORD_LOCK_RELEASE = 23,        /* the thread gives back one hold of it */
+  HOTSCOPE_RECORD_LOCK_TRY_FAIL = 24, /* a try-lock failed, or a timed wait gave up (ends it) */
+  HOTSCOPE_RECORD_LOCK_HOLDER = 25,   /* ref: the OS thread id the lock names as its holder when
+                                         the wait before it began (0: unknown); value: the lock */
+  HOTSCOPE_RECORD_LOCK_ORDER = 26 /* ref: the address of a lock the thread holds; value: the lock
+                                     it acquires while holding it */
 };
 /* The highest kind: a new kind takes the next value and raises this. */
-#define HOTSCOPE_RECORD_KIND_LAST 19u
+#define HOTSCOPE_RECORD_KIND_LAST 26u
 
 /* Longest inline text (runtime messages, thread names); longer text is cut. */
 #define HOTSCOPE_INLINE_TEXT_MAX 128u
@@ -71,6 +84,17 @@ struct hotscope_record {
 /* Flags of a source location. */
 #define HOTSCOPE_LOCATION_FUNCTION_SIGNATURE 1u /* name is a compiler signature to shorten */
 #define HOTSCOPE_LOCATION_ASIO_OPERATION 2u     /* a task that is an Asio operation */
+/* A lock's kind, in bits 8 to 11 of its location's flags (0: a plain mutex). */
+#define HOTSCOPE_LOCATION_LOCK_KIND_SHIFT 8u
+#define HOTSCOPE_LOCATION_LOCK_KIND_MASK (0xfu << HOTSCOPE_LOCATION_LOCK_KIND_SHIFT)
+enum hotscope_lock_kind {
+  HOTSCOPE_LOCK_MUTEX = 0,
+  HOTSCOPE_LOCK_RECURSIVE = 1,
+  HOTSCOPE_LOCK_SHARED = 2,
+  HOTSCOPE_LOCK_TIMED = 3,
+  HOTSCOPE_LOCK_RECURSIVE_TIMED = 4,
+  HOTSCOPE_LOCK_SHARED_TIMED = 5
+};
 
 /* Static description of one instrumented place, referenced by address from records.
  * In a guest the pointers are guest addresses; the host reads them bounds-checked. */

@@ -266,6 +266,79 @@ struct TaskStats {
   std::uint64_t given_up = 0; // tasks no longer followed (past the table's cap): no lifetime
 };
 
+// Where a lock was acquired or waited for (docs/locks.md): the scopes open on the thread
+// (instrumented locks) and the native stack (interposed pthread locks), either may be empty.
+struct LockSite {
+  std::vector<std::string> scopes;  // outermost first
+  std::vector<std::uint64_t> stack; // return addresses, innermost first
+  bool operator==(const LockSite&) const = default;
+};
+
+// A thread holding or waiting for a lock now.
+struct LockThread {
+  std::string thread; // its label
+  std::int64_t os_tid = 0;
+  std::uint64_t for_ns = 0; // since when it holds or waits
+  bool shared = false;      // holds it shared
+};
+
+// One lock (hotscope::Lockable by name; an interposed pthread lock by address), over the
+// measuring window unless said otherwise (docs/locks.md).
+struct LockStats {
+  std::string name;
+  std::string kind;               // "mutex", "recursive_mutex", "shared_mutex", ... "pthread_mutex"
+  std::uint64_t address = 0;      // an interposed lock's; 0 for a named lock (all its instances)
+  std::uint64_t acquisitions = 0; // holds begun (shared ones too)
+  std::uint64_t contended = 0;    // acquisitions that waited first
+  std::uint64_t try_failed = 0;   // try-locks that failed, timed waits that gave up
+  DurationStats wait;             // per contended acquisition; self_ns unused
+  DurationStats hold;             // per hold that ended; self_ns unused
+  struct Waiter {
+    std::string thread;
+    std::uint64_t waits = 0;
+    std::uint64_t wait_ns = 0;
+  };
+  std::vector<Waiter> top_waiters; // the threads that waited longest, longest first
+  struct Contention {
+    LockSite site;
+    std::uint64_t waits = 0;
+    std::uint64_t wait_ns = 0;
+  };
+  std::vector<Contention> contended_at; // where it was waited for, longest total first
+  std::vector<LockThread> holders;      // now (not reset)
+  std::vector<LockThread> waiters;      // now (not reset)
+};
+
+// A cycle of threads each waiting for a lock the next one holds (docs/locks.md, "Deadlocks").
+struct Deadlock {
+  struct Link {
+    LockThread waiter; // for_ns: how long it has waited
+    std::string lock;  // the lock it waits for
+    LockThread holder; // the thread holding it; for_ns: how long it has held it
+    std::vector<std::string> waiter_scopes; // open on the waiter, outermost first
+  };
+  std::vector<Link> cycle;
+};
+
+// Two locks taken in both orders (docs/locks.md, "Lock-order inversions"): `first` then
+// `second` at one site, `second` then `first` at the other.
+struct LockInversion {
+  std::string first;
+  std::string second;
+  std::string thread_one; // acquired `second` while holding `first`
+  LockSite site_one;
+  std::string thread_two; // acquired `first` while holding `second` (perhaps through others)
+  LockSite site_two;
+  std::uint64_t found_ns = 0; // when, since the start
+};
+
+// The locks' figures as a whole and what their bounded tables gave up.
+struct LockFigures {
+  std::uint64_t deadlocks_found = 0; // cycles found since the start (not reset)
+  std::uint64_t order_edges = 0;     // lock-order pairs known
+  std::uint64_t given_up = 0;        // locks, order pairs or waits past their caps, not followed
+};
+
 struct TraceEvent {
   std::uint64_t ns = 0;     // since Snapshot::start_ns
   std::uint32_t thread = 0; // ThreadInfo::index
@@ -325,8 +398,12 @@ struct Snapshot {
   // the trace window: only index, os_tid, name and exited are set, for the trace outputs.
   std::vector<ThreadInfo> trace_threads;
   std::vector<CounterStats> counters;
-  std::vector<QueueStats> queues; // sorted by name
-  std::vector<TaskStats> tasks;   // sorted by name
+  std::vector<QueueStats> queues;        // sorted by name
+  std::vector<TaskStats> tasks;          // sorted by name
+  std::vector<LockStats> locks;          // sorted by total wait, longest first
+  std::vector<Deadlock> deadlocks;       // the cycles that stand now
+  std::vector<LockInversion> inversions; // found since the start, in the order found
+  LockFigures lock_figures;
   CpuProfile cpu;
 
   // The trace window: the most recent events, per thread in order, sorted by time overall.

@@ -304,6 +304,14 @@ void Aggregator::consume_record(std::uint32_t thread_index, ThreadState& thread,
   case HOTSCOPE_RECORD_HEAP_FREE:
   case HOTSCOPE_RECORD_HEAP_REALLOC:
     break; // a guest's: its validator hands them to the guest's heap, not to the trace
+  case HOTSCOPE_RECORD_LOCK_WAIT:
+  case HOTSCOPE_RECORD_LOCK_ACQUIRE:
+  case HOTSCOPE_RECORD_LOCK_ACQUIRE_SHARED:
+  case HOTSCOPE_RECORD_LOCK_RELEASE:
+  case HOTSCOPE_RECORD_LOCK_TRY_FAIL:
+  case HOTSCOPE_RECORD_LOCK_HOLDER:
+  case HOTSCOPE_RECORD_LOCK_ORDER:
+    break; // the lock table comes next
   }
 }
 

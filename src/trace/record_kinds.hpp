@@ -21,6 +21,8 @@ enum class RecordRef : std::uint8_t {
   Location,   // a hotscope_source_location
   StaticText, // a static NUL-terminated text
   Block,      // a guest heap block's address
+  LockName,   // a hotscope_source_location naming a lock, or 0 (the lock is named by its address)
+  Number,     // a number the reader never dereferences: a thread id, a lock's address
 };
 
 // The payload records that follow the record.
@@ -81,6 +83,19 @@ inline constexpr RecordKind kRows[] = {
      S::None,
      {},
      true},
+    {HOTSCOPE_RECORD_LOCK_WAIT, "LOCK_WAIT", R::LockName, P::None, S::None, {}, false},
+    {HOTSCOPE_RECORD_LOCK_ACQUIRE, "LOCK_ACQUIRE", R::LockName, P::None, S::None, {}, false},
+    {HOTSCOPE_RECORD_LOCK_ACQUIRE_SHARED,
+     "LOCK_ACQUIRE_SHARED",
+     R::LockName,
+     P::None,
+     S::None,
+     {},
+     false},
+    {HOTSCOPE_RECORD_LOCK_RELEASE, "LOCK_RELEASE", R::LockName, P::None, S::None, {}, false},
+    {HOTSCOPE_RECORD_LOCK_TRY_FAIL, "LOCK_TRY_FAIL", R::LockName, P::None, S::None, {}, false},
+    {HOTSCOPE_RECORD_LOCK_HOLDER, "LOCK_HOLDER", R::Number, P::None, S::None, {}, false},
+    {HOTSCOPE_RECORD_LOCK_ORDER, "LOCK_ORDER", R::Number, P::None, S::None, {}, false},
 };
 } // namespace record_kind_table
 

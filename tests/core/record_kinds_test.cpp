@@ -57,7 +57,7 @@ TEST(RecordKinds, OneRowPerKindOfRecordH) {
   }
 }
 
-TEST(RecordKinds, GuestsSendAllButTaskKinds) { // docs/guest.md, "Validation"
+TEST(RecordKinds, GuestsSendAllButTaskAndLockKinds) { // docs/guest.md, "Validation"
   const std::set<std::uint32_t> expected{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 17, 18, 19};
   EXPECT_EQ(kinds_where([](const RecordKind& row) { return row.from_guest; }), expected);
 }
@@ -97,6 +97,10 @@ TEST(RecordKinds, PayloadsAndRefsAsRecordHSays) {
             RecordPayload::HeapOldBlockAndStack);
   EXPECT_EQ(kinds_where([](const RecordKind& row) { return row.ref == RecordRef::StaticText; }),
             std::set<std::uint32_t>{HOTSCOPE_RECORD_MESSAGE_STATIC});
+  EXPECT_EQ(kinds_where([](const RecordKind& row) { return row.ref == RecordRef::LockName; }),
+            (std::set<std::uint32_t>{HOTSCOPE_RECORD_LOCK_WAIT, HOTSCOPE_RECORD_LOCK_ACQUIRE,
+                                     HOTSCOPE_RECORD_LOCK_ACQUIRE_SHARED,
+                                     HOTSCOPE_RECORD_LOCK_RELEASE, HOTSCOPE_RECORD_LOCK_TRY_FAIL}));
 }
 
 } // namespace
