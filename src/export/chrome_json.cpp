@@ -86,6 +86,18 @@ public:
     case EventKind::QueuePop:
       queue(step, where);
       break;
+    case EventKind::LockWait:
+      emit(text::cat(R"({"ph":"B","name":)",
+                     json_string("wait for " + snapshot_.names.at(event.name)), R"(,"cat":"lock",)",
+                     where, '}'));
+      break;
+    case EventKind::LockWaitEnd:
+      emit(text::cat(R"({"ph":"E","name":)",
+                     json_string("wait for " + snapshot_.names.at(step.open.back())),
+                     R"(,"cat":"lock",)", where, '}'));
+      break;
+    case EventKind::LockHandoff:
+      break;
     }
   }
 

@@ -65,6 +65,20 @@ void write_text_tree(const Snapshot& snapshot, std::ostream& out) {
       text =
           text::cat(snapshot.names.at(event.name), " #", static_cast<std::uint64_t>(event.value));
       break;
+    case EventKind::LockWait:
+      mark = ">";
+      text = text::cat("wait for ", snapshot.names.at(event.name));
+      break;
+    case EventKind::LockWaitEnd:
+      depth -= 1;
+      mark = "<";
+      text = text::cat(snapshot.names.at(step.open.back()),
+                       event.value < 0 ? " given up" : " acquired");
+      break;
+    case EventKind::LockHandoff:
+      mark = "-";
+      text = text::cat("hands ", snapshot.names.at(event.name), " on");
+      break;
     }
     listings[&step.thread] +=
         text::cat('[', text::pad_right(detail::fixed3(event.ns, 1'000'000) + "ms", 9), "] ",

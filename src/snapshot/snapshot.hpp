@@ -217,15 +217,21 @@ enum class EventKind : std::uint8_t {
   QueuePop,
   TaskResume,
   TaskSuspend,
-  TaskComplete
+  TaskComplete,
+  // A thread waits for a lock (name: the lock's): a slice that LockWaitEnd closes, whose value is
+  // the flow id of the LockHandoff that let it in (> 0), 0 when none is known, -1 when it gave up.
+  LockWait,
+  LockWaitEnd,
+  // On the releasing thread, at the release that let a waiter in: value is the flow id.
+  LockHandoff
 };
 // The events that open a slice on their thread, and those that close the innermost one.
 constexpr bool opens_slice(EventKind kind) {
-  return kind == EventKind::Begin || kind == EventKind::TaskResume;
+  return kind == EventKind::Begin || kind == EventKind::TaskResume || kind == EventKind::LockWait;
 }
 constexpr bool closes_slice(EventKind kind) {
   return kind == EventKind::End || kind == EventKind::TaskSuspend ||
-         kind == EventKind::TaskComplete;
+         kind == EventKind::TaskComplete || kind == EventKind::LockWaitEnd;
 }
 
 // One queue (HOTSCOPE_QUEUE_PUSH / _POP), over the measuring window unless said otherwise.
