@@ -498,6 +498,13 @@ void BatchValidator::State::commit() {
     case HOTSCOPE_RECORD_TASK_SUSPEND:
     case HOTSCOPE_RECORD_TASK_COMPLETE:
     case HOTSCOPE_RECORD_TASK_DESTROY:
+    case HOTSCOPE_RECORD_LOCK_WAIT:
+    case HOTSCOPE_RECORD_LOCK_ACQUIRE:
+    case HOTSCOPE_RECORD_LOCK_ACQUIRE_SHARED:
+    case HOTSCOPE_RECORD_LOCK_RELEASE:
+    case HOTSCOPE_RECORD_LOCK_TRY_FAIL:
+    case HOTSCOPE_RECORD_LOCK_HOLDER:
+    case HOTSCOPE_RECORD_LOCK_ORDER:
       break; // not from a guest: check() rejected them
     }
     i += 1 + record.payload_records;
