@@ -23,6 +23,7 @@
 #include <sstream>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 
 namespace hotscope::agent {
 namespace {
@@ -44,12 +45,14 @@ constexpr Endpoint kEndpoints[] = {
     {"/v1/stats", "GET", {"format"}, false},
     {"/v1/trace", "GET", {"format", "seconds"}, false},
     {"/v1/threads", "GET", {"format", "stuck_ms"}, false},
+    {"/v1/locks", "GET", {}, false},
     {"/v1/metrics", "GET", {}, true},
     {"/v1/heap", "GET", {"format"}, false},
     {"/v1/reset", "POST", {}, false},
     {"/debug/pprof/heap", "GET", {}, true},
     {"/debug/pprof/profile", "GET", {"format", "seconds"}, true},
     {"/debug/pprof/wall", "GET", {"seconds"}, true},
+    {"/debug/pprof/mutex", "GET", {}, true},
 };
 
 // "GET /v1/trace?format=chrome|folded|text&seconds=N".
@@ -503,6 +506,10 @@ Response answer(const Process& process, Listener listener, const Request& reques
   if (path == "/v1/threads") {
     return threads(request);
   }
+  if (path == "/v1/locks" || path == "/debug/pprof/mutex") {
+    return written(path == "/v1/locks" ? Format::Locks : Format::PprofMutex,
+                   trace::snapshot(trace::Contents::StatisticsOnly));
+  }
   if (path == "/v1/metrics") {
     Snapshot snapshot = trace::snapshot(trace::Contents::StatisticsOnly);
     snapshot.heap = heap_link::figures();
@@ -534,21 +541,23 @@ void keep_recent_trace(Snapshot& snapshot, std::uint64_t ns) {
   }
   const std::uint64_t cut = snapshot.duration_ns - ns;
   // Replays the events before the cut to learn which scopes are open there, as walk_trace does.
-  std::unordered_map<std::uint32_t, std::vector<std::uint32_t>> open;
+  // A slice open at the cut is reopened there: a lock wait as a lock wait, the others as scopes.
+  std::unordered_map<std::uint32_t, std::vector<std::pair<EventKind, std::uint32_t>>> open;
   std::size_t first_kept = 0;
   for (; first_kept < snapshot.trace.size() && snapshot.trace[first_kept].ns < cut; ++first_kept) {
     const TraceEvent& event = snapshot.trace[first_kept];
-    std::vector<std::uint32_t>& stack = open[event.thread];
+    auto& stack = open[event.thread];
     if (opens_slice(event.kind)) {
-      stack.push_back(event.name);
+      stack.emplace_back(event.kind == EventKind::LockWait ? EventKind::LockWait : EventKind::Begin,
+                         event.name);
     } else if (closes_slice(event.kind) && !stack.empty()) {
       stack.pop_back();
     }
   }
   std::vector<TraceEvent> kept;
   for (const ThreadInfo& thread : snapshot.threads) {
-    for (const std::uint32_t name : open[thread.index]) {
-      kept.push_back(TraceEvent{cut, thread.index, EventKind::Begin, name, 0});
+    for (const auto& [kind, name] : open[thread.index]) {
+      kept.push_back(TraceEvent{cut, thread.index, kind, name, 0});
     }
   }
   kept.insert(kept.end(), snapshot.trace.begin() + static_cast<std::ptrdiff_t>(first_kept),

@@ -40,7 +40,8 @@ TrackIds track_ids(const Snapshot& snapshot, const ThreadInfo& thread) {
 }
 
 // Streams the events, one per line: the tracks' names, then the trace window's events with the
-// flows that link a queue's push to its pop and a task's suspension to its next resumption.
+// flows that link a queue's push to its pop, a task's suspension to its next resumption and a
+// lock's release to the wait it ended.
 class EventWriter {
 public:
   EventWriter(const Snapshot& snapshot, std::ostream& out) : snapshot_(snapshot), out_(out) {}
@@ -87,16 +88,9 @@ public:
       queue(step, where);
       break;
     case EventKind::LockWait:
-      emit(text::cat(R"({"ph":"B","name":)",
-                     json_string("wait for " + snapshot_.names.at(event.name)), R"(,"cat":"lock",)",
-                     where, '}'));
-      break;
     case EventKind::LockWaitEnd:
-      emit(text::cat(R"({"ph":"E","name":)",
-                     json_string("wait for " + snapshot_.names.at(step.open.back())),
-                     R"(,"cat":"lock",)", where, '}'));
-      break;
     case EventKind::LockHandoff:
+      lock(step, where);
       break;
     }
   }
@@ -177,11 +171,48 @@ private:
     }
   }
 
+  // A lock wait's slice, and a flow from the release that let the waiter in (LockHandoff, on the
+  // releasing thread) to the wait's end. A release outside any slice gets a zero-length slice of
+  // its own, so that the flow's start lies inside one.
+  void lock(const detail::TraceStep& step, const std::string& where) {
+    const TraceEvent& event = step.event;
+    if (event.kind == EventKind::LockHandoff) {
+      const std::string_view lock = snapshot_.names.at(event.name);
+      const bool own_slice = step.open.empty();
+      const std::string slice_name = json_string(text::cat("release ", lock));
+      if (own_slice) {
+        emit(text::cat(R"({"ph":"B","name":)", slice_name, R"(,"cat":"lock",)", where, '}'));
+      }
+      lock_flows_[event.value] = next_flow_;
+      emit(text::cat(R"({"ph":"s","id":)", next_flow_++, R"(,"name":)", json_string(lock),
+                     R"(,"cat":"lock",)", where, '}'));
+      if (own_slice) {
+        emit(text::cat(R"({"ph":"E","name":)", slice_name, R"(,"cat":"lock",)", where, '}'));
+      }
+      return;
+    }
+    const std::uint32_t lock = event.kind == EventKind::LockWait ? event.name : step.open.back();
+    const std::string wait = json_string(detail::lock_wait_frame(snapshot_.names.at(lock)));
+    if (event.kind == EventKind::LockWait) {
+      emit(text::cat(R"({"ph":"B","name":)", wait, R"(,"cat":"lock",)", where, '}'));
+      return;
+    }
+    // The flow ends inside the wait's slice, just before its E.
+    if (const auto started = lock_flows_.find(event.value);
+        event.value > 0 && started != lock_flows_.end()) {
+      emit(text::cat(R"({"ph":"f","bp":"e","id":)", started->second, R"(,"name":)", name(lock),
+                     R"(,"cat":"lock",)", where, '}'));
+      lock_flows_.erase(started);
+    }
+    emit(text::cat(R"({"ph":"E","name":)", wait, R"(,"cat":"lock",)", where, '}'));
+  }
+
   const Snapshot& snapshot_;
   std::ostream& out_;
   bool first_ = true;
   std::map<std::pair<std::string_view, std::int64_t>, std::uint64_t> flows_started_;
   std::map<std::int64_t, std::uint64_t> task_flows_; // by task id
+  std::map<std::int64_t, std::uint64_t> lock_flows_; // by the handoff's flow id
   std::uint64_t next_flow_ = 1;
 };
 

@@ -67,7 +67,7 @@ void write_text_tree(const Snapshot& snapshot, std::ostream& out) {
       break;
     case EventKind::LockWait:
       mark = ">";
-      text = text::cat("wait for ", snapshot.names.at(event.name));
+      text = detail::lock_wait_frame(snapshot.names.at(event.name));
       break;
     case EventKind::LockWaitEnd:
       depth -= 1;
