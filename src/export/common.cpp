@@ -244,6 +244,29 @@ std::vector<std::string> LockFrameNames::names(const std::vector<std::uint64_t>&
   return named;
 }
 
+std::string deadlocks_text(const std::vector<Deadlock>& deadlocks, std::string_view indent) {
+  std::string text;
+  for (const Deadlock& deadlock : deadlocks) {
+    text::append(text, indent, "deadlock: ");
+    for (std::size_t i = 0; i < deadlock.cycle.size(); ++i) {
+      const Deadlock::Link& link = deadlock.cycle[i];
+      text::append(text, i == 0 ? "" : " → ", link.waiter.thread, " waits for ", link.lock,
+                   " (held by ", link.holder.thread, " for ",
+                   human_duration(static_cast<double>(link.holder.for_ns)), ")");
+    }
+    text += '\n';
+    for (const Deadlock::Link& link : deadlock.cycle) {
+      std::string scopes;
+      for (const std::string& scope : link.waiter_scopes) {
+        text::append(scopes, scopes.empty() ? "" : " > ", scope);
+      }
+      text::append(text, indent, "  ", link.waiter.thread, " in ",
+                   scopes.empty() ? "(no scope open)" : scopes, "\n");
+    }
+  }
+  return text;
+}
+
 std::string lock_wait_frame(std::string_view lock) {
   return text::cat("wait for ", lock);
 }

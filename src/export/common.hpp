@@ -102,6 +102,11 @@ private:
   std::unordered_map<std::uint64_t, std::string> names_; // by return address
 };
 
+// The deadlocks as text (report.txt, `hotscope threads`), each after `indent`: "deadlock: A waits
+// for m2 (held by B for 12.30 s) → B waits for m1 (held by A for 12.50 s)", then a line per
+// waiter with its open scopes, "  A in serve > handle".
+std::string deadlocks_text(const std::vector<Deadlock>& deadlocks, std::string_view indent);
+
 // "wait for NAME": how the traces name the time a thread waits for a lock.
 std::string lock_wait_frame(std::string_view lock);
 

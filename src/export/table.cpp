@@ -294,23 +294,6 @@ std::string site_text(const LockSite& site, const detail::LockFrameNames& frames
   return stack.empty() ? scopes : scopes.empty() ? stack : text::cat(scopes, ", in ", stack);
 }
 
-// The deadlocks standing, one line per cycle and a line per waiter's open scopes.
-void write_deadlocks(const std::vector<Deadlock>& deadlocks, std::ostream& out) {
-  out << text::cat("\nDeadlocks standing: ", deadlocks.size(), "\n");
-  for (const Deadlock& deadlock : deadlocks) {
-    std::string line;
-    for (const Deadlock::Link& link : deadlock.cycle) {
-      text::append(line, line.empty() ? "  deadlock: " : " → ", link.waiter.thread, " waits for ",
-                   link.lock, " (held by ", link.holder.thread, " for ",
-                   detail::human_duration(static_cast<double>(link.holder.for_ns)), ")");
-    }
-    out << line << '\n';
-    for (const Deadlock::Link& link : deadlock.cycle) {
-      out << text::cat("    ", link.waiter.thread, " in ", joined(link.waiter_scopes), "\n");
-    }
-  }
-}
-
 // A row per lock, its contention sites and who holds and waits now; then the deadlocks standing
 // and the lock-order inversions found (docs/locks.md, "Outputs").
 void write_locks(const Snapshot& snapshot, std::ostream& out) {
@@ -347,7 +330,8 @@ void write_locks(const Snapshot& snapshot, std::ostream& out) {
       out << text::cat("  ", lock.name, ": waited for by ", lock_thread(waiter), "\n");
     }
   }
-  write_deadlocks(snapshot.deadlocks, out);
+  out << text::cat("\nDeadlocks standing: ", snapshot.deadlocks.size(), "\n")
+      << detail::deadlocks_text(snapshot.deadlocks, "  ");
   out << text::cat("\nLock-order inversions: ", snapshot.inversions.size(), "\n");
   for (const LockInversion& inversion : snapshot.inversions) {
     out << text::cat("  ", inversion.first, " then ", inversion.second, " by ",

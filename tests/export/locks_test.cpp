@@ -125,6 +125,24 @@ TEST(ExportLocks, LocksAnswerAndThreadsCarryTheDeadlocks) {
   EXPECT_EQ(deadlocks[0].at("cycle").at(1).at("waiter_scopes"), (json{"update", "inner"}));
 }
 
+// `hotscope threads` prints the deadlocks before the threads.
+TEST(ExportLocks, ThreadsTextBeginsWithTheDeadlocks) {
+  std::ostringstream out;
+  exporters::write_threads_text(testing::known_snapshot_with_locks(), 1'000'000'000, out);
+  const std::string text = out.str();
+  const std::string deadlock =
+      "\ndeadlock: locker-a waits for m2 (held by locker-b for 12.30 s) → locker-b waits for "
+      "cache_mutex (held by locker-a for 12.50 s)\n"
+      "  locker-a in flush\n"
+      "  locker-b in update > inner\n";
+  const auto found = text.find(deadlock);
+  ASSERT_NE(found, std::string::npos) << text;
+  EXPECT_LT(found, text.find("== locker-a")) << text;
+  std::ostringstream without;
+  exporters::write_threads_text(testing::known_snapshot(), 1'000'000'000, without);
+  EXPECT_EQ(without.str().find("deadlock"), std::string::npos);
+}
+
 TEST(ExportLocks, NoLocksNoEntriesButTheKeys) {
   const json stats = stats_json(testing::known_snapshot());
   EXPECT_EQ(stats.at("locks"), json::array());
@@ -160,7 +178,7 @@ TEST(ExportLocks, ReportHasALocksSectionThenDeadlocksThenInversions) {
         "  m2: held by locker-b (tid 101) for 7.00 ms (shared)\n",
         "  deadlock: locker-a waits for m2 (held by locker-b for 12.30 s) → locker-b waits for "
         "cache_mutex (held by locker-a for 12.50 s)\n",
-        "    locker-a in flush\n", "    locker-b in update, inner\n",
+        "    locker-a in flush\n", "    locker-b in update > inner\n",
         "  cache_mutex then m2 by locker-a at flush\n",
         "    m2 then cache_mutex by locker-b at std::terminate() < 0x10\n"}) {
     EXPECT_NE(text.find(line), std::string::npos) << line << text;
