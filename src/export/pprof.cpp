@@ -1,7 +1,7 @@
 // pprof profiles, gzip-compressed (docs/formats-output.md): the heap profile in Go's heap
 // convention, wall time per scope stack from the trace window, the CPU samples and the lock
-// contention (Go's mutex profile). The Profile
-// message is written by ProfileWriter (protobuf_writer.hpp).
+// contention (Go's mutex profile). The Profile message is written by ProfileWriter
+// (protobuf_writer.hpp).
 #include "export/common.hpp"
 #include "export/export.hpp"
 #include "export/protobuf_writer.hpp"
