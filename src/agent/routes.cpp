@@ -23,7 +23,6 @@
 #include <sstream>
 #include <string_view>
 #include <unordered_map>
-#include <utility>
 
 namespace hotscope::agent {
 namespace {
@@ -541,23 +540,21 @@ void keep_recent_trace(Snapshot& snapshot, std::uint64_t ns) {
   }
   const std::uint64_t cut = snapshot.duration_ns - ns;
   // Replays the events before the cut to learn which scopes are open there, as walk_trace does.
-  // A slice open at the cut is reopened there: a lock wait as a lock wait, the others as scopes.
-  std::unordered_map<std::uint32_t, std::vector<std::pair<EventKind, std::uint32_t>>> open;
+  std::unordered_map<std::uint32_t, std::vector<std::uint32_t>> open;
   std::size_t first_kept = 0;
   for (; first_kept < snapshot.trace.size() && snapshot.trace[first_kept].ns < cut; ++first_kept) {
     const TraceEvent& event = snapshot.trace[first_kept];
-    auto& stack = open[event.thread];
+    std::vector<std::uint32_t>& stack = open[event.thread];
     if (opens_slice(event.kind)) {
-      stack.emplace_back(event.kind == EventKind::LockWait ? EventKind::LockWait : EventKind::Begin,
-                         event.name);
+      stack.push_back(event.name);
     } else if (closes_slice(event.kind) && !stack.empty()) {
       stack.pop_back();
     }
   }
   std::vector<TraceEvent> kept;
   for (const ThreadInfo& thread : snapshot.threads) {
-    for (const auto& [kind, name] : open[thread.index]) {
-      kept.push_back(TraceEvent{cut, thread.index, kind, name, 0});
+    for (const std::uint32_t name : open[thread.index]) {
+      kept.push_back(TraceEvent{cut, thread.index, EventKind::Begin, name, 0});
     }
   }
   kept.insert(kept.end(), snapshot.trace.begin() + static_cast<std::ptrdiff_t>(first_kept),

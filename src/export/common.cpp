@@ -160,17 +160,23 @@ void walk_trace(const Snapshot& snapshot, const std::function<void(const TraceSt
 std::map<ThreadStack, std::uint64_t> self_time_by_stack(const Snapshot& snapshot) {
   std::map<ThreadStack, std::uint64_t> self_ns;
   const auto lock_offset = static_cast<std::uint32_t>(snapshot.names.size());
-  // Per thread, its open slices' frames: walk_trace's names, lock waits told apart.
-  std::unordered_map<std::uint32_t, std::vector<std::uint32_t>> frames;
   walk_trace(snapshot, [&](const TraceStep& step) {
-    std::vector<std::uint32_t>& open = frames[step.thread.index];
-    if (!open.empty() && step.event.ns > step.previous_ns) {
-      self_ns[ThreadStack(step.thread.index, open)] += step.event.ns - step.previous_ns;
+    const TraceEvent& event = step.event;
+    if (event.ns <= step.previous_ns) {
+      return;
     }
-    if (opens_slice(step.event.kind)) {
-      open.push_back(step.event.name + (step.event.kind == EventKind::LockWait ? lock_offset : 0));
-    } else if (closes_slice(step.event.kind)) {
-      open.pop_back(); // walk_trace visits no close without an open slice
+    // A lock wait ends at its event: its part of the time since the thread's previous event is a
+    // frame of its own inside the open scopes (nothing is recorded on a thread while it waits).
+    std::uint64_t wait_start = event.ns;
+    if (event.kind == EventKind::LockWait) {
+      const auto waited = static_cast<std::uint64_t>(std::max<std::int64_t>(event.value, 0));
+      wait_start = event.ns - std::min(waited, event.ns - step.previous_ns);
+      std::vector<std::uint32_t> waiting = step.open;
+      waiting.push_back(event.name + lock_offset);
+      self_ns[ThreadStack(step.thread.index, std::move(waiting))] += event.ns - wait_start;
+    }
+    if (!step.open.empty() && wait_start > step.previous_ns) {
+      self_ns[ThreadStack(step.thread.index, step.open)] += wait_start - step.previous_ns;
     }
   });
   return self_ns;

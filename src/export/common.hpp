@@ -70,8 +70,9 @@ void walk_trace(const Snapshot& snapshot, const std::function<void(const TraceSt
 // frame is a scope's name index, or for a lock wait its lock's name index plus the number of
 // names (stack_frame_name tells them apart).
 using ThreadStack = std::pair<std::uint32_t, std::vector<std::uint32_t>>;
-// The wall time (ns) each stack was the innermost one open in the trace window: the folded
-// stacks' and the wall-time pprof profile's figures.
+// The wall time (ns) each stack was the innermost one open in the trace window, a lock wait
+// counting as a frame inside the scopes it waited in: the folded stacks' and the wall-time pprof
+// profile's figures.
 std::map<ThreadStack, std::uint64_t> self_time_by_stack(const Snapshot& snapshot);
 // A ThreadStack frame's name: the scope's, or "wait for NAME" for a lock wait.
 std::string stack_frame_name(const Snapshot& snapshot, std::uint32_t frame);

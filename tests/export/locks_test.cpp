@@ -191,10 +191,11 @@ TEST(ExportLocks, ReportWithoutLocksHasNoLocksSection) {
   EXPECT_EQ(out.str().find("Locks"), std::string::npos);
 }
 
-// The releasing thread's handoff starts a flow (inside its scope, or a zero-length "release"
-// slice of its own) that ends inside the wait's slice, just before its E; a wait given up ends
-// none.
-TEST(ExportLocks, ChromeFlowFromTheReleaseToTheWaitItEnded) {
+// A wait is a complete slice on the waiting thread. The release that let a waiter in starts a
+// flow (inside the releasing thread's scope, or a zero-length "release" slice of its own) that
+// the waiter's acquisition finishes (inside its scope, or an "acquire" slice of its own); a wait
+// given up ends none.
+TEST(ExportLocks, ChromeFlowFromTheReleaseToTheWaitersAcquisition) {
   std::ostringstream out;
   exporters::write_chrome_json(testing::known_snapshot_with_locks(), out);
   const json trace = json::parse(out.str());
@@ -204,23 +205,23 @@ TEST(ExportLocks, ChromeFlowFromTheReleaseToTheWaitItEnded) {
       lines.push_back(event.at("ph").get<std::string>() + " " +
                       event.at("name").get<std::string>() + " " +
                       std::to_string(event.at("tid").get<int>()) + " " + event.at("ts").dump() +
+                      (event.contains("dur") ? " dur " + event.at("dur").dump() : "") +
                       (event.contains("id") ? " id " + event.at("id").dump() : "") +
                       (event.contains("bp") ? " bp " + event.at("bp").get<std::string>() : ""));
     }
   }
   EXPECT_EQ(lines, (std::vector<std::string>{
-                       "B wait for cache_mutex 101 1.1",
                        "s cache_mutex 100 1.5 id 1",
+                       "X wait for cache_mutex 101 1.1 dur 0.5",
                        "f cache_mutex 101 1.6 id 1 bp e",
-                       "E wait for cache_mutex 101 1.6",
-                       "B wait for cache_mutex 101 2.4",
                        "B release cache_mutex 100 2.5",
                        "s cache_mutex 100 2.5 id 2",
                        "E release cache_mutex 100 2.5",
+                       "X wait for cache_mutex 101 2.4 dur 0.2",
+                       "B acquire cache_mutex 101 2.6",
                        "f cache_mutex 101 2.6 id 2 bp e",
-                       "E wait for cache_mutex 101 2.6",
-                       "B wait for m2 101 3.0",
-                       "E wait for m2 101 3.5",
+                       "E acquire cache_mutex 101 2.6",
+                       "X wait for m2 101 3.0 dur 0.5",
                    }));
 }
 

@@ -57,18 +57,19 @@ public:
     return event(thread, ns, EventKind::QueuePop, queue, item);
   }
 
-  // A lock wait on `thread`, its end (`flow`: the handoff that let it in, 0 unknown, -1 gave up),
-  // and the handoff on the releasing thread.
-  SnapshotBuilder& lock_wait(std::uint32_t thread, std::uint64_t ns, const std::string& lock) {
-    return event(thread, ns, EventKind::LockWait, lock, 0);
-  }
-  SnapshotBuilder& lock_wait_end(std::uint32_t thread, std::uint64_t ns, const std::string& lock,
-                                 std::int64_t flow) {
-    return event(thread, ns, EventKind::LockWaitEnd, lock, flow);
+  // A lock wait on `thread` that ended at `ns` after `waited` ns; the release on another thread
+  // that let a waiter in (`flow` > 0) and that waiter's acquisition, the flow's two ends.
+  SnapshotBuilder& lock_wait(std::uint32_t thread, std::uint64_t ns, const std::string& lock,
+                             std::int64_t waited) {
+    return event(thread, ns, EventKind::LockWait, lock, waited);
   }
   SnapshotBuilder& handoff(std::uint32_t thread, std::uint64_t ns, const std::string& lock,
                            std::int64_t flow) {
     return event(thread, ns, EventKind::LockHandoff, lock, flow);
+  }
+  SnapshotBuilder& acquired(std::uint32_t thread, std::uint64_t ns, const std::string& lock,
+                            std::int64_t flow) {
+    return event(thread, ns, EventKind::LockAcquired, lock, flow);
   }
 
   Snapshot& snapshot() { return snapshot_; }
@@ -219,16 +220,15 @@ inline Snapshot known_snapshot_with_locks() {
   const std::uint32_t w = b.thread(101, "locker-b");
   b.begin(a, 900, "flush")
       .begin(w, 1000, "update")
-      .lock_wait(w, 1100, "cache_mutex")
       .handoff(a, 1500, "cache_mutex", 7)
-      .lock_wait_end(w, 1600, "cache_mutex", 7)
+      .lock_wait(w, 1600, "cache_mutex", 500)
+      .acquired(w, 1600, "cache_mutex", 7)
       .end(a, 1700, "flush")
       .end(w, 2000, "update")
-      .lock_wait(w, 2400, "cache_mutex")
       .handoff(a, 2500, "cache_mutex", 8)
-      .lock_wait_end(w, 2600, "cache_mutex", 8)
-      .lock_wait(w, 3000, "m2")
-      .lock_wait_end(w, 3500, "m2", -1);
+      .lock_wait(w, 2600, "cache_mutex", 200)
+      .acquired(w, 2600, "cache_mutex", 8)
+      .lock_wait(w, 3500, "m2", 500);
   Snapshot& s = b.snapshot();
   const std::uint64_t terminate = code_address(reinterpret_cast<const void*>(&std::terminate));
   LockStats cache;
