@@ -116,8 +116,8 @@ TEST(AgentPprof, TheHeapProfileOverTcpShowsTheServiceNotTheAllocator) {
   EXPECT_TRUE(service) << top.out;
 }
 
-// Go's path of the contention profile: the demo takes no lock hotscope follows, so pprof reads
-// a profile of delay without samples.
+// Go's path of the contention profile, over TCP: pprof reads it as a profile of delay (whether
+// the demo's Lockables were contended in its short run varies; AgentLocks checks the samples).
 TEST(AgentPprof, GoToolPprofReadsTheMutexProfileOverTcp) {
   Demo demo(Env{{"HOTSCOPE_AGENT_TCP", "127.0.0.1:0"}});
   const CommandResult top =
