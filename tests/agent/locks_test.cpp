@@ -97,17 +97,25 @@ TEST(AgentLocks, ContentionAndTheDeadlockInEveryOutput) {
   EXPECT_NE(top.out.find("Type: delay"), std::string::npos) << top.out;
   EXPECT_NE(top.out.find("wait for contended_lock"), std::string::npos) << top.out;
 
-  // The trace: the waits as slices, an arrow from each release to the acquisition it allowed.
+  // The trace: the waits as slices, an arrow from each release to the acquisition it allowed,
+  // each end inside a B/E slice of its thread, the start first (the viewers' rules,
+  // docs/formats-output.md).
   const Json trace = Json::parse(program.get("/v1/trace"));
   std::size_t waits = 0;
   std::map<std::uint64_t, int> flow_ends;
+  std::map<std::string, int> open; // pid:tid -> B/E slices open
   for (const Json& event : trace.at("traceEvents")) {
+    const std::string track = event.at("pid").dump() + ":" + event.value("tid", Json(0)).dump();
+    open[track] += event.at("ph") == "B" ? 1 : event.at("ph") == "E" ? -1 : 0;
     if (event.value("cat", "") != "lock") {
       continue;
     }
     waits += event.at("ph") == "X" && event.at("name") == "wait for contended_lock" ? 1 : 0;
     if (event.at("ph") == "s" || event.at("ph") == "f") {
-      flow_ends[event.at("id").get<std::uint64_t>()] += event.at("ph") == "s" ? 1 : 10;
+      EXPECT_GT(open[track], 0) << event.dump();
+      int& ends = flow_ends[event.at("id").get<std::uint64_t>()];
+      EXPECT_EQ(ends, event.at("ph") == "s" ? 0 : 1) << event.dump();
+      ends += event.at("ph") == "s" ? 1 : 10;
     }
   }
   EXPECT_GT(waits, 0u);
