@@ -90,19 +90,6 @@ struct CpuAddresses {
 };
 CpuAddresses cpu_addresses(const CpuProfile& cpu);
 
-// The names of the native frames of the snapshot's lock sites (contention sites, inversions),
-// asked of the symbolizer in one call: each return address named by its call's function, the
-// outermost name of its list (docs/locks.md, "Outputs").
-class LockFrameNames {
-public:
-  explicit LockFrameNames(const Snapshot& snapshot);
-  // The names of `stack`'s frames, innermost first.
-  std::vector<std::string> names(const std::vector<std::uint64_t>& stack) const;
-
-private:
-  std::unordered_map<std::uint64_t, std::string> names_; // by return address
-};
-
 // The deadlocks as text (report.txt, `hotscope threads`), each after `indent`: "deadlock: A waits
 // for m2 (held by B for 12.30 s) → B waits for m1 (held by A for 12.50 s)", then a line per
 // waiter with its open scopes, "  A in serve > handle".

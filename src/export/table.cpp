@@ -1,6 +1,7 @@
 // The human-readable report: headline figures, the per-function table, then threads, counters,
 // queues, tasks and locks.
 #include "export/common.hpp"
+#include "export/lock_frames.hpp"
 #include "export/export.hpp"
 #include "text/text.hpp"
 
