@@ -145,7 +145,12 @@ LockTable::WaitEnd LockTable::end_wait(ThreadLocks& thread, const At& at, std::u
     tally.wait_ticks += waited;
   }
   end.flow = ++next_flow_;
-  if (instance.last_release_thread != UINT32_MAX && instance.last_release_ticks >= waiting.since &&
+  // An instrumented lock's every hold is recorded: with no holder left, its last release let the
+  // waiter in, even one made between the failed try and the wait's record. An interposed lock's
+  // uncontended holds are not: only a release after the wait began is known to be the one.
+  const bool every_hold_recorded = locks_[instance.lock].address == 0;
+  if (instance.last_release_thread != UINT32_MAX && instance.holders.empty() &&
+      (every_hold_recorded || instance.last_release_ticks >= waiting.since) &&
       instance.last_release_ticks <= at.ticks) {
     end.handoff =
         Handoff{instance.last_release_thread, instance.last_release_ticks, instance.name, end.flow};
@@ -201,8 +206,8 @@ std::optional<LockTable::Handoff> LockTable::release(const At& at, const Lock& l
   std::erase_if(instance.holders, [&](const Holder& h) { return h.thread == at.thread; });
   instance.last_release_thread = at.thread;
   instance.last_release_ticks = at.ticks;
-  if (instance.pending && at.ticks >= instance.pending->wait_since &&
-      at.ticks <= instance.pending->acquired) {
+  if (instance.pending && at.ticks <= instance.pending->acquired &&
+      (locks_[instance.lock].address == 0 || at.ticks >= instance.pending->wait_since)) {
     const Handoff handoff{at.thread, at.ticks, instance.name, instance.pending->flow};
     instance.pending.reset();
     return handoff;
