@@ -4,6 +4,8 @@
 #include "atomic_file/atomic_file.hpp"
 #include "conventions.hpp"
 #include "export/formats.hpp"
+#include "locks_text.hpp"
+#include "profiles/profiles.hpp"
 
 #include <fmt/format.h>
 
@@ -198,6 +200,34 @@ std::string unwritable(const std::string& file) {
   return "";
 }
 
+// `read` of an agent's answer: a malformed answer is the agent's failure (kFailed), not a usage
+// error as a malformed file given to hotscope is.
+template <typename Read> auto read_reply(Read read) {
+  try {
+    return read();
+  } catch (const Failure& failure) {
+    throw Failure(kFailed, failure.what());
+  }
+}
+
+// The deadlocks standing in `process` (GET /v1/threads), one block each with a blank line after:
+// what `hotscope threads` prints before the threads (docs/locks.md, "Deadlocks").
+std::string deadlocks_first(const AgentProcess& process, double stuck_ms) {
+  const std::string path = fmt::format("/v1/threads?stuck_ms={}", stuck_ms);
+  const std::string source = fmt::format("the answer of process {} to GET {}", process.pid, path);
+  const std::string body = request(process, "GET", path).body;
+  const profiles::ThreadsAnswer answer = read_reply(
+      [&] { return profiles::read_threads(profiles::parse_json(body, source), source); });
+  std::string text;
+  for (const profiles::Deadlock& deadlock : answer.deadlocks) {
+    for (const std::string& line : deadlock_lines(deadlock)) {
+      text += line + "\n";
+    }
+    text += "\n";
+  }
+  return text;
+}
+
 } // namespace
 
 AgentCommands::AgentCommands(CLI::App& app) {
@@ -225,6 +255,12 @@ AgentCommands::AgentCommands(CLI::App& app) {
                    "milliseconds as stuck, and list them first")
       ->check(number_in(0, HUGE_VAL, true))
       ->capture_default_str();
+  CLI::App* locks = add_targeted(app, "locks",
+                                 "Print the locks: waits and holds, who holds and who waits now, "
+                                 "deadlocks standing now first");
+  locks->add_flag("--json", locks_json_, "Print them as JSON (what GET /v1/locks answers)");
+  locks->add_flag("--inversions", inversions_,
+                  "Show where each order of a lock-order inversion was taken (scopes, stack)");
   const char* pprof_file = exporters::format_info(exporters::Format::PprofCpu).file;
   const char* folded_file = exporters::format_info(exporters::Format::CpuFolded).file;
   CLI::App* cpu = add_targeted(app, "cpu",
@@ -319,6 +355,15 @@ int AgentCommands::run_targeted(const CLI::App& command) const {
     return run_cpu(process, cpu);
   }
   std::string text = request(process, method, path).body;
+  if (name == "threads" && !threads_json_) {
+    text = deadlocks_first(process, stuck_ms_) + text;
+  } else if (name == "locks" && !locks_json_) {
+    const std::string source = fmt::format("the answer of process {} to GET {}", process.pid, path);
+    text = locks_text(read_reply([&] {
+                        return profiles::read_locks(profiles::parse_json(text, source), source);
+                      }),
+                      inversions_);
+  }
   if (name == "reset") {
     text = fmt::format("process {} ({}): a new measuring window starts now\n", process.pid,
                        process.name());

@@ -1,6 +1,6 @@
 // The commands that talk to a running process's agent (docs/agent.md):
 //   hotscope list
-//   hotscope info|stats|heap|trace|threads|cpu|metrics|reset (-p PID | -n NAME) [-o FILE]
+//   hotscope info|stats|heap|trace|threads|locks|cpu|metrics|reset (-p PID | -n NAME) [-o FILE]
 #pragma once
 
 #include "agent/protocol.hpp"
@@ -49,6 +49,8 @@ private:
   std::string heap_format_ = exporters::find_format("/v1/heap", "")->name;
   bool threads_json_ = false;
   double stuck_ms_ = agent::kDefaultStuckMs;
+  bool locks_json_ = false;
+  bool inversions_ = false;
   CpuOptions cpu_; // its output is target_.output
 };
 

@@ -1,0 +1,27 @@
+// The locks as text (docs/locks.md, "Reading contention", "Deadlocks"): what
+// `hotscope locks` prints, the deadlocks `hotscope threads` prints first, and the lines and
+// cells of the console's locks tab and threads banner, so that all say the same.
+#pragma once
+
+#include "profiles/profiles.hpp"
+
+#include <string>
+#include <vector>
+
+namespace hotscope::cli {
+
+// "deadlock: locker-a waits for m2 (held by locker-b for 12.30 s) → locker-b waits for m1 (held
+// by locker-a for 12.50 s)".
+std::string deadlock_line(const profiles::Deadlock& deadlock);
+// That line, then each waiter's open scopes under it ("  locker-a inside: outer > inner").
+std::vector<std::string> deadlock_lines(const profiles::Deadlock& deadlock);
+// "lock-order inversion: m1 then m2 (locker-a), m2 then m1 (locker-b)"; with `sites`, each
+// site's scopes and stack frames under it.
+std::vector<std::string> inversion_lines(const profiles::LockInversion& inversion, bool sites);
+// The locks table: a heading, then one row of cells per lock, in the order given.
+std::vector<std::vector<std::string>> lock_table(const std::vector<profiles::LockStats>& locks);
+// What `hotscope locks` prints: a summary line, the deadlocks, the table, then the inversions
+// (their sites with `inversions`, one line each otherwise).
+std::string locks_text(const profiles::LockReport& report, bool inversions);
+
+} // namespace hotscope::cli
