@@ -79,15 +79,6 @@ Json locks_answer() {
           {"lock_figures", {{"deadlocks_found", 1}, {"order_edges", 4}, {"given_up", 0}}}};
 }
 
-bool has_line(const std::vector<std::string>& lines, const std::string& text) {
-  for (const std::string& line : lines) {
-    if (line.find(text) != std::string::npos) {
-      return true;
-    }
-  }
-  return false;
-}
-
 TEST(LocksReader, ReadsEveryKeyOfTheContract) {
   const profiles::LockReport report = profiles::read_locks(locks_answer(), "GET /v1/locks");
   ASSERT_TRUE(report.locks);
@@ -240,6 +231,77 @@ TEST(LocksText, LocksCommandPrintsDeadlocksFirstThenTheTable) {
   }
   // No locks: says how to get some.
   EXPECT_NE(locks_text(profiles::LockReport{}, false).find("HOTSCOPE_LOCKS=1"), std::string::npos);
+}
+
+} // namespace
+
+namespace {
+
+using console::Line;
+using console::Page;
+
+bool has_line(const std::vector<Line>& lines, const std::string& text, console::Style style) {
+  for (const Line& line : lines) {
+    if (line.text.find(text) != std::string::npos && line.style == style) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// The locks tab: deadlocks first and the inversions as alerts, then the table; the threads tab's
+// banner names the deadlocks of /v1/threads.
+TEST(ConsoleLocks, LocksTabAndThreadsBanner) {
+  Json document = locks_answer();
+  document["hotscope_version"] = "1.0";
+  document["functions"] = Json::array();
+  profiles::Stats stats;
+  profiles::read_stats(document.dump(), "GET /v1/stats", stats);
+  console::Model model;
+  model.update_stats(stats);
+  console::ViewState state;
+  state.tab = console::Tab::Locks;
+  ASSERT_EQ(console::tab_name(console::Tab::Locks), "locks");
+  const Page page = console::build_page(model, state, console::Glyphs{}, 160);
+  ASSERT_FALSE(page.fixed.empty());
+  EXPECT_EQ(page.fixed[0].text.rfind(" deadlock: locker-a waits for m2", 0), 0u)
+      << page.fixed[0].text;
+  EXPECT_EQ(page.fixed[0].style, console::Style::Alert);
+  EXPECT_TRUE(
+      has_line(page.fixed, "  locker-a inside: transfer > lock both", console::Style::Alert));
+  EXPECT_TRUE(
+      has_line(page.fixed, "lock-order inversion: m1 then m2 (worker-1)", console::Style::Alert));
+  EXPECT_TRUE(has_line(page.fixed, "Holders now", console::Style::Heading));
+  ASSERT_EQ(page.rows.size(), 2u);
+  EXPECT_EQ(page.rows[0].text.rfind(" m1 ", 0), 0u) << page.rows[0].text;
+  EXPECT_EQ(page.rows[0].style, console::Style::Alert); // locker-b waits for it
+  EXPECT_EQ(page.rows[1].style, console::Style::Normal);
+  EXPECT_EQ(page.selected, 0);
+
+  // An agent without locks says so; one with none says how to get some.
+  profiles::Stats older;
+  profiles::read_stats(R"({"hotscope_version": "1.0", "functions": []})", "GET /v1/stats", older);
+  console::Model without;
+  without.update_stats(older);
+  EXPECT_TRUE(has_line(console::build_page(without, state, console::Glyphs{}, 160).fixed,
+                       "no locks (an older hotscope)", console::Style::Alert));
+
+  // The threads tab: no banner without a deadlock, then the banner first.
+  Json threads = {{"now_ns", 1'000'000'000},
+                  {"stuck_threshold_ns", 1'000'000'000},
+                  {"threads", Json::array()},
+                  {"deadlocks", Json::array()}};
+  model.update_threads(threads);
+  state.tab = console::Tab::Threads;
+  EXPECT_FALSE(has_line(console::build_page(model, state, console::Glyphs{}, 160).fixed,
+                        "deadlock:", console::Style::Alert));
+  threads["deadlocks"] = locks_answer()["deadlocks"];
+  model.update_threads(threads);
+  const Page banner = console::build_page(model, state, console::Glyphs{}, 160);
+  ASSERT_GE(banner.fixed.size(), 4u);
+  EXPECT_EQ(banner.fixed[0].text.rfind(" deadlock: locker-a waits for m2 (held by locker-b", 0), 0u)
+      << banner.fixed[0].text;
+  EXPECT_EQ(banner.fixed[2].text, "   locker-b inside: (no scope open)");
 }
 
 } // namespace
