@@ -41,7 +41,7 @@ Page locks_page(const Model& model, ViewState& state, std::size_t width) {
     return page;
   }
   page.fixed.push_back(
-      Line{fmt::format(" {} locks, {} deadlocks found in all; waits and holds over "
+      Line{fmt::format(" locks: {}, deadlocks found in all: {}; waits and holds over "
                        "the window, holders and waiters now",
                        report.locks->size(), report.figures.deadlocks_found),
            Style::Dim});
