@@ -194,8 +194,8 @@ TEST(LocksText, DeadlockInTheIssuesWords) {
   ASSERT_EQ(lines.size(), 3u);
   EXPECT_EQ(lines[0], "deadlock: locker-a waits for m2 (held by locker-b for 12.30 s) → locker-b "
                       "waits for m1 (held by locker-a for 12.50 s)");
-  EXPECT_EQ(lines[1], "  locker-a inside: transfer > lock both");
-  EXPECT_EQ(lines[2], "  locker-b inside: (no scope open)");
+  EXPECT_EQ(lines[1], "  locker-a in transfer > lock both");
+  EXPECT_EQ(lines[2], "  locker-b in (no scope open)");
 }
 
 TEST(LocksText, LocksCommandPrintsDeadlocksFirstThenTheTable) {
@@ -268,7 +268,7 @@ TEST(ConsoleLocks, LocksTabAndThreadsBanner) {
       << page.fixed[0].text;
   EXPECT_EQ(page.fixed[0].style, console::Style::Alert);
   EXPECT_TRUE(
-      has_line(page.fixed, "  locker-a inside: transfer > lock both", console::Style::Alert));
+      has_line(page.fixed, "  locker-a in transfer > lock both", console::Style::Alert));
   EXPECT_TRUE(
       has_line(page.fixed, "lock-order inversion: m1 then m2 (worker-1)", console::Style::Alert));
   EXPECT_TRUE(has_line(page.fixed, "Holders now", console::Style::Heading));
@@ -301,7 +301,7 @@ TEST(ConsoleLocks, LocksTabAndThreadsBanner) {
   ASSERT_GE(banner.fixed.size(), 4u);
   EXPECT_EQ(banner.fixed[0].text.rfind(" deadlock: locker-a waits for m2 (held by locker-b", 0), 0u)
       << banner.fixed[0].text;
-  EXPECT_EQ(banner.fixed[2].text, "   locker-b inside: (no scope open)");
+  EXPECT_EQ(banner.fixed[2].text, "   locker-b in (no scope open)");
 }
 
 } // namespace

@@ -210,24 +210,6 @@ template <typename Read> auto read_reply(Read read) {
   }
 }
 
-// The deadlocks standing in `process` (GET /v1/threads), one block each with a blank line after:
-// what `hotscope threads` prints before the threads (docs/locks.md, "Deadlocks").
-std::string deadlocks_first(const AgentProcess& process, double stuck_ms) {
-  const std::string path = fmt::format("/v1/threads?stuck_ms={}", stuck_ms);
-  const std::string source = fmt::format("the answer of process {} to GET {}", process.pid, path);
-  const std::string body = request(process, "GET", path).body;
-  const profiles::ThreadsAnswer answer = read_reply(
-      [&] { return profiles::read_threads(profiles::parse_json(body, source), source); });
-  std::string text;
-  for (const profiles::Deadlock& deadlock : answer.deadlocks) {
-    for (const std::string& line : deadlock_lines(deadlock)) {
-      text += line + "\n";
-    }
-    text += "\n";
-  }
-  return text;
-}
-
 } // namespace
 
 AgentCommands::AgentCommands(CLI::App& app) {
@@ -355,9 +337,7 @@ int AgentCommands::run_targeted(const CLI::App& command) const {
     return run_cpu(process, cpu);
   }
   std::string text = request(process, method, path).body;
-  if (name == "threads" && !threads_json_) {
-    text = deadlocks_first(process, stuck_ms_) + text;
-  } else if (name == "locks" && !locks_json_) {
+  if (name == "locks" && !locks_json_) {
     const std::string source = fmt::format("the answer of process {} to GET {}", process.pid, path);
     text = locks_text(read_reply([&] {
                         return profiles::read_locks(profiles::parse_json(text, source), source);

@@ -71,7 +71,7 @@ std::string deadlock_line(const profiles::Deadlock& deadlock) {
 std::vector<std::string> deadlock_lines(const profiles::Deadlock& deadlock) {
   std::vector<std::string> lines{deadlock_line(deadlock)};
   for (const profiles::DeadlockLink& link : deadlock.cycle) {
-    lines.push_back(fmt::format("  {} inside: {}", thread_name(link.waiter),
+    lines.push_back(fmt::format("  {} in {}", thread_name(link.waiter),
                                 link.waiter_scopes.empty() ? "(no scope open)"
                                                            : joined(link.waiter_scopes, " > ")));
   }

@@ -1,6 +1,7 @@
 // The locks as text (docs/locks.md, "Reading contention", "Deadlocks"): what
-// `hotscope locks` prints, the deadlocks `hotscope threads` prints first, and the lines and
-// cells of the console's locks tab and threads banner, so that all say the same.
+// `hotscope locks` prints, and the lines and cells of the console's locks tab and threads
+// banner, so that all say the same (the deadlock lines as the agent's `hotscope threads` text
+// and report.txt write them).
 #pragma once
 
 #include "profiles/profiles.hpp"
@@ -13,7 +14,7 @@ namespace hotscope::cli {
 // "deadlock: locker-a waits for m2 (held by locker-b for 12.30 s) → locker-b waits for m1 (held
 // by locker-a for 12.50 s)".
 std::string deadlock_line(const profiles::Deadlock& deadlock);
-// That line, then each waiter's open scopes under it ("  locker-a inside: outer > inner").
+// That line, then each waiter's open scopes under it ("  locker-a in outer > inner").
 std::vector<std::string> deadlock_lines(const profiles::Deadlock& deadlock);
 // "lock-order inversion: m1 then m2 (locker-a), m2 then m1 (locker-b)"; with `sites`, each
 // site's scopes and stack frames under it.
