@@ -3,10 +3,12 @@
 // key), the deadlocks of GET /v1/threads, `hotscope locks`' and `hotscope threads`' text, and the
 // console's locks tab and threads banner.
 #include "agent_client.hpp"
+#include "agent_commands.hpp"
 #include "console/model.hpp"
 #include "console/view.hpp"
 #include "locks_text.hpp"
 #include "profiles/profiles.hpp"
+#include "report/report.hpp"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -188,6 +190,30 @@ TEST(LocksReader, MalformedKeysAreRefusedByName) {
   EXPECT_EQ(answer.deadlocks[0].cycle[1].waiter.thread, "locker-b");
 }
 
+// report.html: a Locks section (and its link) when the run has locks: the deadlock, a row per
+// lock sorted by its figures, the inversion with both sites; none without locks.
+TEST(LocksText, ReportPageListsTheLocks) {
+  Json document = locks_answer();
+  document["hotscope_version"] = "1.0";
+  document["functions"] = Json::array();
+  const auto page = [](const Json& stats) {
+    return report::html_page(profiles::classify(stats, "stats.json"), std::nullopt,
+                             {std::nullopt, "trace.folded"});
+  };
+  const std::string html = page(document);
+  const std::size_t section = html.find("<section id=\"locks\"><h2>Locks</h2>");
+  ASSERT_NE(section, std::string::npos);
+  EXPECT_NE(html.find("<a href=\"#locks\">Locks</a>"), std::string::npos);
+  EXPECT_NE(html.find("<pre class=\"warning\">deadlock: locker-a waits for m2", section),
+            std::string::npos);
+  EXPECT_NE(html.find("<td data-value=\"12000000\">12.00 ms</td>", section), std::string::npos);
+  EXPECT_NE(html.find("worker-2 took m1 holding m2:", section), std::string::npos);
+  document.erase("locks");
+  document.erase("deadlocks");
+  document.erase("lock_inversions");
+  EXPECT_EQ(page(document).find("id=\"locks\""), std::string::npos);
+}
+
 TEST(LocksText, DeadlockInTheIssuesWords) {
   const profiles::LockReport report = profiles::read_locks(locks_answer(), "GET /v1/locks");
   const std::vector<std::string> lines = deadlock_lines(report.deadlocks[0]);
@@ -267,8 +293,7 @@ TEST(ConsoleLocks, LocksTabAndThreadsBanner) {
   EXPECT_EQ(page.fixed[0].text.rfind(" deadlock: locker-a waits for m2", 0), 0u)
       << page.fixed[0].text;
   EXPECT_EQ(page.fixed[0].style, console::Style::Alert);
-  EXPECT_TRUE(
-      has_line(page.fixed, "  locker-a in transfer > lock both", console::Style::Alert));
+  EXPECT_TRUE(has_line(page.fixed, "  locker-a in transfer > lock both", console::Style::Alert));
   EXPECT_TRUE(
       has_line(page.fixed, "lock-order inversion: m1 then m2 (worker-1)", console::Style::Alert));
   EXPECT_TRUE(has_line(page.fixed, "Holders now", console::Style::Heading));

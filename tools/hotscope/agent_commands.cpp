@@ -2,6 +2,7 @@
 
 #include "agent_client.hpp"
 #include "atomic_file/atomic_file.hpp"
+#include "console/text.hpp"
 #include "conventions.hpp"
 #include "export/formats.hpp"
 #include "locks_text.hpp"
@@ -74,6 +75,10 @@ int list_agents() {
   return kOk;
 }
 
+std::string plural(std::size_t count, const char* one, const char* many) {
+  return fmt::format("{} {}", count, count == 1 ? one : many);
+}
+
 } // namespace
 
 std::vector<std::string> process_table(const std::vector<AgentProcess>& agents) {
@@ -95,6 +100,40 @@ std::vector<std::string> process_table(const std::vector<AgentProcess>& agents) 
                                 row[2], widths[2], row[3]));
   }
   return lines;
+}
+
+std::string locks_text(const profiles::LockReport& report, bool inversions) {
+  const std::vector<profiles::LockStats> locks =
+      report.locks.value_or(std::vector<profiles::LockStats>{});
+  std::string text = fmt::format(
+      "{}, {} standing, {} found in all; {}\n", plural(locks.size(), "lock", "locks"),
+      plural(report.deadlocks.size(), "deadlock", "deadlocks"), report.figures.deadlocks_found,
+      plural(report.inversions.size(), "lock-order inversion", "lock-order inversions"));
+  for (const profiles::Deadlock& deadlock : report.deadlocks) {
+    for (const std::string& line : deadlock_lines(deadlock)) {
+      text += "\n" + line;
+    }
+    text += "\n";
+  }
+  if (locks.empty()) {
+    text += "no lock recorded: name locks with HOTSCOPE_LOCKABLE, or start the program with "
+            "HOTSCOPE_LOCKS=1 (or `hotscope run --locks`) for its pthread locks\n";
+  } else {
+    text += "\n";
+    for (const std::string& line : console::align(lock_table(locks), 0, console::Glyphs{})) {
+      text += line + "\n";
+    }
+  }
+  for (const profiles::LockInversion& inversion : report.inversions) {
+    text += "\n";
+    for (const std::string& line : inversion_lines(inversion, inversions)) {
+      text += line + "\n";
+    }
+  }
+  if (!report.inversions.empty() && !inversions) {
+    text += "(--inversions shows where each order was taken)\n";
+  }
+  return text;
 }
 
 namespace {

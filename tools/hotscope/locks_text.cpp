@@ -1,6 +1,6 @@
 #include "locks_text.hpp"
 
-#include "console/text.hpp"
+#include "export/common.hpp"
 
 #include <fmt/format.h>
 
@@ -12,7 +12,7 @@ using profiles::LockStats;
 using profiles::LockThread;
 
 std::string duration(std::uint64_t ns) {
-  return console::duration(static_cast<double>(ns));
+  return exporters::detail::human_duration(static_cast<double>(ns));
 }
 
 std::string joined(const std::vector<std::string>& names, const char* separator) {
@@ -51,10 +51,6 @@ void add_site(std::vector<std::string>& lines, const std::string& heading, const
   for (std::size_t i = 0; i < site.stack.size(); ++i) {
     lines.push_back((i == 0 ? "    stack: " : "           ") + site.stack[i]);
   }
-}
-
-std::string plural(std::size_t count, const char* one, const char* many) {
-  return fmt::format("{} {}", count, count == 1 ? one : many);
 }
 
 } // namespace
@@ -107,39 +103,6 @@ std::vector<std::vector<std::string>> lock_table(const std::vector<LockStats>& l
                     threads_now(lock.holders), threads_now(lock.waiters)});
   }
   return rows;
-}
-
-std::string locks_text(const profiles::LockReport& report, bool inversions) {
-  const std::vector<LockStats> locks = report.locks.value_or(std::vector<LockStats>{});
-  std::string text = fmt::format(
-      "{}, {} standing, {} found in all; {}\n", plural(locks.size(), "lock", "locks"),
-      plural(report.deadlocks.size(), "deadlock", "deadlocks"), report.figures.deadlocks_found,
-      plural(report.inversions.size(), "lock-order inversion", "lock-order inversions"));
-  for (const profiles::Deadlock& deadlock : report.deadlocks) {
-    for (const std::string& line : deadlock_lines(deadlock)) {
-      text += "\n" + line;
-    }
-    text += "\n";
-  }
-  if (locks.empty()) {
-    text += "no lock recorded: name locks with HOTSCOPE_LOCKABLE, or start the program with "
-            "HOTSCOPE_LOCKS=1 (or `hotscope run --locks`) for its pthread locks\n";
-  } else {
-    text += "\n";
-    for (const std::string& line : console::align(lock_table(locks), 0, console::Glyphs{})) {
-      text += line + "\n";
-    }
-  }
-  for (const profiles::LockInversion& inversion : report.inversions) {
-    text += "\n";
-    for (const std::string& line : inversion_lines(inversion, inversions)) {
-      text += line + "\n";
-    }
-  }
-  if (!report.inversions.empty() && !inversions) {
-    text += "(--inversions shows where each order was taken)\n";
-  }
-  return text;
 }
 
 } // namespace hotscope::cli

@@ -1,7 +1,7 @@
-// The locks as text (docs/locks.md, "Reading contention", "Deadlocks"): what
-// `hotscope locks` prints, and the lines and cells of the console's locks tab and threads
-// banner, so that all say the same (the deadlock lines as the agent's `hotscope threads` text
-// and report.txt write them).
+// The locks as lines and cells of text (docs/locks.md, "Reading contention", "Deadlocks"):
+// what `hotscope locks` prints, the console's locks tab and threads banner and report.html's
+// locks are made of, so that all say the same (the deadlock lines as the agent's
+// `hotscope threads` text and report.txt write them).
 #pragma once
 
 #include "profiles/profiles.hpp"
@@ -21,8 +21,5 @@ std::vector<std::string> deadlock_lines(const profiles::Deadlock& deadlock);
 std::vector<std::string> inversion_lines(const profiles::LockInversion& inversion, bool sites);
 // The locks table: a heading, then one row of cells per lock, in the order given.
 std::vector<std::vector<std::string>> lock_table(const std::vector<profiles::LockStats>& locks);
-// What `hotscope locks` prints: a summary line, the deadlocks, the table, then the inversions
-// (their sites with `inversions`, one line each otherwise).
-std::string locks_text(const profiles::LockReport& report, bool inversions);
 
 } // namespace hotscope::cli

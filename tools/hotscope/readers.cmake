@@ -1,5 +1,6 @@
 # The readers of files and answers: `hotscope diff` (diff/), `hotscope report` and `flame`
-# (report/), and what they and the console read (profiles/). Included by
+# (report/), and what they and the console read (profiles/), and the locks as text
+# (locks_text.cpp). Included by
 # tools/hotscope/CMakeLists.txt, and by tests/cli for the fuzz targets (tests/cli/fuzz_*.cpp) in
 # the fuzz build (HOTSCOPE_FUZZ), which builds no command: there the readers are instrumented.
 find_package(CLI11 CONFIG REQUIRED)
@@ -8,6 +9,8 @@ find_package(nlohmann_json 3.10 REQUIRED)
 set(HOTSCOPE_CLI_DIR ${PROJECT_SOURCE_DIR}/tools/hotscope)
 file(GLOB HOTSCOPE_COMPARE_SOURCES CONFIGURE_DEPENDS ${HOTSCOPE_CLI_DIR}/profiles/*.cpp
   ${HOTSCOPE_CLI_DIR}/diff/*.cpp ${HOTSCOPE_CLI_DIR}/report/*.cpp)
+# The locks' lines and cells: the CLI's, the console's and report.html's.
+list(APPEND HOTSCOPE_COMPARE_SOURCES ${HOTSCOPE_CLI_DIR}/locks_text.cpp)
 list(REMOVE_ITEM HOTSCOPE_COMPARE_SOURCES ${HOTSCOPE_CLI_DIR}/diff/diff_command.cpp
   ${HOTSCOPE_CLI_DIR}/report/report_command.cpp)
 # The report's scripts and styles (report/assets/) are compiled in as strings.
