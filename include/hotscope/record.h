@@ -41,8 +41,9 @@ enum hotscope_record_kind {
   HOTSCOPE_RECORD_HEAP_REALLOC = 19, /* ref: the new block's address (0: the call failed); value:
                                         its size in bytes */
   /* Locks (hotscope::Lockable, the pthread interposer; docs/locks.md). ref: the source location
-   * naming the lock, or 0 for a lock named by its address (an interposed pthread lock); value: the
-   * lock's address, which tells one lock from another. */
+   * naming the lock, or for a lock named by its address (an interposed pthread lock)
+   * HOTSCOPE_LOCK_REF_PTHREAD_MUTEX or _RWLOCK; value: the lock's address, which tells one lock
+   * from another. Every LOCK_ACQUIRE(_SHARED) recorded gets its LOCK_RELEASE. */
   HOTSCOPE_RECORD_LOCK_WAIT = 20,           /* the thread begins to wait for the lock */
   HOTSCOPE_RECORD_LOCK_ACQUIRE = 21,        /* the thread holds it, alone; its wait (if any) ends */
   HOTSCOPE_RECORD_LOCK_ACQUIRE_SHARED = 22, /* the thread holds it, shared; its wait ends */
@@ -84,6 +85,9 @@ struct hotscope_record {
 /* Flags of a source location. */
 #define HOTSCOPE_LOCATION_FUNCTION_SIGNATURE 1u /* name is a compiler signature to shorten */
 #define HOTSCOPE_LOCATION_ASIO_OPERATION 2u     /* a task that is an Asio operation */
+/* The ref of a lock record for a lock with no location: never a location's address. */
+#define HOTSCOPE_LOCK_REF_PTHREAD_MUTEX 1u
+#define HOTSCOPE_LOCK_REF_PTHREAD_RWLOCK 2u
 /* A lock's kind, in bits 8 to 11 of its location's flags (0: a plain mutex). */
 #define HOTSCOPE_LOCATION_LOCK_KIND_SHIFT 8u
 #define HOTSCOPE_LOCATION_LOCK_KIND_MASK (0xfu << HOTSCOPE_LOCATION_LOCK_KIND_SHIFT)
