@@ -142,7 +142,7 @@ TEST(AgentThreads, DeadlockedThreadsAreStuckInTheirScopesAndCpuIsMeasured) {
 }
 
 // The two lockers' std::mutex, interposed: `hotscope locks` names the cycle first (each step's
-// waiter, lock and holder, the waiters' scopes), then both locks with their holder and waiter;
+// waiter, lock and holder, the waiters' scopes), then both locks with their waiter;
 // --json is the agent's answer; `hotscope threads` and the console's locks and threads tabs name
 // the same cycle.
 TEST(AgentThreads, LocksNameTheDeadlockOfInterposedMutexes) {
@@ -169,12 +169,14 @@ TEST(AgentThreads, LocksNameTheDeadlockOfInterposedMutexes) {
   EXPECT_NE(locks.out.find("\n  locker-b in hold_second > take_first\n"), std::string::npos)
       << locks.out;
   EXPECT_LT(deadlock, locks.out.find("Holders now")) << locks.out;
-  // Each lock is held by one locker and waited for by the other.
+  // Each lock is waited for by a locker (the holder of an interposed mutex taken without
+  // contention is known to the deadlock, from the mutex's owner, not to the table).
+  const std::size_t heading = locks.out.find("Holders now");
+  const std::string table = locks.out.substr(heading, locks.out.find("\n\n", heading) - heading);
   std::size_t rows = 0;
-  for (std::size_t at = locks.out.find("Holders now"); at != std::string::npos;
-       at = locks.out.find('\n', at + 1)) {
-    const std::string line = locks.out.substr(at + 1, locks.out.find('\n', at + 1) - at - 1);
-    if (line.find("locker-a") != std::string::npos && line.find("locker-b") != std::string::npos) {
+  for (std::size_t at = table.find('\n'); at != std::string::npos; at = table.find('\n', at + 1)) {
+    const std::string line = table.substr(at + 1, table.find('\n', at + 1) - at - 1);
+    if (line.find("locker-a") != std::string::npos || line.find("locker-b") != std::string::npos) {
       ++rows;
     }
   }
