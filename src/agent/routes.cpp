@@ -44,12 +44,14 @@ constexpr Endpoint kEndpoints[] = {
     {"/v1/stats", "GET", {"format"}, false},
     {"/v1/trace", "GET", {"format", "seconds"}, false},
     {"/v1/threads", "GET", {"format", "stuck_ms"}, false},
+    {"/v1/locks", "GET", {}, false},
     {"/v1/metrics", "GET", {}, true},
     {"/v1/heap", "GET", {"format"}, false},
     {"/v1/reset", "POST", {}, false},
     {"/debug/pprof/heap", "GET", {}, true},
     {"/debug/pprof/profile", "GET", {"format", "seconds"}, true},
     {"/debug/pprof/wall", "GET", {"seconds"}, true},
+    {"/debug/pprof/mutex", "GET", {}, true},
 };
 
 // "GET /v1/trace?format=chrome|folded|text&seconds=N".
@@ -502,6 +504,10 @@ Response answer(const Process& process, Listener listener, const Request& reques
   }
   if (path == "/v1/threads") {
     return threads(request);
+  }
+  if (path == "/v1/locks" || path == "/debug/pprof/mutex") {
+    return written(path == "/v1/locks" ? Format::Locks : Format::PprofMutex,
+                   trace::snapshot(trace::Contents::StatisticsOnly));
   }
   if (path == "/v1/metrics") {
     Snapshot snapshot = trace::snapshot(trace::Contents::StatisticsOnly);

@@ -40,7 +40,8 @@ TrackIds track_ids(const Snapshot& snapshot, const ThreadInfo& thread) {
 }
 
 // Streams the events, one per line: the tracks' names, then the trace window's events with the
-// flows that link a queue's push to its pop and a task's suspension to its next resumption.
+// flows that link a queue's push to its pop, a task's suspension to its next resumption and a
+// lock's release to the acquisition of the waiter it let in.
 class EventWriter {
 public:
   EventWriter(const Snapshot& snapshot, std::ostream& out) : snapshot_(snapshot), out_(out) {}
@@ -89,7 +90,7 @@ public:
     case EventKind::LockWait: { // a complete slice that ends at the event
       const std::uint64_t waited = static_cast<std::uint64_t>(event.value);
       emit(text::cat(R"({"ph":"X","name":)",
-                     json_string("wait for " + snapshot_.names.at(event.name)),
+                     json_string(detail::lock_wait_frame(snapshot_.names.at(event.name))),
                      R"(,"cat":"lock","pid":)", ids.pid, R"(,"tid":)", ids.tid, R"(,"ts":)",
                      detail::fixed3(event.ns - std::min(waited, event.ns), 1000), R"(,"dur":)",
                      detail::fixed3(waited, 1000), '}'));
@@ -97,6 +98,7 @@ public:
     }
     case EventKind::LockHandoff:
     case EventKind::LockAcquired:
+      lock_handoff(step, where);
       break;
     }
   }
@@ -147,8 +149,7 @@ private:
     emit(text::cat(R"({"ph":"E","name":)", task, R"(,"cat":"task",)", where, '}'));
   }
 
-  // A flow arrow from the scope that pushed an item to the scope that popped it. A flow's ends
-  // must lie inside slices: a push or pop outside any scope gets a zero-length slice of its own.
+  // A flow arrow from the scope that pushed an item to the scope that popped it.
   void queue(const detail::TraceStep& step, const std::string& where) {
     const TraceEvent& event = step.event;
     const std::string_view queue = snapshot_.names.at(event.name);
@@ -163,17 +164,43 @@ private:
     } else {
       return;
     }
-    const bool own_slice = step.open.empty();
-    const std::string slice_name =
-        own_slice ? json_string(text::cat(push ? "push " : "pop ", queue)) : "";
-    if (own_slice) {
-      emit(text::cat(R"({"ph":"B","name":)", slice_name, R"(,"cat":"queue",)", where, '}'));
+    flow_in_slice(step, where, push, flow, queue, "queue", push ? "push " : "pop ");
+  }
+
+  // A flow arrow from the scope that released a lock (LockHandoff) to the scope of the waiter it
+  // let in, at its acquisition (LockAcquired): the two ends share the handoff's id.
+  void lock_handoff(const detail::TraceStep& step, const std::string& where) {
+    const TraceEvent& event = step.event;
+    const bool release = event.kind == EventKind::LockHandoff;
+    std::uint64_t flow = next_flow_;
+    if (release) {
+      lock_flows_[event.value] = next_flow_++;
+    } else if (const auto started = lock_flows_.find(event.value); started != lock_flows_.end()) {
+      flow = started->second;
+      lock_flows_.erase(started);
+    } else {
+      return;
+    }
+    flow_in_slice(step, where, release, flow, snapshot_.names.at(event.name), "lock",
+                  release ? "release " : "acquire ");
+  }
+
+  // A flow's start or finish, which must lie inside a slice: the innermost scope open on the
+  // thread, or, outside any scope, a zero-length slice of its own named `own_slice` + `name`.
+  void flow_in_slice(const detail::TraceStep& step, const std::string& where, bool start,
+                     std::uint64_t flow, std::string_view name, const char* category,
+                     const char* own_slice) {
+    const std::string cat = text::cat(R"(,"cat":")", category, R"(",)");
+    const bool alone = step.open.empty();
+    const std::string slice_name = alone ? json_string(text::cat(own_slice, name)) : "";
+    if (alone) {
+      emit(text::cat(R"({"ph":"B","name":)", slice_name, cat, where, '}'));
     }
     // Both ends bind to the slice enclosing them (an `f` needs "bp":"e" for that).
-    emit(text::cat(R"({"ph":")", push ? "s" : "f", R"(",)", push ? "" : R"("bp":"e",)", R"("id":)",
-                   flow, R"(,"name":)", json_string(queue), R"(,"cat":"queue",)", where, '}'));
-    if (own_slice) {
-      emit(text::cat(R"({"ph":"E","name":)", slice_name, R"(,"cat":"queue",)", where, '}'));
+    emit(text::cat(R"({"ph":")", start ? "s" : "f", R"(",)", start ? "" : R"("bp":"e",)",
+                   R"("id":)", flow, R"(,"name":)", json_string(name), cat, where, '}'));
+    if (alone) {
+      emit(text::cat(R"({"ph":"E","name":)", slice_name, cat, where, '}'));
     }
   }
 
@@ -182,6 +209,7 @@ private:
   bool first_ = true;
   std::map<std::pair<std::string_view, std::int64_t>, std::uint64_t> flows_started_;
   std::map<std::int64_t, std::uint64_t> task_flows_; // by task id
+  std::map<std::int64_t, std::uint64_t> lock_flows_; // by the handoff's flow id
   std::uint64_t next_flow_ = 1;
 };
 

@@ -1,4 +1,5 @@
 #include "export/common.hpp"
+#include "objects/objects.hpp"
 #include "text/text.hpp"
 
 #include <algorithm>
@@ -158,12 +159,33 @@ void walk_trace(const Snapshot& snapshot, const std::function<void(const TraceSt
 
 std::map<ThreadStack, std::uint64_t> self_time_by_stack(const Snapshot& snapshot) {
   std::map<ThreadStack, std::uint64_t> self_ns;
+  const auto lock_offset = static_cast<std::uint32_t>(snapshot.names.size());
   walk_trace(snapshot, [&](const TraceStep& step) {
-    if (!step.open.empty() && step.event.ns > step.previous_ns) {
-      self_ns[ThreadStack(step.thread.index, step.open)] += step.event.ns - step.previous_ns;
+    const TraceEvent& event = step.event;
+    if (event.ns <= step.previous_ns) {
+      return;
+    }
+    // A lock wait ends at its event: its part of the time since the thread's previous event is a
+    // frame of its own inside the open scopes (nothing is recorded on a thread while it waits).
+    std::uint64_t wait_start = event.ns;
+    if (event.kind == EventKind::LockWait) {
+      const auto waited = static_cast<std::uint64_t>(std::max<std::int64_t>(event.value, 0));
+      wait_start = event.ns - std::min(waited, event.ns - step.previous_ns);
+      std::vector<std::uint32_t> waiting = step.open;
+      waiting.push_back(event.name + lock_offset);
+      self_ns[ThreadStack(step.thread.index, std::move(waiting))] += event.ns - wait_start;
+    }
+    if (!step.open.empty() && wait_start > step.previous_ns) {
+      self_ns[ThreadStack(step.thread.index, step.open)] += wait_start - step.previous_ns;
     }
   });
   return self_ns;
+}
+
+std::string stack_frame_name(const Snapshot& snapshot, std::uint32_t frame) {
+  const std::size_t names = snapshot.names.size();
+  return frame < names ? snapshot.names.at(frame)
+                       : lock_wait_frame(snapshot.names.at(frame - names));
 }
 
 std::uint64_t instruction_address(const CpuFrame& frame, bool innermost_native) {
@@ -185,6 +207,74 @@ CpuAddresses cpu_addresses(const CpuProfile& cpu) {
     }
   }
   return found;
+}
+
+LockFrameNames::LockFrameNames(const Snapshot& snapshot) {
+  std::vector<std::uint64_t> calls; // return addresses less 1: the calls' own instructions
+  const auto add = [&](const LockSite& site) {
+    for (const std::uint64_t address : site.stack) {
+      if (address != 0 && names_.try_emplace(address).second) {
+        calls.push_back(address - 1);
+      }
+    }
+  };
+  for (const LockStats& lock : snapshot.locks) {
+    for (const LockStats::Contention& contention : lock.contended_at) {
+      add(contention.site);
+    }
+  }
+  for (const LockInversion& inversion : snapshot.inversions) {
+    add(inversion.site_one);
+    add(inversion.site_two);
+  }
+  if (calls.empty()) {
+    return;
+  }
+  const std::vector<std::vector<std::string>> found =
+      objects::native_frame_names(calls, objects::code_mappings());
+  for (std::size_t i = 0; i < calls.size(); ++i) {
+    if (i < found.size() && !found[i].empty()) {
+      names_[calls[i] + 1] = found[i].front();
+    }
+  }
+}
+
+std::vector<std::string> LockFrameNames::names(const std::vector<std::uint64_t>& stack) const {
+  std::vector<std::string> named;
+  for (const std::uint64_t address : stack) {
+    const auto found = names_.find(address);
+    named.push_back(found == names_.end() || found->second.empty()
+                        ? text::cat("0x", text::hex(address))
+                        : found->second);
+  }
+  return named;
+}
+
+std::string deadlocks_text(const std::vector<Deadlock>& deadlocks, std::string_view indent) {
+  std::string text;
+  for (const Deadlock& deadlock : deadlocks) {
+    text::append(text, indent, "deadlock: ");
+    for (std::size_t i = 0; i < deadlock.cycle.size(); ++i) {
+      const Deadlock::Link& link = deadlock.cycle[i];
+      text::append(text, i == 0 ? "" : " → ", link.waiter.thread, " waits for ", link.lock,
+                   " (held by ", link.holder.thread, " for ",
+                   human_duration(static_cast<double>(link.holder.for_ns)), ")");
+    }
+    text += '\n';
+    for (const Deadlock::Link& link : deadlock.cycle) {
+      std::string scopes;
+      for (const std::string& scope : link.waiter_scopes) {
+        text::append(scopes, scopes.empty() ? "" : " > ", scope);
+      }
+      text::append(text, indent, "  ", link.waiter.thread, " in ",
+                   scopes.empty() ? "(no scope open)" : scopes, "\n");
+    }
+  }
+  return text;
+}
+
+std::string lock_wait_frame(std::string_view lock) {
+  return text::cat("wait for ", lock);
 }
 
 } // namespace hotscope::exporters::detail

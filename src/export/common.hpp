@@ -66,12 +66,16 @@ struct TraceStep {
 // their thread cannot be placed and are skipped.
 void walk_trace(const Snapshot& snapshot, const std::function<void(const TraceStep&)>& visit);
 
-// One stack of open scopes on one thread: the thread's index and the name indices, outermost
-// first.
+// One stack of open slices on one thread: the thread's index and its frames, outermost first. A
+// frame is a scope's name index, or for a lock wait its lock's name index plus the number of
+// names (stack_frame_name tells them apart).
 using ThreadStack = std::pair<std::uint32_t, std::vector<std::uint32_t>>;
-// The wall time (ns) each stack was the innermost one open in the trace window: the folded
-// stacks' and the wall-time pprof profile's figures.
+// The wall time (ns) each stack was the innermost one open in the trace window, a lock wait
+// counting as a frame inside the scopes it waited in: the folded stacks' and the wall-time pprof
+// profile's figures.
 std::map<ThreadStack, std::uint64_t> self_time_by_stack(const Snapshot& snapshot);
+// A ThreadStack frame's name: the scope's, or "wait for NAME" for a lock wait.
+std::string stack_frame_name(const Snapshot& snapshot, std::uint32_t frame);
 
 // The code address a CPU stack's native frame stands for: the interrupted instruction for the
 // stack's innermost native frame, the call before the return address for the others (so a
@@ -85,5 +89,26 @@ struct CpuAddresses {
   std::unordered_map<std::uint64_t, std::size_t> index;
 };
 CpuAddresses cpu_addresses(const CpuProfile& cpu);
+
+// The names of the native frames of the snapshot's lock sites (contention sites, inversions),
+// asked of the symbolizer in one call: each return address named by its call's function, the
+// outermost name of its list (docs/locks.md, "Outputs").
+class LockFrameNames {
+public:
+  explicit LockFrameNames(const Snapshot& snapshot);
+  // The names of `stack`'s frames, innermost first.
+  std::vector<std::string> names(const std::vector<std::uint64_t>& stack) const;
+
+private:
+  std::unordered_map<std::uint64_t, std::string> names_; // by return address
+};
+
+// The deadlocks as text (report.txt, `hotscope threads`), each after `indent`: "deadlock: A waits
+// for m2 (held by B for 12.30 s) → B waits for m1 (held by A for 12.50 s)", then a line per
+// waiter with its open scopes, "  A in serve > handle".
+std::string deadlocks_text(const std::vector<Deadlock>& deadlocks, std::string_view indent);
+
+// "wait for NAME": how the traces name the time a thread waits for a lock.
+std::string lock_wait_frame(std::string_view lock);
 
 } // namespace hotscope::exporters::detail

@@ -30,6 +30,10 @@ std::string stats_columns(const Snapshot& snapshot);
 void write_threads_json(const Snapshot& snapshot, std::uint64_t stuck_ns, std::ostream& out);
 void write_threads_text(const Snapshot& snapshot, std::uint64_t stuck_ns, std::ostream& out);
 
+// The locks (GET /v1/locks, docs/locks.md): stats.json's "locks", "deadlocks", "lock_inversions"
+// and "lock_figures" as one object.
+void write_locks_json(const Snapshot& snapshot, std::ostream& out);
+
 // Writes the file of every format in export/formats.hpp that is written from a snapshot
 // (stats.json, report.txt, trace.json, trace.folded, trace.txt; cpu.pb.gz and cpu.folded when it
 // has CPU samples) into `directory` (created if missing). Returns "" on success, else one line
@@ -63,6 +67,10 @@ void write_pprof_wall(const Snapshot& snapshot, std::ostream& out);
 // addresses in this process's mappings (pprof symbolizes them from the mapped files), open scopes
 // as functions among them.
 void write_pprof_cpu(const Snapshot& snapshot, std::ostream& out);
+// pprof contention profile, gzip-compressed, as Go's /debug/pprof/mutex (docs/formats-output.md,
+// "Mutex profile"): sample types contentions/count and delay/nanoseconds, one sample per lock and
+// contention site: "wait for NAME", the site's native frames, then its scopes.
+void write_pprof_mutex(const Snapshot& snapshot, std::ostream& out);
 // The same stacks folded, root first, with their sample counts: flamegraph.pl, speedscope.
 void write_cpu_folded(const Snapshot& snapshot, std::ostream& out);
 

@@ -47,9 +47,9 @@ void write_folded(const Snapshot& snapshot, std::ostream& out) {
     std::string stack =
         process + ';' +
         frame(thread.name.empty() ? text::cat("thread-", thread.os_tid) : thread.name);
-    for (std::uint32_t name : open) {
+    for (const std::uint32_t open_frame : open) {
       stack += ';';
-      stack += frame(snapshot.names.at(name));
+      stack += frame(detail::stack_frame_name(snapshot, open_frame));
     }
     self_ns[stack] += ns;
   }

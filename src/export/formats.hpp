@@ -20,12 +20,14 @@ enum class Format {
   TextTree,
   ThreadsJson,
   ThreadsText,
+  Locks,
   Prometheus,
   Dhat,
   PprofHeap,
   PprofWall,
   PprofCpu,
   CpuFolded,
+  PprofMutex,
 };
 
 inline constexpr const char* kJsonMime = "application/json";
@@ -57,12 +59,14 @@ inline constexpr FormatInfo kFormats[] = {
     {Format::TextTree, "/v1/trace", "text", "trace.txt", kTextMime, false},
     {Format::ThreadsJson, "/v1/threads", "json", "", kJsonMime, false},
     {Format::ThreadsText, "/v1/threads", "text", "", kTextMime, false},
+    {Format::Locks, "/v1/locks", "", "", kJsonMime, false},
     {Format::Prometheus, "/v1/metrics", "", "", kPrometheusMime, false},
     {Format::Dhat, "/v1/heap", "dhat", "heap.json", kJsonMime, true},
     {Format::PprofHeap, "/v1/heap", "pprof", "heap.pb.gz", kBinaryMime, false},
     {Format::PprofWall, "/debug/pprof/wall", "", "", kBinaryMime, false},
     {Format::PprofCpu, "/debug/pprof/profile", "pprof", "cpu.pb.gz", kBinaryMime, false},
     {Format::CpuFolded, "/debug/pprof/profile", "folded", "cpu.folded", kTextMime, false},
+    {Format::PprofMutex, "/debug/pprof/mutex", "", "", kBinaryMime, false},
 };
 
 constexpr const FormatInfo& format_info(Format format) {

@@ -1,6 +1,7 @@
 // pprof profiles, gzip-compressed (docs/formats-output.md): the heap profile in Go's heap
-// convention, wall time per scope stack from the trace window, and the CPU samples. The Profile
-// message is written by ProfileWriter (protobuf_writer.hpp).
+// convention, wall time per scope stack from the trace window, the CPU samples and the lock
+// contention (Go's mutex profile). The Profile message is written by ProfileWriter
+// (protobuf_writer.hpp).
 #include "export/common.hpp"
 #include "export/export.hpp"
 #include "export/protobuf_writer.hpp"
@@ -10,6 +11,7 @@
 
 #include <algorithm>
 #include <array>
+#include <functional>
 #include <map>
 #include <memory>
 #include <ostream>
@@ -293,6 +295,68 @@ private:
   std::uint64_t next_id_ = 1; // Locations' and Functions' (a scope's shares its Location's)
 };
 
+// Writes `profile`'s stacks (the CPU samples, or the lock contention sites in their form) as the
+// samples, each with the values `values` gives the stack of that index.
+void write_stacks(const CpuProfile& profile, pprof::ProfileWriter& writer, Strings& strings,
+                  const std::function<std::array<std::int64_t, 2>(std::size_t)>& values) {
+  CpuLocations locations(profile, writer, strings);
+  std::vector<std::uint64_t> location_ids;
+  for (std::size_t i = 0; i < profile.stacks.size(); ++i) {
+    location_ids.clear();
+    bool innermost_native = true;
+    for (const CpuFrame& frame : profile.stacks[i].frames) { // leaf first, as pprof wants them
+      if (frame.is_scope()) {
+        location_ids.push_back(locations.scope(frame.scope));
+      } else {
+        location_ids.push_back(
+            locations.native(detail::instruction_address(frame, innermost_native)));
+        innermost_native = false;
+      }
+    }
+    writer.sample(location_ids, values(i), {});
+  }
+  writer.end_part();
+}
+
+// The lock contention sites in the CPU profile's form (docs/formats-output.md, "Mutex profile"):
+// per lock and site, the leaf "wait for NAME", the site's native frames, then its scopes, the
+// innermost first; `samples` the waits, and each stack's waited time beside.
+struct ContentionStacks {
+  CpuProfile stacks;
+  std::vector<std::uint64_t> wait_ns;
+};
+
+ContentionStacks contention_stacks(const Snapshot& snapshot) {
+  ContentionStacks out;
+  std::unordered_map<std::string, std::int32_t> scopes; // by name
+  const auto scope = [&](const std::string& name) {
+    const auto [found, added] =
+        scopes.emplace(name, static_cast<std::int32_t>(out.stacks.scopes.size()));
+    if (added) {
+      out.stacks.scopes.push_back({name, "", 0});
+    }
+    return CpuFrame{0, found->second};
+  };
+  for (const LockStats& lock : snapshot.locks) {
+    for (const LockStats::Contention& contention : lock.contended_at) {
+      CpuStack stack{{scope(detail::lock_wait_frame(lock.name))}, contention.waits};
+      // Every frame is a return address, the innermost too: it is stored as its call's address,
+      // which instruction_address keeps for the innermost native frame.
+      for (const std::uint64_t address : contention.site.stack) {
+        const bool innermost = stack.frames.size() == 1;
+        stack.frames.push_back({innermost && address != 0 ? address - 1 : address, -1});
+      }
+      for (auto name = contention.site.scopes.rbegin(); name != contention.site.scopes.rend();
+           ++name) {
+        stack.frames.push_back(scope(*name));
+      }
+      out.stacks.stacks.push_back(std::move(stack));
+      out.wait_ns.push_back(contention.wait_ns);
+    }
+  }
+  return out;
+}
+
 } // namespace
 
 void write_pprof_heap(const HeapProfile& profile, std::int64_t period, std::ostream& out) {
@@ -316,14 +380,14 @@ void write_pprof_wall(const Snapshot& snapshot, std::ostream& out) {
   scalars.duration_nanos = static_cast<std::int64_t>(
       snapshot.duration_ns - std::min(snapshot.duration_ns, snapshot.trace_start_ns));
 
-  // One Function and one Location per scope name (id = its index + 1): scopes are not code
-  // addresses, so a Location has no address, only its Line.
-  std::vector<bool> added(snapshot.names.size(), false);
-  const auto location_of = [&](std::uint32_t name) {
-    const std::uint64_t id = static_cast<std::uint64_t>(name) + 1;
-    if (!added[name]) {
-      added[name] = true;
-      const std::int64_t function_name = strings.index(snapshot.names[name]);
+  // One Function and one Location per stack frame, a scope's name or a lock wait (id = the
+  // frame + 1): neither is a code address, so a Location has no address, only its Line.
+  std::vector<bool> added(2 * snapshot.names.size(), false);
+  const auto location_of = [&](std::uint32_t frame) {
+    const std::uint64_t id = static_cast<std::uint64_t>(frame) + 1;
+    if (!added.at(frame)) {
+      added[frame] = true;
+      const std::int64_t function_name = strings.index(detail::stack_frame_name(snapshot, frame));
       writer.function({id, function_name, function_name, 0});
       const pprof::Line line{id, 0};
       writer.location({id, 0, 0}, std::span(&line, 1));
@@ -363,26 +427,30 @@ void write_pprof_cpu(const Snapshot& snapshot, std::ostream& out) {
   scalars.period = static_cast<std::int64_t>(cpu.period_ns);
   scalars.time_nanos = static_cast<std::int64_t>(snapshot.start_unix_ns);
   scalars.duration_nanos = static_cast<std::int64_t>(snapshot.duration_ns);
-  CpuLocations locations(cpu, writer, strings);
-  std::vector<std::uint64_t> location_ids;
-  for (const CpuStack& stack : cpu.stacks) {
-    location_ids.clear();
-    bool innermost_native = true;
-    for (const CpuFrame& frame : stack.frames) { // leaf first, as pprof wants them
-      if (frame.is_scope()) {
-        location_ids.push_back(locations.scope(frame.scope));
-      } else {
-        location_ids.push_back(
-            locations.native(detail::instruction_address(frame, innermost_native)));
-        innermost_native = false;
-      }
-    }
-    const std::array<std::int64_t, 2> values = {
-        static_cast<std::int64_t>(stack.samples),
-        static_cast<std::int64_t>(stack.samples * cpu.period_ns)};
-    writer.sample(location_ids, values, {});
-  }
-  writer.end_part();
+  write_stacks(cpu, writer, strings, [&](std::size_t i) {
+    return std::array<std::int64_t, 2>{
+        static_cast<std::int64_t>(cpu.stacks[i].samples),
+        static_cast<std::int64_t>(cpu.stacks[i].samples * cpu.period_ns)};
+  });
+  write_gzipped(writer.bytes(), out);
+}
+
+void write_pprof_mutex(const Snapshot& snapshot, std::ostream& out) {
+  pprof::ProfileWriter writer;
+  Strings strings(writer);
+  writer.sample_type(strings.value_type("contentions", "count"));
+  writer.sample_type(strings.value_type("delay", "nanoseconds"));
+  pprof::ProfileScalars& scalars = writer.scalars();
+  scalars.period_type = strings.value_type("contentions", "count");
+  scalars.period = 1;
+  scalars.time_nanos = static_cast<std::int64_t>(snapshot.start_unix_ns);
+  scalars.duration_nanos = static_cast<std::int64_t>(snapshot.duration_ns);
+  const ContentionStacks contention = contention_stacks(snapshot);
+  write_stacks(contention.stacks, writer, strings, [&](std::size_t i) {
+    return std::array<std::int64_t, 2>{
+        static_cast<std::int64_t>(contention.stacks.stacks[i].samples),
+        static_cast<std::int64_t>(contention.wait_ns[i])};
+  });
   write_gzipped(writer.bytes(), out);
 }
 

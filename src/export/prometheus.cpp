@@ -292,6 +292,85 @@ void add_tasks(const std::vector<TaskStats>& tasks, std::vector<MetricFamily>& f
   }
 }
 
+// A lock's series: the locks of one name added up (interposed locks are told apart by address,
+// which would make a new series on every run).
+struct LockSeries {
+  std::uint64_t acquisitions = 0;
+  std::uint64_t contended = 0;
+  std::uint64_t wait_count = 0;
+  std::uint64_t wait_ns = 0;
+  std::array<std::uint64_t, kDurationBucketsNs.size()> wait_buckets{};
+  std::uint64_t hold_count = 0;
+  std::uint64_t hold_ns = 0;
+  std::array<std::uint64_t, kDurationBucketsNs.size()> hold_buckets{};
+};
+
+void add_buckets(std::array<std::uint64_t, kDurationBucketsNs.size()>& sum,
+                 const DurationStats& durations) {
+  for (std::size_t i = 0; i < durations.at_most_bucket.size() && i < sum.size(); ++i) {
+    sum[i] += durations.at_most_bucket[i];
+  }
+}
+
+// Per lock name: acquisitions, contended ones, wait and hold times; then the deadlocks standing,
+// found and the inversions (docs/locks.md, "Outputs").
+void add_locks(const Snapshot& snapshot, std::vector<MetricFamily>& families) {
+  if (snapshot.locks.empty()) { // a program without locks followed, like one without queues
+    return;
+  }
+  std::map<Labels, LockSeries> locks;
+  for (const LockStats& lock : snapshot.locks) {
+    LockSeries& series = locks[labels({{"lock", lock.name}})];
+    series.acquisitions += lock.acquisitions;
+    series.contended += lock.contended;
+    series.wait_count += lock.wait.calls;
+    series.wait_ns += lock.wait.total_ns;
+    add_buckets(series.wait_buckets, lock.wait);
+    series.hold_count += lock.hold.calls;
+    series.hold_ns += lock.hold.total_ns;
+    add_buckets(series.hold_buckets, lock.hold);
+  }
+  const std::pair<const char*, std::uint64_t LockSeries::*> counts[] = {
+      {"hotscope_lock_acquisitions_total", &LockSeries::acquisitions},
+      {"hotscope_lock_contended_total", &LockSeries::contended},
+  };
+  for (const auto& [name, field] : counts) {
+    MetricFamily& metrics = family(families, name,
+                                   field == &LockSeries::contended
+                                       ? "Acquisitions of a lock that waited first, in this window."
+                                       : "Acquisitions of a lock in this window (shared ones too).",
+                                   MetricType::Counter);
+    for (const auto& [key, series] : locks) {
+      sample(metrics, key).value = static_cast<double>(series.*field);
+    }
+  }
+  MetricFamily& wait = family(families, "hotscope_lock_wait_seconds",
+                              "Wait of a contended acquisition of a lock, over the measuring "
+                              "window; the functions' buckets.",
+                              MetricType::Histogram);
+  for (const auto& [key, series] : locks) {
+    sample(wait, key).histogram =
+        histogram_of(series.wait_count, series.wait_ns, series.wait_buckets);
+  }
+  MetricFamily& hold =
+      family(families, "hotscope_lock_hold_seconds",
+             "A lock held, acquisition to release, over the measuring window; the functions' "
+             "buckets (interposed locks: with HOTSCOPE_LOCKS=hold only).",
+             MetricType::Histogram);
+  for (const auto& [key, series] : locks) {
+    sample(hold, key).histogram =
+        histogram_of(series.hold_count, series.hold_ns, series.hold_buckets);
+  }
+  add_gauge(families, "hotscope_deadlocks",
+            "Deadlocks standing now: cycles of threads each waiting for a lock the next holds.",
+            static_cast<double>(snapshot.deadlocks.size()));
+  add_counter(families, "hotscope_deadlocks_found_total", "Deadlocks found since the start.",
+              static_cast<double>(snapshot.lock_figures.deadlocks_found));
+  add_counter(families, "hotscope_lock_inversions_total",
+              "Lock-order inversions found since the start: two locks taken in both orders.",
+              static_cast<double>(snapshot.inversions.size()));
+}
+
 // The process: version, clock, window, and the records written, kept and dropped.
 void add_process_figures(const Snapshot& snapshot, std::vector<MetricFamily>& families) {
   add_gauge(families, "hotscope_info",
@@ -415,6 +494,7 @@ void write_prometheus(const Snapshot& snapshot, std::ostream& out) {
   add_counters(snapshot.counters, families);
   add_queues(snapshot.queues, families);
   add_tasks(snapshot.tasks, families);
+  add_locks(snapshot, families);
   const std::string text = prometheus_text::exposition(families);
   out.write(text.data(), static_cast<std::streamsize>(text.size()));
 }

@@ -175,6 +175,135 @@ void write_tasks(JsonWriter& json, const std::vector<TaskStats>& tasks) {
   json.end_array();
 }
 
+// The keys of a lock's waits and holds: "waits", "wait_total_ns" ... "wait_max_ns".
+void write_lock_durations(JsonWriter& json, const char* count, const char* prefix,
+                          const DurationStats& d) {
+  const auto key = [&](const char* figure) { return text::cat(prefix, "_", figure, "_ns"); };
+  json.member(count, d.calls)
+      .member(key("total"), d.total_ns)
+      .member(key("mean"), d.mean_ns)
+      .member(key("min"), d.min_ns)
+      .member(key("p50"), d.p50_ns)
+      .member(key("p90"), d.p90_ns)
+      .member(key("p95"), d.p95_ns)
+      .member(key("p99"), d.p99_ns)
+      .member(key("p999"), d.p999_ns)
+      .member(key("max"), d.max_ns);
+}
+
+void write_lock_thread(JsonWriter& json, const LockThread& thread) {
+  json.begin_object()
+      .member("thread", thread.thread)
+      .member("os_tid", thread.os_tid)
+      .member("for_ns", thread.for_ns)
+      .member("shared", thread.shared)
+      .end_object();
+}
+
+void write_lock_threads(JsonWriter& json, const std::vector<LockThread>& threads) {
+  json.begin_array();
+  for (const LockThread& thread : threads) {
+    write_lock_thread(json, thread);
+  }
+  json.end_array();
+}
+
+// "scopes" and "stack" as members of the object being written.
+void write_site_members(JsonWriter& json, const LockSite& site,
+                        const detail::LockFrameNames& frames) {
+  json.key("scopes");
+  write_strings(json, site.scopes);
+  json.key("stack");
+  write_strings(json, frames.names(site.stack));
+}
+
+void write_lock(JsonWriter& json, const LockStats& lock, const detail::LockFrameNames& frames) {
+  json.begin_object().member("name", lock.name).member("kind", lock.kind);
+  if (lock.address != 0) {
+    json.member("address", text::cat("0x", text::hex(lock.address)));
+  }
+  json.member("acquisitions", lock.acquisitions)
+      .member("contended", lock.contended)
+      .member("try_failed", lock.try_failed);
+  write_lock_durations(json, "waits", "wait", lock.wait);
+  write_lock_durations(json, "holds", "hold", lock.hold);
+  json.key("top_waiters").begin_array();
+  for (const LockStats::Waiter& waiter : lock.top_waiters) {
+    json.begin_object()
+        .member("thread", waiter.thread)
+        .member("waits", waiter.waits)
+        .member("wait_ns", waiter.wait_ns)
+        .end_object();
+  }
+  json.end_array().key("contended_at").begin_array();
+  for (const LockStats::Contention& contention : lock.contended_at) {
+    json.begin_object();
+    write_site_members(json, contention.site, frames);
+    json.member("waits", contention.waits).member("wait_ns", contention.wait_ns).end_object();
+  }
+  json.end_array().key("holders");
+  write_lock_threads(json, lock.holders);
+  json.key("waiters");
+  write_lock_threads(json, lock.waiters);
+  json.end_object();
+}
+
+void write_deadlocks(JsonWriter& json, const std::vector<Deadlock>& deadlocks) {
+  json.begin_array();
+  for (const Deadlock& deadlock : deadlocks) {
+    json.begin_object().key("cycle").begin_array();
+    for (const Deadlock::Link& link : deadlock.cycle) {
+      json.begin_object().key("waiter");
+      write_lock_thread(json, link.waiter);
+      json.member("lock", link.lock).key("holder");
+      write_lock_thread(json, link.holder);
+      json.key("waiter_scopes");
+      write_strings(json, link.waiter_scopes);
+      json.end_object();
+    }
+    json.end_array().end_object();
+  }
+  json.end_array();
+}
+
+void write_inversions(JsonWriter& json, const std::vector<LockInversion>& inversions,
+                      const detail::LockFrameNames& frames) {
+  json.begin_array();
+  for (const LockInversion& inversion : inversions) {
+    json.begin_object()
+        .member("first", inversion.first)
+        .member("second", inversion.second)
+        .member("thread_one", inversion.thread_one)
+        .key("site_one")
+        .begin_object();
+    write_site_members(json, inversion.site_one, frames);
+    json.end_object().member("thread_two", inversion.thread_two).key("site_two").begin_object();
+    write_site_members(json, inversion.site_two, frames);
+    json.end_object().member("found_ns", inversion.found_ns).end_object();
+  }
+  json.end_array();
+}
+
+// The members "locks", "deadlocks", "lock_inversions" and "lock_figures" of the object being
+// written: stats.json's and /v1/locks's (docs/formats-output.md).
+void write_lock_members(JsonWriter& json, const Snapshot& snapshot) {
+  const detail::LockFrameNames frames(snapshot);
+  json.key("locks").begin_array();
+  for (const LockStats& lock : snapshot.locks) {
+    write_lock(json, lock, frames);
+  }
+  json.end_array().key("deadlocks");
+  write_deadlocks(json, snapshot.deadlocks);
+  json.key("lock_inversions");
+  write_inversions(json, snapshot.inversions, frames);
+  json.key("lock_figures")
+      .begin_object()
+      .member("deadlocks_found", snapshot.lock_figures.deadlocks_found)
+      .member("order_edges", snapshot.lock_figures.order_edges)
+      .member("given_up", snapshot.lock_figures.given_up)
+      .end_object();
+}
+
 void write_threads(JsonWriter& json, const Snapshot& snapshot, StatsLayout layout) {
   json.begin_array();
   for (const ThreadInfo& thread : snapshot.threads) {
@@ -258,6 +387,7 @@ void write_stats(std::string& out, int indent, const Snapshot& snapshot, StatsLa
   write_queues(json, snapshot.queues);
   json.key("tasks");
   write_tasks(json, snapshot.tasks);
+  write_lock_members(json, snapshot);
   json.key("guest_images");
   detail::write_guest_images(json, snapshot.guest_images);
   json.key("cpu");
@@ -306,7 +436,18 @@ void write_threads_json(const Snapshot& snapshot, std::uint64_t stuck_ns, std::o
     }
     json.end_array().member("stuck", detail::is_stuck(*thread, stuck_ns)).end_object();
   }
-  json.end_array().end_object();
+  json.end_array().key("deadlocks");
+  write_deadlocks(json, snapshot.deadlocks);
+  json.end_object();
+  out << text << '\n';
+}
+
+void write_locks_json(const Snapshot& snapshot, std::ostream& out) {
+  std::string text;
+  JsonWriter json(text, 2);
+  json.begin_object();
+  write_lock_members(json, snapshot);
+  json.end_object();
   out << text << '\n';
 }
 

@@ -1,4 +1,5 @@
-// The human-readable report: headline figures, the per-function table, then threads and counters.
+// The human-readable report: headline figures, the per-function table, then threads, counters,
+// queues, tasks and locks.
 #include "export/common.hpp"
 #include "export/export.hpp"
 #include "text/text.hpp"
@@ -266,6 +267,80 @@ void write_queues(const Snapshot& snapshot, std::ostream& out) {
   }
 }
 
+// A duration of `d`, or "-" when it measured nothing.
+std::string measured(const DurationStats& d, std::uint64_t ns) {
+  return d.calls == 0 ? std::string("-") : detail::human_duration(static_cast<double>(ns));
+}
+
+// "holder (tid 12) for 1.20 s".
+std::string lock_thread(const LockThread& thread) {
+  return text::cat(thread.thread, " (tid ", thread.os_tid, ") for ",
+                   detail::human_duration(static_cast<double>(thread.for_ns)));
+}
+
+// "outer > inner, in frame_a < frame_b" (scopes outermost first, frames innermost first).
+std::string site_text(const LockSite& site, const detail::LockFrameNames& frames) {
+  std::string scopes;
+  for (const std::string& scope : site.scopes) {
+    text::append(scopes, scopes.empty() ? "" : " > ", scope);
+  }
+  std::string stack;
+  for (const std::string& frame : frames.names(site.stack)) {
+    text::append(stack, stack.empty() ? "" : " < ", frame);
+  }
+  if (scopes.empty() && stack.empty()) {
+    return "(no scope, no stack)";
+  }
+  return stack.empty() ? scopes : scopes.empty() ? stack : text::cat(scopes, ", in ", stack);
+}
+
+// A row per lock, its contention sites and who holds and waits now; then the deadlocks standing
+// and the lock-order inversions found (docs/locks.md, "Outputs").
+void write_locks(const Snapshot& snapshot, std::ostream& out) {
+  if (snapshot.locks.empty() && snapshot.deadlocks.empty() && snapshot.inversions.empty()) {
+    return;
+  }
+  const detail::LockFrameNames frames(snapshot);
+  out << "\nLocks (Wait = a contended acquisition's wait; Hold = acquisition to release; "
+         "Top Waiter = the thread that waited longest in all)\n";
+  Rows rows{{"Lock", "Kind", "Acquisitions", "Contended", "Try Failed", "Wait P50", "Wait P99",
+             "Wait Max", "Wait Total", "Hold P50", "Hold P99", "Hold Max", "Top Waiter"}};
+  for (const LockStats& lock : snapshot.locks) {
+    const DurationStats& wait = lock.wait;
+    const DurationStats& hold = lock.hold;
+    rows.push_back(
+        {shorten(lock.name), lock.kind, text::cat(lock.acquisitions), text::cat(lock.contended),
+         text::cat(lock.try_failed), measured(wait, wait.p50_ns), measured(wait, wait.p99_ns),
+         measured(wait, wait.max_ns), measured(wait, wait.total_ns), measured(hold, hold.p50_ns),
+         measured(hold, hold.p99_ns), measured(hold, hold.max_ns),
+         lock.top_waiters.empty() ? "-" : shorten(lock.top_waiters.front().thread)});
+  }
+  write_rows(out, rows);
+  for (const LockStats& lock : snapshot.locks) {
+    for (const LockStats::Contention& at : lock.contended_at) {
+      out << text::cat("  ", lock.name, ": ", at.waits, " waits, ",
+                       detail::human_duration(static_cast<double>(at.wait_ns)), " at ",
+                       site_text(at.site, frames), "\n");
+    }
+    for (const LockThread& holder : lock.holders) {
+      out << text::cat("  ", lock.name, ": held by ", lock_thread(holder),
+                       holder.shared ? " (shared)" : "", "\n");
+    }
+    for (const LockThread& waiter : lock.waiters) {
+      out << text::cat("  ", lock.name, ": waited for by ", lock_thread(waiter), "\n");
+    }
+  }
+  out << text::cat("\nDeadlocks standing: ", snapshot.deadlocks.size(), "\n")
+      << detail::deadlocks_text(snapshot.deadlocks, "  ");
+  out << text::cat("\nLock-order inversions: ", snapshot.inversions.size(), "\n");
+  for (const LockInversion& inversion : snapshot.inversions) {
+    out << text::cat("  ", inversion.first, " then ", inversion.second, " by ",
+                     inversion.thread_one, " at ", site_text(inversion.site_one, frames), "\n");
+    out << text::cat("    ", inversion.second, " then ", inversion.first, " by ",
+                     inversion.thread_two, " at ", site_text(inversion.site_two, frames), "\n");
+  }
+}
+
 } // namespace
 
 void write_table(const Snapshot& snapshot, std::ostream& out) {
@@ -287,6 +362,7 @@ void write_table(const Snapshot& snapshot, std::ostream& out) {
   write_counters(snapshot.counters, out);
   write_queues(snapshot, out);
   write_tasks(snapshot.tasks, out);
+  write_locks(snapshot, out);
 }
 
 } // namespace hotscope::exporters

@@ -1,5 +1,5 @@
-// `hotscope threads`: one block per thread, its open scopes as an indented stack with how long
-// each has been open, stuck threads first.
+// `hotscope threads`: the deadlocks standing, then one block per thread, its open scopes as an
+// indented stack with how long each has been open, stuck threads first.
 #include "export/common.hpp"
 #include "export/export.hpp"
 #include "text/text.hpp"
@@ -26,6 +26,9 @@ void write_threads_text(const Snapshot& snapshot, std::uint64_t stuck_ns, std::o
                    " into the window\n");
   out << text::cat(stuck, " of ", threads.size(),
                    " threads stuck (innermost scope open longer than ", duration(stuck_ns), ")\n");
+  if (!snapshot.deadlocks.empty()) {
+    out << '\n' << detail::deadlocks_text(snapshot.deadlocks, "");
+  }
   for (const ThreadInfo* thread : threads) {
     out << '\n' << detail::thread_heading(*thread);
     if (detail::is_stuck(*thread, stuck_ns)) {

@@ -40,6 +40,9 @@ Writer writer(Format format) {
   case Format::ThreadsText:
     bound.threads = write_threads_text;
     break;
+  case Format::Locks:
+    bound.stream = write_locks_json;
+    break;
   case Format::Prometheus:
     bound.stream = write_prometheus;
     break;
@@ -57,6 +60,9 @@ Writer writer(Format format) {
   case Format::CpuFolded:
     bound.stream = write_cpu_folded;
     bound.written_if = has_cpu_samples;
+    break;
+  case Format::PprofMutex:
+    bound.stream = write_pprof_mutex;
     break;
   }
   return bound;

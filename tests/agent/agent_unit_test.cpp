@@ -20,7 +20,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <fstream>
+#include <iostream>
 
 #include <map>
 #include <random>
@@ -206,6 +208,61 @@ TEST(Prometheus, QueueDepthAndWaitHistogram) {
   }
 }
 
+// promtool's verdict on `text`, when it is installed ("" when it accepts it).
+std::string promtool_problems(const std::string& text) {
+  if (std::string(PROMTOOL).empty()) {
+    std::cout << "promtool not installed: checked by prometheus_check.hpp only\n";
+    return "";
+  }
+  const std::string file =
+      (std::filesystem::temp_directory_path() / fmt::format("hotscope-{}.prom", getpid())).string();
+  std::ofstream(file) << text;
+  const std::string command = std::string(PROMTOOL) + " check metrics <" + file + " 2>&1";
+  std::string output;
+  FILE* pipe = popen(command.c_str(), "r");
+  char buffer[512];
+  while (pipe != nullptr && fgets(buffer, sizeof buffer, pipe) != nullptr) {
+    output += buffer;
+  }
+  const int status = pipe == nullptr ? -1 : pclose(pipe);
+  std::filesystem::remove(file);
+  return status == 0 ? "" : fmt::format("promtool: status {}: {}", status, output);
+}
+
+// Per lock name (two pthread mutexes of one name add up), the wait and hold histograms; the
+// deadlocks standing, found and the inversions.
+TEST(Prometheus, LockSeriesAndDeadlocks) {
+  EXPECT_EQ(prometheus(ht::known_snapshot()).find("hotscope_lock"), std::string::npos);
+  Snapshot snapshot = ht::known_snapshot_with_locks();
+  LockStats other = snapshot.locks[1]; // another m2, at another address
+  other.address = 0x55d0c0de2000;
+  other.contended = 4;
+  other.acquisitions = 7;
+  snapshot.locks.push_back(other);
+  const std::string text = prometheus(snapshot);
+  EXPECT_EQ(ht::prometheus_problems(text), std::vector<std::string>{}) << text;
+  EXPECT_EQ(promtool_problems(text), "") << text;
+  for (const char* line :
+       {"hotscope_lock_acquisitions_total{lock=\"cache_mutex\"} 10\n",
+        "hotscope_lock_acquisitions_total{lock=\"m2\"} 10\n",
+        "hotscope_lock_contended_total{lock=\"cache_mutex\"} 2\n",
+        "hotscope_lock_contended_total{lock=\"m2\"} 4\n",
+        "# TYPE hotscope_lock_wait_seconds histogram\n",
+        "hotscope_lock_wait_seconds_bucket{lock=\"cache_mutex\",le=\"1e-07\"} 0\n",
+        "hotscope_lock_wait_seconds_bucket{lock=\"cache_mutex\",le=\"2.5e-07\"} 1\n",
+        "hotscope_lock_wait_seconds_bucket{lock=\"cache_mutex\",le=\"5e-07\"} 2\n",
+        "hotscope_lock_wait_seconds_count{lock=\"cache_mutex\"} 2\n",
+        "hotscope_lock_wait_seconds_sum{lock=\"cache_mutex\"} 7e-07\n",
+        "hotscope_lock_wait_seconds_bucket{lock=\"m2\",le=\"+Inf\"} 0\n",
+        "# TYPE hotscope_lock_hold_seconds histogram\n",
+        "hotscope_lock_hold_seconds_count{lock=\"cache_mutex\"} 10\n",
+        "hotscope_lock_hold_seconds_sum{lock=\"cache_mutex\"} 0.01\n",
+        "# TYPE hotscope_deadlocks gauge\nhotscope_deadlocks 1\n",
+        "hotscope_deadlocks_found_total 1\n", "hotscope_lock_inversions_total 1\n"}) {
+    EXPECT_NE(text.find(line), std::string::npos) << line << text;
+  }
+}
+
 TEST(Prometheus, LabelValuesAreEscapedAndValidUtf8) {
   Snapshot snapshot = ht::known_snapshot();
   snapshot.functions[0].name = "say \"hi\"\\n\nnow \xff end";
@@ -386,6 +443,19 @@ TEST(RecentTrace, ScopesOpenAtTheCutStartThere) {
   EXPECT_NE(folded.str().find("demo;loader;load 1000000\n"), std::string::npos) << folded.str();
 }
 
+// A lock wait that began before the cut counts from the cut in the folded stacks, as a frame
+// inside the scope reopened there.
+TEST(RecentTrace, ALockWaitAcrossTheCutCountsFromTheCut) {
+  Snapshot snapshot = ht::known_snapshot_with_locks();
+  snapshot.duration_ns = 4'000;
+  agent::keep_recent_trace(snapshot, 2'700); // the cut is at 1300 ns, in a wait inside "update"
+  std::ostringstream folded;
+  exporters::write_folded(snapshot, folded);
+  EXPECT_NE(folded.str().find("demo;locker-b;update;wait for cache_mutex 300\n"), std::string::npos)
+      << folded.str();
+  EXPECT_NE(folded.str().find("demo;locker-b;update 400\n"), std::string::npos) << folded.str();
+}
+
 TEST(RecentTrace, AWindowLongerThanTheTraceKeepsEverything) {
   const Snapshot original = nested_snapshot();
   Snapshot snapshot = original;
@@ -482,15 +552,22 @@ TEST(Routes, EveryEndpointAnswers) {
   EXPECT_EQ(get("/v1/threads", {{"format", "text"}}).content_type, "text/plain; charset=utf-8");
   const auto threads = nlohmann::json::parse(get("/v1/threads", {{"stuck_ms", "2.5"}}).body);
   EXPECT_EQ(threads.at("stuck_threshold_ns"), 2'500'000);
+  EXPECT_EQ(threads.at("deadlocks"), nlohmann::json::array());
   const auto stats = nlohmann::json::parse(get("/v1/stats").body);
   EXPECT_TRUE(stats.contains("functions"));
+  const auto locks = nlohmann::json::parse(get("/v1/locks").body);
+  EXPECT_EQ(locks.at("locks"), nlohmann::json::array());
+  EXPECT_EQ(locks.at("lock_figures").at("order_edges"), 0);
+  EXPECT_EQ(get("/v1/locks", {{"format", "json"}}).status, 400u);
+  EXPECT_EQ(get("/debug/pprof/mutex", {}, agent::Listener::Tcp).content_type,
+            "application/octet-stream");
   EXPECT_EQ(nlohmann::json::parse(get("/v1/info").body).at("api_version"), agent::kApiVersion);
 }
 
 TEST(Routes, ErrorsNameTheProblem) {
   const auto missing = get("/v2/info");
   EXPECT_EQ(missing.status, 404u);
-  EXPECT_EQ(nlohmann::json::parse(missing.body).at("endpoints").size(), 10u);
+  EXPECT_EQ(nlohmann::json::parse(missing.body).at("endpoints").size(), 12u);
   EXPECT_EQ(get("/v1/stats", {{"format", "xml"}}).status, 400u);
   EXPECT_EQ(get("/v1/stats", {{"colour", "red"}}).status, 400u);
   for (const char* bad : {"0", "-1", "x", "1e400", "nan", "2s", ""}) {
@@ -569,11 +646,11 @@ TEST(Routes, NotFoundListsEveryEndpointsUsage) {
   EXPECT_EQ(nlohmann::json::parse(get("/v2/info").body).at("endpoints"),
             nlohmann::json::array({"GET /v1/info", "GET /v1/stats?format=json|table|columns",
                                    "GET /v1/trace?format=chrome|folded|text&seconds=N",
-                                   "GET /v1/threads?format=json|text&stuck_ms=N", "GET /v1/metrics",
-                                   "GET /v1/heap?format=dhat|pprof", "POST /v1/reset",
-                                   "GET /debug/pprof/heap",
+                                   "GET /v1/threads?format=json|text&stuck_ms=N", "GET /v1/locks",
+                                   "GET /v1/metrics", "GET /v1/heap?format=dhat|pprof",
+                                   "POST /v1/reset", "GET /debug/pprof/heap",
                                    "GET /debug/pprof/profile?format=pprof|folded&seconds=N",
-                                   "GET /debug/pprof/wall?seconds=N"}));
+                                   "GET /debug/pprof/wall?seconds=N", "GET /debug/pprof/mutex"}));
   EXPECT_EQ(nlohmann::json::parse(get("/v1/trace", {{"colour", "red"}}).body).at("error"),
             "/v1/trace takes no parameter \"colour\" (see GET "
             "/v1/trace?format=chrome|folded|text&seconds=N)");
@@ -586,7 +663,7 @@ TEST(Routes, TheTcpListenerServesMetricsAndPprofOnly) {
   EXPECT_EQ(nlohmann::json::parse(stats.body).at("endpoints"),
             nlohmann::json::array({"GET /v1/metrics", "GET /debug/pprof/heap",
                                    "GET /debug/pprof/profile?format=pprof|folded&seconds=N",
-                                   "GET /debug/pprof/wall?seconds=N"}));
+                                   "GET /debug/pprof/wall?seconds=N", "GET /debug/pprof/mutex"}));
 }
 
 // The CPU profile of the next N seconds: a sampler that was off runs for them only, one that

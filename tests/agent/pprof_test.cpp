@@ -2,8 +2,10 @@
 // TCP listener (HOTSCOPE_AGENT_TCP) while hotscope-demo runs: /debug/pprof/heap (the heap
 // profile now), /debug/pprof/profile?seconds=N (the CPU samples of the next N seconds) and
 // /debug/pprof/wall?seconds=N (wall time per scope stack over the next N seconds, from the trace
-// window).
+// window) and /debug/pprof/mutex (the lock contention, Go's contention profile).
 #include "demo_process.hpp"
+#include "export/export.hpp"
+#include "export/snapshot_fixture.hpp"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -16,9 +18,9 @@ using namespace hotscope::testing;
 using Json = nlohmann::json;
 
 // `go tool pprof ARGS`, with its downloaded copies kept in the scratch directory.
-CommandResult go_pprof(const Demo& demo, std::vector<std::string> arguments) {
+CommandResult go_pprof(const fs::path& scratch, std::vector<std::string> arguments) {
   arguments.insert(arguments.begin(), {GO, "tool", "pprof"});
-  return run(arguments, {{"PPROF_TMPDIR", demo.scratch() / "pprof"}});
+  return run(arguments, {{"PPROF_TMPDIR", scratch / "pprof"}});
 }
 
 std::string tcp_address(const Demo& demo) {
@@ -46,8 +48,9 @@ TEST(AgentPprof, GoToolPprofReadsTheWallProfileOverTcp) {
   // pprof waits for the answer 1.5 times the seconds asked for unless told: the agent's answer
   // comes after those 2 s, once the profile is built, which under a sanitizer on a busy machine
   // took more than the second left.
-  const CommandResult top = go_pprof(demo, {"-top", "-nodefraction=0", "-timeout=60",
-                                            "http://" + address + "/debug/pprof/wall?seconds=2"});
+  const CommandResult top =
+      go_pprof(demo.scratch(), {"-top", "-nodefraction=0", "-timeout=60",
+                                "http://" + address + "/debug/pprof/wall?seconds=2"});
   ASSERT_EQ(top.status, 0) << top.err;
   EXPECT_NE(top.out.find("Type: wall"), std::string::npos) << top.out;
   const std::vector<std::string> functions = top_functions(top.out);
@@ -80,7 +83,7 @@ TEST(AgentPprof, GoToolPprofReadsTheCpuProfileOverTcp) {
     arguments.push_back("-symbolize=none");
   }
   arguments.push_back("http://" + tcp_address(demo) + "/debug/pprof/profile?seconds=2");
-  const CommandResult top = go_pprof(demo, arguments);
+  const CommandResult top = go_pprof(demo.scratch(), arguments);
   ASSERT_EQ(top.status, 0) << top.err;
   EXPECT_NE(top.out.find("Type: cpu"), std::string::npos) << top.out;
   EXPECT_NE(top.out.find("Duration: 2"), std::string::npos) << top.out;
@@ -97,8 +100,9 @@ TEST(AgentPprof, TheHeapProfileOverTcpShowsTheServiceNotTheAllocator) {
   }
   Demo demo(Env{{"HOTSCOPE_AGENT_TCP", "127.0.0.1:0"}, {"HOTSCOPE_HEAP_MODE", "full"}});
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
-  const CommandResult top = go_pprof(demo, {"-top", "-sample_index=alloc_space",
-                                            "http://" + tcp_address(demo) + "/debug/pprof/heap"});
+  const CommandResult top =
+      go_pprof(demo.scratch(), {"-top", "-sample_index=alloc_space",
+                                "http://" + tcp_address(demo) + "/debug/pprof/heap"});
   ASSERT_EQ(top.status, 0) << top.err;
   const std::vector<std::string> functions = top_functions(top.out);
   ASSERT_FALSE(functions.empty()) << top.out;
@@ -110,6 +114,38 @@ TEST(AgentPprof, TheHeapProfileOverTcpShowsTheServiceNotTheAllocator) {
     EXPECT_EQ(name.find("allocate"), std::string::npos) << top.out;
   }
   EXPECT_TRUE(service) << top.out;
+}
+
+// Go's path of the contention profile, over TCP: pprof reads it as a profile of delay (whether
+// the demo's Lockables were contended in its short run varies; AgentLocks checks the samples).
+TEST(AgentPprof, GoToolPprofReadsTheMutexProfileOverTcp) {
+  Demo demo(Env{{"HOTSCOPE_AGENT_TCP", "127.0.0.1:0"}});
+  const CommandResult top =
+      go_pprof(demo.scratch(),
+               {"-top", "-symbolize=none", "http://" + tcp_address(demo) + "/debug/pprof/mutex"});
+  ASSERT_EQ(top.status, 0) << top.err;
+  EXPECT_NE(top.out.find("Type: delay"), std::string::npos) << top.out;
+}
+
+// The contention of known locks: pprof shows the delay per wait, "wait for NAME" the flat frames,
+// the contention counts under -sample_index=contentions.
+TEST(AgentPprof, GoToolPprofReadsTheContentionOfKnownLocks) {
+  const ScratchDir scratch;
+  const fs::path file = scratch.path() / "mutex.pb.gz";
+  {
+    std::ofstream out(file, std::ios::binary);
+    hotscope::exporters::write_pprof_mutex(known_snapshot_with_locks(), out);
+  }
+  const CommandResult delay = go_pprof(scratch.path(), {"-top", "-nodefraction=0", file.string()});
+  ASSERT_EQ(delay.status, 0) << delay.err;
+  EXPECT_NE(delay.out.find("Type: delay"), std::string::npos) << delay.out;
+  EXPECT_NE(delay.out.find("of 700ns total"), std::string::npos) << delay.out;
+  const std::vector<std::string> functions = top_functions(delay.out);
+  EXPECT_EQ(functions.at(0), "wait for cache_mutex") << delay.out;
+  const CommandResult contentions = go_pprof(
+      scratch.path(), {"-top", "-sample_index=contentions", "-nodefraction=0", file.string()});
+  ASSERT_EQ(contentions.status, 0) << contentions.err;
+  EXPECT_NE(contentions.out.find("of 2 total"), std::string::npos) << contentions.out;
 }
 
 // On the Unix socket too; the TCP listener serves only what scrapers read, nothing that resets.
@@ -143,7 +179,7 @@ TEST(AgentPprof, EndpointsOnTheSocketAndWhatTcpRefuses) {
   const Json endpoints = Json::parse(listing.out).at("endpoints");
   EXPECT_EQ(endpoints, (Json{"GET /v1/metrics", "GET /debug/pprof/heap",
                              "GET /debug/pprof/profile?format=pprof|folded&seconds=N",
-                             "GET /debug/pprof/wall?seconds=N"}));
+                             "GET /debug/pprof/wall?seconds=N", "GET /debug/pprof/mutex"}));
   // Profiles being taken do not delay the exit.
   std::thread slow([&] { demo.curl({"http://localhost/debug/pprof/wall?seconds=60"}); });
   std::thread slow_cpu([&] { demo.curl({"http://localhost/debug/pprof/profile?seconds=60"}); });

@@ -16,6 +16,7 @@
 #include <map>
 #include <memory>
 #include <regex>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -359,6 +360,84 @@ TEST(PprofWire, CpuProfileDecodes) {
   EXPECT_EQ(locations.at(profile.sample(2).location_id(0))->address(), 0x10u);
   EXPECT_EQ(profile.sample(3).location_id_size(), 0);
   EXPECT_EQ(profile.sample(3).value(1), 10'000'000);
+}
+
+} // namespace
+
+namespace {
+
+// A sample's frames, leaf first, as their Functions' names; an address in no mapping as "0x…".
+std::vector<std::string> frame_names(const pb::Profile& profile, const pb::Sample& sample) {
+  std::map<std::uint64_t, const pb::Location*> locations;
+  for (const pb::Location& location : profile.location()) {
+    locations[location.id()] = &location;
+  }
+  std::map<std::uint64_t, std::string> functions;
+  for (const pb::Function& function : profile.function()) {
+    functions[function.id()] = profile.string_table(function.name());
+  }
+  std::vector<std::string> names;
+  for (const std::uint64_t id : sample.location_id()) {
+    const pb::Location& location = *locations.at(id);
+    names.push_back(location.line_size() == 0 ? "?" : functions.at(location.line(0).function_id()));
+  }
+  return names;
+}
+
+// Go's contention profile: contentions/count and delay/nanoseconds, a sample per lock and site,
+// "wait for NAME" as the leaf, then the site's native frames (return addresses, named after their
+// call), then its scopes, innermost first.
+TEST(PprofWire, MutexProfileDecodes) {
+  const hotscope::Snapshot snapshot = hotscope::testing::known_snapshot_with_locks();
+  std::ostringstream out;
+  hotscope::exporters::write_pprof_mutex(snapshot, out);
+  const pb::Profile profile = parsed(gunzipped(out.str()));
+  const auto text = [&](std::int64_t index) { return profile.string_table(index); };
+  ASSERT_EQ(profile.sample_type_size(), 2);
+  EXPECT_EQ(text(profile.sample_type(0).type()), "contentions");
+  EXPECT_EQ(text(profile.sample_type(0).unit()), "count");
+  EXPECT_EQ(text(profile.sample_type(1).type()), "delay");
+  EXPECT_EQ(text(profile.sample_type(1).unit()), "nanoseconds");
+  EXPECT_EQ(text(profile.period_type().type()), "contentions");
+  EXPECT_EQ(text(profile.period_type().unit()), "count");
+  EXPECT_EQ(profile.period(), 1);
+  EXPECT_EQ(profile.duration_nanos(), static_cast<std::int64_t>(snapshot.duration_ns));
+  ASSERT_EQ(profile.sample_size(), 3);
+  const auto values = [&](int i) {
+    return std::vector<std::int64_t>(profile.sample(i).value().begin(),
+                                     profile.sample(i).value().end());
+  };
+  EXPECT_EQ(values(0), (std::vector<std::int64_t>{1, 500}));
+  EXPECT_EQ(frame_names(profile, profile.sample(0)),
+            (std::vector<std::string>{"wait for cache_mutex", "std::terminate()", "update"}));
+  EXPECT_EQ(values(1), (std::vector<std::int64_t>{1, 200}));
+  EXPECT_EQ(frame_names(profile, profile.sample(1)),
+            (std::vector<std::string>{"wait for cache_mutex"}));
+  EXPECT_EQ(frame_names(profile, profile.sample(2)),
+            (std::vector<std::string>{"wait for m2", "0x10", "flush"}));
+  // The return addresses stand for their calls: one byte before.
+  const std::uint64_t terminate =
+      hotscope::testing::code_address(reinterpret_cast<const void*>(&std::terminate));
+  std::set<std::uint64_t> addresses;
+  for (const pb::Location& location : profile.location()) {
+    addresses.insert(location.address());
+  }
+  EXPECT_EQ(addresses, (std::set<std::uint64_t>{0, terminate, 0x10}));
+}
+
+// The wall profile names a lock wait "wait for NAME", a frame above the scope it waited in.
+TEST(PprofWire, WallProfileNamesLockWaits) {
+  std::ostringstream out;
+  hotscope::exporters::write_pprof_wall(hotscope::testing::known_snapshot_with_locks(), out);
+  const pb::Profile profile = parsed(gunzipped(out.str()));
+  std::map<std::vector<std::string>, std::int64_t> wall;
+  for (const pb::Sample& sample : profile.sample()) {
+    wall[frame_names(profile, sample)] += sample.value(0);
+  }
+  EXPECT_EQ((wall[{"wait for cache_mutex", "update"}]), 500);
+  EXPECT_EQ((wall[{"update"}]), 500);
+  EXPECT_EQ((wall[{"wait for cache_mutex"}]), 200);
+  EXPECT_EQ((wall[{"wait for m2"}]), 500);
 }
 
 } // namespace

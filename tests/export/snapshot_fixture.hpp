@@ -57,6 +57,21 @@ public:
     return event(thread, ns, EventKind::QueuePop, queue, item);
   }
 
+  // A lock wait on `thread` that ended at `ns` after `waited` ns; the release on another thread
+  // that let a waiter in (`flow` > 0) and that waiter's acquisition, the flow's two ends.
+  SnapshotBuilder& lock_wait(std::uint32_t thread, std::uint64_t ns, const std::string& lock,
+                             std::int64_t waited) {
+    return event(thread, ns, EventKind::LockWait, lock, waited);
+  }
+  SnapshotBuilder& handoff(std::uint32_t thread, std::uint64_t ns, const std::string& lock,
+                           std::int64_t flow) {
+    return event(thread, ns, EventKind::LockHandoff, lock, flow);
+  }
+  SnapshotBuilder& acquired(std::uint32_t thread, std::uint64_t ns, const std::string& lock,
+                            std::int64_t flow) {
+    return event(thread, ns, EventKind::LockAcquired, lock, flow);
+  }
+
   Snapshot& snapshot() { return snapshot_; }
 
   // The snapshot with its trace sorted by time, as the collector delivers it.
@@ -190,6 +205,74 @@ inline Snapshot known_snapshot_with_cpu() {
   s.threads[0].cpu_samples = 8;
   s.threads[1].cpu_samples = 2;
   return s;
+}
+
+// Two threads and two locks. locker-a (tid 100) holds cache_mutex inside "flush" and hands it to
+// locker-b (tid 101), which waited for it inside "update" (flow 7, 1100 to 1600 ns); locker-a
+// hands it on again outside any scope (flow 8) to a wait of locker-b outside any scope (2400 to
+// 2600 ns); locker-b gives up a wait for m2 (3000 to 3500 ns). The statistics: cache_mutex
+// contended at "update" in std::terminate's caller, the pthread mutex m2 at an address in no
+// mapping; a deadlock standing (locker-a waits for m2, held by locker-b, which waits for
+// cache_mutex); an inversion of the two.
+inline Snapshot known_snapshot_with_locks() {
+  SnapshotBuilder b;
+  const std::uint32_t a = b.thread(100, "locker-a");
+  const std::uint32_t w = b.thread(101, "locker-b");
+  b.begin(a, 900, "flush")
+      .begin(w, 1000, "update")
+      .handoff(a, 1500, "cache_mutex", 7)
+      .lock_wait(w, 1600, "cache_mutex", 500)
+      .acquired(w, 1600, "cache_mutex", 7)
+      .end(a, 1700, "flush")
+      .end(w, 2000, "update")
+      .handoff(a, 2500, "cache_mutex", 8)
+      .lock_wait(w, 2600, "cache_mutex", 200)
+      .acquired(w, 2600, "cache_mutex", 8)
+      .lock_wait(w, 3500, "m2", 500);
+  Snapshot& s = b.snapshot();
+  const std::uint64_t terminate = code_address(reinterpret_cast<const void*>(&std::terminate));
+  LockStats cache;
+  cache.name = "cache_mutex";
+  cache.kind = "mutex";
+  cache.acquisitions = 10;
+  cache.contended = 2;
+  cache.wait = {2, 700, 0, 200, 500, 350.0, 200, 500, 500, 500, 500, {}};
+  cache.hold = {10,        10'000'000, 0,         400'000,   1'500'000, 1'000'000.0,
+                1'000'000, 1'200'000,  1'300'000, 1'400'000, 1'450'000, {}};
+  for (const std::uint64_t bound : kDurationBucketsNs) { // waits of 200 and 500 ns
+    cache.wait.at_most_bucket.push_back(bound >= 500 ? 2 : bound >= 200 ? 1 : 0);
+    cache.hold.at_most_bucket.push_back(bound >= 1'500'000 ? 10 : 0);
+  }
+  cache.top_waiters = {{"locker-b", 2, 700}};
+  cache.contended_at = {{{{"update"}, {terminate + 1}}, 1, 500}, {{{}, {}}, 1, 200}};
+  cache.holders = {{"locker-a", 100, 5'000'000, false}};
+  cache.waiters = {{"locker-b", 101, 2'000'000, false}};
+  LockStats m2;
+  m2.name = "m2";
+  m2.kind = "pthread_mutex";
+  m2.address = 0x55d0c0de1000;
+  m2.acquisitions = 3;
+  m2.try_failed = 1;
+  m2.contended_at = {{{{"flush"}, {0x11}}, 0, 0}};
+  m2.holders = {{"locker-b", 101, 7'000'000, true}};
+  s.locks = {cache, m2};
+  s.deadlocks = {{{{{"locker-a", 100, 3'000'000, false},
+                    "m2",
+                    {"locker-b", 101, 12'300'000'000, true},
+                    {"flush"}},
+                   {{"locker-b", 101, 2'000'000, false},
+                    "cache_mutex",
+                    {"locker-a", 100, 12'500'000'000, false},
+                    {"update", "inner"}}}}};
+  s.inversions = {{"cache_mutex",
+                   "m2",
+                   "locker-a",
+                   {{"flush"}, {}},
+                   "locker-b",
+                   {{}, {terminate + 1, 0x11}},
+                   1234}};
+  s.lock_figures = {1, 4, 5};
+  return b.build();
 }
 
 } // namespace hotscope::testing
