@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace hotscope::cli {
 namespace {
 
@@ -55,21 +57,22 @@ void add_site(std::vector<std::string>& lines, const std::string& heading, const
 
 } // namespace
 
-std::string deadlock_line(const profiles::Deadlock& deadlock) {
-  std::vector<std::string> links;
-  for (const profiles::DeadlockLink& link : deadlock.cycle) {
-    links.push_back(fmt::format("{} waits for {} (held by {} for {})", thread_name(link.waiter),
-                                link.lock, thread_name(link.holder), duration(link.holder.for_ns)));
-  }
-  return "deadlock: " + joined(links, " → ");
-}
-
 std::vector<std::string> deadlock_lines(const profiles::Deadlock& deadlock) {
-  std::vector<std::string> lines{deadlock_line(deadlock)};
+  // The agent's and report.txt's words (export/common.hpp), from the cycle as read.
+  const auto thread = [](const LockThread& read) {
+    return hotscope::LockThread{read.thread, read.os_tid, read.for_ns, read.shared};
+  };
+  hotscope::Deadlock cycle;
   for (const profiles::DeadlockLink& link : deadlock.cycle) {
-    lines.push_back(fmt::format("  {} in {}", thread_name(link.waiter),
-                                link.waiter_scopes.empty() ? "(no scope open)"
-                                                           : joined(link.waiter_scopes, " > ")));
+    cycle.cycle.push_back(hotscope::Deadlock::Link{thread(link.waiter), link.lock,
+                                                   thread(link.holder), link.waiter_scopes});
+  }
+  std::vector<std::string> lines;
+  const std::string text = exporters::detail::deadlocks_text({cycle}, "");
+  for (std::size_t start = 0; start < text.size();) {
+    const std::size_t end = std::min(text.find('\n', start), text.size());
+    lines.push_back(text.substr(start, end - start));
+    start = end + 1;
   }
   return lines;
 }

@@ -12,9 +12,8 @@
 namespace hotscope::cli {
 
 // "deadlock: locker-a waits for m2 (held by locker-b for 12.30 s) → locker-b waits for m1 (held
-// by locker-a for 12.50 s)".
-std::string deadlock_line(const profiles::Deadlock& deadlock);
-// That line, then each waiter's open scopes under it ("  locker-a in outer > inner").
+// by locker-a for 12.50 s)", then each waiter's open scopes under it ("  locker-a in outer >
+// inner"), as `hotscope threads` and report.txt write them.
 std::vector<std::string> deadlock_lines(const profiles::Deadlock& deadlock);
 // "lock-order inversion: m1 then m2 (locker-a), m2 then m1 (locker-b)"; with `sites`, each
 // site's scopes and stack frames under it.
