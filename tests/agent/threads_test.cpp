@@ -1,5 +1,7 @@
 // `hotscope threads` (GET /v1/threads) against a real deadlock: both threads shown stuck with
-// the scope each waits in and its age, and the CPU time of a spinning and a sleeping thread.
+// the scope each waits in and its age, and the CPU time of a spinning and a sleeping thread; with
+// its mutexes interposed (HOTSCOPE_LOCKS=1), the deadlock named by `hotscope locks`, `threads`
+// and the console.
 #include "demo_process.hpp"
 
 #include <gtest/gtest.h>
@@ -137,6 +139,63 @@ TEST(AgentThreads, DeadlockedThreadsAreStuckInTheirScopesAndCpuIsMeasured) {
   EXPECT_NE(text.out.find("\nhold_first ("), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("\n  take_second ("), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("state S, CPU "), std::string::npos) << text.out;
+}
+
+// The two lockers' std::mutex, interposed: `hotscope locks` names the cycle first (each step's
+// waiter, lock and holder, the waiters' scopes), then both locks with their waiter;
+// --json is the agent's answer; `hotscope threads` and the console's locks and threads tabs name
+// the same cycle.
+TEST(AgentThreads, LocksNameTheDeadlockOfInterposedMutexes) {
+  const Demo program(Program{{THREADS_PROGRAM}}, {{"HOTSCOPE_LOCKS", "1"}});
+  const std::string pid = std::to_string(program.pid());
+  CommandResult locks;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  do {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    locks = cli(program, {"locks", "-p", pid});
+    ASSERT_EQ(locks.status, 0) << locks.err;
+  } while (locks.out.find("\ndeadlock: ") == std::string::npos &&
+           std::chrono::steady_clock::now() < deadline);
+  const std::size_t deadlock = locks.out.find("\ndeadlock: locker-");
+  ASSERT_NE(deadlock, std::string::npos) << locks.out;
+  const std::string cycle =
+      locks.out.substr(deadlock + 1, locks.out.find('\n', deadlock + 1) - deadlock - 1);
+  for (const char* part : {"locker-a waits for ", "(held by locker-b for ", "locker-b waits for ",
+                           "(held by locker-a for ", " → "}) {
+    EXPECT_NE(cycle.find(part), std::string::npos) << part << " in " << locks.out;
+  }
+  EXPECT_NE(locks.out.find("\n  locker-a in hold_first > take_second\n"), std::string::npos)
+      << locks.out;
+  EXPECT_NE(locks.out.find("\n  locker-b in hold_second > take_first\n"), std::string::npos)
+      << locks.out;
+  EXPECT_LT(deadlock, locks.out.find("Holders now")) << locks.out;
+  // Each lock is waited for by a locker (the holder of an interposed mutex taken without
+  // contention is known to the deadlock, from the mutex's owner, not to the table).
+  const std::size_t heading = locks.out.find("Holders now");
+  const std::string table = locks.out.substr(heading, locks.out.find("\n\n", heading) - heading);
+  std::size_t rows = 0;
+  for (std::size_t at = table.find('\n'); at != std::string::npos; at = table.find('\n', at + 1)) {
+    const std::string line = table.substr(at + 1, table.find('\n', at + 1) - at - 1);
+    if (line.find("locker-a") != std::string::npos || line.find("locker-b") != std::string::npos) {
+      ++rows;
+    }
+  }
+  EXPECT_EQ(rows, 2u) << locks.out;
+
+  const CommandResult json = cli(program, {"locks", "-p", pid, "--json"});
+  ASSERT_EQ(json.status, 0) << json.err;
+  const Json answer = Json::parse(json.out);
+  EXPECT_EQ(answer.at("deadlocks").size(), 1u) << json.out;
+  EXPECT_GE(answer.at("locks").size(), 2u) << json.out;
+  EXPECT_GE(answer.at("lock_figures").at("deadlocks_found").get<std::uint64_t>(), 1u);
+
+  const CommandResult threads = cli(program, {"threads", "-p", pid});
+  EXPECT_LT(threads.out.find("\ndeadlock: locker-"), threads.out.find("== locker-")) << threads.out;
+  for (const char* tab : {"locks", "threads"}) {
+    const CommandResult console = cli(program, {"console", "-p", pid, "--tab", tab, "--once"});
+    ASSERT_EQ(console.status, 0) << console.err;
+    EXPECT_NE(console.out.find("\n deadlock: locker-"), std::string::npos) << console.out;
+  }
 }
 
 TEST(AgentThreads, BadStuckThresholdIsOneLine) {

@@ -467,6 +467,34 @@ TEST(ConsoleOnce, QueuesTabListsTheDemosQueues) {
   EXPECT_NE(line_with(queues.out, "write_queue").find("writer"), std::string::npos) << queues.out;
 }
 
+// hotscope-demo's two Lockables on the locks tab (docs/console.md, "8 locks"), acquired many times
+// (the demo serves requests before "ready"), in the table under its heading; the same rows as
+// `hotscope locks` prints.
+TEST(ConsoleOnce, LocksTabListsTheDemosLocks) {
+  Demo demo;
+  const std::string pid = std::to_string(demo.pid());
+  // The demo's requests take both locks within its first seconds.
+  CommandResult locks;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  do {
+    locks = cli(demo.runtime_dir(), {"console", "-p", pid, "--tab", "locks", "--once"});
+    ASSERT_EQ(locks.status, 0) << locks.err;
+  } while ((locks.out.find(" word_index_mutex ") == std::string::npos ||
+            locks.out.find(" cache_mutex ") == std::string::npos) &&
+           std::chrono::steady_clock::now() < deadline);
+  EXPECT_NE(locks.out.find("tab locks"), std::string::npos) << locks.out;
+  const std::size_t heading = locks.out.find("Holders now");
+  ASSERT_NE(heading, std::string::npos) << locks.out;
+  for (const char* name : {" cache_mutex ", " word_index_mutex "}) {
+    EXPECT_NE(line_with(locks.out, name).find(" mutex "), std::string::npos) << locks.out;
+    EXPECT_GT(locks.out.find(name), heading) << locks.out;
+  }
+  const CommandResult command = cli(demo.runtime_dir(), {"locks", "-p", pid});
+  ASSERT_EQ(command.status, 0) << command.err;
+  EXPECT_NE(line_with(command.out, " cache_mutex ").find(" mutex "), std::string::npos)
+      << command.out;
+}
+
 TEST(ConsoleOnce, BadTargetsGetTheCliExitCodes) {
   Program program;
   const CommandResult none = cli(program.runtime_dir(), {"console", "-p", "999999999", "--once"});

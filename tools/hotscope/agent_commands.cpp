@@ -2,8 +2,11 @@
 
 #include "agent_client.hpp"
 #include "atomic_file/atomic_file.hpp"
+#include "console/text.hpp"
 #include "conventions.hpp"
 #include "export/formats.hpp"
+#include "locks_text.hpp"
+#include "profiles/profiles.hpp"
 
 #include <fmt/format.h>
 
@@ -72,6 +75,10 @@ int list_agents() {
   return kOk;
 }
 
+std::string plural(std::size_t count, const char* one, const char* many) {
+  return fmt::format("{} {}", count, count == 1 ? one : many);
+}
+
 } // namespace
 
 std::vector<std::string> process_table(const std::vector<AgentProcess>& agents) {
@@ -93,6 +100,40 @@ std::vector<std::string> process_table(const std::vector<AgentProcess>& agents) 
                                 row[2], widths[2], row[3]));
   }
   return lines;
+}
+
+std::string locks_text(const profiles::LockReport& report, bool inversions) {
+  const std::vector<profiles::LockStats> locks =
+      report.locks.value_or(std::vector<profiles::LockStats>{});
+  std::string text = fmt::format(
+      "{}, {} standing, {} found in all; {}\n", plural(locks.size(), "lock", "locks"),
+      plural(report.deadlocks.size(), "deadlock", "deadlocks"), report.figures.deadlocks_found,
+      plural(report.inversions.size(), "lock-order inversion", "lock-order inversions"));
+  for (const profiles::Deadlock& deadlock : report.deadlocks) {
+    for (const std::string& line : deadlock_lines(deadlock)) {
+      text += "\n" + line;
+    }
+    text += "\n";
+  }
+  if (locks.empty()) {
+    text += "no lock recorded: name locks with HOTSCOPE_LOCKABLE, or start the program with "
+            "HOTSCOPE_LOCKS=1 (or `hotscope run --locks`) for its pthread locks\n";
+  } else {
+    text += "\n";
+    for (const std::string& line : console::align(lock_table(locks), 0, console::Glyphs{})) {
+      text += line + "\n";
+    }
+  }
+  for (const profiles::LockInversion& inversion : report.inversions) {
+    text += "\n";
+    for (const std::string& line : inversion_lines(inversion, inversions)) {
+      text += line + "\n";
+    }
+  }
+  if (!report.inversions.empty() && !inversions) {
+    text += "(--inversions shows where each order was taken)\n";
+  }
+  return text;
 }
 
 namespace {
@@ -198,6 +239,16 @@ std::string unwritable(const std::string& file) {
   return "";
 }
 
+// `read` of an agent's answer: a malformed answer is the agent's failure (kFailed), not a usage
+// error as a malformed file given to hotscope is.
+template <typename Read> auto read_reply(Read read) {
+  try {
+    return read();
+  } catch (const Failure& failure) {
+    throw Failure(kFailed, failure.what());
+  }
+}
+
 } // namespace
 
 AgentCommands::AgentCommands(CLI::App& app) {
@@ -225,6 +276,12 @@ AgentCommands::AgentCommands(CLI::App& app) {
                    "milliseconds as stuck, and list them first")
       ->check(number_in(0, HUGE_VAL, true))
       ->capture_default_str();
+  CLI::App* locks = add_targeted(app, "locks",
+                                 "Print the locks: waits and holds, who holds and who waits now, "
+                                 "deadlocks standing now first");
+  locks->add_flag("--json", locks_json_, "Print them as JSON (what GET /v1/locks answers)");
+  locks->add_flag("--inversions", inversions_,
+                  "Show where each order of a lock-order inversion was taken (scopes, stack)");
   const char* pprof_file = exporters::format_info(exporters::Format::PprofCpu).file;
   const char* folded_file = exporters::format_info(exporters::Format::CpuFolded).file;
   CLI::App* cpu = add_targeted(app, "cpu",
@@ -319,6 +376,13 @@ int AgentCommands::run_targeted(const CLI::App& command) const {
     return run_cpu(process, cpu);
   }
   std::string text = request(process, method, path).body;
+  if (name == "locks" && !locks_json_) {
+    const std::string source = fmt::format("the answer of process {} to GET {}", process.pid, path);
+    text = locks_text(read_reply([&] {
+                        return profiles::read_locks(profiles::parse_json(text, source), source);
+                      }),
+                      inversions_);
+  }
   if (name == "reset") {
     text = fmt::format("process {} ({}): a new measuring window starts now\n", process.pid,
                        process.name());

@@ -1,12 +1,13 @@
 // The commands that talk to a running process's agent (docs/agent.md):
 //   hotscope list
-//   hotscope info|stats|heap|trace|threads|cpu|metrics|reset (-p PID | -n NAME) [-o FILE]
+//   hotscope info|stats|heap|trace|threads|locks|cpu|metrics|reset (-p PID | -n NAME) [-o FILE]
 #pragma once
 
 #include "agent/protocol.hpp"
 #include "agent_client.hpp"
 #include "cpu_command.hpp"
 #include "export/formats.hpp"
+#include "profiles/profiles.hpp"
 
 #include <CLI/CLI.hpp>
 
@@ -19,6 +20,10 @@ namespace hotscope::cli {
 
 // `hotscope list`'s table of processes: a heading, then PID, NAME, UPTIME, ENABLED for each.
 std::vector<std::string> process_table(const std::vector<AgentProcess>& agents);
+// What `hotscope locks` prints (docs/locks.md, "Reading contention"): a summary line, the
+// deadlocks, the table, then the inversions (their sites with `inversions`, one line each
+// otherwise).
+std::string locks_text(const profiles::LockReport& report, bool inversions);
 // Writes `text` to `file` ("" is standard output); a Failure (kCannotWriteOutput) if it cannot.
 void write_output(const std::string& file, const std::string& text);
 
@@ -49,6 +54,8 @@ private:
   std::string heap_format_ = exporters::find_format("/v1/heap", "")->name;
   bool threads_json_ = false;
   double stuck_ms_ = agent::kDefaultStuckMs;
+  bool locks_json_ = false;
+  bool inversions_ = false;
   CpuOptions cpu_; // its output is target_.output
 };
 

@@ -1,5 +1,6 @@
 # The readers of files and answers: `hotscope diff` (diff/), `hotscope report` and `flame`
-# (report/), and what they and the console read (profiles/). Included by
+# (report/), and what they and the console read (profiles/), and the locks as text
+# (locks_text.cpp). Included by
 # tools/hotscope/CMakeLists.txt, and by tests/cli for the fuzz targets (tests/cli/fuzz_*.cpp) in
 # the fuzz build (HOTSCOPE_FUZZ), which builds no command: there the readers are instrumented.
 find_package(CLI11 CONFIG REQUIRED)
@@ -8,6 +9,8 @@ find_package(nlohmann_json 3.10 REQUIRED)
 set(HOTSCOPE_CLI_DIR ${PROJECT_SOURCE_DIR}/tools/hotscope)
 file(GLOB HOTSCOPE_COMPARE_SOURCES CONFIGURE_DEPENDS ${HOTSCOPE_CLI_DIR}/profiles/*.cpp
   ${HOTSCOPE_CLI_DIR}/diff/*.cpp ${HOTSCOPE_CLI_DIR}/report/*.cpp)
+# The locks' lines and cells: the CLI's, the console's and report.html's.
+list(APPEND HOTSCOPE_COMPARE_SOURCES ${HOTSCOPE_CLI_DIR}/locks_text.cpp)
 list(REMOVE_ITEM HOTSCOPE_COMPARE_SOURCES ${HOTSCOPE_CLI_DIR}/diff/diff_command.cpp
   ${HOTSCOPE_CLI_DIR}/report/report_command.cpp)
 # The report's scripts and styles (report/assets/) are compiled in as strings.
@@ -31,12 +34,14 @@ add_custom_command(OUTPUT ${CMAKE_CURRENT_BINARY_DIR}/report_assets.cpp
   COMMENT "Embedding the report's scripts and styles" VERBATIM)
 # The components the CLI calls, from the objects libhotscope is made of (not libhotscope, whose
 # runtime would start in the CLI): text, the file writer, the configuration reader, and of export
-# only its labels and units (export/common.hpp). The other exporters' objects stay out: those
-# built on header-only {fmt} define its functions, which would be taken for the CLI's own.
+# only its labels, units and deadlock lines (export/common.hpp), with the objects and names
+# components its native frame names need. The other exporters' objects stay out: those built on
+# header-only {fmt} define its functions, which would be taken for the CLI's own.
 add_library(hotscope_cli_components STATIC $<TARGET_OBJECTS:hotscope_text>
   $<FILTER:$<TARGET_OBJECTS:hotscope_export>,INCLUDE,/common\\.cpp\\.o$>
-  $<TARGET_OBJECTS:hotscope_atomic_file> $<TARGET_OBJECTS:hotscope_config>)
-hotscope_use_components(hotscope_cli_components PUBLIC export atomic_file config)
+  $<TARGET_OBJECTS:hotscope_atomic_file> $<TARGET_OBJECTS:hotscope_config>
+  $<TARGET_OBJECTS:hotscope_objects> $<TARGET_OBJECTS:hotscope_names>)
+hotscope_use_components(hotscope_cli_components PUBLIC export atomic_file config objects names)
 # The readers and writers: a library of their own, which the CLI and the fuzz targets both link.
 add_library(hotscope_readers STATIC ${HOTSCOPE_COMPARE_SOURCES}
   ${CMAKE_CURRENT_BINARY_DIR}/report_assets.cpp)

@@ -210,6 +210,7 @@ void Model::update_threads(const Json& json) {
     rows.push_back(std::move(row));
   }
   threads_ = std::move(rows);
+  deadlocks_ = std::move(answer.deadlocks);
   previous_threads_ = std::move(seen);
   threads_now_ns_ = now_ns;
 }

@@ -98,6 +98,8 @@ public:
   const std::deque<double>* p99_history(const std::string& key) const;
   const std::vector<ThreadRow>& threads() const { return threads_; }
   bool threads_unsupported() const { return threads_unsupported_; }
+  // The deadlocks standing at the last /v1/threads answer.
+  const std::vector<profiles::Deadlock>& deadlocks() const { return deadlocks_; }
   std::uint64_t stuck_threshold_ns() const { return stuck_threshold_ns_; }
   const std::vector<QueueRow>& queues() const { return queues_; }
   const std::vector<TaskRow>& tasks() const { return tasks_; }
@@ -136,6 +138,7 @@ private:
   std::uint64_t stuck_threshold_ns_ = 0;
   std::map<std::int64_t, profiles::ThreadStats> previous_threads_; // by os_tid
   std::vector<ThreadRow> threads_;
+  std::vector<profiles::Deadlock> deadlocks_;
 
   std::map<std::string, std::pair<std::uint64_t, std::uint64_t>> previous_queues_; // push, pop
   std::vector<QueueRow> queues_;

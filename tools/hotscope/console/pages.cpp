@@ -35,6 +35,10 @@ constexpr std::array<TabInfo, kTabCount> kTabs{{
      [](const Model& model, ViewState& state, const Glyphs&, std::size_t width) {
        return flame_page(model, state, width);
      }},
+    {Tab::Locks, "locks", TabAnswer::None,
+     [](const Model& model, ViewState& state, const Glyphs&, std::size_t width) {
+       return locks_page(model, state, width);
+     }},
 }};
 
 constexpr bool in_order() {

@@ -1,6 +1,7 @@
 // Tab 2: each measured thread, its CPU and records over the interval, and the scopes it is
 // inside now, innermost last. A thread inside one scope longer than the threshold is stuck: a
-// hang or a deadlock shows itself here.
+// hang or a deadlock shows itself here, and a deadlock on locks the agent sees is named in a
+// banner above them (docs/locks.md, "Deadlocks").
 #include "model.hpp"
 #include "text.hpp"
 #include "view.hpp"
@@ -42,6 +43,7 @@ Page threads_page(const Model& model, ViewState& state, std::size_t width) {
                               "open scopes and stuck threads are not shown",
                               Style::Alert});
   } else {
+    page.fixed = deadlock_banner(model.deadlocks());
     std::size_t stuck = 0;
     std::size_t merged = 0;
     for (const ThreadRow& row : threads) {

@@ -10,6 +10,10 @@
 #include <string_view>
 #include <vector>
 
+namespace hotscope::cli::profiles {
+struct Deadlock;
+} // namespace hotscope::cli::profiles
+
 namespace hotscope::cli::console {
 
 class Model;
@@ -22,8 +26,8 @@ struct Line {
   Style style = Style::Normal;
 };
 
-enum class Tab { Functions, Threads, Memory, Queues, Tasks, Guests, Flame };
-inline constexpr int kTabCount = static_cast<int>(Tab::Flame) + 1;
+enum class Tab { Functions, Threads, Memory, Queues, Tasks, Guests, Flame, Locks };
+inline constexpr int kTabCount = static_cast<int>(Tab::Locks) + 1;
 
 // The columns of the functions tab, in display order; each sorts the table.
 enum class Column {
@@ -94,6 +98,10 @@ Page queues_page(const Model& model);
 Page tasks_page(const Model& model);
 Page guests_page(const Model& model);
 Page flame_page(const Model& model, ViewState& state, std::size_t width);
+Page locks_page(const Model& model, ViewState& state, std::size_t width);
+// Each deadlock's line and its waiters' scopes (locks_text.hpp), as alerts: the top of the locks
+// tab and the threads tab's banner.
+std::vector<Line> deadlock_banner(const std::vector<profiles::Deadlock>& deadlocks);
 
 // Points page.selected at the row whose key is the tab's selection (the first row when none
 // is), so that the selection follows its row when the rows move.
@@ -116,7 +124,7 @@ std::optional<Tab> tab_by_name(std::string_view name);
 std::string tab_names(std::string_view separator);
 // The same as a list, for --tab's choices.
 std::vector<std::string> tab_list();
-// "1-7": the number keys that switch tabs.
+// "1-8": the number keys that switch tabs.
 std::string tab_keys();
 
 // The tab `state.tab`, with the detail pane when one is open.

@@ -1,7 +1,7 @@
 // The key-by-key checks of the JSON files and answers profiles/ reads (classify.cpp, heap.json;
-// stats_json.cpp, stats.json and GET /v1/threads): each key has the type and sign
-// docs/formats-output.md gives it, and a malformed one is refused in one line naming it. Private
-// to profiles/.
+// stats_json.cpp, stats.json and GET /v1/threads; locks_json.cpp, their locks and GET /v1/locks):
+// each key has the type and sign docs/formats-output.md gives it, and a malformed one is refused
+// in one line naming it; then the lenient getters read the checked values. Private to profiles/.
 #pragma once
 
 #include "profiles.hpp"
@@ -60,5 +60,39 @@ private:
   const std::string& source_;
   const char* kind_;
 };
+
+// The lenient getters (stats_json.cpp): a key that is missing or of another type reads as 0
+// (or "", or an empty object); names_at reads a name that is no string as "?".
+std::uint64_t count_at(const nlohmann::json& object, const char* key);
+std::int64_t integer_at(const nlohmann::json& object, const char* key);
+std::string text_at(const nlohmann::json& object, const char* key);
+const nlohmann::json& object_at(const nlohmann::json& object, const char* key);
+std::vector<std::string> names_at(const nlohmann::json& object, const char* key);
+
+// The objects of the array `owner[key]` read by `read`; none when there is no such key.
+template <typename Read>
+auto list_of(const nlohmann::json& owner, const char* key, Read read)
+    -> std::optional<std::vector<decltype(read(owner))>> {
+  const auto found = owner.find(key);
+  if (found == owner.end()) {
+    return std::nullopt;
+  }
+  std::vector<decltype(read(owner))> rows;
+  if (found->is_array()) {
+    for (const nlohmann::json& entry : *found) {
+      if (entry.is_object()) {
+        rows.push_back(read(entry));
+      }
+    }
+  }
+  return rows;
+}
+
+// The locks' keys of a stats.json or of GET /v1/locks, and a threads answer's "deadlocks"
+// (locks_json.cpp): checked, then read.
+void check_locks(const Checker& checker, const nlohmann::json& owner);
+LockReport locks_of(const nlohmann::json& owner);
+void check_deadlocks(const Checker& checker, const nlohmann::json& owner);
+std::vector<Deadlock> deadlocks_of(const nlohmann::json& owner);
 
 } // namespace hotscope::cli::profiles

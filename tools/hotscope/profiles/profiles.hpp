@@ -100,6 +100,71 @@ struct CpuSampling {
   std::string problem; // why the sampler could not run; "" when it could
 };
 
+// Locks (docs/locks.md, "Reading contention"): stats.json's "locks", "deadlocks",
+// "lock_inversions" and "lock_figures", and GET /v1/locks.
+// A thread that holds or waits for a lock now, and for how long.
+struct LockThread {
+  std::string thread;
+  std::int64_t os_tid = 0;
+  std::uint64_t for_ns = 0;
+  bool shared = false;
+};
+
+// Where a lock was waited for (or taken, in an inversion): the waiter's open scopes, outermost
+// first, and its stack's frames, innermost first.
+struct LockSite {
+  std::vector<std::string> scopes, stack;
+  std::uint64_t waits = 0, wait_ns = 0; // a contention site's; 0 in an inversion
+};
+
+struct LockWaiter {
+  std::string thread;
+  std::uint64_t waits = 0, wait_ns = 0;
+};
+
+struct LockStats {
+  std::string name, kind, address; // address: "" for a lock named by the API
+  std::uint64_t acquisitions = 0, contended = 0, try_failed = 0;
+  std::uint64_t waits = 0, wait_total_ns = 0, wait_p50_ns = 0, wait_p95_ns = 0, wait_p99_ns = 0,
+                wait_max_ns = 0;
+  std::uint64_t holds = 0, hold_total_ns = 0, hold_p50_ns = 0, hold_p95_ns = 0, hold_p99_ns = 0,
+                hold_max_ns = 0;
+  std::vector<LockWaiter> top_waiters;
+  std::vector<LockSite> contended_at;
+  std::vector<LockThread> holders, waiters;
+};
+
+// One step of a deadlock's cycle: `waiter` waits for `lock`, which `holder` holds.
+struct DeadlockLink {
+  LockThread waiter;
+  std::string lock;
+  LockThread holder;
+  std::vector<std::string> waiter_scopes; // outermost first
+};
+
+struct Deadlock {
+  std::vector<DeadlockLink> cycle;
+};
+
+// Two locks taken in both orders: `first` then `second` by thread_one at site_one, the other
+// order by thread_two at site_two.
+struct LockInversion {
+  std::string first, second, thread_one, thread_two;
+  LockSite site_one, site_two;
+  std::uint64_t found_ns = 0;
+};
+
+struct LockFigures {
+  std::uint64_t deadlocks_found = 0, order_edges = 0, given_up = 0;
+};
+
+struct LockReport {
+  std::optional<std::vector<LockStats>> locks; // none: no "locks" key (an older hotscope)
+  std::vector<Deadlock> deadlocks;             // standing now (at exit, in a file)
+  std::vector<LockInversion> inversions;
+  LockFigures figures;
+};
+
 struct Stats {
   std::string hotscope_version;
   std::optional<std::string> process_name;
@@ -114,6 +179,7 @@ struct Stats {
   std::optional<std::vector<QueueStats>> queues;
   std::optional<std::vector<TaskStats>> tasks;
   std::optional<CpuSampling> cpu;
+  LockReport locks;
   // Whether the run has CPU samples: its per-function CPU figures are measured, not unknown.
   bool has_cpu_samples() const { return cpu && cpu->samples > 0; }
 };
@@ -122,6 +188,7 @@ struct Stats {
 struct ThreadsAnswer {
   std::uint64_t now_ns = 0, stuck_threshold_ns = 0;
   std::vector<ThreadStats> threads;
+  std::vector<Deadlock> deadlocks; // standing now
 };
 
 struct Profile {
@@ -175,6 +242,9 @@ void read_stats(std::string_view text, const std::string& source, Stats& stats);
 // GET /v1/threads, its threads checked as a stats.json's are, with now_ns, stuck_threshold_ns and
 // each thread's open_scopes and stuck; a Failure (kUsage) naming `source` when malformed.
 ThreadsAnswer read_threads(const nlohmann::json& answer, const std::string& source);
+// GET /v1/locks ({"locks", "deadlocks", "lock_inversions", "lock_figures"}), checked as a
+// stats.json's are; a Failure (kUsage) naming `source` when malformed.
+LockReport read_locks(const nlohmann::json& answer, const std::string& source);
 // The file at `path` read, parsed and classified; a Failure (kUsage), one line, when it cannot be
 // read, is not JSON or is neither kind.
 Profile read_profile(const std::string& path);

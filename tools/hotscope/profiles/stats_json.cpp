@@ -136,39 +136,13 @@ std::vector<FunctionStats> functions_of(const Json& owner) {
   return rows;
 }
 
-// The lenient getters: a key that is missing or of another type reads as 0 (or "").
-std::uint64_t count_at(const Json& object, const char* key) {
-  const auto found = object.find(key);
-  if (found == object.end() || !found->is_number()) {
-    return 0;
-  }
-  return found->is_number_float() ? count_of(found->get<double>())
-                                  : count_of(found->get<std::uint64_t>());
-}
-
 std::optional<std::uint64_t> optional_count(const Json& object, const char* key) {
   return object.contains(key) ? std::optional(count_at(object, key)) : std::nullopt;
-}
-
-std::int64_t integer_at(const Json& object, const char* key) {
-  const auto found = object.find(key);
-  return found != object.end() && found->is_number() ? found->get<std::int64_t>() : 0;
 }
 
 double number_at(const Json& object, const char* key) {
   const auto found = object.find(key);
   return found != object.end() && found->is_number() ? found->get<double>() : 0;
-}
-
-std::string text_at(const Json& object, const char* key) {
-  const auto found = object.find(key);
-  return found != object.end() && found->is_string() ? found->get<std::string>() : "";
-}
-
-const Json& object_at(const Json& object, const char* key) {
-  static const Json empty = Json::object();
-  const auto found = object.find(key);
-  return found != object.end() && found->is_object() ? *found : empty;
 }
 
 Records records_of(const Json& owner) {
@@ -207,14 +181,6 @@ ThreadStats thread_of(const Json& thread) {
   return row;
 }
 
-std::vector<std::string> names_at(const Json& object, const char* key) {
-  std::vector<std::string> names;
-  for (const Json& name : object.value(key, Json::array())) {
-    names.push_back(name.is_string() ? name.get<std::string>() : "?");
-  }
-  return names;
-}
-
 QueueStats queue_of(const Json& queue) {
   QueueStats row;
   row.name = text_at(queue, "name");
@@ -249,25 +215,6 @@ TaskStats task_of(const Json& task) {
   row.waiting_p99_ns = count_at(object_at(task, "waiting"), "p99_ns");
   row.lifetime_p99_ns = count_at(object_at(task, "lifetime"), "p99_ns");
   return row;
-}
-
-// The objects of the array `owner[key]` read by `read`; none when there is no such key.
-template <typename Read>
-auto list_of(const Json& owner, const char* key, Read read)
-    -> std::optional<std::vector<decltype(read(owner))>> {
-  const auto found = owner.find(key);
-  if (found == owner.end()) {
-    return std::nullopt;
-  }
-  std::vector<decltype(read(owner))> rows;
-  if (found->is_array()) {
-    for (const Json& entry : *found) {
-      if (entry.is_object()) {
-        rows.push_back(read(entry));
-      }
-    }
-  }
-  return rows;
 }
 
 std::vector<ThreadStats> threads_of(const Json& owner) {
@@ -305,6 +252,7 @@ void read_rest(const Json& document, Stats& stats) {
                             count_at(*cpu, "incomplete"), count_at(*cpu, "unstored"),
                             text_at(*cpu, "problem")};
   }
+  stats.locks = locks_of(document);
 }
 
 void check_functions(const Checker& checker, const Json& owner, const std::string& where) {
@@ -398,6 +346,7 @@ void check_stats(const Json& document, const std::string& source) {
   }
   check_functions(checker, document, "");
   check_thread_list(checker, document);
+  check_locks(checker, document);
 }
 
 // The SAX handler (nlohmann::json::sax_parse) of a GET /v1/stats answer: the top-level
@@ -570,6 +519,39 @@ private:
 
 } // namespace
 
+std::uint64_t count_at(const Json& object, const char* key) {
+  const auto found = object.find(key);
+  if (found == object.end() || !found->is_number()) {
+    return 0;
+  }
+  return found->is_number_float() ? count_of(found->get<double>())
+                                  : count_of(found->get<std::uint64_t>());
+}
+
+std::int64_t integer_at(const Json& object, const char* key) {
+  const auto found = object.find(key);
+  return found != object.end() && found->is_number() ? found->get<std::int64_t>() : 0;
+}
+
+std::string text_at(const Json& object, const char* key) {
+  const auto found = object.find(key);
+  return found != object.end() && found->is_string() ? found->get<std::string>() : "";
+}
+
+const Json& object_at(const Json& object, const char* key) {
+  static const Json empty = Json::object();
+  const auto found = object.find(key);
+  return found != object.end() && found->is_object() ? *found : empty;
+}
+
+std::vector<std::string> names_at(const Json& object, const char* key) {
+  std::vector<std::string> names;
+  for (const Json& name : object.value(key, Json::array())) {
+    names.push_back(name.is_string() ? name.get<std::string>() : "?");
+  }
+  return names;
+}
+
 bool FunctionStats::has(std::string_view key) const {
   const std::size_t field = field_of(key);
   return field != kNoField && (given & (1U << field)) != 0;
@@ -588,13 +570,15 @@ void read_stats(std::string_view text, const std::string& source, Stats& stats) 
   Json::sax_parse(text, &reader);
   const Json rest = reader.finish();
   check_threads(rest, source);
+  check_locks(Checker(source, "a stats answer"), rest);
   read_rest(rest, stats);
 }
 
 ThreadsAnswer read_threads(const Json& answer, const std::string& source) {
   check_threads(answer, source);
+  check_deadlocks(Checker(source, "a threads answer"), answer);
   return ThreadsAnswer{count_at(answer, "now_ns"), count_at(answer, "stuck_threshold_ns"),
-                       threads_of(answer)};
+                       threads_of(answer), deadlocks_of(answer)};
 }
 
 } // namespace hotscope::cli::profiles

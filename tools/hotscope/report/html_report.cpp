@@ -1,13 +1,15 @@
 // report.html: one self-contained page for a reports directory: the summary, the per-function
 // table (sortable; CPU self and total when the run has CPU samples), the flame graphs of
 // trace.folded and of cpu.folded when there, the threads with their functions, and the top heap
-// sites with a flame graph of their bytes when heap.json is there.
+// sites with a flame graph of their bytes when heap.json is there, and the locks when the run
+// has any.
 #include "markup.hpp"
 #include "report.hpp"
 
 #include "agent_client.hpp"
 #include "export/common.hpp"
 #include "export/formats.hpp"
+#include "locks_text.hpp"
 
 #include <fmt/format.h>
 
@@ -150,6 +152,56 @@ std::string threads_section(const profiles::Stats& stats, double duration_ns, Ex
                             fmt::format("thread-{}", thread.index));
   }
   return html + "</section>\n";
+}
+
+// The locks (docs/locks.md): the deadlocks standing at exit, the locks' table (as `hotscope
+// locks`), the lock-order inversions with both sites; nothing when the run has none.
+std::string locks_section(const profiles::LockReport& report) {
+  std::string html = "<section id=\"locks\"><h2>Locks</h2>\n";
+  const auto lines = [](const std::vector<std::string>& text, const char* css) {
+    std::string pre;
+    for (const std::string& line : text) {
+      pre += escape(line) + "\n";
+    }
+    return fmt::format("<pre class=\"{}\">{}</pre>\n", css, pre);
+  };
+  for (const profiles::Deadlock& deadlock : report.deadlocks) {
+    html += lines(deadlock_lines(deadlock), "warning");
+  }
+  const std::vector<std::vector<std::string>> table =
+      lock_table(report.locks.value_or(std::vector<profiles::LockStats>{}));
+  html += fmt::format("<table class=\"sortable\" id=\"locks-table\"><thead>{}</thead><tbody>\n",
+                      heading_row(table.front()));
+  for (std::size_t row = 1; row < table.size(); ++row) {
+    const profiles::LockStats& lock = (*report.locks)[row - 1];
+    // Sorted by the figure, shown as the command shows it.
+    const std::uint64_t values[] = {0,
+                                    0,
+                                    lock.acquisitions,
+                                    lock.contended,
+                                    lock.wait_p50_ns,
+                                    lock.wait_p99_ns,
+                                    lock.wait_max_ns,
+                                    lock.hold_p99_ns};
+    html += "<tr>";
+    for (std::size_t column = 0; column < table[row].size(); ++column) {
+      const std::string& shown = table[row][column];
+      html += column < 2 || column >= std::size(values) || shown == "-"
+                  ? fmt::format("<td data-value=\"{0}\">{0}</td>", escape(shown))
+                  : cell(static_cast<double>(values[column]), shown);
+    }
+    html += "</tr>\n";
+  }
+  html += "</tbody></table>\n";
+  for (const profiles::LockInversion& inversion : report.inversions) {
+    html += lines(inversion_lines(inversion, true), "warning");
+  }
+  return html + "</section>\n";
+}
+
+bool has_locks(const profiles::LockReport& report) {
+  return (report.locks && !report.locks->empty()) || !report.deadlocks.empty() ||
+         !report.inversions.empty();
 }
 
 // The flame graph of the time by stack of the trace window.
@@ -311,6 +363,7 @@ std::string html_page(const profiles::Profile& stats, const std::optional<profil
   html += "<nav><a href=\"#functions\">Functions</a><a href=\"#flame\">Flame graph</a>";
   html += cpu_folded.text ? "<a href=\"#cpu-flame\">CPU flame graph</a>" : "";
   html += "<a href=\"#threads\">Threads</a>";
+  html += has_locks(document.locks) ? "<a href=\"#locks\">Locks</a>" : "";
   html += heap ? "<a href=\"#heap\">Heap</a></nav>\n" : "</nav>\n";
   html += fmt::format("<section id=\"functions\"><h2>Functions</h2>\n<p class=\"note\">Over all "
                       "threads; % Total is total time over the duration.{} Click a heading to "
@@ -323,6 +376,9 @@ std::string html_page(const profiles::Profile& stats, const std::optional<profil
   html += flame_section(folded);
   html += cpu_flame_section(cpu_folded);
   html += threads_section(document, duration_ns, extras);
+  if (has_locks(document.locks)) {
+    html += locks_section(document.locks);
+  }
   if (heap) {
     html += heap_section(*heap);
   }
