@@ -1,0 +1,361 @@
+// What the interposed functions do (locks.hpp): a try first, and records only when it fails, when
+// locks nest, or in the hold mode. Everything that writes runs under Quiet, so the locks taken by
+// the ring's registration, libunwind or the heap library pass straight through.
+#include "locks/locks.hpp"
+
+#include <hotscope/hotscope.hpp>
+
+#define UNW_LOCAL_ONLY
+#include <dlfcn.h>
+#include <errno.h>
+#include <libunwind.h>
+
+#include <cstring>
+
+namespace hotscope::locks {
+namespace detail {
+std::atomic<Mode> mode{Mode::Off};
+__thread ThreadLocks tls_locks __attribute__((tls_model("initial-exec")));
+} // namespace detail
+
+using detail::tls_locks;
+
+void own_thread() noexcept {
+  tls_locks.quiet = 1u << 30; // never back to 0, whatever Quiet does
+}
+
+namespace {
+
+// The real functions: glibc's exports under their own names for the common calls (no
+// indirection, nothing to resolve before the first call), the rest looked up once. In a sanitizer
+// build, the ordinary functions (the sanitizer's interceptors).
+#if HOTSCOPE_LOCKS_INTERPOSE
+#define HOTSCOPE_REAL(name) __##name
+#else
+#define HOTSCOPE_REAL(name) name
+#endif
+
+struct Resolved {
+  decltype(&pthread_mutex_timedlock) mutex_timedlock;
+  decltype(&pthread_mutex_clocklock) mutex_clocklock;
+  decltype(&pthread_rwlock_timedrdlock) rwlock_timedrdlock;
+  decltype(&pthread_rwlock_timedwrlock) rwlock_timedwrlock;
+  decltype(&pthread_rwlock_clockrdlock) rwlock_clockrdlock;
+  decltype(&pthread_rwlock_clockwrlock) rwlock_clockwrlock;
+  decltype(&pthread_cond_wait) cond_wait;
+  decltype(&pthread_cond_timedwait) cond_timedwait;
+  decltype(&pthread_cond_clockwait) cond_clockwait;
+};
+
+template <class F> void look_up(F& function, F fallback, const char* name) {
+#if HOTSCOPE_LOCKS_INTERPOSE
+  (void)fallback;
+  // dlsym gives the default version (pthread_cond_wait@@GLIBC_2.3.2, not the old ABI's).
+  function = reinterpret_cast<F>(dlsym(RTLD_NEXT, name));
+#else
+  (void)name;
+  function = fallback;
+#endif
+}
+
+Resolved resolve() noexcept {
+  Resolved r{};
+  look_up(r.mutex_timedlock, &pthread_mutex_timedlock, "pthread_mutex_timedlock");
+  look_up(r.mutex_clocklock, &pthread_mutex_clocklock, "pthread_mutex_clocklock");
+  look_up(r.rwlock_timedrdlock, &pthread_rwlock_timedrdlock, "pthread_rwlock_timedrdlock");
+  look_up(r.rwlock_timedwrlock, &pthread_rwlock_timedwrlock, "pthread_rwlock_timedwrlock");
+  look_up(r.rwlock_clockrdlock, &pthread_rwlock_clockrdlock, "pthread_rwlock_clockrdlock");
+  look_up(r.rwlock_clockwrlock, &pthread_rwlock_clockwrlock, "pthread_rwlock_clockwrlock");
+  look_up(r.cond_wait, &pthread_cond_wait, "pthread_cond_wait");
+  look_up(r.cond_timedwait, &pthread_cond_timedwait, "pthread_cond_timedwait");
+  look_up(r.cond_clockwait, &pthread_cond_clockwait, "pthread_cond_clockwait");
+  return r;
+}
+
+// Resolved on first use (a static's guard: a constructor of another library may lock first).
+const Resolved& real() noexcept {
+  static const Resolved resolved = resolve();
+  return resolved;
+}
+
+constexpr std::uintptr_t kRecorded = 1;
+constexpr std::uint32_t kStackSkipMax = 8; // the interposer's own frames above the caller's
+
+bool hold_mode() noexcept {
+  return detail::mode.load(std::memory_order_relaxed) == Mode::Hold;
+}
+
+std::uint64_t ref_of(bool rwlock) noexcept {
+  return rwlock ? HOTSCOPE_LOCK_REF_PTHREAD_RWLOCK : HOTSCOPE_LOCK_REF_PTHREAD_MUTEX;
+}
+
+// The calling thread's stack from the program's frame at `caller` out, into `frames`.
+std::uint32_t capture_stack(const void* caller, std::uint64_t* frames) noexcept {
+  void* raw[HOTSCOPE_STACK_FRAMES_MAX + kStackSkipMax];
+  const int got = unw_backtrace(raw, static_cast<int>(sizeof raw / sizeof raw[0]));
+  int first = 0;
+  while (first < got && first < static_cast<int>(kStackSkipMax) && raw[first] != caller) {
+    ++first;
+  }
+  if (first == got || raw[first] != caller) {
+    first = 0;
+  }
+  std::uint32_t count = 0;
+  for (int i = first; i < got && count < HOTSCOPE_STACK_FRAMES_MAX; ++i) {
+    frames[count++] = reinterpret_cast<std::uintptr_t>(raw[i]);
+  }
+  return count;
+}
+
+// A pair of nested locks not sent yet from this thread (then it is marked sent).
+bool new_pair(std::uintptr_t outer, std::uintptr_t inner) noexcept {
+  std::uint64_t hash = (outer * 0x9E3779B97F4A7C15ull) ^ (inner * 0xC2B2AE3D27D4EB4Full);
+  hash ^= hash >> 29;
+  const auto tag = static_cast<std::uint32_t>(hash >> 32) | 1u;
+  std::uint32_t& slot = tls_locks.pairs[hash % detail::kPairSlots];
+  if (slot == tag) {
+    return false;
+  }
+  slot = tag;
+  return true;
+}
+
+std::uintptr_t innermost_held() noexcept {
+  const std::uint32_t count = tls_locks.held_count;
+  return count == 0 ? 0 : tls_locks.held[count - 1] & ~kRecorded;
+}
+
+void push_held(std::uintptr_t entry) noexcept {
+  if (tls_locks.held_count < detail::kHeldMax) {
+    tls_locks.held[tls_locks.held_count++] = entry;
+  }
+}
+
+// Takes the lock's innermost entry off the held stack: its entry, or 0 when it is not there.
+std::uintptr_t pop_held(std::uintptr_t lock) noexcept {
+  std::uint32_t i = tls_locks.held_count;
+  while (i > 0 && (tls_locks.held[i - 1] & ~kRecorded) != lock) {
+    --i;
+  }
+  if (i == 0) {
+    return 0;
+  }
+  const std::uintptr_t entry = tls_locks.held[i - 1];
+  std::memmove(&tls_locks.held[i - 1], &tls_locks.held[i],
+               (tls_locks.held_count - i) * sizeof tls_locks.held[0]);
+  --tls_locks.held_count;
+  return entry;
+}
+
+// LOCK_ORDER and its stack when the thread takes `lock` inside another for the first time.
+void note_order(std::uintptr_t lock, const void* caller) noexcept {
+  const std::uintptr_t outer = innermost_held();
+  if (outer == 0 || outer == lock || tls_locks.quiet != 0 || !new_pair(outer, lock)) {
+    return;
+  }
+  const Quiet quiet;
+  hotscope::detail::write_single(outer, lock, HOTSCOPE_RECORD_LOCK_ORDER);
+  std::uint64_t frames[HOTSCOPE_STACK_FRAMES_MAX];
+  hotscope::detail::write_stack(frames, capture_stack(caller, frames));
+}
+
+// The thread holds `lock` now; `waited`: it was contended (its LOCK_WAIT is written).
+void acquired(std::uintptr_t lock, bool rwlock, bool shared, bool waited) noexcept {
+  std::uintptr_t entry = lock;
+  if ((waited || hold_mode()) && tls_locks.quiet == 0) {
+    const Quiet quiet;
+    hotscope::detail::write_single(ref_of(rwlock), lock,
+                                   shared ? HOTSCOPE_RECORD_LOCK_ACQUIRE_SHARED
+                                          : HOTSCOPE_RECORD_LOCK_ACQUIRE);
+    entry |= kRecorded;
+  }
+  push_held(entry);
+}
+
+// Before a wait: LOCK_WAIT, the holder the lock names, the waiter's stack. The thread is not
+// quiet (checked by the caller).
+void begin_wait(std::uintptr_t lock, bool rwlock, std::uint64_t holder_tid,
+                const void* caller) noexcept {
+  const Quiet quiet;
+  const std::uint64_t ref = ref_of(rwlock);
+  hotscope::detail::write_single(ref, lock, HOTSCOPE_RECORD_LOCK_WAIT);
+  hotscope::detail::write_single(holder_tid, lock, HOTSCOPE_RECORD_LOCK_HOLDER);
+  std::uint64_t frames[HOTSCOPE_STACK_FRAMES_MAX];
+  hotscope::detail::write_stack(frames, capture_stack(caller, frames));
+}
+
+void write_plain(std::uintptr_t lock, bool rwlock, std::uint32_t kind) noexcept {
+  const Quiet quiet;
+  hotscope::detail::write_single(ref_of(rwlock), lock, kind);
+}
+
+// Before the lock is given back: its RELEASE when its acquisition was recorded, while the thread
+// still has its ring (a record after the thread's exit handler would register a new one).
+void released(std::uintptr_t lock, bool rwlock) noexcept {
+  const std::uintptr_t entry = pop_held(lock);
+  if ((entry & kRecorded) != 0 && hotscope::detail::tls_ring != nullptr) {
+    write_plain(lock, rwlock, HOTSCOPE_RECORD_LOCK_RELEASE);
+  }
+}
+
+bool acquired_code(int result) noexcept {
+  return result == 0 || result == EOWNERDEAD;
+}
+
+std::uint64_t owner_of(const pthread_mutex_t* mutex) noexcept {
+#if defined(__GLIBC__)
+  return static_cast<std::uint32_t>(mutex->__data.__owner);
+#else
+  (void)mutex;
+  return 0;
+#endif
+}
+
+std::uint64_t writer_of(const pthread_rwlock_t* rwlock) noexcept {
+#if defined(__GLIBC__)
+  return static_cast<std::uint32_t>(rwlock->__data.__cur_writer);
+#else
+  (void)rwlock;
+  return 0;
+#endif
+}
+
+// A blocking acquisition of any kind: try, and on EBUSY record the wait around `block()`.
+template <class Try, class Block>
+int acquire(std::uintptr_t lock, bool rwlock, bool shared, std::uint64_t holder_tid, Try try_lock,
+            Block block, const void* caller) noexcept {
+  if (detail::off()) {
+    return block();
+  }
+  note_order(lock, caller);
+  int result = try_lock();
+  if (__builtin_expect(acquired_code(result), 1)) {
+    acquired(lock, rwlock, shared, false);
+    return result;
+  }
+  if (result != EBUSY || tls_locks.quiet != 0) {
+    result = block();
+    if (acquired_code(result)) {
+      acquired(lock, rwlock, shared, false);
+    }
+    return result;
+  }
+  begin_wait(lock, rwlock, holder_tid, caller);
+  result = block();
+  if (acquired_code(result)) {
+    acquired(lock, rwlock, shared, true);
+  } else {
+    write_plain(lock, rwlock, HOTSCOPE_RECORD_LOCK_TRY_FAIL); // timed out, or refused
+  }
+  return result;
+}
+
+int try_result(int result, std::uintptr_t lock, bool rwlock, bool shared) noexcept {
+  if (acquired_code(result)) {
+    acquired(lock, rwlock, shared, false);
+  } else if (result == EBUSY && tls_locks.quiet == 0) {
+    write_plain(lock, rwlock, HOTSCOPE_RECORD_LOCK_TRY_FAIL);
+  }
+  return result;
+}
+
+} // namespace
+
+void detail::resolve() noexcept {
+  real();
+}
+
+int mutex_lock(pthread_mutex_t* mutex, const void* caller) noexcept {
+  const auto lock = reinterpret_cast<std::uintptr_t>(mutex);
+  return acquire(
+      lock, false, false, owner_of(mutex),
+      [mutex] { return HOTSCOPE_REAL(pthread_mutex_trylock)(mutex); },
+      [mutex] { return HOTSCOPE_REAL(pthread_mutex_lock)(mutex); }, caller);
+}
+
+int mutex_trylock(pthread_mutex_t* mutex) noexcept {
+  return try_result(HOTSCOPE_REAL(pthread_mutex_trylock)(mutex),
+                    reinterpret_cast<std::uintptr_t>(mutex), false, false);
+}
+
+int mutex_timedlock(pthread_mutex_t* mutex, clockid_t clock, const timespec* deadline,
+                    bool with_clock, const void* caller) noexcept {
+  return acquire(
+      reinterpret_cast<std::uintptr_t>(mutex), false, false, owner_of(mutex),
+      [mutex] { return HOTSCOPE_REAL(pthread_mutex_trylock)(mutex); },
+      [=] {
+        return with_clock ? real().mutex_clocklock(mutex, clock, deadline)
+                          : real().mutex_timedlock(mutex, deadline);
+      },
+      caller);
+}
+
+int mutex_unlock(pthread_mutex_t* mutex) noexcept {
+  released(reinterpret_cast<std::uintptr_t>(mutex), false);
+  return HOTSCOPE_REAL(pthread_mutex_unlock)(mutex);
+}
+
+int rwlock_lock(pthread_rwlock_t* rwlock, bool shared, const void* caller) noexcept {
+  return acquire(
+      reinterpret_cast<std::uintptr_t>(rwlock), true, shared, writer_of(rwlock),
+      [=] {
+        return shared ? HOTSCOPE_REAL(pthread_rwlock_tryrdlock)(rwlock)
+                      : HOTSCOPE_REAL(pthread_rwlock_trywrlock)(rwlock);
+      },
+      [=] {
+        return shared ? HOTSCOPE_REAL(pthread_rwlock_rdlock)(rwlock)
+                      : HOTSCOPE_REAL(pthread_rwlock_wrlock)(rwlock);
+      },
+      caller);
+}
+
+int rwlock_trylock(pthread_rwlock_t* rwlock, bool shared) noexcept {
+  const int result = shared ? HOTSCOPE_REAL(pthread_rwlock_tryrdlock)(rwlock)
+                            : HOTSCOPE_REAL(pthread_rwlock_trywrlock)(rwlock);
+  return try_result(result, reinterpret_cast<std::uintptr_t>(rwlock), true, shared);
+}
+
+int rwlock_timedlock(pthread_rwlock_t* rwlock, bool shared, clockid_t clock,
+                     const timespec* deadline, bool with_clock, const void* caller) noexcept {
+  const Resolved& r = real();
+  return acquire(
+      reinterpret_cast<std::uintptr_t>(rwlock), true, shared, writer_of(rwlock),
+      [=] {
+        return shared ? HOTSCOPE_REAL(pthread_rwlock_tryrdlock)(rwlock)
+                      : HOTSCOPE_REAL(pthread_rwlock_trywrlock)(rwlock);
+      },
+      [=, &r] {
+        if (with_clock) {
+          return shared ? r.rwlock_clockrdlock(rwlock, clock, deadline)
+                        : r.rwlock_clockwrlock(rwlock, clock, deadline);
+        }
+        return shared ? r.rwlock_timedrdlock(rwlock, deadline)
+                      : r.rwlock_timedwrlock(rwlock, deadline);
+      },
+      caller);
+}
+
+int rwlock_unlock(pthread_rwlock_t* rwlock) noexcept {
+  released(reinterpret_cast<std::uintptr_t>(rwlock), true);
+  return HOTSCOPE_REAL(pthread_rwlock_unlock)(rwlock);
+}
+
+int cond_wait(pthread_cond_t* cond, pthread_mutex_t* mutex, clockid_t clock,
+              const timespec* deadline, bool with_clock) noexcept {
+  // The mutex is given back for the wait and taken again after: not contention, and not held.
+  const auto lock = reinterpret_cast<std::uintptr_t>(mutex);
+  const bool on = !detail::off();
+  if (on) {
+    released(lock, false);
+  }
+  const Resolved& r = real();
+  const int result = deadline == nullptr ? r.cond_wait(cond, mutex)
+                     : with_clock        ? r.cond_clockwait(cond, mutex, clock, deadline)
+                                         : r.cond_timedwait(cond, mutex, deadline);
+  if (on) {
+    acquired(lock, false, false, false);
+  }
+  return result;
+}
+
+} // namespace hotscope::locks
