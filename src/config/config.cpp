@@ -59,8 +59,8 @@ void read_locks(const Getenv& getenv, locks::Mode& mode, std::vector<std::string
   } else if (value == "hold") {
     mode = locks::Mode::Hold;
   } else {
-    errors.push_back(text::cat("hotscope: HOTSCOPE_LOCKS=\"", value,
-                               "\" is not one of 0, 1, hold; using 0"));
+    errors.push_back(
+        text::cat("hotscope: HOTSCOPE_LOCKS=\"", value, "\" is not one of 0, 1, hold; using 0"));
   }
 }
 

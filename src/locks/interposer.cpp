@@ -1,11 +1,11 @@
 // The interposed pthread functions (locks.hpp): off, one predictable branch and glibc's own
-// function (the timed ones and the condition waits check in recording.cpp); on, recording.cpp's. Not defined in a sanitizer build, whose runtime interposes them.
+// function (the timed ones and the condition waits check in recording.cpp); on, recording.cpp's.
+// Not defined in a sanitizer build, whose runtime interposes them.
 #include "locks/locks.hpp"
 
 namespace hotscope::locks {
 
 void start(Mode mode) noexcept {
-  detail::resolve();
   detail::mode.store(mode, std::memory_order_relaxed);
 }
 
@@ -16,26 +16,27 @@ void start(Mode mode) noexcept {
 namespace locks = hotscope::locks;
 
 using hotscope::locks::detail::off;
+using hotscope::locks::detail::real;
 
 #define HOTSCOPE_EXPORT extern "C" __attribute__((visibility("default")))
 
 HOTSCOPE_EXPORT int pthread_mutex_lock(pthread_mutex_t* mutex) noexcept {
   if (off()) {
-    return __pthread_mutex_lock(mutex);
+    return real.mutex_lock(mutex);
   }
   return locks::mutex_lock(mutex, __builtin_return_address(0));
 }
 
 HOTSCOPE_EXPORT int pthread_mutex_trylock(pthread_mutex_t* mutex) noexcept {
   if (off()) {
-    return __pthread_mutex_trylock(mutex);
+    return real.mutex_trylock(mutex);
   }
   return locks::mutex_trylock(mutex);
 }
 
 HOTSCOPE_EXPORT int pthread_mutex_unlock(pthread_mutex_t* mutex) noexcept {
   if (off()) {
-    return __pthread_mutex_unlock(mutex);
+    return real.mutex_unlock(mutex);
   }
   return locks::mutex_unlock(mutex);
 }
@@ -53,28 +54,28 @@ HOTSCOPE_EXPORT int pthread_mutex_clocklock(pthread_mutex_t* mutex, clockid_t cl
 
 HOTSCOPE_EXPORT int pthread_rwlock_rdlock(pthread_rwlock_t* rwlock) noexcept {
   if (off()) {
-    return __pthread_rwlock_rdlock(rwlock);
+    return real.rwlock_rdlock(rwlock);
   }
   return locks::rwlock_lock(rwlock, true, __builtin_return_address(0));
 }
 
 HOTSCOPE_EXPORT int pthread_rwlock_wrlock(pthread_rwlock_t* rwlock) noexcept {
   if (off()) {
-    return __pthread_rwlock_wrlock(rwlock);
+    return real.rwlock_wrlock(rwlock);
   }
   return locks::rwlock_lock(rwlock, false, __builtin_return_address(0));
 }
 
 HOTSCOPE_EXPORT int pthread_rwlock_tryrdlock(pthread_rwlock_t* rwlock) noexcept {
   if (off()) {
-    return __pthread_rwlock_tryrdlock(rwlock);
+    return real.rwlock_tryrdlock(rwlock);
   }
   return locks::rwlock_trylock(rwlock, true);
 }
 
 HOTSCOPE_EXPORT int pthread_rwlock_trywrlock(pthread_rwlock_t* rwlock) noexcept {
   if (off()) {
-    return __pthread_rwlock_trywrlock(rwlock);
+    return real.rwlock_trywrlock(rwlock);
   }
   return locks::rwlock_trylock(rwlock, false);
 }
@@ -93,19 +94,17 @@ HOTSCOPE_EXPORT int pthread_rwlock_timedwrlock(pthread_rwlock_t* rwlock,
 
 HOTSCOPE_EXPORT int pthread_rwlock_clockrdlock(pthread_rwlock_t* rwlock, clockid_t clock,
                                                const timespec* deadline) noexcept {
-  return locks::rwlock_timedlock(rwlock, true, clock, deadline, true,
-                                 __builtin_return_address(0));
+  return locks::rwlock_timedlock(rwlock, true, clock, deadline, true, __builtin_return_address(0));
 }
 
 HOTSCOPE_EXPORT int pthread_rwlock_clockwrlock(pthread_rwlock_t* rwlock, clockid_t clock,
                                                const timespec* deadline) noexcept {
-  return locks::rwlock_timedlock(rwlock, false, clock, deadline, true,
-                                 __builtin_return_address(0));
+  return locks::rwlock_timedlock(rwlock, false, clock, deadline, true, __builtin_return_address(0));
 }
 
 HOTSCOPE_EXPORT int pthread_rwlock_unlock(pthread_rwlock_t* rwlock) noexcept {
   if (off()) {
-    return __pthread_rwlock_unlock(rwlock);
+    return real.rwlock_unlock(rwlock);
   }
   return locks::rwlock_unlock(rwlock);
 }

@@ -34,7 +34,7 @@ constexpr std::uint32_t kPairSlots = 32;
 
 // Zero-initialised, as a __thread variable must be.
 struct ThreadLocks {
-  std::uint32_t quiet;  // > 0: nothing is recorded (own_thread, Quiet)
+  std::uint32_t quiet; // > 0: nothing is recorded (own_thread, Quiet)
   std::uint32_t held_count;
   std::uintptr_t held[kHeldMax]; // a lock's address | 1 when its ACQUIRE was recorded
   std::uint32_t pairs[kPairSlots];
@@ -44,8 +44,31 @@ extern std::atomic<Mode> mode;
 inline bool off() noexcept {
   return __builtin_expect(mode.load(std::memory_order_relaxed) == Mode::Off, 1);
 }
-// Looks up the real functions glibc exports under no other name (start() does, once).
-void resolve() noexcept;
+// The real functions: glibc's (the next definition after the interposer's), each looked up on
+// its first call; in a sanitizer build the sanitizer's.
+struct Real {
+  using Mutex = pthread_mutex_t*;
+  using Rwlock = pthread_rwlock_t*;
+  using Deadline = const timespec*;
+  int (*mutex_lock)(Mutex);
+  int (*mutex_trylock)(Mutex);
+  int (*mutex_unlock)(Mutex);
+  int (*mutex_timedlock)(Mutex, Deadline);
+  int (*mutex_clocklock)(Mutex, clockid_t, Deadline);
+  int (*rwlock_rdlock)(Rwlock);
+  int (*rwlock_wrlock)(Rwlock);
+  int (*rwlock_tryrdlock)(Rwlock);
+  int (*rwlock_trywrlock)(Rwlock);
+  int (*rwlock_timedrdlock)(Rwlock, Deadline);
+  int (*rwlock_timedwrlock)(Rwlock, Deadline);
+  int (*rwlock_clockrdlock)(Rwlock, clockid_t, Deadline);
+  int (*rwlock_clockwrlock)(Rwlock, clockid_t, Deadline);
+  int (*rwlock_unlock)(Rwlock);
+  int (*cond_wait)(pthread_cond_t*, Mutex);
+  int (*cond_timedwait)(pthread_cond_t*, Mutex, Deadline);
+  int (*cond_clockwait)(pthread_cond_t*, Mutex, clockid_t, Deadline);
+};
+extern Real real;
 extern __thread ThreadLocks tls_locks __attribute__((tls_model("initial-exec")));
 
 } // namespace detail
@@ -79,17 +102,3 @@ int cond_wait(pthread_cond_t* cond, pthread_mutex_t* mutex, clockid_t clock,
               const timespec* deadline, bool with_clock) noexcept;
 
 } // namespace hotscope::locks
-
-#if HOTSCOPE_LOCKS_INTERPOSE
-// glibc's own lock functions, exported from libc.so.6 under these names too.
-extern "C" {
-int __pthread_mutex_lock(pthread_mutex_t*);
-int __pthread_mutex_trylock(pthread_mutex_t*);
-int __pthread_mutex_unlock(pthread_mutex_t*);
-int __pthread_rwlock_rdlock(pthread_rwlock_t*);
-int __pthread_rwlock_wrlock(pthread_rwlock_t*);
-int __pthread_rwlock_tryrdlock(pthread_rwlock_t*);
-int __pthread_rwlock_trywrlock(pthread_rwlock_t*);
-int __pthread_rwlock_unlock(pthread_rwlock_t*);
-}
-#endif

@@ -6,7 +6,6 @@
 #include <hotscope/hotscope.hpp>
 
 #define UNW_LOCAL_ONLY
-#include <dlfcn.h>
 #include <errno.h>
 #include <libunwind.h>
 
@@ -25,58 +24,6 @@ void own_thread() noexcept {
 }
 
 namespace {
-
-// The real functions: glibc's exports under their own names for the common calls (no
-// indirection, nothing to resolve before the first call), the rest looked up once. In a sanitizer
-// build, the ordinary functions (the sanitizer's interceptors).
-#if HOTSCOPE_LOCKS_INTERPOSE
-#define HOTSCOPE_REAL(name) __##name
-#else
-#define HOTSCOPE_REAL(name) name
-#endif
-
-struct Resolved {
-  decltype(&pthread_mutex_timedlock) mutex_timedlock;
-  decltype(&pthread_mutex_clocklock) mutex_clocklock;
-  decltype(&pthread_rwlock_timedrdlock) rwlock_timedrdlock;
-  decltype(&pthread_rwlock_timedwrlock) rwlock_timedwrlock;
-  decltype(&pthread_rwlock_clockrdlock) rwlock_clockrdlock;
-  decltype(&pthread_rwlock_clockwrlock) rwlock_clockwrlock;
-  decltype(&pthread_cond_wait) cond_wait;
-  decltype(&pthread_cond_timedwait) cond_timedwait;
-  decltype(&pthread_cond_clockwait) cond_clockwait;
-};
-
-template <class F> void look_up(F& function, F fallback, const char* name) {
-#if HOTSCOPE_LOCKS_INTERPOSE
-  (void)fallback;
-  // dlsym gives the default version (pthread_cond_wait@@GLIBC_2.3.2, not the old ABI's).
-  function = reinterpret_cast<F>(dlsym(RTLD_NEXT, name));
-#else
-  (void)name;
-  function = fallback;
-#endif
-}
-
-Resolved resolve() noexcept {
-  Resolved r{};
-  look_up(r.mutex_timedlock, &pthread_mutex_timedlock, "pthread_mutex_timedlock");
-  look_up(r.mutex_clocklock, &pthread_mutex_clocklock, "pthread_mutex_clocklock");
-  look_up(r.rwlock_timedrdlock, &pthread_rwlock_timedrdlock, "pthread_rwlock_timedrdlock");
-  look_up(r.rwlock_timedwrlock, &pthread_rwlock_timedwrlock, "pthread_rwlock_timedwrlock");
-  look_up(r.rwlock_clockrdlock, &pthread_rwlock_clockrdlock, "pthread_rwlock_clockrdlock");
-  look_up(r.rwlock_clockwrlock, &pthread_rwlock_clockwrlock, "pthread_rwlock_clockwrlock");
-  look_up(r.cond_wait, &pthread_cond_wait, "pthread_cond_wait");
-  look_up(r.cond_timedwait, &pthread_cond_timedwait, "pthread_cond_timedwait");
-  look_up(r.cond_clockwait, &pthread_cond_clockwait, "pthread_cond_clockwait");
-  return r;
-}
-
-// Resolved on first use (a static's guard: a constructor of another library may lock first).
-const Resolved& real() noexcept {
-  static const Resolved resolved = resolve();
-  return resolved;
-}
 
 constexpr std::uintptr_t kRecorded = 1;
 constexpr std::uint32_t kStackSkipMax = 8; // the interposer's own frames above the caller's
@@ -261,68 +208,62 @@ int try_result(int result, std::uintptr_t lock, bool rwlock, bool shared) noexce
 
 } // namespace
 
-void detail::resolve() noexcept {
-  real();
-}
-
 int mutex_lock(pthread_mutex_t* mutex, const void* caller) noexcept {
   const auto lock = reinterpret_cast<std::uintptr_t>(mutex);
   return acquire(
-      lock, false, false, owner_of(mutex),
-      [mutex] { return HOTSCOPE_REAL(pthread_mutex_trylock)(mutex); },
-      [mutex] { return HOTSCOPE_REAL(pthread_mutex_lock)(mutex); }, caller);
+      lock, false, false, owner_of(mutex), [mutex] { return detail::real.mutex_trylock(mutex); },
+      [mutex] { return detail::real.mutex_lock(mutex); }, caller);
 }
 
 int mutex_trylock(pthread_mutex_t* mutex) noexcept {
-  return try_result(HOTSCOPE_REAL(pthread_mutex_trylock)(mutex),
-                    reinterpret_cast<std::uintptr_t>(mutex), false, false);
+  return try_result(detail::real.mutex_trylock(mutex), reinterpret_cast<std::uintptr_t>(mutex),
+                    false, false);
 }
 
 int mutex_timedlock(pthread_mutex_t* mutex, clockid_t clock, const timespec* deadline,
                     bool with_clock, const void* caller) noexcept {
   return acquire(
       reinterpret_cast<std::uintptr_t>(mutex), false, false, owner_of(mutex),
-      [mutex] { return HOTSCOPE_REAL(pthread_mutex_trylock)(mutex); },
+      [mutex] { return detail::real.mutex_trylock(mutex); },
       [=] {
-        return with_clock ? real().mutex_clocklock(mutex, clock, deadline)
-                          : real().mutex_timedlock(mutex, deadline);
+        return with_clock ? detail::real.mutex_clocklock(mutex, clock, deadline)
+                          : detail::real.mutex_timedlock(mutex, deadline);
       },
       caller);
 }
 
 int mutex_unlock(pthread_mutex_t* mutex) noexcept {
   released(reinterpret_cast<std::uintptr_t>(mutex), false);
-  return HOTSCOPE_REAL(pthread_mutex_unlock)(mutex);
+  return detail::real.mutex_unlock(mutex);
 }
 
 int rwlock_lock(pthread_rwlock_t* rwlock, bool shared, const void* caller) noexcept {
   return acquire(
       reinterpret_cast<std::uintptr_t>(rwlock), true, shared, writer_of(rwlock),
       [=] {
-        return shared ? HOTSCOPE_REAL(pthread_rwlock_tryrdlock)(rwlock)
-                      : HOTSCOPE_REAL(pthread_rwlock_trywrlock)(rwlock);
+        return shared ? detail::real.rwlock_tryrdlock(rwlock)
+                      : detail::real.rwlock_trywrlock(rwlock);
       },
       [=] {
-        return shared ? HOTSCOPE_REAL(pthread_rwlock_rdlock)(rwlock)
-                      : HOTSCOPE_REAL(pthread_rwlock_wrlock)(rwlock);
+        return shared ? detail::real.rwlock_rdlock(rwlock) : detail::real.rwlock_wrlock(rwlock);
       },
       caller);
 }
 
 int rwlock_trylock(pthread_rwlock_t* rwlock, bool shared) noexcept {
-  const int result = shared ? HOTSCOPE_REAL(pthread_rwlock_tryrdlock)(rwlock)
-                            : HOTSCOPE_REAL(pthread_rwlock_trywrlock)(rwlock);
+  const int result =
+      shared ? detail::real.rwlock_tryrdlock(rwlock) : detail::real.rwlock_trywrlock(rwlock);
   return try_result(result, reinterpret_cast<std::uintptr_t>(rwlock), true, shared);
 }
 
 int rwlock_timedlock(pthread_rwlock_t* rwlock, bool shared, clockid_t clock,
                      const timespec* deadline, bool with_clock, const void* caller) noexcept {
-  const Resolved& r = real();
+  const detail::Real& r = detail::real;
   return acquire(
       reinterpret_cast<std::uintptr_t>(rwlock), true, shared, writer_of(rwlock),
       [=] {
-        return shared ? HOTSCOPE_REAL(pthread_rwlock_tryrdlock)(rwlock)
-                      : HOTSCOPE_REAL(pthread_rwlock_trywrlock)(rwlock);
+        return shared ? detail::real.rwlock_tryrdlock(rwlock)
+                      : detail::real.rwlock_trywrlock(rwlock);
       },
       [=, &r] {
         if (with_clock) {
@@ -337,7 +278,7 @@ int rwlock_timedlock(pthread_rwlock_t* rwlock, bool shared, clockid_t clock,
 
 int rwlock_unlock(pthread_rwlock_t* rwlock) noexcept {
   released(reinterpret_cast<std::uintptr_t>(rwlock), true);
-  return HOTSCOPE_REAL(pthread_rwlock_unlock)(rwlock);
+  return detail::real.rwlock_unlock(rwlock);
 }
 
 int cond_wait(pthread_cond_t* cond, pthread_mutex_t* mutex, clockid_t clock,
@@ -348,7 +289,7 @@ int cond_wait(pthread_cond_t* cond, pthread_mutex_t* mutex, clockid_t clock,
   if (on) {
     released(lock, false);
   }
-  const Resolved& r = real();
+  const detail::Real& r = detail::real;
   const int result = deadline == nullptr ? r.cond_wait(cond, mutex)
                      : with_clock        ? r.cond_clockwait(cond, mutex, clock, deadline)
                                          : r.cond_timedwait(cond, mutex, deadline);

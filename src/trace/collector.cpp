@@ -269,9 +269,9 @@ public:
     try {
       const threads::SignalsBlocked blocked;
       thread_ = std::thread([this] {
-      locks::own_thread();
-      run();
-    });
+        locks::own_thread();
+        run();
+      });
       thread_runs_here_.store(true, std::memory_order_release);
     } catch (const std::system_error&) {
       // No thread: the fallback in register_current_thread.
