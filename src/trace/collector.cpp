@@ -523,6 +523,7 @@ void before_unload() noexcept {
 Snapshot snapshot(Contents contents) {
   Snapshot taken = collector->snapshot(contents);
   read_os_thread_figures(taken.threads);
+  name_interposed_locks(taken);
   return taken;
 }
 void reset() {

@@ -240,6 +240,13 @@ private:
   std::uint64_t cpu_period_ns_ = 0;
 };
 
+// --- Interposed locks' names (lock_names.cpp) -----------------------------------------------
+// What the aggregator names an interposed pthread lock: "pthread_mutex 0x55d0c0de1000".
+std::string address_lock_name(bool rwlock, std::uint64_t address);
+// Gives each interposed lock in a loaded object's data its static's symbol instead, wherever the
+// snapshot names it (locks, deadlocks, inversions, the trace's names).
+void name_interposed_locks(Snapshot& snapshot);
+
 // --- The process-wide collector ------------------------------------------------------------
 
 struct Settings {
