@@ -84,9 +84,9 @@ public:
   Quiet& operator=(const Quiet&) = delete;
 };
 
-// The work of the interposed functions, over the real ones (glibc's; in a sanitizer build the
-// sanitizer's, as the pthread functions are not interposed there). `caller`: the program's
-// return address, where the recorded stacks begin.
+// The work of the interposed functions when the mode is not Off, over the real ones (glibc's; in a
+// sanitizer build the sanitizer's, as the pthread functions are not interposed there). `caller`:
+// the program's return address, where the recorded stacks begin.
 int mutex_lock(pthread_mutex_t* mutex, const void* caller) noexcept;
 int mutex_trylock(pthread_mutex_t* mutex) noexcept;
 int mutex_timedlock(pthread_mutex_t* mutex, clockid_t clock, const timespec* deadline,

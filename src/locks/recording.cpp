@@ -95,7 +95,7 @@ std::uintptr_t pop_held(std::uintptr_t lock) noexcept {
 }
 
 // LOCK_ORDER and its stack when the thread takes `lock` inside another for the first time.
-void note_order(std::uintptr_t lock, const void* caller) noexcept {
+[[gnu::noinline]] void note_order(std::uintptr_t lock, const void* caller) noexcept {
   const std::uintptr_t outer = innermost_held();
   if (outer == 0 || outer == lock || tls_locks.quiet != 0 || !new_pair(outer, lock)) {
     return;
@@ -107,7 +107,8 @@ void note_order(std::uintptr_t lock, const void* caller) noexcept {
 }
 
 // The thread holds `lock` now; `waited`: it was contended (its LOCK_WAIT is written).
-void acquired(std::uintptr_t lock, bool rwlock, bool shared, bool waited) noexcept {
+[[gnu::noinline]] void acquired(std::uintptr_t lock, bool rwlock, bool shared,
+                                bool waited) noexcept {
   std::uintptr_t entry = lock;
   if ((waited || hold_mode()) && tls_locks.quiet == 0) {
     const Quiet quiet;
@@ -136,13 +137,32 @@ void write_plain(std::uintptr_t lock, bool rwlock, std::uint32_t kind) noexcept 
   hotscope::detail::write_single(ref_of(rwlock), lock, kind);
 }
 
+// An acquisition that records nothing: the lock joins the held list.
+inline void acquired_quietly(std::uintptr_t lock) noexcept {
+  detail::ThreadLocks& thread = tls_locks;
+  if (__builtin_expect(thread.held_count < detail::kHeldMax, 1)) {
+    thread.held[thread.held_count++] = lock;
+  }
+}
+
 // Before the lock is given back: its RELEASE when its acquisition was recorded, while the thread
 // still has its ring (a record after the thread's exit handler would register a new one).
-void released(std::uintptr_t lock, bool rwlock) noexcept {
+[[gnu::noinline]] void released_slowly(std::uintptr_t lock, bool rwlock) noexcept {
   const std::uintptr_t entry = pop_held(lock);
   if ((entry & kRecorded) != 0 && hotscope::detail::tls_ring != nullptr) {
     write_plain(lock, rwlock, HOTSCOPE_RECORD_LOCK_RELEASE);
   }
+}
+
+// The common case first: the innermost lock, its acquisition not recorded.
+inline void released(std::uintptr_t lock, bool rwlock) noexcept {
+  detail::ThreadLocks& thread = tls_locks;
+  const std::uint32_t count = thread.held_count;
+  if (__builtin_expect(count != 0 && thread.held[count - 1] == lock, 1)) {
+    thread.held_count = count - 1;
+    return;
+  }
+  released_slowly(lock, rwlock);
 }
 
 bool acquired_code(int result) noexcept {
@@ -167,38 +187,51 @@ std::uint64_t writer_of(const pthread_rwlock_t* rwlock) noexcept {
 #endif
 }
 
-// A blocking acquisition of any kind: try, and on EBUSY record the wait around `block()`.
-template <class Try, class Block>
-int acquire(std::uintptr_t lock, bool rwlock, bool shared, std::uint64_t holder_tid, Try try_lock,
-            Block block, const void* caller) noexcept {
-  if (detail::off()) {
-    return block();
-  }
-  note_order(lock, caller);
-  int result = try_lock();
-  if (__builtin_expect(acquired_code(result), 1)) {
+// A blocking acquisition whose try failed with `result`: on EBUSY the wait is recorded around
+// `block()`. `holder`: the thread the lock names as its owner, read as the wait begins.
+template <class Holder, class Block>
+[[gnu::noinline]] int acquire_after_try(int result, std::uintptr_t lock, bool rwlock, bool shared,
+                                        Holder holder, Block block, const void* caller) noexcept {
+  if (acquired_code(result)) { // EOWNERDEAD: a robust mutex's owner died
     acquired(lock, rwlock, shared, false);
     return result;
   }
-  if (result != EBUSY || tls_locks.quiet != 0) {
-    result = block();
-    if (acquired_code(result)) {
-      acquired(lock, rwlock, shared, false);
-    }
-    return result;
+  const bool recorded = result == EBUSY && tls_locks.quiet == 0;
+  if (recorded) {
+    begin_wait(lock, rwlock, holder(), caller);
   }
-  begin_wait(lock, rwlock, holder_tid, caller);
   result = block();
   if (acquired_code(result)) {
-    acquired(lock, rwlock, shared, true);
-  } else {
+    acquired(lock, rwlock, shared, recorded);
+  } else if (recorded) {
     write_plain(lock, rwlock, HOTSCOPE_RECORD_LOCK_TRY_FAIL); // timed out, or refused
   }
   return result;
 }
 
+// A blocking acquisition of any kind: the try first, and nothing else when it succeeds.
+template <class Try, class Holder, class Block>
+inline int acquire(std::uintptr_t lock, bool rwlock, bool shared, Try try_lock, Holder holder,
+                   Block block, const void* caller) noexcept {
+  if (__builtin_expect(tls_locks.held_count != 0, 0)) {
+    note_order(lock, caller);
+  }
+  const int result = try_lock();
+  if (__builtin_expect(result == 0 && !hold_mode(), 1)) {
+    acquired_quietly(lock);
+    return 0;
+  }
+  if (result == 0) {
+    acquired(lock, rwlock, shared, false);
+    return 0;
+  }
+  return acquire_after_try(result, lock, rwlock, shared, holder, block, caller);
+}
+
 int try_result(int result, std::uintptr_t lock, bool rwlock, bool shared) noexcept {
-  if (acquired_code(result)) {
+  if (__builtin_expect(result == 0 && !hold_mode(), 1)) {
+    acquired_quietly(lock);
+  } else if (acquired_code(result)) {
     acquired(lock, rwlock, shared, false);
   } else if (result == EBUSY && tls_locks.quiet == 0) {
     write_plain(lock, rwlock, HOTSCOPE_RECORD_LOCK_TRY_FAIL);
@@ -209,9 +242,9 @@ int try_result(int result, std::uintptr_t lock, bool rwlock, bool shared) noexce
 } // namespace
 
 int mutex_lock(pthread_mutex_t* mutex, const void* caller) noexcept {
-  const auto lock = reinterpret_cast<std::uintptr_t>(mutex);
   return acquire(
-      lock, false, false, owner_of(mutex), [mutex] { return detail::real.mutex_trylock(mutex); },
+      reinterpret_cast<std::uintptr_t>(mutex), false, false,
+      [mutex] { return detail::real.mutex_trylock(mutex); }, [mutex] { return owner_of(mutex); },
       [mutex] { return detail::real.mutex_lock(mutex); }, caller);
 }
 
@@ -223,8 +256,8 @@ int mutex_trylock(pthread_mutex_t* mutex) noexcept {
 int mutex_timedlock(pthread_mutex_t* mutex, clockid_t clock, const timespec* deadline,
                     bool with_clock, const void* caller) noexcept {
   return acquire(
-      reinterpret_cast<std::uintptr_t>(mutex), false, false, owner_of(mutex),
-      [mutex] { return detail::real.mutex_trylock(mutex); },
+      reinterpret_cast<std::uintptr_t>(mutex), false, false,
+      [mutex] { return detail::real.mutex_trylock(mutex); }, [mutex] { return owner_of(mutex); },
       [=] {
         return with_clock ? detail::real.mutex_clocklock(mutex, clock, deadline)
                           : detail::real.mutex_timedlock(mutex, deadline);
@@ -239,11 +272,12 @@ int mutex_unlock(pthread_mutex_t* mutex) noexcept {
 
 int rwlock_lock(pthread_rwlock_t* rwlock, bool shared, const void* caller) noexcept {
   return acquire(
-      reinterpret_cast<std::uintptr_t>(rwlock), true, shared, writer_of(rwlock),
+      reinterpret_cast<std::uintptr_t>(rwlock), true, shared,
       [=] {
         return shared ? detail::real.rwlock_tryrdlock(rwlock)
                       : detail::real.rwlock_trywrlock(rwlock);
       },
+      [rwlock] { return writer_of(rwlock); },
       [=] {
         return shared ? detail::real.rwlock_rdlock(rwlock) : detail::real.rwlock_wrlock(rwlock);
       },
@@ -260,11 +294,9 @@ int rwlock_timedlock(pthread_rwlock_t* rwlock, bool shared, clockid_t clock,
                      const timespec* deadline, bool with_clock, const void* caller) noexcept {
   const detail::Real& r = detail::real;
   return acquire(
-      reinterpret_cast<std::uintptr_t>(rwlock), true, shared, writer_of(rwlock),
-      [=] {
-        return shared ? detail::real.rwlock_tryrdlock(rwlock)
-                      : detail::real.rwlock_trywrlock(rwlock);
-      },
+      reinterpret_cast<std::uintptr_t>(rwlock), true, shared,
+      [=, &r] { return shared ? r.rwlock_tryrdlock(rwlock) : r.rwlock_trywrlock(rwlock); },
+      [rwlock] { return writer_of(rwlock); },
       [=, &r] {
         if (with_clock) {
           return shared ? r.rwlock_clockrdlock(rwlock, clock, deadline)
@@ -285,15 +317,14 @@ int cond_wait(pthread_cond_t* cond, pthread_mutex_t* mutex, clockid_t clock,
               const timespec* deadline, bool with_clock) noexcept {
   // The mutex is given back for the wait and taken again after: not contention, and not held.
   const auto lock = reinterpret_cast<std::uintptr_t>(mutex);
-  const bool on = !detail::off();
-  if (on) {
-    released(lock, false);
-  }
+  released(lock, false);
   const detail::Real& r = detail::real;
   const int result = deadline == nullptr ? r.cond_wait(cond, mutex)
                      : with_clock        ? r.cond_clockwait(cond, mutex, clock, deadline)
                                          : r.cond_timedwait(cond, mutex, deadline);
-  if (on) {
+  if (__builtin_expect(!hold_mode(), 1)) {
+    acquired_quietly(lock);
+  } else {
     acquired(lock, false, false, false);
   }
   return result;
