@@ -35,7 +35,8 @@ constexpr std::uint32_t kPairSlots = 32;
 // Zero-initialised, as a __thread variable must be.
 struct ThreadLocks {
   std::uint32_t quiet; // > 0: nothing is recorded (own_thread, Quiet)
-  std::uint32_t held_count;
+  std::uint16_t held_count;
+  std::uint16_t ring_taken;      // 1 once the interposer registered the thread's ring
   std::uintptr_t held[kHeldMax]; // a lock's address | 1 when its ACQUIRE was recorded
   std::uint32_t pairs[kPairSlots];
 };

@@ -32,6 +32,24 @@ bool hold_mode() noexcept {
   return detail::mode.load(std::memory_order_relaxed) == Mode::Hold;
 }
 
+// Records go only into a ring the thread has: registering one takes the profiler's locks, which
+// the thread may hold (a snapshot, fork's handlers), so only take_ring() registers, where that is
+// safe. And never while the thread is quiet.
+bool may_record() noexcept {
+  return tls_locks.quiet == 0 && hotscope::detail::tls_ring != nullptr;
+}
+
+// A thread's first acquisition, holding no lock it took here, registers its ring, which its
+// later records need: the profiler's locks a registration takes cannot be held then. Not again
+// after the thread's exit handler took its ring (its last locks are not worth a new ring).
+[[gnu::noinline]] void take_ring() noexcept {
+  if (tls_locks.held_count == 0 && tls_locks.quiet == 0 && tls_locks.ring_taken == 0) {
+    const Quiet quiet;
+    tls_locks.ring_taken = 1;
+    hotscope::detail::current_ring();
+  }
+}
+
 std::uint64_t ref_of(bool rwlock) noexcept {
   return rwlock ? HOTSCOPE_LOCK_REF_PTHREAD_RWLOCK : HOTSCOPE_LOCK_REF_PTHREAD_MUTEX;
 }
@@ -97,7 +115,7 @@ std::uintptr_t pop_held(std::uintptr_t lock) noexcept {
 // LOCK_ORDER and its stack when the thread takes `lock` inside another for the first time.
 [[gnu::noinline]] void note_order(std::uintptr_t lock, const void* caller) noexcept {
   const std::uintptr_t outer = innermost_held();
-  if (outer == 0 || outer == lock || tls_locks.quiet != 0 || !new_pair(outer, lock)) {
+  if (outer == 0 || outer == lock || !may_record() || !new_pair(outer, lock)) {
     return;
   }
   const Quiet quiet;
@@ -110,7 +128,7 @@ std::uintptr_t pop_held(std::uintptr_t lock) noexcept {
 [[gnu::noinline]] void acquired(std::uintptr_t lock, bool rwlock, bool shared,
                                 bool waited) noexcept {
   std::uintptr_t entry = lock;
-  if ((waited || hold_mode()) && tls_locks.quiet == 0) {
+  if ((waited || hold_mode()) && may_record()) {
     const Quiet quiet;
     hotscope::detail::write_single(ref_of(rwlock), lock,
                                    shared ? HOTSCOPE_RECORD_LOCK_ACQUIRE_SHARED
@@ -120,8 +138,8 @@ std::uintptr_t pop_held(std::uintptr_t lock) noexcept {
   push_held(entry);
 }
 
-// Before a wait: LOCK_WAIT, the holder the lock names, the waiter's stack. The thread is not
-// quiet (checked by the caller).
+// Before a wait: LOCK_WAIT, the holder the lock names, the waiter's stack (may_record() is
+// checked by the caller).
 void begin_wait(std::uintptr_t lock, bool rwlock, std::uint64_t holder_tid,
                 const void* caller) noexcept {
   const Quiet quiet;
@@ -159,7 +177,7 @@ inline void released(std::uintptr_t lock, bool rwlock) noexcept {
   detail::ThreadLocks& thread = tls_locks;
   const std::uint32_t count = thread.held_count;
   if (__builtin_expect(count != 0 && thread.held[count - 1] == lock, 1)) {
-    thread.held_count = count - 1;
+    thread.held_count = static_cast<std::uint16_t>(count - 1);
     return;
   }
   released_slowly(lock, rwlock);
@@ -196,7 +214,7 @@ template <class Holder, class Block>
     acquired(lock, rwlock, shared, false);
     return result;
   }
-  const bool recorded = result == EBUSY && tls_locks.quiet == 0;
+  const bool recorded = result == EBUSY && may_record();
   if (recorded) {
     begin_wait(lock, rwlock, holder(), caller);
   }
@@ -213,6 +231,9 @@ template <class Holder, class Block>
 template <class Try, class Holder, class Block>
 inline int acquire(std::uintptr_t lock, bool rwlock, bool shared, Try try_lock, Holder holder,
                    Block block, const void* caller) noexcept {
+  if (__builtin_expect(hotscope::detail::tls_ring == nullptr, 0)) {
+    take_ring();
+  }
   if (__builtin_expect(tls_locks.held_count != 0, 0)) {
     note_order(lock, caller);
   }
@@ -229,11 +250,14 @@ inline int acquire(std::uintptr_t lock, bool rwlock, bool shared, Try try_lock, 
 }
 
 int try_result(int result, std::uintptr_t lock, bool rwlock, bool shared) noexcept {
+  if (__builtin_expect(hotscope::detail::tls_ring == nullptr, 0)) {
+    take_ring();
+  }
   if (__builtin_expect(result == 0 && !hold_mode(), 1)) {
     acquired_quietly(lock);
   } else if (acquired_code(result)) {
     acquired(lock, rwlock, shared, false);
-  } else if (result == EBUSY && tls_locks.quiet == 0) {
+  } else if (result == EBUSY && may_record()) {
     write_plain(lock, rwlock, HOTSCOPE_RECORD_LOCK_TRY_FAIL);
   }
   return result;

@@ -280,6 +280,27 @@ TEST_F(Interposer, TheProfilersOwnThreadsRecordNothing) {
   EXPECT_EQ(written, 0u);
 }
 
+TEST_F(Interposer, AThreadHoldingALockWhenItFirstNeedsARingRecordsNothingRatherThanRegister) {
+  locks::start(locks::Mode::Contended);
+  pthread_mutex_t mutex = PTHREAD_MUTEX_INITIALIZER;
+  pthread_mutex_t held = PTHREAD_MUTEX_INITIALIZER;
+  const Holder holder([&] { locks::mutex_lock(&mutex, nullptr); },
+                      [&] { locks::mutex_unlock(&mutex); }, 30);
+  bool had_ring = true;
+  std::thread waiter([&] {
+    {
+      const locks::Quiet quiet; // as the profiler's code would: no ring is registered for it
+      locks::mutex_lock(&held, HOTSCOPE_CALLER);
+    }
+    locks::mutex_lock(&mutex, HOTSCOPE_CALLER); // contended, and nested
+    locks::mutex_unlock(&mutex);
+    locks::mutex_unlock(&held);
+    had_ring = hotscope::detail::tls_ring != nullptr;
+  });
+  waiter.join();
+  EXPECT_FALSE(had_ring);
+}
+
 TEST_F(Interposer, APthreadMutexOfTheProgramGoesThroughTheInterposer) {
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
   GTEST_SKIP() << "a sanitizer build leaves the pthread functions to the sanitizer";
