@@ -7,6 +7,7 @@
 #include "workload.hpp"
 
 #include <hotscope/hotscope.hpp>
+#include <hotscope/lockable.hpp>
 #include <hotscope/task.hpp>
 
 #include <benchmark/benchmark.h>
@@ -172,6 +173,36 @@ void hotscope_queue_push_pop(benchmark::State& state) {
   check_nothing_dropped(state);
 }
 BENCHMARK(hotscope_queue_push_pop)->UseManualTime()->Threads(1);
+
+// An uncontended lock and unlock: a bare std::mutex, and hotscope::Lockable around one (a record
+// at the acquisition and one at the release: docs/locks.md). The goal is the difference.
+void mutex_plain(benchmark::State& state) {
+  std::mutex mutex;
+  run_batches(state, kPairsPerBatch, [&] {
+    for (std::int64_t i = 0; i < kPairsPerBatch; ++i) {
+      mutex.lock();
+      benchmark::ClobberMemory();
+      mutex.unlock();
+    }
+  });
+}
+BENCHMARK(mutex_plain)->UseManualTime()->Threads(1);
+
+void hotscope_lockable(benchmark::State& state) {
+  if (!prepare_ring(state)) {
+    return;
+  }
+  HOTSCOPE_LOCKABLE(std::mutex, bench_mutex);
+  run_batches(state, kPairsPerBatch, [&] {
+    for (std::int64_t i = 0; i < kPairsPerBatch; ++i) {
+      bench_mutex.lock();
+      benchmark::ClobberMemory();
+      bench_mutex.unlock();
+    }
+  });
+  check_nothing_dropped(state);
+}
+BENCHMARK(hotscope_lockable)->UseManualTime()->Threads(1);
 
 // A coroutine resumed and suspended in a loop, as an executor would: without hotscope, and as a
 // task (HOTSCOPE_TASK, TaskPromise), where each resume to suspend is one running slice: two

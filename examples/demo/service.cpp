@@ -12,7 +12,7 @@ namespace demo {
 
 std::optional<std::string> Cache::lookup(const std::string& key) {
   HOTSCOPE_FUNCTION();
-  std::unique_lock lock(mutex_, std::defer_lock);
+  std::unique_lock lock(cache_mutex, std::defer_lock);
   {
     HOTSCOPE_SCOPE("cache_lock_lookup");
     lock.lock();
@@ -27,7 +27,7 @@ std::optional<std::string> Cache::lookup(const std::string& key) {
 
 void Cache::store(const std::string& key, std::string value) {
   HOTSCOPE_FUNCTION();
-  std::unique_lock lock(mutex_, std::defer_lock);
+  std::unique_lock lock(cache_mutex, std::defer_lock);
   {
     HOTSCOPE_SCOPE("cache_lock_store");
     lock.lock();
@@ -48,14 +48,14 @@ void Cache::store(const std::string& key, std::string value) {
 
 void WordIndex::add(const std::vector<std::string>& words) {
   HOTSCOPE_FUNCTION();
-  const std::lock_guard lock(mutex_);
+  const std::lock_guard lock(word_index_mutex);
   for (const std::string& word : words) {
     ++counts_[word];
   }
 }
 
 std::uint64_t WordIndex::count(const std::string& word) {
-  const std::lock_guard lock(mutex_);
+  const std::lock_guard lock(word_index_mutex);
   const auto found = counts_.find(word);
   return found == counts_.end() ? 0 : found->second;
 }

@@ -10,6 +10,8 @@
 #include "document.hpp"
 #include "queue.hpp"
 
+#include <hotscope/lockable.hpp>
+
 #include <array>
 #include <atomic>
 #include <chrono>
@@ -64,7 +66,7 @@ public:
 private:
   using Entries = std::list<std::pair<std::string, std::string>>;
   const std::size_t capacity_;
-  std::mutex mutex_;
+  HOTSCOPE_LOCKABLE(std::mutex, cache_mutex);
   Entries entries_; // most recently used first
   std::unordered_map<std::string, Entries::iterator> index_;
 };
@@ -76,7 +78,7 @@ public:
   std::uint64_t count(const std::string& word);
 
 private:
-  std::mutex mutex_;
+  HOTSCOPE_LOCKABLE(std::mutex, word_index_mutex);
   std::map<std::string, std::uint64_t> counts_;
 };
 

@@ -322,7 +322,7 @@ template <typename Name> constexpr const char* literal_name(const Name& name) no
 }
 
 // The location naming the queue `name` (cut at HOTSCOPE_INLINE_TEXT_MAX bytes): the same one for
-// the same name, never freed. Locks and copies, once per call: src/trace/queue_names.cpp.
+// the same name, never freed. Locks and copies, once per call: src/trace/run_time_names.cpp.
 const hotscope_source_location* queue_location(std::string_view name) noexcept;
 
 // Tasks (hotscope/task.hpp, hotscope/asio_handler_tracking.hpp). A task's records name it by

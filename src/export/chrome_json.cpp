@@ -86,17 +86,17 @@ public:
     case EventKind::QueuePop:
       queue(step, where);
       break;
-    case EventKind::LockWait:
-      emit(text::cat(R"({"ph":"B","name":)",
-                     json_string("wait for " + snapshot_.names.at(event.name)), R"(,"cat":"lock",)",
-                     where, '}'));
+    case EventKind::LockWait: { // a complete slice that ends at the event
+      const std::uint64_t waited = static_cast<std::uint64_t>(event.value);
+      emit(text::cat(R"({"ph":"X","name":)",
+                     json_string("wait for " + snapshot_.names.at(event.name)),
+                     R"(,"cat":"lock","pid":)", ids.pid, R"(,"tid":)", ids.tid, R"(,"ts":)",
+                     detail::fixed3(event.ns - std::min(waited, event.ns), 1000), R"(,"dur":)",
+                     detail::fixed3(waited, 1000), '}'));
       break;
-    case EventKind::LockWaitEnd:
-      emit(text::cat(R"({"ph":"E","name":)",
-                     json_string("wait for " + snapshot_.names.at(step.open.back())),
-                     R"(,"cat":"lock",)", where, '}'));
-      break;
+    }
     case EventKind::LockHandoff:
+    case EventKind::LockAcquired:
       break;
     }
   }

@@ -66,18 +66,18 @@ void write_text_tree(const Snapshot& snapshot, std::ostream& out) {
           text::cat(snapshot.names.at(event.name), " #", static_cast<std::uint64_t>(event.value));
       break;
     case EventKind::LockWait:
-      mark = ">";
-      text = text::cat("wait for ", snapshot.names.at(event.name));
-      break;
-    case EventKind::LockWaitEnd:
-      depth -= 1;
-      mark = "<";
-      text = text::cat(snapshot.names.at(step.open.back()),
-                       event.value < 0 ? " given up" : " acquired");
+      mark = "~";
+      text =
+          text::cat("waited ", detail::fixed3(static_cast<std::uint64_t>(event.value), 1'000'000),
+                    " ms for ", snapshot.names.at(event.name));
       break;
     case EventKind::LockHandoff:
       mark = "-";
-      text = text::cat("hands ", snapshot.names.at(event.name), " on");
+      text = text::cat("let a waiter take ", snapshot.names.at(event.name));
+      break;
+    case EventKind::LockAcquired:
+      mark = "-";
+      text = text::cat("took ", snapshot.names.at(event.name));
       break;
     }
     listings[&step.thread] +=

@@ -218,20 +218,21 @@ enum class EventKind : std::uint8_t {
   TaskResume,
   TaskSuspend,
   TaskComplete,
-  // A thread waits for a lock (name: the lock's): a slice that LockWaitEnd closes, whose value is
-  // the flow id of the LockHandoff that let it in (> 0), 0 when none is known, -1 when it gave up.
+  // A thread waited for a lock (name: the lock's): a complete slice that ends at the event's
+  // time and lasted `value` ns (the window keeps ticks). It opens and closes nothing.
   LockWait,
-  LockWaitEnd,
-  // On the releasing thread, at the release that let a waiter in: value is the flow id.
-  LockHandoff
+  // On the thread that released a lock, at the release that let a waiter in, and on the waiter,
+  // as it acquired the lock: the two ends of one flow, whose id is `value`.
+  LockHandoff,
+  LockAcquired
 };
 // The events that open a slice on their thread, and those that close the innermost one.
 constexpr bool opens_slice(EventKind kind) {
-  return kind == EventKind::Begin || kind == EventKind::TaskResume || kind == EventKind::LockWait;
+  return kind == EventKind::Begin || kind == EventKind::TaskResume;
 }
 constexpr bool closes_slice(EventKind kind) {
   return kind == EventKind::End || kind == EventKind::TaskSuspend ||
-         kind == EventKind::TaskComplete || kind == EventKind::LockWaitEnd;
+         kind == EventKind::TaskComplete;
 }
 
 // One queue (HOTSCOPE_QUEUE_PUSH / _POP), over the measuring window unless said otherwise.

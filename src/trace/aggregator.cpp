@@ -286,8 +286,9 @@ void Aggregator::consume_record(std::uint32_t thread_index, ThreadState& thread,
   case HOTSCOPE_RECORD_ALLOCATION:
     allocate(thread, record.value);
     break;
-  case HOTSCOPE_RECORD_STACK:
-    break; // a guest's, which its validator turns into inline messages
+  case HOTSCOPE_RECORD_STACK: // a lock record's (a guest's become inline messages in its validator)
+    lock_record(thread_index, thread, record, payload);
+    break;
   case HOTSCOPE_RECORD_QUEUE_PUSH:
   case HOTSCOPE_RECORD_QUEUE_POP:
   case HOTSCOPE_RECORD_QUEUE_CAPACITY:
@@ -311,7 +312,8 @@ void Aggregator::consume_record(std::uint32_t thread_index, ThreadState& thread,
   case HOTSCOPE_RECORD_LOCK_TRY_FAIL:
   case HOTSCOPE_RECORD_LOCK_HOLDER:
   case HOTSCOPE_RECORD_LOCK_ORDER:
-    break; // the lock table comes next
+    lock_record(thread_index, thread, record, payload);
+    break;
   }
 }
 
@@ -332,6 +334,7 @@ void Aggregator::mark_exited(std::uint32_t thread, const OsThreadFigures& at_exi
   }
   state.exited = true;
   state.at_exit = at_exit;
+  locks_.thread_exited(thread);
   exited_kept_.push_back(thread);
   if (exited_kept_.size() > kExitedThreadsKept) {
     const std::uint32_t oldest = exited_kept_.front();
@@ -405,7 +408,7 @@ std::size_t Aggregator::statistics_bytes() const {
                       name_ids_.size() * (sizeof(std::pair<std::uint64_t, std::uint32_t>) + 16) +
                       ids_by_ref_and_text_.size() * (sizeof(std::string) + 40) +
                       sizeof(intern_cache_) + counters_.size() * (sizeof(Counter) + 16) +
-                      tasks_.bytes() + cpu_stacks_.bytes();
+                      tasks_.bytes() + cpu_stacks_.bytes() + locks_.bytes();
   for (const LocationText& name : names_) {
     // Twice: the key of ids_by_ref_and_text_ holds the texts too.
     bytes += sizeof(LocationText) + 2 * (name.name.capacity() + name.file.capacity());
@@ -421,6 +424,7 @@ void Aggregator::reset() {
   stats_.clear();
   counters_.clear();
   queues_.reset();
+  locks_.reset();
   tasks_.reset();
   folded_thread_stats_.clear();
   folded_records_ = {};

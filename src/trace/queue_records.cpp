@@ -27,6 +27,7 @@ void Aggregator::queue_record(std::uint32_t thread, const RecordKind& row,
 void Aggregator::finish_pass() {
   queues_.finish_pass();
   tasks_.finish_pass();
+  locks_.finish_pass();
   forget_threads_out_of_window();
 }
 

@@ -272,9 +272,20 @@ void Aggregator::capture_series(const Figures& figures, std::uint64_t now_ticks,
   const SnapshotConversion conversion{
       now_ticks, [&](std::uint64_t ticks) { return figures.convert().duration(ticks); },
       [&](const Durations& durations) { return figures.durations(durations); },
-      [&](std::uint32_t thread) { return thread_label(thread); }};
+      [&](std::uint32_t thread) { return thread_label(thread); },
+      [&](std::uint64_t ticks) { return figures.convert().since_start(ticks); }};
   snapshot.queues = queues_.snapshot(conversion);
   snapshot.tasks = tasks_.snapshot(conversion);
+  LockTable::Captured locks = locks_.snapshot(
+      conversion, [&](std::uint32_t name) { return names_[name].name; },
+      [&](std::uint32_t thread) {
+        const auto found = threads_.find(thread);
+        return found == threads_.end() ? std::int64_t{0} : found->second.os_tid;
+      });
+  snapshot.locks = std::move(locks.locks);
+  snapshot.deadlocks = std::move(locks.deadlocks);
+  snapshot.inversions = std::move(locks.inversions);
+  snapshot.lock_figures = locks.figures;
 }
 
 // The trace window, with each thread's scopes balanced (see Snapshot::trace). Threads are
@@ -310,8 +321,17 @@ ThreadTraces convert_window(const CapturedSnapshot& captured, const Converter& c
     ThreadTrace& thread = per_thread[event.thread];
     TraceEvent out{convert.since_start(event.ticks), event.thread, event.kind, event.name,
                    event.value};
-    out.ns = std::max(out.ns, thread.last_ns); // per-thread order is time order
-    thread.last_ns = out.ns;
+    if (event.kind == EventKind::LockHandoff) {
+      // Put on the releasing thread when its waiter was read, perhaps after its later events: an
+      // instant, it changes no slice, so its own time is kept.
+    } else {
+      out.ns = std::max(out.ns, thread.last_ns); // per-thread order is time order
+      thread.last_ns = out.ns;
+    }
+    if (event.kind == EventKind::LockWait) {
+      out.value =
+          static_cast<std::int64_t>(convert.duration(static_cast<std::uint64_t>(event.value)));
+    }
     if (event.name == kInlineText) {
       const std::string& text = piece.chunk->texts[static_cast<std::size_t>(event.value)];
       const auto [it, inserted] =

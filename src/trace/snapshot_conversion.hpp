@@ -16,6 +16,7 @@ struct SnapshotConversion {
   std::function<std::uint64_t(std::uint64_t ticks)> duration;
   std::function<DurationStats(const Durations& durations)> durations;
   std::function<std::string(std::uint32_t thread)> thread_label; // "" for a forgotten thread
+  std::function<std::uint64_t(std::uint64_t ticks)> since_start; // a time, in ns since the start
 };
 
 } // namespace hotscope::trace

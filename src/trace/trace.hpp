@@ -6,6 +6,7 @@
 #include "snapshot/snapshot.hpp"
 #include "trace/cpu_stacks.hpp"
 #include "trace/histogram.hpp"
+#include "trace/lock_table.hpp"
 #include "trace/queue_table.hpp"
 #include "trace/record_kinds.hpp"
 #include "trace/task_table.hpp"
@@ -194,6 +195,12 @@ private:
   void queue_record(std::uint32_t thread, const RecordKind& row, const hotscope_record& record);
   void task_record(std::uint32_t thread_index, ThreadState& thread, const RecordKind& row,
                    const hotscope_record& record);
+  // lock_records.cpp: the lock records to the LockTable, and their trace events.
+  void lock_record(std::uint32_t thread_index, ThreadState& thread, const hotscope_record& record,
+                   std::span<const hotscope_record> payload);
+  LockTable::Lock lock_of(const hotscope_record& record);
+  void wait_ended(std::uint32_t thread_index, const hotscope_record& record,
+                  std::uint32_t lock_name, const LockTable::WaitEnd& end);
   std::string thread_label(std::uint32_t thread) const;
   // Parts of capture() (snapshot_builder.cpp): the statistics per function and per thread, each
   // thread's, and the counters, queues and tasks.
@@ -231,6 +238,9 @@ private:
   OsThreadFigures folded_os_; // the folded threads' CPU time and context switches, summed
   QueueTable queues_;
   TaskTable tasks_;
+  LockTable locks_;
+  std::vector<std::uint32_t> lock_scopes_; // lock_record's, kept for its capacity
+  std::unordered_map<std::uint64_t, std::uint32_t> lock_names_; // an interposed lock's name id
   TraceWindow window_;
   CpuStacks cpu_stacks_;
   std::vector<std::uint64_t> cpu_words_; // cpu_sample's, kept for its capacity

@@ -86,7 +86,7 @@ TEST(RuntimeQueue, NamesPastTheBoundShareOneQueueAndAreReportedOnce) {
   const Queue late{"late"};
   const Queue later{"later"};
   const std::string stderr_text = testing::internal::GetCapturedStderr();
-  EXPECT_EQ(stderr_text, "hotscope: queue \"late\" and later new queue names are counted as "
+  EXPECT_EQ(stderr_text, "hotscope: \"late\" and later new names are counted as "
                          "(queues past the first 1024 names)\n");
   EXPECT_EQ(detail::queue_location("late"), detail::queue_location("later"));
   EXPECT_EQ(detail::queue_location("q0"), locations.front()); // known names are still found

@@ -1,8 +1,10 @@
-// Queue names given at run time (hotscope::Queue): each distinct name is copied once into static
-// storage, with a location of its own that the queue's records point to like a literal macro's.
+// Queue and lock names given at run time (hotscope::Queue, hotscope::Lockable): each distinct name
+// (and flags: a lock's kind) is copied once into static storage, with a location of its own that
+// the records point to like a literal macro's. Queues and locks share the bound.
 // Nothing is ever freed, so a record still in a ring or in the trace window can always be named;
 // and nothing is allocated, so the heap profile does not see the profiler's names.
 #include <hotscope/hotscope.hpp>
+#include <hotscope/lockable.hpp>
 
 #include <algorithm>
 #include <cstdio>
@@ -23,10 +25,12 @@ struct Name {
   char text[HOTSCOPE_INLINE_TEXT_MAX + 1];
 };
 
-// Past the bound every new name feeds this one queue, so its items are still counted; the first
+// Past the bound every new name is one of these, so its records are still counted; the first
 // such name is reported on stderr.
-constexpr hotscope_source_location kOverflow{
+constexpr hotscope_source_location kQueueOverflow{
     "(queues past the first " HOTSCOPE_TEXT(HOTSCOPE_QUEUE_NAMES_MAX) " names)", "", 0, 0};
+constexpr hotscope_source_location kLockOverflow{
+    "(locks past the first " HOTSCOPE_TEXT(HOTSCOPE_QUEUE_NAMES_MAX) " names)", "", 0, 0};
 
 std::mutex names_mutex;
 Name names[kMaxNames];
@@ -37,14 +41,13 @@ std::size_t name_count = 0; // entries of `names` in use, under names_mutex
 [[maybe_unused]] const bool reset_in_child =
     (pthread_atfork(nullptr, nullptr, [] { new (&names_mutex) std::mutex; }), true);
 
-} // namespace
-
-const hotscope_source_location* hotscope::detail::queue_location(std::string_view name) noexcept {
+const hotscope_source_location* intern(std::string_view name, std::uint32_t flags,
+                                       const hotscope_source_location& overflow) noexcept {
   // Kept as a C string: cut at a NUL, like any name.
   name = name.substr(0, std::min<std::size_t>(name.find('\0'), HOTSCOPE_INLINE_TEXT_MAX));
   const std::lock_guard lock(names_mutex);
   for (std::size_t i = 0; i < name_count; ++i) {
-    if (names[i].location.name == name) {
+    if (names[i].location.name == name && names[i].location.flags == flags) {
       return &names[i].location;
     }
   }
@@ -52,15 +55,26 @@ const hotscope_source_location* hotscope::detail::queue_location(std::string_vie
     static bool reported = false;
     if (!reported) {
       reported = true;
-      std::fprintf(stderr, "hotscope: queue \"%.*s\" and later new queue names are counted as %s\n",
-                   static_cast<int>(name.size()), name.data(), kOverflow.name);
+      std::fprintf(stderr, "hotscope: \"%.*s\" and later new names are counted as %s\n",
+                   static_cast<int>(name.size()), name.data(), overflow.name);
     }
-    return &kOverflow;
+    return &overflow;
   }
   Name& entry = names[name_count];
   std::memcpy(entry.text, name.data(), name.size());
   entry.text[name.size()] = '\0';
-  entry.location = {entry.text, "", 0, 0};
+  entry.location = {entry.text, "", 0, flags};
   ++name_count;
   return &entry.location;
+}
+
+} // namespace
+
+const hotscope_source_location* hotscope::detail::queue_location(std::string_view name) noexcept {
+  return intern(name, 0, kQueueOverflow);
+}
+
+const hotscope_source_location* hotscope::detail::lock_location(std::string_view name,
+                                                                std::uint32_t flags) noexcept {
+  return intern(name, flags, kLockOverflow);
 }
