@@ -4,34 +4,55 @@
 #include "text/text.hpp"
 #include "trace/trace.hpp"
 
+#include <charconv>
+#include <string_view>
 #include <unordered_map>
 
 namespace hotscope::trace {
+namespace {
 
-std::string address_lock_name(bool rwlock, std::uint64_t address) {
-  return text::cat(rwlock ? "pthread_rwlock 0x" : "pthread_mutex 0x", text::hex(address));
+constexpr std::string_view kKinds[] = {"pthread_mutex", "pthread_rwlock", "pthread lock"};
+
+// The address in a name address_lock_name wrote, or 0.
+std::uint64_t address_in(std::string_view name) {
+  for (const std::string_view kind : kKinds) {
+    if (name.size() > kind.size() + 3 && name.starts_with(kind) &&
+        name.substr(kind.size(), 3) == " 0x") {
+      std::uint64_t address = 0;
+      const char* end = name.data() + name.size();
+      const auto [stop, error] = std::from_chars(name.data() + kind.size() + 3, end, address, 16);
+      return error == std::errc() && stop == end ? address : 0;
+    }
+  }
+  return 0;
+}
+
+} // namespace
+
+std::string address_lock_name(std::string_view kind, std::uint64_t address) {
+  return text::cat(kind, " 0x", text::hex(address));
 }
 
 void name_interposed_locks(Snapshot& snapshot) {
-  std::unordered_map<std::string, std::string> renamed; // address_lock_name -> the static's name
-  for (LockStats& lock : snapshot.locks) {
-    if (lock.address == 0) {
-      continue;
+  std::unordered_map<std::uint64_t, std::string> symbols; // by address; "" when none names it
+  const auto rename = [&symbols](std::string& name) {
+    const std::uint64_t address = address_in(name);
+    if (address == 0) {
+      return;
     }
-    std::string symbol = objects::data_name(lock.address);
-    if (!symbol.empty()) {
-      renamed.emplace(lock.name, symbol);
-      lock.name = std::move(symbol);
+    auto [found, inserted] = symbols.try_emplace(address);
+    if (inserted) {
+      found->second = objects::data_name(address);
     }
-  }
-  if (renamed.empty()) {
-    return;
-  }
-  const auto rename = [&renamed](std::string& name) {
-    if (const auto found = renamed.find(name); found != renamed.end()) {
+    if (!found->second.empty()) {
       name = found->second;
     }
   };
+  for (LockStats& lock : snapshot.locks) {
+    if (lock.address != 0) {
+      rename(lock.name);
+    }
+  }
   for (Deadlock& deadlock : snapshot.deadlocks) {
     for (Deadlock::Link& link : deadlock.cycle) {
       rename(link.lock);

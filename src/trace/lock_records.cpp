@@ -35,9 +35,8 @@ LockTable::Lock Aggregator::lock_of(const hotscope_record& record) {
         record.ref == HOTSCOPE_LOCK_REF_PTHREAD_MUTEX ? "pthread_mutex" : "pthread_rwlock";
     auto [found, inserted] = lock_names_.try_emplace(record.value, 0);
     if (inserted) {
-      const bool rwlock = record.ref == HOTSCOPE_LOCK_REF_PTHREAD_RWLOCK;
-      found->second = intern(record.value,
-                             LocationText{address_lock_name(rwlock, record.value), "", 0, 0}, 'K');
+      found->second =
+          intern(record.value, LocationText{address_lock_name(kind, record.value), "", 0, 0}, 'K');
     }
     return {found->second, names_[found->second].name, kind, false, record.value};
   }
