@@ -16,8 +16,7 @@ namespace hotscope::locks {
 // acquisition and release too: hold times).
 enum class Mode : std::uint8_t { Off, Contended, Hold };
 
-// Records in `mode` from now on (Off: records nothing more). Defined beside the interposed
-// functions, so that a program that starts the runtime gets them out of the static library.
+// Records in `mode` from now on (Off: records nothing more).
 void start(Mode mode) noexcept;
 
 // The calling thread is the profiler's own for the rest of its life (the collector, the agent's

@@ -12,15 +12,13 @@
 #include <cstring>
 
 namespace hotscope::locks {
-namespace detail {
-std::atomic<Mode> mode{Mode::Off};
-__thread ThreadLocks tls_locks __attribute__((tls_model("initial-exec")));
-} // namespace detail
 
 using detail::tls_locks;
 
-void own_thread() noexcept {
-  tls_locks.quiet = 1u << 30; // never back to 0, whatever Quiet does
+// Here, with what the interposed functions call: the runtime, which calls it, takes this file
+// out of libhotscope, so that the pthread functions linked after libhotscope find it.
+void start(Mode mode) noexcept {
+  detail::mode.store(mode, std::memory_order_relaxed);
 }
 
 namespace {

@@ -4,6 +4,7 @@
  *   inversion  the same two orders, one after the other: never deadlocks;
  *   condvar    a consumer waits on a condition variable for 50 ms (not contention);
  *   trylock    5 pthread_mutex_trylock calls fail on a mutex another thread holds;
+ *   contended  main waits about 80 ms for a mutex another thread holds;
  *   fork       forks while another thread holds a mutex; the child locks others and exits. */
 #include <pthread.h>
 #include <stdio.h>
@@ -92,6 +93,14 @@ static int run(const char* which) {
     }
     pthread_join(a, NULL);
     return failed == 5 ? 0 : 1;
+  }
+  if (strcmp(which, "contended") == 0) {
+    pthread_create(&a, NULL, hold_guarded, &hold_ms);
+    sleep_ms(20);
+    pthread_mutex_lock(&guarded);
+    pthread_mutex_unlock(&guarded);
+    pthread_join(a, NULL);
+    return 0;
   }
   if (strcmp(which, "fork") == 0) {
     pthread_create(&a, NULL, hold_guarded, &hold_ms);

@@ -47,6 +47,22 @@ TEST(LocksRun, AnInversionThatNeverDeadlocksRecordsItsOrders) {
   EXPECT_GE(records_written(stats), 4u) << "two LOCK_ORDER records and their stacks at least";
 }
 
+TEST(LocksRun, AContendedStaticMutexIsNamedInTheTrace) {
+  const hotscope::testing::ScratchDir scratch("locks-run-contended");
+  const auto [status, stats] = run(scratch.path(), "contended");
+  ASSERT_EQ(status, 0) << slurp(scratch.path() / "err");
+  // The program's `static pthread_mutex_t guarded`, named by the symbolizer module.
+  const auto trace = nlohmann::json::parse(slurp(scratch.path() / "out" / "trace.json"));
+  std::uint64_t waits = 0;
+  for (const auto& event : trace.at("traceEvents")) {
+    if (event.value("name", "") == "wait for guarded") {
+      ++waits;
+      EXPECT_GT(event.at("dur").get<double>(), 40'000.0) << "µs: the holder keeps it 100 ms";
+    }
+  }
+  EXPECT_EQ(waits, 1u);
+}
+
 TEST(LocksRun, WithoutLocksNothingIsRecorded) {
   const hotscope::testing::ScratchDir scratch("locks-run-off");
   const fs::path& dir = scratch.path();

@@ -1,16 +1,6 @@
 // The interposed pthread functions (locks.hpp): off, one predictable branch and glibc's own
-// function; on, recording.cpp's. Not defined in a sanitizer build, whose runtime interposes them.
+// function; on, recording.cpp's.
 #include "locks/locks.hpp"
-
-namespace hotscope::locks {
-
-void start(Mode mode) noexcept {
-  detail::mode.store(mode, std::memory_order_relaxed);
-}
-
-} // namespace hotscope::locks
-
-#if HOTSCOPE_LOCKS_INTERPOSE
 
 namespace locks = hotscope::locks;
 
@@ -148,5 +138,3 @@ HOTSCOPE_EXPORT int pthread_cond_clockwait(pthread_cond_t* cond, pthread_mutex_t
   }
   return locks::cond_wait(cond, mutex, clock, deadline, true);
 }
-
-#endif
