@@ -8,6 +8,7 @@
 #define UNW_LOCAL_ONLY
 #include <errno.h>
 #include <libunwind.h>
+#include <unwind.h>
 
 #include <cstring>
 
@@ -55,7 +56,27 @@ std::uint64_t ref_of(bool rwlock) noexcept {
 // The calling thread's stack from the program's frame at `caller` out, into `frames`.
 std::uint32_t capture_stack(const void* caller, std::uint64_t* frames) noexcept {
   void* raw[HOTSCOPE_STACK_FRAMES_MAX + kStackSkipMax];
+#if defined(__SANITIZE_THREAD__)
+  // Under TSan, libgcc's walk: libunwind's per-thread cache locks a mutex in its destructor at
+  // thread exit, where TSan no longer follows the thread (and crashes).
+  struct Walk {
+    void** out;
+    int got;
+  } walk{raw, 0};
+  _Unwind_Backtrace(
+      [](_Unwind_Context* context, void* into) {
+        auto& walk = *static_cast<Walk*>(into);
+        if (walk.got == static_cast<int>(HOTSCOPE_STACK_FRAMES_MAX + kStackSkipMax)) {
+          return _URC_END_OF_STACK;
+        }
+        walk.out[walk.got++] = reinterpret_cast<void*>(_Unwind_GetIP(context));
+        return _URC_NO_REASON;
+      },
+      &walk);
+  const int got = walk.got;
+#else
   const int got = unw_backtrace(raw, static_cast<int>(sizeof raw / sizeof raw[0]));
+#endif
   int first = 0;
   while (first < got && first < static_cast<int>(kStackSkipMax) && raw[first] != caller) {
     ++first;
