@@ -2,6 +2,7 @@
 // of operations with steady_clock (manual time) and the per-operation cost is reported as the
 // counter ns_per_op, so cases compare as ratios within one run. See docs/performance.md.
 #include "clock/clock.hpp"
+#include "locks/locks.hpp"
 #include "trace/trace.hpp"
 #include "workload.hpp"
 
@@ -22,6 +23,7 @@
 #include <memory>
 #include <mutex>
 #include <numeric>
+#include <pthread.h>
 #include <string>
 #include <vector>
 #include <x86intrin.h>
@@ -254,6 +256,36 @@ void hotscope_task_resume(benchmark::State& state) {
 }
 BENCHMARK(coroutine_resume_plain)->UseManualTime()->Threads(1);
 BENCHMARK(hotscope_task_resume)->UseManualTime()->Threads(1);
+
+// An uncontended pthread mutex lock + unlock: glibc's functions called directly (as the interposer
+// calls them), then through the interposer (src/locks, docs/locks.md) off and with
+// HOTSCOPE_LOCKS=1, where an uncontended acquisition records nothing. The difference between
+// the first and the last is what interposing costs a program.
+enum class MutexPath { Bare, InterposedOff, Interposed };
+template <MutexPath path> void pthread_mutex_pair(benchmark::State& state) {
+  namespace locks = hotscope::locks;
+  pthread_mutex_t mutex = PTHREAD_MUTEX_INITIALIZER;
+  locks::start(path == MutexPath::Interposed ? locks::Mode::Contended : locks::Mode::Off);
+  run_batches(state, kPairsPerBatch, [&] {
+    for (std::int64_t i = 0; i < kPairsPerBatch; ++i) {
+      if constexpr (path == MutexPath::Bare) {
+        locks::detail::real.mutex_lock(&mutex);
+        locks::detail::real.mutex_unlock(&mutex);
+      } else {
+        pthread_mutex_lock(&mutex);
+        pthread_mutex_unlock(&mutex);
+      }
+    }
+  });
+  locks::start(locks::Mode::Off);
+}
+BENCHMARK(pthread_mutex_pair<MutexPath::Bare>)->Name("pthread_mutex_bare")->UseManualTime();
+BENCHMARK(pthread_mutex_pair<MutexPath::InterposedOff>)
+    ->Name("pthread_mutex_interposed_off")
+    ->UseManualTime();
+BENCHMARK(pthread_mutex_pair<MutexPath::Interposed>)
+    ->Name("pthread_mutex_interposed")
+    ->UseManualTime();
 
 #if HOTSCOPE_BENCH_LTTNG
 std::atomic<std::uint64_t> lttng_events_emitted{0};

@@ -15,7 +15,10 @@ set(HOTSCOPE_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/hotscope)
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/hotscope
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
   FILES_MATCHING PATTERN "*.h" PATTERN "*.hpp")
-install(TARGETS hotscope hotscope_asio EXPORT hotscopeTargets
+if(TARGET hotscope_locks_interposer)
+  set(HOTSCOPE_LOCKS_INTERPOSER hotscope_locks_interposer)
+endif()
+install(TARGETS hotscope hotscope_asio ${HOTSCOPE_LOCKS_INTERPOSER} EXPORT hotscopeTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
@@ -58,6 +61,11 @@ if(HOTSCOPE_ENABLE)
   set(HOTSCOPE_PC_LIBS "-L\${libdir} -Wl,--undefined=hotscope_runtime_anchor \
 -Wl,--export-dynamic-symbol=dlclose -lhotscope -pthread")
   set(HOTSCOPE_PC_REQUIRES "libdeflate libunwind")
+  if(TARGET hotscope_locks_interposer) # the pthread lock functions (docs/locks.md)
+    string(APPEND HOTSCOPE_PC_LIBS " -lhotscope-locks -Wl,--undefined=pthread_mutex_lock \
+-Wl,--export-dynamic-symbol=pthread_mutex_*,--export-dynamic-symbol=pthread_rwlock_*,\
+--export-dynamic-symbol=pthread_cond_*")
+  endif()
 endif()
 # hotscope_install_pkg_config(<name>): cmake/<name>.pc.in, with the variables above, installed as
 # <name>.pc. hotscope-heap.pc is added by src/CMakeLists.txt when libhotscope-heap.so is built.

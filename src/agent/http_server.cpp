@@ -1,6 +1,7 @@
 #include "agent/http_server.hpp"
 
 #include "agent/http_parser.hpp"
+#include "locks/locks.hpp"
 #include "threads/threads.hpp"
 
 #include <fcntl.h>
@@ -136,9 +137,15 @@ std::shared_ptr<Server> Server::start(const Process& process, int unix_fd, int t
   server->wake_out_ = Descriptor::of(pair[1]);
   const threads::SignalsBlocked blocked; // the threads start with every signal blocked
   try {
-    server->io_thread_ = std::thread([server] { server->run_io(); });
+    server->io_thread_ = std::thread([server] {
+      locks::own_thread();
+      server->run_io();
+    });
     for (int i = 0; i < kWorkers; ++i) {
-      server->workers_.emplace_back([server] { server->run_worker(); });
+      server->workers_.emplace_back([server] {
+        locks::own_thread();
+        server->run_worker();
+      });
     }
   } catch (const std::system_error& error) {
     problem = std::string("cannot start the HTTP server's threads: ") + error.what();

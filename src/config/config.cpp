@@ -46,6 +46,24 @@ void read_agent(const Getenv& getenv, Config& config, std::vector<std::string>& 
   }
 }
 
+void read_locks(const Getenv& getenv, locks::Mode& mode, std::vector<std::string>& errors) {
+  const char* text = getenv("HOTSCOPE_LOCKS");
+  if (text == nullptr) {
+    return;
+  }
+  const std::string_view value = text;
+  if (value == "0") {
+    mode = locks::Mode::Off;
+  } else if (value == "1") {
+    mode = locks::Mode::Contended;
+  } else if (value == "hold") {
+    mode = locks::Mode::Hold;
+  } else {
+    errors.push_back(
+        text::cat("hotscope: HOTSCOPE_LOCKS=\"", value, "\" is not one of 0, 1, hold; using 0"));
+  }
+}
+
 // Under `hotscope run`, which names the program's pid in HOTSCOPE_RUN_PID, a process the program
 // starts writes its reports into a directory of its own, <out>/<name>.<pid>, rather than over the
 // program's.
@@ -90,6 +108,7 @@ Parsed parse(const Getenv& getenv) {
               config.collect_period_ms, parsed.errors);
   read_number(getenv, "HOTSCOPE_CPU_HZ", 0, 10000, "a rate in samples per CPU second", false,
               config.cpu_hz, parsed.errors);
+  read_locks(getenv, config.locks, parsed.errors);
   read_agent(getenv, config, parsed.errors);
   config.report_on_signal = read_on_signal(getenv, parsed.on_signal_errors);
   return parsed;

@@ -2,6 +2,7 @@
 // the thread that arms a timer for each thread of the process (docs/cpu.md).
 #include "cpu/cpu.hpp"
 #include "cpu/sample_buffer.hpp"
+#include "locks/locks.hpp"
 #include "threads/threads.hpp"
 
 #include <hotscope/hotscope.hpp>
@@ -144,7 +145,10 @@ public:
     stopping_ = false;
     try {
       const threads::SignalsBlocked blocked; // so no sample is ever taken of the sampler itself
-      thread_ = std::thread([this] { run(); });
+      thread_ = std::thread([this] {
+        locks::own_thread();
+        run();
+      });
     } catch (const std::system_error& error) {
       hz_.store(0, std::memory_order_relaxed);
       problem_ = std::string("cannot start the CPU sampler's thread: ") + error.what();

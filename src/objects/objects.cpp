@@ -186,4 +186,36 @@ std::vector<std::vector<std::string>> native_frame_names(std::span<const std::ui
   return names;
 }
 
+std::string data_name(std::uint64_t address) {
+  Dl_info info{};
+  void* entry = nullptr;
+  if (dladdr1(reinterpret_cast<const void*>(address), &info, &entry, RTLD_DL_SYMENT) == 0 ||
+      info.dli_fname == nullptr) {
+    return "";
+  }
+  const auto* symbol = static_cast<const ElfW(Sym)*>(entry);
+  if (const Symbolize symbolize = symbolizer_module()) {
+    std::string found;
+    symbolize(
+        &address, 1,
+        [](void* context, std::size_t, const char* function, const char*, unsigned) {
+          *static_cast<std::string*>(context) = function != nullptr ? function : "";
+        },
+        &found);
+    // An address no symbol holds is named "object+0xOFFSET" there.
+    const std::string_view path = info.dli_fname;
+    const std::string unnamed =
+        text::cat(path.substr(path.rfind('/') + 1), "+0x"); // rfind npos + 1: the whole path
+    if (!found.empty() && found.rfind(unnamed, 0) != 0) {
+      return found;
+    }
+  }
+  const auto start = reinterpret_cast<std::uintptr_t>(info.dli_saddr);
+  if (info.dli_sname != nullptr && symbol != nullptr && address >= start &&
+      address < start + symbol->st_size) {
+    return names::demangle(info.dli_sname);
+  }
+  return "";
+}
+
 } // namespace hotscope::objects

@@ -42,4 +42,10 @@ std::vector<std::vector<std::string>> native_frame_names(std::span<const std::ui
 std::string name_from_dynamic_symbols(std::uint64_t address,
                                       const std::vector<CodeMapping>& mappings);
 
+// The name of the static variable holding `address` (a lock in a loaded object's data),
+// demangled: the symbolizer module's (every symbol of the object, file-local ones too), else the
+// dynamic symbol containing it (dladdr); "" when no symbol does, or no object holds the address
+// (a lock on the heap or a stack).
+std::string data_name(std::uint64_t address);
+
 } // namespace hotscope::objects

@@ -4,6 +4,7 @@
 #include "cpu/cpu.hpp"
 #include "export/export.hpp"
 #include "heap_link/heap_link.hpp"
+#include "locks/locks.hpp"
 #include "signals/signals.hpp"
 #include "trace/trace.hpp"
 #if HOTSCOPE_WITH_AGENT
@@ -99,6 +100,7 @@ void start_once() {
     }
   }
   report_on_signal(finish);
+  locks::start(s.config.locks); // last: a contended lock now registers a ring, which needs the rest
   // A forked child keeps recording but writes no reports: they would replace its parent's. Its
   // only thread holds no agent_mutex, whoever held it at the fork (start_agent() on another
   // thread): the child gets a fresh one, or exit would wait for it forever.
@@ -150,6 +152,7 @@ void finish() {
     stop_agent(); // first: no client may ask for a snapshot while the collector stops
   }
   cpu::stop(); // the samples so far are in the report; none is taken while the process ends
+  locks::start(locks::Mode::Off);
   trace::stop();
   if (!s.reports_enabled) {
     return;
@@ -168,6 +171,7 @@ void finish() {
 extern "C" const char hotscope_runtime_anchor = 0;
 
 hotscope::detail::Ring* hotscope::detail::register_thread() noexcept {
+  const locks::Quiet quiet; // a contended lock in here must not register a ring again
   runtime::ensure_started();
   const hotscope::heap_link::ProfilerSection section; // the thread's ring is the profiler's
   return trace::register_current_thread();

@@ -1,5 +1,6 @@
 #include "signals/signals.hpp"
 
+#include "locks/locks.hpp"
 #include "threads/threads.hpp"
 
 #include <atomic>
@@ -48,6 +49,7 @@ void on_signal(int signal) {
 }
 
 void* run_reporter(void*) {
+  locks::own_thread();
   on_reporter = true;
   while (sem_wait(&wake) != 0 && errno == EINTR) {
   }

@@ -2,6 +2,7 @@
 // rings on one thread of its own, and feeds the Aggregator. Measured threads never take a lock
 // here after registration.
 #include "clock/clock.hpp"
+#include "locks/locks.hpp"
 #include "names/names.hpp"
 #include "threads/threads.hpp"
 #include "trace/trace.hpp"
@@ -129,7 +130,10 @@ public:
         process_name_(read_process_name()) {
     pthread_key_create(&exit_key_, &Collector::on_thread_exit);
     const threads::SignalsBlocked blocked;
-    thread_ = std::thread([this] { run(); });
+    thread_ = std::thread([this] {
+      locks::own_thread();
+      run();
+    });
   }
 
   Ring* register_current_thread() noexcept {
@@ -264,7 +268,10 @@ public:
     std::lock_guard lock(state_mutex_);
     try {
       const threads::SignalsBlocked blocked;
-      thread_ = std::thread([this] { run(); });
+      thread_ = std::thread([this] {
+        locks::own_thread();
+        run();
+      });
       thread_runs_here_.store(true, std::memory_order_release);
     } catch (const std::system_error&) {
       // No thread: the fallback in register_current_thread.
@@ -516,6 +523,7 @@ void before_unload() noexcept {
 Snapshot snapshot(Contents contents) {
   Snapshot taken = collector->snapshot(contents);
   read_os_thread_figures(taken.threads);
+  name_interposed_locks(taken);
   return taken;
 }
 void reset() {

@@ -36,8 +36,7 @@ LockTable::Lock Aggregator::lock_of(const hotscope_record& record) {
     auto [found, inserted] = lock_names_.try_emplace(record.value, 0);
     if (inserted) {
       found->second =
-          intern(record.value,
-                 LocationText{text::cat(kind, " 0x", text::hex(record.value)), "", 0, 0}, 'K');
+          intern(record.value, LocationText{address_lock_name(kind, record.value), "", 0, 0}, 'K');
     }
     return {found->second, names_[found->second].name, kind, false, record.value};
   }

@@ -1,6 +1,7 @@
 #include "trace/lock_table.hpp"
 
 #include "text/text.hpp"
+#include "trace/trace.hpp"
 
 #include <algorithm>
 
@@ -307,7 +308,7 @@ void LockTable::forget_instance_edges(std::uint64_t address) {
 std::string LockTable::instance_name(std::uint64_t address) const {
   const auto found = instances_.find(address);
   if (found == instances_.end() || found->second.lock == UINT32_MAX) {
-    return text::cat("pthread lock 0x", text::hex(address));
+    return address_lock_name("pthread lock", address);
   }
   const Stats& stats = locks_[found->second.lock];
   // A named lock of several instances: which one.

@@ -21,6 +21,7 @@
 #include <map>
 #include <span>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -249,6 +250,14 @@ private:
   cpu::Figures cpu_at_reset_;
   std::uint64_t cpu_period_ns_ = 0;
 };
+
+// --- Interposed locks' names (lock_names.cpp) -----------------------------------------------
+// What the aggregator names an interposed pthread lock: "pthread_mutex 0x55d0c0de1000"; `kind`:
+// "pthread_mutex", "pthread_rwlock", or "pthread lock" when it is not known.
+std::string address_lock_name(std::string_view kind, std::uint64_t address);
+// Gives each lock so named that lives in a loaded object's data its static's symbol instead,
+// wherever the snapshot names it (locks, deadlocks, inversions, the trace's names).
+void name_interposed_locks(Snapshot& snapshot);
 
 // --- The process-wide collector ------------------------------------------------------------
 

@@ -55,6 +55,19 @@ TEST(Config, CpuSamplingIsOffUnlessAskedAndARateOutOfRangeIsNamed) {
   EXPECT_EQ(parsed.config.cpu_hz, 0u);
 }
 
+TEST(Config, LocksAreInterposedOnlyWhenAskedAndABadValueIsNamed) {
+  using hotscope::locks::Mode;
+  EXPECT_EQ(parse({}).config.locks, Mode::Off);
+  EXPECT_EQ(parse({{"HOTSCOPE_LOCKS", "0"}}).config.locks, Mode::Off);
+  EXPECT_EQ(parse({{"HOTSCOPE_LOCKS", "1"}}).config.locks, Mode::Contended);
+  EXPECT_EQ(parse({{"HOTSCOPE_LOCKS", "hold"}}).config.locks, Mode::Hold);
+  const auto parsed = parse({{"HOTSCOPE_LOCKS", "yes"}});
+  ASSERT_EQ(parsed.errors.size(), 1u);
+  EXPECT_NE(parsed.errors[0].find("HOTSCOPE_LOCKS=\"yes\" is not one of 0, 1, hold"),
+            std::string::npos);
+  EXPECT_EQ(parsed.config.locks, Mode::Off);
+}
+
 TEST(Config, UnderHotscopeRunOtherProcessesReportIntoADirectoryOfTheirOwn) {
   const std::string self = std::to_string(getpid());
   EXPECT_EQ(parse({{"HOTSCOPE_OUT", "/tmp/x"}, {"HOTSCOPE_RUN_PID", self}}).config.out_dir,

@@ -79,6 +79,9 @@ int main(int argc, char** argv) {
   run_command->add_flag("--cpu", options.cpu,
                         "Sample the CPU (HOTSCOPE_CPU_HZ, default 99): write DIR/cpu.pb.gz and "
                         "DIR/cpu.folded");
+  run_command->add_flag("--locks", options.locks,
+                        "Interpose the pthread locks (HOTSCOPE_LOCKS, default 1): contention, "
+                        "deadlocks and lock-order inversions in the reports");
   run_command->add_option("--out", options.out_dir,
                           "Directory for the reports (sets HOTSCOPE_OUT)");
   run_command->add_flag("!--no-summary", options.summary,

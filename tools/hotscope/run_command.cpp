@@ -65,6 +65,11 @@ void preload(const std::string& library) {
   setenv("HOTSCOPE_RUN_PID", std::to_string(getpid()).c_str(), 1);
   if (options.cpu) {
     setenv("HOTSCOPE_CPU_HZ", "99", 0);
+  }
+  if (options.locks) {
+    setenv("HOTSCOPE_LOCKS", "1", 0); // HOTSCOPE_LOCKS=hold asks for hold times too
+  }
+  if (options.cpu || options.locks) {
     preload(preload_library("HOTSCOPE_RUN_PRELOAD", HOTSCOPE_INSTALLED_RUN_PRELOAD,
                             HOTSCOPE_DEFAULT_RUN_PRELOAD));
   }

@@ -1,6 +1,7 @@
-// `hotscope run [--heap] [--out DIR] [--no-summary] -- prog args...`: starts the program with
-// HOTSCOPE_OUT (and with --heap the heap profiler preloaded), passes the signals the launcher
-// gets on to it, waits for it and ends as it ended (docs/agent.md, "hotscope run").
+// `hotscope run [--heap] [--cpu] [--locks] [--out DIR] [--no-summary] -- prog args...`: starts
+// the program with HOTSCOPE_OUT (with --heap the heap profiler preloaded, with --cpu or --locks
+// libhotscope-run.so), passes the signals the launcher gets on to it, waits for it and ends as it
+// ended (docs/agent.md, "hotscope run").
 #pragma once
 
 #include <string>
@@ -11,6 +12,7 @@ namespace hotscope::cli {
 struct RunOptions {
   bool heap = false;
   bool cpu = false;
+  bool locks = false;
   bool summary = true;
   std::string out_dir;
 };

@@ -1,0 +1,102 @@
+// `hotscope run --locks [--out DIR] -- prog` on a C program that knows nothing of hotscope
+// (locks_program.c): the interposed pthread locks record, and the program runs as it would
+// without: its condition waits, failed try-locks and a fork while a lock is held.
+#include "support/child_process.hpp"
+#include "support/files.hpp"
+#include "support/scratch_dir.hpp"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <chrono>
+#include <filesystem>
+#include <string>
+#include <thread>
+
+namespace {
+
+namespace fs = std::filesystem;
+using hotscope::test_support::shell;
+using hotscope::test_support::slurp;
+
+// Runs the program's case under `hotscope run --locks`; its exit status, its stats.json.
+std::pair<int, nlohmann::json> run(const fs::path& dir, const std::string& which) {
+  const int status =
+      shell(std::string(HOTSCOPE_CLI) + " run --locks --out " + (dir / "out").string() + " -- " +
+            LOCKS_PROGRAM + " " + which + " 2>" + (dir / "err").string());
+  const std::string stats = slurp(dir / "out" / "stats.json");
+  return {status, stats.empty() ? nlohmann::json() : nlohmann::json::parse(stats)};
+}
+
+// Records the program's threads wrote, the main thread's apart.
+std::uint64_t records_written(const nlohmann::json& stats) {
+  std::uint64_t written = 0;
+  for (const auto& thread : stats.at("threads")) {
+    written += thread.at("records").at("written").get<std::uint64_t>();
+  }
+  return written;
+}
+
+TEST(LocksRun, AnInversionThatNeverDeadlocksRecordsItsOrders) {
+  const hotscope::testing::ScratchDir scratch("locks-run-inversion");
+  const auto [status, stats] = run(scratch.path(), "inversion");
+  ASSERT_EQ(status, 0) << slurp(scratch.path() / "err");
+  EXPECT_GE(records_written(stats), 4u) << "two LOCK_ORDER records and their stacks at least";
+}
+
+TEST(LocksRun, AContendedStaticMutexIsNamedInTheTrace) {
+  const hotscope::testing::ScratchDir scratch("locks-run-contended");
+  const auto [status, stats] = run(scratch.path(), "contended");
+  ASSERT_EQ(status, 0) << slurp(scratch.path() / "err");
+  // The program's `static pthread_mutex_t guarded`, named by the symbolizer module.
+  const auto trace = nlohmann::json::parse(slurp(scratch.path() / "out" / "trace.json"));
+  std::uint64_t waits = 0;
+  for (const auto& event : trace.at("traceEvents")) {
+    if (event.value("name", "") == "wait for guarded") {
+      ++waits;
+      EXPECT_GT(event.at("dur").get<double>(), 40'000.0) << "µs: the holder keeps it 100 ms";
+    }
+  }
+  EXPECT_EQ(waits, 1u);
+}
+
+TEST(LocksRun, WithoutLocksNothingIsRecorded) {
+  const hotscope::testing::ScratchDir scratch("locks-run-off");
+  const fs::path& dir = scratch.path();
+  ASSERT_EQ(shell(std::string(HOTSCOPE_CLI) + " run --cpu --out " + (dir / "out").string() +
+                  " -- " + LOCKS_PROGRAM + " inversion 2>" + (dir / "err").string()),
+            0);
+  EXPECT_EQ(records_written(nlohmann::json::parse(slurp(dir / "out" / "stats.json"))), 0u);
+}
+
+TEST(LocksRun, ConditionWaitsTryLocksAndAForkWhileALockIsHeldRunAsWithout) {
+  for (const char* which : {"condvar", "trylock", "fork"}) {
+    const hotscope::testing::ScratchDir scratch(std::string("locks-run-") + which);
+    const auto [status, stats] = run(scratch.path(), which);
+    EXPECT_EQ(status, 0) << which << ": " << slurp(scratch.path() / "err");
+    EXPECT_FALSE(stats.is_null()) << which;
+  }
+}
+
+TEST(LocksRun, ADeadlockedProgramEndedBySigtermWritesItsReports) {
+  const hotscope::testing::ScratchDir scratch("locks-run-deadlock");
+  const fs::path& dir = scratch.path();
+  const pid_t launcher = hotscope::test_support::start_command({HOTSCOPE_CLI, "run", "--locks",
+                                                                "--out", (dir / "out").string(),
+                                                                "--", LOCKS_PROGRAM, "deadlock"},
+                                                               dir / "err");
+  ASSERT_GT(launcher, 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  kill(launcher, SIGTERM);
+  const int status = hotscope::test_support::wait_for_child(launcher);
+  ASSERT_NE(status, -1) << "the launcher did not end";
+  const std::string stats = slurp(dir / "out" / "stats.json");
+  ASSERT_FALSE(stats.empty()) << slurp(dir / "err");
+  // Each thread's wait (LOCK_WAIT, LOCK_HOLDER, a stack) and order (LOCK_ORDER, a stack).
+  EXPECT_GE(records_written(nlohmann::json::parse(stats)), 8u);
+}
+
+} // namespace
