@@ -1,5 +1,5 @@
 // `hotscope run --locks [--out DIR] -- prog` on a C program that knows nothing of hotscope
-// (locks_program.c): the interposed pthread locks record, and the program runs as it would
+// (pthread_locks_program.c): the interposed pthread locks record, and the program runs as it would
 // without: its condition waits, failed try-locks and a fork while a lock is held.
 #include "support/child_process.hpp"
 #include "support/files.hpp"
