@@ -60,7 +60,6 @@ template <typename Name> struct LiteralQueueName {
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
 #include <string_view>
 #include <type_traits>
 #if defined(__x86_64__)
@@ -211,31 +210,8 @@ inline void write_single(std::uint64_t ref, std::uint64_t value, std::uint32_t k
 
 // A STACK record: `count` return addresses (at most HOTSCOPE_STACK_FRAMES_MAX), innermost first,
 // 4 to a payload record. Written whole or counted as dropped, beside the slots reserved for ENDs.
-inline void write_stack(const std::uint64_t* frames, std::uint32_t count) noexcept {
-  Ring* ring = current_ring();
-  count = count < HOTSCOPE_STACK_FRAMES_MAX ? count : HOTSCOPE_STACK_FRAMES_MAX;
-  const std::uint32_t payload = (count + 3) / 4;
-  const std::uint64_t head = ring->head.load(std::memory_order_relaxed);
-  if (__builtin_expect(!has_room(ring, head, 1 + payload), 0)) {
-    count_dropped(ring, 1 + payload);
-    return;
-  }
-  const std::uint64_t mask = ring->capacity - 1;
-  hotscope_record& header = ring->slots[head & mask];
-  header.ticks = now();
-  header.ref = 0;
-  header.value = count;
-  header.kind = HOTSCOPE_RECORD_STACK;
-  header.payload_records = payload;
-  for (std::uint32_t p = 0; p < payload; ++p) {
-    std::uint64_t four[4] = {};
-    for (std::uint32_t i = 0; i < 4 && 4 * p + i < count; ++i) {
-      four[i] = frames[4 * p + i];
-    }
-    std::memcpy(&ring->slots[(head + 1 + p) & mask], four, sizeof four);
-  }
-  ring->head.store(head + 1 + payload, std::memory_order_release);
-}
+// Out of line (src/trace/collector.cpp), as the inline texts' writer it shares.
+void write_stack(const std::uint64_t* frames, std::uint32_t count) noexcept;
 
 // One block of `bytes` allocated by the calling thread, attributed by the collector to the
 // scopes open on this thread. Called from inside malloc/operator new hooks, so it never

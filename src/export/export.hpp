@@ -33,6 +33,9 @@ void write_threads_text(const Snapshot& snapshot, std::uint64_t stuck_ns, std::o
 // The locks (GET /v1/locks, docs/locks.md): stats.json's "locks", "deadlocks", "lock_inversions"
 // and "lock_figures" as one object.
 void write_locks_json(const Snapshot& snapshot, std::ostream& out);
+// report.txt's "Locks" section alone (nothing when the snapshot has no lock): the summary
+// `hotscope run --locks` and HOTSCOPE_LOCKS print on stderr at exit.
+void write_locks_text(const Snapshot& snapshot, std::ostream& out);
 
 // Writes the file of every format in export/formats.hpp that is written from a snapshot
 // (stats.json, report.txt, trace.json, trace.folded, trace.txt; cpu.pb.gz and cpu.folded when it

@@ -1,8 +1,8 @@
 // The human-readable report: headline figures, the per-function table, then threads, counters,
 // queues, tasks and locks.
 #include "export/common.hpp"
-#include "export/lock_frames.hpp"
 #include "export/export.hpp"
+#include "export/lock_frames.hpp"
 #include "text/text.hpp"
 
 #include <algorithm>
@@ -297,7 +297,7 @@ std::string site_text(const LockSite& site, const detail::LockFrameNames& frames
 
 // A row per lock, its contention sites and who holds and waits now; then the deadlocks standing
 // and the lock-order inversions found (docs/locks.md, "Outputs").
-void write_locks(const Snapshot& snapshot, std::ostream& out) {
+void write_locks_section(const Snapshot& snapshot, std::ostream& out) {
   if (snapshot.locks.empty() && snapshot.deadlocks.empty() && snapshot.inversions.empty()) {
     return;
   }
@@ -363,7 +363,11 @@ void write_table(const Snapshot& snapshot, std::ostream& out) {
   write_counters(snapshot.counters, out);
   write_queues(snapshot, out);
   write_tasks(snapshot.tasks, out);
-  write_locks(snapshot, out);
+  write_locks_section(snapshot, out);
+}
+
+void write_locks_text(const Snapshot& snapshot, std::ostream& out) {
+  write_locks_section(snapshot, out);
 }
 
 } // namespace hotscope::exporters

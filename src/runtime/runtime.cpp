@@ -6,6 +6,7 @@
 #include "heap_link/heap_link.hpp"
 #include "locks/locks.hpp"
 #include "signals/signals.hpp"
+#include "text/text.hpp"
 #include "trace/trace.hpp"
 #if HOTSCOPE_WITH_AGENT
 #include "agent/agent.hpp"
@@ -19,6 +20,7 @@
 #include <mutex>
 #include <new>
 #include <pthread.h>
+#include <sstream>
 
 namespace hotscope::runtime {
 namespace {
@@ -157,9 +159,18 @@ void finish() {
   if (!s.reports_enabled) {
     return;
   }
-  const std::string problem = exporters::write_all(trace::snapshot(), s.config.out_dir);
+  const Snapshot snapshot = trace::snapshot();
+  const std::string problem = exporters::write_all(snapshot, s.config.out_dir);
   if (!problem.empty()) {
     print_line("hotscope: " + problem);
+  }
+  if (s.config.locks != locks::Mode::Off) { // interposed locks: their summary (docs/locks.md)
+    std::ostringstream summary;
+    exporters::write_locks_text(snapshot, summary);
+    if (!summary.str().empty()) {
+      print_line(text::cat("hotscope: locks of ", snapshot.process_name, " (", snapshot.pid, ")",
+                           summary.str()));
+    }
   }
 }
 

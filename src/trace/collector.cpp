@@ -577,13 +577,14 @@ bool hotscope::detail::has_room_slow(Ring* ring, std::uint64_t head,
 
 namespace {
 
-// Runtime text goes into the ring itself: a header record, then the bytes in payload records.
-void write_inline(std::uint32_t kind, std::string_view text) noexcept {
+// A header record, then `bytes` of `data` in payload records (the last one padded with zeros):
+// runtime text, a stack's return addresses. Whole or counted as dropped.
+void write_with_payload(std::uint32_t kind, std::uint64_t value, const void* data,
+                        std::size_t bytes) noexcept {
   using namespace hotscope::detail;
   Ring* ring = current_ring();
-  const std::size_t length = std::min<std::size_t>(text.size(), HOTSCOPE_INLINE_TEXT_MAX);
   const std::uint64_t payload =
-      (length + HOTSCOPE_PAYLOAD_BYTES_PER_RECORD - 1) / HOTSCOPE_PAYLOAD_BYTES_PER_RECORD;
+      (bytes + HOTSCOPE_PAYLOAD_BYTES_PER_RECORD - 1) / HOTSCOPE_PAYLOAD_BYTES_PER_RECORD;
   const std::uint64_t head = ring->head.load(std::memory_order_relaxed);
   if (!has_room(ring, head, 1 + payload)) {
     count_dropped(ring, 1 + payload);
@@ -593,21 +594,32 @@ void write_inline(std::uint32_t kind, std::string_view text) noexcept {
   hotscope_record& header = ring->slots[head & mask];
   header.ticks = now();
   header.ref = 0;
-  header.value = length;
+  header.value = value;
   header.kind = kind;
   header.payload_records = static_cast<std::uint32_t>(payload);
   for (std::uint64_t p = 0; p < payload; ++p) {
-    char* bytes = reinterpret_cast<char*>(&ring->slots[(head + 1 + p) & mask]);
+    char* slot = reinterpret_cast<char*>(&ring->slots[(head + 1 + p) & mask]);
     const std::size_t offset = p * HOTSCOPE_PAYLOAD_BYTES_PER_RECORD;
     const std::size_t chunk =
-        std::min<std::size_t>(HOTSCOPE_PAYLOAD_BYTES_PER_RECORD, length - offset);
-    std::memcpy(bytes, text.data() + offset, chunk);
-    std::memset(bytes + chunk, 0, HOTSCOPE_PAYLOAD_BYTES_PER_RECORD - chunk);
+        std::min<std::size_t>(HOTSCOPE_PAYLOAD_BYTES_PER_RECORD, bytes - offset);
+    std::memcpy(slot, static_cast<const char*>(data) + offset, chunk);
+    std::memset(slot + chunk, 0, HOTSCOPE_PAYLOAD_BYTES_PER_RECORD - chunk);
   }
   ring->head.store(head + 1 + payload, std::memory_order_release);
 }
 
+// Runtime text goes into the ring itself, cut at HOTSCOPE_INLINE_TEXT_MAX bytes.
+void write_inline(std::uint32_t kind, std::string_view text) noexcept {
+  const std::size_t length = std::min<std::size_t>(text.size(), HOTSCOPE_INLINE_TEXT_MAX);
+  write_with_payload(kind, length, text.data(), length);
+}
+
 } // namespace
+
+void hotscope::detail::write_stack(const std::uint64_t* frames, std::uint32_t count) noexcept {
+  count = std::min<std::uint32_t>(count, HOTSCOPE_STACK_FRAMES_MAX);
+  write_with_payload(HOTSCOPE_RECORD_STACK, count, frames, count * sizeof(std::uint64_t));
+}
 
 void hotscope::detail::message_copy(std::string_view text) noexcept {
   write_inline(HOTSCOPE_RECORD_MESSAGE_INLINE, text);

@@ -23,29 +23,27 @@ LockTable::Stats LockTable::new_stats(const Lock& lock) {
 }
 
 LockTable::Instance* LockTable::instance(const Lock& lock) {
-  std::uint32_t index = 0;
-  if (lock.named) {
-    const auto found = named_.find(std::string(lock.display));
-    if (found != named_.end()) {
-      index = found->second;
-    } else if (locks_.size() < kLocksMax) {
-      index = static_cast<std::uint32_t>(locks_.size());
-      locks_.push_back(new_stats(lock));
-      named_.emplace(lock.display, index);
-    } else {
-      ++given_up_;
-      return nullptr;
+  // The lock's statistics: by name, or for an interposed lock by address.
+  const auto stats_in = [&](auto& table, const auto& key) -> std::optional<std::uint32_t> {
+    if (const auto found = table.find(key); found != table.end()) {
+      return found->second;
     }
-  } else if (const auto found = by_address_.find(lock.address); found != by_address_.end()) {
-    index = found->second;
-  } else if (locks_.size() < kLocksMax) {
-    index = static_cast<std::uint32_t>(locks_.size());
+    if (locks_.size() >= kLocksMax) {
+      return std::nullopt;
+    }
+    const auto index = static_cast<std::uint32_t>(locks_.size());
     locks_.push_back(new_stats(lock));
-    by_address_.emplace(lock.address, index);
-  } else {
+    table.emplace(key, index);
+    return index;
+  };
+  const std::optional<std::uint32_t> stats = lock.named
+                                                 ? stats_in(named_, std::string(lock.display))
+                                                 : stats_in(by_address_, lock.address);
+  if (!stats) {
     ++given_up_;
     return nullptr;
   }
+  const std::uint32_t index = *stats;
   auto found = instances_.find(lock.address);
   if (found == instances_.end()) {
     if (instances_.size() >= kInstancesMax) {

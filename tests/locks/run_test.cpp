@@ -11,6 +11,7 @@
 #include <signal.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <string>
@@ -45,6 +46,12 @@ TEST(LocksRun, AnInversionThatNeverDeadlocksRecordsItsOrders) {
   const auto [status, stats] = run(scratch.path(), "inversion");
   ASSERT_EQ(status, 0) << slurp(scratch.path() / "err");
   EXPECT_GE(records_written(stats), 4u) << "two LOCK_ORDER records and their stacks at least";
+  ASSERT_EQ(stats.at("lock_inversions").size(), 1u) << stats.at("lock_inversions");
+  EXPECT_TRUE(stats.at("deadlocks").empty());
+  // The summary on stderr names it too.
+  const std::string err = slurp(scratch.path() / "err");
+  EXPECT_NE(err.find("hotscope: locks of "), std::string::npos) << err;
+  EXPECT_NE(err.find("Lock-order inversions: 1"), std::string::npos) << err;
 }
 
 TEST(LocksRun, AContendedStaticMutexIsNamedInTheTrace) {
@@ -61,6 +68,14 @@ TEST(LocksRun, AContendedStaticMutexIsNamedInTheTrace) {
     }
   }
   EXPECT_EQ(waits, 1u);
+  const auto& locks = stats.at("locks");
+  const auto guarded = std::find_if(locks.begin(), locks.end(),
+                                    [](const auto& lock) { return lock.at("name") == "guarded"; });
+  ASSERT_NE(guarded, locks.end()) << locks;
+  EXPECT_EQ(guarded->at("kind"), "pthread_mutex");
+  EXPECT_EQ(guarded->at("contended"), 1);
+  const std::string err = slurp(scratch.path() / "err");
+  EXPECT_NE(err.find("guarded"), std::string::npos) << err;
 }
 
 TEST(LocksRun, WithoutLocksNothingIsRecorded) {
@@ -96,7 +111,13 @@ TEST(LocksRun, ADeadlockedProgramEndedBySigtermWritesItsReports) {
   const std::string stats = slurp(dir / "out" / "stats.json");
   ASSERT_FALSE(stats.empty()) << slurp(dir / "err");
   // Each thread's wait (LOCK_WAIT, LOCK_HOLDER, a stack) and order (LOCK_ORDER, a stack).
-  EXPECT_GE(records_written(nlohmann::json::parse(stats)), 8u);
+  const nlohmann::json json = nlohmann::json::parse(stats);
+  EXPECT_GE(records_written(json), 8u);
+  // The two static mutexes, each held by one thread and waited for by the other.
+  ASSERT_EQ(json.at("deadlocks").size(), 1u) << json.at("deadlocks");
+  EXPECT_EQ(json.at("deadlocks")[0].at("cycle").size(), 2u);
+  const std::string err = slurp(dir / "err");
+  EXPECT_NE(err.find("deadlock: "), std::string::npos) << err;
 }
 
 } // namespace
