@@ -1,8 +1,8 @@
 // The statistics as JSON; docs/formats-output.md documents the schema, which the agent API
 // serves too, so keys change only together with that document.
 #include "export/common.hpp"
-#include "export/lock_frames.hpp"
 #include "export/export.hpp"
+#include "export/lock_frames.hpp"
 #include "text/text.hpp"
 
 #include <ostream>
