@@ -14,8 +14,10 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <set>
 #include <string>
 #include <thread>
+#include <vector>
 
 namespace {
 
@@ -96,28 +98,51 @@ TEST(LocksRun, ConditionWaitsTryLocksAndAForkWhileALockIsHeldRunAsWithout) {
   }
 }
 
+// Starts `command` under `hotscope run --locks`, ends it with SIGTERM after 1.5 s (it deadlocked:
+// it never ends by itself) and returns its stats.json.
+nlohmann::json run_until_sigterm(const fs::path& dir, const std::vector<std::string>& command) {
+  std::vector<std::string> argv{HOTSCOPE_CLI,           "run", "--locks", "--out",
+                                (dir / "out").string(), "--"};
+  argv.insert(argv.end(), command.begin(), command.end());
+  const pid_t launcher = hotscope::test_support::start_command(argv, dir / "err");
+  EXPECT_GT(launcher, 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  kill(launcher, SIGTERM);
+  EXPECT_NE(hotscope::test_support::wait_for_child(launcher), -1) << "the launcher did not end";
+  const std::string stats = slurp(dir / "out" / "stats.json");
+  EXPECT_FALSE(stats.empty()) << slurp(dir / "err");
+  return stats.empty() ? nlohmann::json() : nlohmann::json::parse(stats);
+}
+
 TEST(LocksRun, ADeadlockedProgramEndedBySigtermWritesItsReports) {
   const hotscope::testing::ScratchDir scratch("locks-run-deadlock");
   const fs::path& dir = scratch.path();
-  const pid_t launcher = hotscope::test_support::start_command({HOTSCOPE_CLI, "run", "--locks",
-                                                                "--out", (dir / "out").string(),
-                                                                "--", LOCKS_PROGRAM, "deadlock"},
-                                                               dir / "err");
-  ASSERT_GT(launcher, 0);
-  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
-  kill(launcher, SIGTERM);
-  const int status = hotscope::test_support::wait_for_child(launcher);
-  ASSERT_NE(status, -1) << "the launcher did not end";
-  const std::string stats = slurp(dir / "out" / "stats.json");
-  ASSERT_FALSE(stats.empty()) << slurp(dir / "err");
+  const nlohmann::json json = run_until_sigterm(dir, {LOCKS_PROGRAM, "deadlock"});
+  ASSERT_FALSE(json.is_null());
   // Each thread's wait (LOCK_WAIT, LOCK_HOLDER, a stack) and order (LOCK_ORDER, a stack).
-  const nlohmann::json json = nlohmann::json::parse(stats);
   EXPECT_GE(records_written(json), 8u);
   // The two static mutexes, each held by one thread and waited for by the other.
   ASSERT_EQ(json.at("deadlocks").size(), 1u) << json.at("deadlocks");
   EXPECT_EQ(json.at("deadlocks")[0].at("cycle").size(), 2u);
   const std::string err = slurp(dir / "err");
   EXPECT_NE(err.find("deadlock: "), std::string::npos) << err;
+}
+
+// The same with plain std::mutex in a C++ program: the deadlock names both statics.
+TEST(LocksRun, AStdMutexDeadlockIsNamedWithBothMutexes) {
+  const hotscope::testing::ScratchDir scratch("locks-run-std-mutex");
+  const nlohmann::json json = run_until_sigterm(scratch.path(), {STD_MUTEX_PROGRAM});
+  ASSERT_FALSE(json.is_null());
+  ASSERT_EQ(json.at("deadlocks").size(), 1u) << json.at("deadlocks");
+  std::set<std::string> locks;
+  for (const auto& link : json.at("deadlocks")[0].at("cycle")) {
+    const std::string lock = link.at("lock");
+    locks.insert(lock.find("accounts_mutex") != std::string::npos ? "accounts_mutex"
+                 : lock.find("ledger_mutex") != std::string::npos ? "ledger_mutex"
+                                                                  : lock);
+  }
+  EXPECT_EQ(locks, (std::set<std::string>{"accounts_mutex", "ledger_mutex"}))
+      << json.at("deadlocks");
 }
 
 } // namespace
