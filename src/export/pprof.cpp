@@ -357,6 +357,29 @@ ContentionStacks contention_stacks(const Snapshot& snapshot) {
   return out;
 }
 
+// The sample types of a profile counting events and their time ("samples"/count and
+// "cpu"/nanoseconds; "contentions"/count and "delay"/nanoseconds), its period, and the window
+// it covers: the whole measuring window.
+struct SampleNames {
+  const char* count;
+  const char* time;
+};
+struct Period {
+  const char* type;
+  const char* unit;
+  std::int64_t value;
+};
+void count_and_time_profile(pprof::ProfileWriter& writer, Strings& strings,
+                            const Snapshot& snapshot, SampleNames names, Period period) {
+  writer.sample_type(strings.value_type(names.count, "count"));
+  writer.sample_type(strings.value_type(names.time, "nanoseconds"));
+  pprof::ProfileScalars& scalars = writer.scalars();
+  scalars.period_type = strings.value_type(period.type, period.unit);
+  scalars.period = period.value;
+  scalars.time_nanos = static_cast<std::int64_t>(snapshot.start_unix_ns);
+  scalars.duration_nanos = static_cast<std::int64_t>(snapshot.duration_ns);
+}
+
 } // namespace
 
 void write_pprof_heap(const HeapProfile& profile, std::int64_t period, std::ostream& out) {
@@ -420,13 +443,8 @@ void write_pprof_cpu(const Snapshot& snapshot, std::ostream& out) {
   const CpuProfile& cpu = snapshot.cpu;
   pprof::ProfileWriter writer;
   Strings strings(writer);
-  writer.sample_type(strings.value_type("samples", "count"));
-  writer.sample_type(strings.value_type("cpu", "nanoseconds"));
-  pprof::ProfileScalars& scalars = writer.scalars();
-  scalars.period_type = strings.value_type("cpu", "nanoseconds");
-  scalars.period = static_cast<std::int64_t>(cpu.period_ns);
-  scalars.time_nanos = static_cast<std::int64_t>(snapshot.start_unix_ns);
-  scalars.duration_nanos = static_cast<std::int64_t>(snapshot.duration_ns);
+  count_and_time_profile(writer, strings, snapshot, {"samples", "cpu"},
+                         {"cpu", "nanoseconds", static_cast<std::int64_t>(cpu.period_ns)});
   write_stacks(cpu, writer, strings, [&](std::size_t i) {
     return std::array<std::int64_t, 2>{
         static_cast<std::int64_t>(cpu.stacks[i].samples),
@@ -438,13 +456,8 @@ void write_pprof_cpu(const Snapshot& snapshot, std::ostream& out) {
 void write_pprof_mutex(const Snapshot& snapshot, std::ostream& out) {
   pprof::ProfileWriter writer;
   Strings strings(writer);
-  writer.sample_type(strings.value_type("contentions", "count"));
-  writer.sample_type(strings.value_type("delay", "nanoseconds"));
-  pprof::ProfileScalars& scalars = writer.scalars();
-  scalars.period_type = strings.value_type("contentions", "count");
-  scalars.period = 1;
-  scalars.time_nanos = static_cast<std::int64_t>(snapshot.start_unix_ns);
-  scalars.duration_nanos = static_cast<std::int64_t>(snapshot.duration_ns);
+  count_and_time_profile(writer, strings, snapshot, {"contentions", "delay"},
+                         {"contentions", "count", 1});
   const ContentionStacks contention = contention_stacks(snapshot);
   write_stacks(contention.stacks, writer, strings, [&](std::size_t i) {
     return std::array<std::int64_t, 2>{
