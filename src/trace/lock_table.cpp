@@ -227,13 +227,10 @@ LockTable::WaitEnd LockTable::try_failed(const At& at, const Lock& lock) {
 
 void LockTable::order(const At& at, std::uint64_t held, std::uint64_t address) {
   ThreadLocks& thread = thread_locks(at);
-  thread.last = Last::None;
-  if (!instances_.contains(held) || !instances_.contains(address)) {
-    // An order between locks never contended: named when it first matters, by address.
-    for (const std::uint64_t lock : {held, address}) {
-      if (!instances_.contains(lock) && instances_.size() < kInstancesMax) {
-        instances_.emplace(lock, Instance(UINT32_MAX, 0));
-      }
+  // A lock never contended is known from its orders alone: named by address (instance_name).
+  for (const std::uint64_t lock : {held, address}) {
+    if (instances_.size() < kInstancesMax) {
+      instances_.try_emplace(lock, UINT32_MAX, 0);
     }
   }
   add_order(at, held, address, site_of(at));
