@@ -100,6 +100,11 @@ struct Program {
   std::vector<std::string> command;
 };
 
+// Arguments for a demo whose threads use enough CPU for a few seconds' CPU samples to name its
+// functions: each thread is sampled on its own CPU clock, and at the default 2,000 requests a
+// second a fast machine's demo threads can each stay under one 99 Hz period in two seconds.
+inline const std::vector<std::string> kBusyDemo{"--rate", "10000"};
+
 // hotscope-demo --seconds 0, with HOTSCOPE_RUNTIME_DIR=<scratch>/rt (unless `env` names another),
 // until the test ends.
 class Demo {

@@ -75,7 +75,7 @@ TEST(AgentPprof, GoToolPprofReadsTheWallProfileOverTcp) {
 // Go's path of the CPU profile: the sampler runs for the seconds asked (it is off in the demo),
 // and go tool pprof reads it without asking the agent for symbols.
 TEST(AgentPprof, GoToolPprofReadsTheCpuProfileOverTcp) {
-  Demo demo(Env{{"HOTSCOPE_AGENT_TCP", "127.0.0.1:0"}});
+  Demo demo(Env{{"HOTSCOPE_AGENT_TCP", "127.0.0.1:0"}}, true, kBusyDemo);
   std::vector<std::string> arguments{"-top", "-nodefraction=0", "-timeout=60"};
   if (!DEMO_HEAP) {
     // A sanitizer build's demo is so large that pprof's own symbolization of its mappings takes

@@ -24,7 +24,7 @@ std::size_t lines_in(const std::string& text) {
 // The sampler is off (no HOTSCOPE_CPU_HZ): the agent runs it for the window, and the demo's
 // request handling shows in the top functions with CPU time.
 TEST(CpuCli, WritesTheProfileAndTheTopFunctions) {
-  Demo demo;
+  Demo demo({}, true, kBusyDemo);
   const std::string pid = std::to_string(demo.pid());
   const fs::path file = demo.scratch() / "window.pb.gz";
   const CommandResult cpu =
