@@ -47,6 +47,7 @@ constexpr Endpoint kEndpoints[] = {
     {"/v1/locks", "GET", {}, false},
     {"/v1/metrics", "GET", {}, true},
     {"/v1/heap", "GET", {"format"}, false},
+    {"/v1/cpu", "GET", {"format"}, false},
     {"/v1/reset", "POST", {}, false},
     {"/debug/pprof/heap", "GET", {}, true},
     {"/debug/pprof/profile", "GET", {"format", "seconds"}, true},
@@ -514,10 +515,15 @@ Response answer(const Process& process, Listener listener, const Request& reques
     snapshot.heap = heap_link::figures();
     return written(Format::Prometheus, std::move(snapshot));
   }
-  if (path == "/v1/heap") {
+  if (path == "/v1/heap" || path == "/v1/cpu") {
     std::string problem;
     const FormatInfo* format = chosen_format(request, problem);
-    return format == nullptr ? error_response(400, problem) : heap(*format);
+    if (format == nullptr) {
+      return error_response(400, problem);
+    }
+    return path == "/v1/heap"
+               ? heap(*format)
+               : written(format->format, trace::snapshot(trace::Contents::StatisticsOnly));
   }
   if (path == "/debug/pprof/heap") {
     return heap(exporters::format_info(Format::PprofHeap));

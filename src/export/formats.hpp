@@ -44,12 +44,14 @@ struct FormatInfo {
   bool snapshot; // saved by the console's `s` key (docs/console.md)
 };
 
-// One row per format. The formats of one endpoint are in the order its `format` parameter lists
-// them (its usage, its 400 answer); the first is what it answers without one. write_all writes
+// One row per format and endpoint: a format an endpoint answers at a second path has a row there
+// too, after its first (the one format_info gives, with its file). The formats of one endpoint are
+// in the order its `format` parameter lists them (its usage, its 400 answer); the first is what it
+// answers without one. write_all writes
 // the files of the formats that libhotscope writes from a snapshot, in this order (the CPU
 // profile's only when the snapshot has CPU samples). The heap files are the heap library's
 // (docs/heap.md). /debug/pprof/heap answers PprofHeap too, at Go's path; /debug/pprof/profile
-// answers the CPU samples of the next N seconds.
+// answers the CPU samples of the next N seconds, /v1/cpu those of the measuring window so far.
 inline constexpr FormatInfo kFormats[] = {
     {Format::StatsJson, "/v1/stats", "json", "stats.json", kJsonMime, true},
     {Format::Table, "/v1/stats", "table", "report.txt", kTextMime, true},
@@ -66,6 +68,8 @@ inline constexpr FormatInfo kFormats[] = {
     {Format::PprofWall, "/debug/pprof/wall", "", "", kBinaryMime, false},
     {Format::PprofCpu, "/debug/pprof/profile", "pprof", "cpu.pb.gz", kBinaryMime, false},
     {Format::CpuFolded, "/debug/pprof/profile", "folded", "cpu.folded", kTextMime, false},
+    {Format::CpuFolded, "/v1/cpu", "folded", "", kTextMime, false},
+    {Format::PprofCpu, "/v1/cpu", "pprof", "", kBinaryMime, false},
     {Format::PprofMutex, "/debug/pprof/mutex", "", "", kBinaryMime, false},
 };
 

@@ -267,7 +267,7 @@ TEST(Routes, EveryEndpointAnswers) {
 TEST(Routes, ErrorsNameTheProblem) {
   const auto missing = get("/v2/info");
   EXPECT_EQ(missing.status, 404u);
-  EXPECT_EQ(nlohmann::json::parse(missing.body).at("endpoints").size(), 12u);
+  EXPECT_EQ(nlohmann::json::parse(missing.body).at("endpoints").size(), 13u);
   EXPECT_EQ(get("/v1/stats", {{"format", "xml"}}).status, 400u);
   EXPECT_EQ(get("/v1/stats", {{"colour", "red"}}).status, 400u);
   for (const char* bad : {"0", "-1", "x", "1e400", "nan", "2s", ""}) {
@@ -321,8 +321,8 @@ TEST(Routes, EveryFormatAnswersWithTheTablesMimeType) {
     if (format.format == exporters::Format::PprofWall) {
       query.emplace_back("seconds", "0.001");
     }
-    if (format.format == exporters::Format::PprofCpu) {
-      query.emplace_back("seconds", "1");
+    if (std::string(format.path) == "/debug/pprof/profile") {
+      query.emplace_back("seconds", "1"); // its default is Go's 30
     }
     const auto response = get(format.path, query);
     if (std::string(format.path) == "/v1/heap") {
@@ -348,7 +348,8 @@ TEST(Routes, NotFoundListsEveryEndpointsUsage) {
                                    "GET /v1/trace?format=chrome|folded|text&seconds=N",
                                    "GET /v1/threads?format=json|text&stuck_ms=N", "GET /v1/locks",
                                    "GET /v1/metrics", "GET /v1/heap?format=dhat|pprof",
-                                   "POST /v1/reset", "GET /debug/pprof/heap",
+                                   "GET /v1/cpu?format=folded|pprof", "POST /v1/reset",
+                                   "GET /debug/pprof/heap",
                                    "GET /debug/pprof/profile?format=pprof|folded&seconds=N",
                                    "GET /debug/pprof/wall?seconds=N", "GET /debug/pprof/mutex"}));
   EXPECT_EQ(nlohmann::json::parse(get("/v1/trace", {{"colour", "red"}}).body).at("error"),

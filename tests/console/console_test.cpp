@@ -184,6 +184,38 @@ TEST(ConsoleLive, MemoryTabShowsSitesOrHowToTurnTheProfilerOn) {
   EXPECT_EQ(tmux.exit_status(), 0);
 }
 
+// The flame tab's `c`: the CPU samples of the last seconds, down through the demo's native
+// frames, and back to wall time; with the sampler off it says how to start it.
+TEST(ConsoleLive, FlameTabTogglesBetweenWallAndCpuTime) {
+  {
+    Demo demo(Env{{"HOTSCOPE_CPU_HZ", "99"}}, true, kBusyDemo);
+    Tmux tmux(200, 45,
+              console_command(demo.runtime_dir(), {"-p", std::to_string(demo.pid()), "--tab",
+                                                   "flame", "--flame-seconds", "1"}));
+    tmux.wait_for("self time in the trace's last 1 s");
+    tmux.keys({"c"});
+    const std::string cpu = tmux.wait_for("sampled at 99 Hz");
+    EXPECT_NE(cpu.find("CPU time in"), std::string::npos) << cpu;
+    // A second answer shows what the stacks gained over the last second or so.
+    const std::string recent = tmux.wait_for("CPU time in the last");
+    EXPECT_NE(recent.find("start_thread"), std::string::npos) << recent;
+    tmux.keys({"c"});
+    tmux.wait_for("self time in the trace's last 1 s");
+    tmux.keys({"q"});
+    EXPECT_EQ(tmux.exit_status(), 0);
+  }
+  Demo demo;
+  Tmux tmux(
+      200, 45,
+      console_command(demo.runtime_dir(), {"-p", std::to_string(demo.pid()), "--tab", "flame"}));
+  tmux.wait_for("self time in the trace's last");
+  tmux.keys({"c"});
+  const std::string off = tmux.wait_for("the CPU sampler is off");
+  EXPECT_NE(off.find("HOTSCOPE_CPU_HZ=99"), std::string::npos) << off;
+  tmux.keys({"q"});
+  EXPECT_EQ(tmux.exit_status(), 0);
+}
+
 // -n: the console keeps the last data when the process exits, says so, and watches the next
 // process of that name when one starts.
 TEST(ConsoleLive, ShowsThatTheTargetExitedAndFollowsItsName) {

@@ -593,6 +593,54 @@ TEST(ConsoleFlame, FoldedStacksMakeATreeWithCallersAndCallees) {
   EXPECT_TRUE(ui.view.flame_zoom.empty());
 }
 
+// The CPU flame shows what each stack gained since the previous answer, each sample a period of
+// CPU time; the first answer and one after a reset (counts went down) show all of the window.
+TEST(ConsoleFlame, CpuFlameIsTheSamplesGainedSinceThePreviousAnswer) {
+  Model model;
+  Json answer = stats(1'000'000'000, 10, 100, 100);
+  answer["cpu"] = {{"hz", 100}, {"period_ns", 10'000'000}, {"samples", 12}};
+  update(model, answer);
+  ViewState state;
+  state.tab = Tab::Flame;
+  state.flame_cpu = true;
+  EXPECT_NE(flame_page(model, state, 100).fixed.at(0).text.find("asking for the CPU samples"),
+            std::string::npos);
+  model.update_cpu_flame("main;a;b 10\nmain;c 2\n", 10'000'000);
+  EXPECT_EQ(model.cpu_flame().total_ns, 120'000'000u);
+  EXPECT_EQ(model.cpu_flame_seconds(), 0); // all of the window
+  Page page = flame_page(model, state, 100);
+  EXPECT_NE(page.fixed.at(0).text.find("CPU time in the measuring window"), std::string::npos)
+      << page.fixed.at(0).text;
+  EXPECT_EQ(page.keys, std::vector<std::string>{"main"});
+
+  answer["duration_ns"] = 3'000'000'000;
+  update(model, answer);
+  model.update_cpu_flame("main;a;b 13\nmain;c 2\nmain;d 1\n", 10'000'000);
+  const FlameNode& main_frame = model.cpu_flame().children.at(0);
+  EXPECT_EQ(main_frame.total_ns, 40'000'000u); // b gained 3, d 1, c nothing
+  ASSERT_EQ(main_frame.children.size(), 2u);
+  EXPECT_EQ(main_frame.children[0].name, "a");
+  EXPECT_EQ(model.cpu_flame_seconds(), 2);
+  EXPECT_NE(flame_page(model, state, 100).fixed.at(0).text.find("the last 2.0 s"),
+            std::string::npos);
+
+  answer["duration_ns"] = 500'000'000; // reset
+  update(model, answer);
+  model.update_cpu_flame("main;c 1\n", 10'000'000);
+  EXPECT_EQ(model.cpu_flame().total_ns, 10'000'000u);
+  EXPECT_EQ(model.cpu_flame_seconds(), 0);
+
+  // The sampler off: how to start it; `c` goes back to wall time.
+  answer["cpu"] = {{"hz", 0}, {"period_ns", 0}, {"samples", 0}, {"problem", ""}};
+  update(model, answer);
+  EXPECT_NE(flame_page(model, state, 100).fixed.at(0).text.find("HOTSCOPE_CPU_HZ=99"),
+            std::string::npos);
+  UiState ui;
+  ui.view = state;
+  EXPECT_EQ(handle_key('c', ui, Page{}), Action::Refresh);
+  EXPECT_FALSE(ui.view.flame_cpu);
+}
+
 TEST(ConsoleKeys, SortFilterTabsAndQuit) {
   Model model;
   Json answer = stats(1'000'000'000, 10, 100, 100);

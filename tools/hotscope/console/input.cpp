@@ -141,6 +141,9 @@ Action flame_key(int key, UiState& ui, const Page& page) {
   } else if ((is_backspace(key) || key == KEY_LEFT) && !view.flame_zoom.empty()) {
     view.selection() = view.flame_zoom.back();
     view.flame_zoom.pop_back();
+  } else if (key == 'c') {
+    view.flame_cpu = !view.flame_cpu;
+    return Action::Refresh;
   }
   return Action::None;
 }
@@ -190,9 +193,10 @@ std::vector<std::string> help_lines() {
     keys += fmt::format("  {} {}", column_key(c), column_heading(c));
   }
   lines.push_back(keys);
-  lines.insert(
-      lines.end(),
-      {"", " Flame tab", "   Enter   zoom into the selected frame;  Backspace, Left  zoom out"});
+  lines.insert(lines.end(),
+               {"", " Flame tab",
+                "   Enter   zoom into the selected frame;  Backspace, Left  zoom out",
+                "   c   CPU time (the CPU sampler's stacks) / wall time in scopes (the trace)"});
   return lines;
 }
 

@@ -291,12 +291,14 @@ void Model::set_heap_unavailable(std::string hint) {
   previous_sites_.clear();
 }
 
-void Model::update_flame(const std::string& folded, double seconds) {
-  flame_seconds_ = seconds;
-  flame_ = FlameNode{"all", 0, 0, {}};
-  stacks_.clear();
-  const profiles::StackLines stacks =
-      profiles::folded_stacks(folded, "the agent's folded stacks (GET /v1/trace)");
+namespace {
+
+// Each line of folded stacks (`what` names them in a failure) as its frames, root first, and its
+// count.
+std::vector<std::pair<std::vector<std::string>, std::uint64_t>>
+folded_lines(const std::string& folded, const std::string& what) {
+  const profiles::StackLines stacks = profiles::folded_stacks(folded, what);
+  std::vector<std::pair<std::vector<std::string>, std::uint64_t>> lines;
   for (std::size_t i = 0; i < stacks.starts.size(); ++i) {
     std::vector<std::string> frames;
     const std::string_view joined = stacks.frames(i);
@@ -308,12 +310,16 @@ void Model::update_flame(const std::string& folded, double seconds) {
       }
       start = end + 1;
     }
-    const std::uint64_t ns = stacks.count(i);
-    // The first two frames are the process and the thread: the flame merges threads.
-    if (frames.size() > 2) {
-      frames.erase(frames.begin(), frames.begin() + 2);
-    }
-    FlameNode* node = &flame_;
+    lines.emplace_back(std::move(frames), stacks.count(i));
+  }
+  return lines;
+}
+
+// The flame graph of `stacks` (frames root first, time in ns): children widest first.
+FlameNode flame_of(const std::vector<std::pair<std::vector<std::string>, std::uint64_t>>& stacks) {
+  FlameNode root{"all", 0, 0, {}};
+  for (const auto& [frames, ns] : stacks) {
+    FlameNode* node = &root;
     node->total_ns += ns;
     for (const std::string& frame : frames) {
       auto child = std::find_if(node->children.begin(), node->children.end(),
@@ -326,10 +332,8 @@ void Model::update_flame(const std::string& folded, double seconds) {
       node->total_ns += ns;
     }
     node->self_ns += ns;
-    stacks_.emplace_back(std::move(frames), ns);
   }
-  // Widest first, as a flame graph reads.
-  std::vector<FlameNode*> pending{&flame_};
+  std::vector<FlameNode*> pending{&root};
   while (!pending.empty()) {
     FlameNode* node = pending.back();
     pending.pop_back();
@@ -339,7 +343,51 @@ void Model::update_flame(const std::string& folded, double seconds) {
       pending.push_back(&child);
     }
   }
+  return root;
+}
+
+} // namespace
+
+void Model::update_flame(const std::string& folded, double seconds) {
+  flame_seconds_ = seconds;
+  stacks_ = folded_lines(folded, "the agent's folded stacks (GET /v1/trace)");
+  for (auto& [frames, ns] : stacks_) {
+    // The first two frames are the process and the thread: the flame merges threads.
+    if (frames.size() > 2) {
+      frames.erase(frames.begin(), frames.begin() + 2);
+    }
+  }
+  flame_ = flame_of(stacks_);
   has_flame_ = true;
+}
+
+void Model::update_cpu_flame(const std::string& folded, std::uint64_t period_ns) {
+  auto lines = folded_lines(folded, "the agent's CPU samples (GET /v1/cpu)");
+  std::map<std::vector<std::string>, std::uint64_t> samples;
+  for (auto& [frames, count] : lines) {
+    samples[std::move(frames)] += count;
+  }
+  // Since the previous answer, unless the window started again (a reset: durations or counts
+  // went down), or there was none.
+  bool continues = has_cpu_flame_ && stats_duration_ns_ > cpu_window_ns_;
+  for (const auto& [frames, count] : previous_cpu_) {
+    const auto now = samples.find(frames);
+    continues = continues && now != samples.end() && now->second >= count;
+  }
+  std::vector<std::pair<std::vector<std::string>, std::uint64_t>> gained;
+  for (const auto& [frames, count] : samples) {
+    const auto before = continues ? previous_cpu_.find(frames) : previous_cpu_.end();
+    const std::uint64_t grown = count - (before != previous_cpu_.end() ? before->second : 0);
+    if (grown > 0) {
+      gained.emplace_back(frames, grown * period_ns);
+    }
+  }
+  cpu_flame_ = flame_of(gained);
+  cpu_flame_seconds_ =
+      continues ? static_cast<double>(stats_duration_ns_ - cpu_window_ns_) / 1e9 : 0;
+  cpu_window_ns_ = stats_duration_ns_;
+  previous_cpu_ = std::move(samples);
+  has_cpu_flame_ = true;
 }
 
 namespace {

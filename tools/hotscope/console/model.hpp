@@ -66,7 +66,7 @@ struct Memory {
   std::vector<HeapSite> sites; // by live bytes
 };
 
-// One frame of the flame graph of self time: children by time.
+// One frame of a flame graph (wall time in scopes, or CPU time): children by time.
 struct FlameNode {
   std::string name;
   std::uint64_t self_ns = 0, total_ns = 0;
@@ -86,6 +86,10 @@ public:
   void set_heap_unavailable(std::string hint);
   // GET /v1/trace?format=folded&seconds=`seconds`.
   void update_flame(const std::string& folded, double seconds);
+  // GET /v1/cpu?format=folded: the measuring window's CPU samples per stack, each standing for
+  // `period_ns` of CPU time. The CPU flame is what each stack gained since the previous answer
+  // (all of the window at the first answer and after a reset). Call after update_stats().
+  void update_cpu_flame(const std::string& folded, std::uint64_t period_ns);
   // A new process (reconnected by name): forget everything.
   void clear();
 
@@ -107,6 +111,10 @@ public:
   const FlameNode& flame() const { return flame_; }
   bool has_flame() const { return has_flame_; }
   double flame_seconds() const { return flame_seconds_; }
+  const FlameNode& cpu_flame() const { return cpu_flame_; }
+  bool has_cpu_flame() const { return has_cpu_flame_; }
+  // The span of the measuring window the CPU flame covers; 0: all of it, from its start.
+  double cpu_flame_seconds() const { return cpu_flame_seconds_; }
   // Callers and callees of `name` in the trace window, with the time spent: from the folded
   // stacks, so only once the flame has been fetched.
   std::vector<std::pair<std::string, std::uint64_t>> callers(const std::string& name) const;
@@ -155,6 +163,12 @@ private:
   bool has_flame_ = false;
   double flame_seconds_ = 0;
   std::vector<std::pair<std::vector<std::string>, std::uint64_t>> stacks_;
+
+  FlameNode cpu_flame_;
+  bool has_cpu_flame_ = false;
+  double cpu_flame_seconds_ = 0;
+  std::uint64_t cpu_window_ns_ = 0; // the window's duration at the last CPU answer
+  std::map<std::vector<std::string>, std::uint64_t> previous_cpu_; // samples per stack then
 };
 
 } // namespace hotscope::cli::console

@@ -116,6 +116,9 @@ bool Source::fetch(Model& model, const ViewState& state, const FetchOptions& opt
     }
     [[fallthrough]]; // the detail pane's callers and callees come from the trace
   case TabAnswer::Trace: {
+    if (state.tab == Tab::Flame && state.flame_cpu) {
+      return fetch_cpu_flame(model, options) && gone_.empty();
+    }
     // A trace answer copies and walks the whole trace window in the process: asked for once
     // per flame period, not at every refresh.
     const auto now = std::chrono::steady_clock::now();
@@ -139,6 +142,27 @@ bool Source::fetch(Model& model, const ViewState& state, const FetchOptions& opt
     break;
   }
   return gone_.empty();
+}
+
+// The window's CPU samples, asked for once per flame period, while the sampler runs (else the
+// flame tab says how to start it). False when the process has gone.
+bool Source::fetch_cpu_flame(Model& model, const FetchOptions& options) {
+  const std::optional<profiles::CpuSampling>& cpu = model.stats().cpu;
+  const auto now = std::chrono::steady_clock::now();
+  if (!cpu || cpu->hz == 0 ||
+      (model.has_cpu_flame() &&
+       now - last_cpu_ < std::chrono::duration<double>(options.flame_seconds))) {
+    return true;
+  }
+  last_cpu_ = now;
+  const std::string path = exporters::agent_target(*exporters::find_format("/v1/cpu", "folded"));
+  const std::optional<Reply> folded = get(path);
+  if (!folded) {
+    return false;
+  }
+  check_status(process_, "GET", path, *folded);
+  timed(times_.updated, [&] { model.update_cpu_flame(folded->body, cpu->period_ns); });
+  return true;
 }
 
 void Source::fetch_heap(Model& model) {

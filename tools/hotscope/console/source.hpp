@@ -16,8 +16,8 @@ namespace hotscope::cli::console {
 
 struct FetchOptions {
   std::uint64_t stuck_ms = 1000; // --stuck: a thread inside one scope longer is stuck
-  double flame_seconds = 5;      // the flame covers the last N seconds of the trace, asked
-                                 // for every N seconds
+  double flame_seconds = 5;      // the flame covers the last N seconds of the trace (or of
+                                 // CPU samples), asked for every N seconds
 };
 
 // How long the last fetch() spent on each step (the help shows them).
@@ -61,11 +61,13 @@ private:
   std::optional<Reply> get(const std::string& path);
   nlohmann::json parse(const std::string& path, const std::string& body);
   void fetch_heap(Model& model);
+  bool fetch_cpu_flame(Model& model, const FetchOptions& options);
 
   AgentProcess process_;
   std::string follow_name_;
   std::string gone_;
   std::chrono::steady_clock::time_point last_trace_; // when the flame was last asked for
+  std::chrono::steady_clock::time_point last_cpu_;   // when the CPU flame was last asked for
   // Asks for /v1/stats?format=columns, unless the agent is from before it (it answered 400).
   bool stats_columns_ = true;
   FetchTimes times_;

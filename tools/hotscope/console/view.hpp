@@ -61,6 +61,7 @@ struct ViewState {
   std::array<std::string, kTabCount> selected;
   bool detail = false;                 // the selected function's detail pane is open
   std::vector<std::string> flame_zoom; // the zoomed frame's stack, root first; empty is all
+  bool flame_cpu = false;              // the flame tab shows CPU samples, not wall time in scopes
 
   std::string& selection() { return selected[static_cast<std::size_t>(tab)]; }
   const std::string& selection() const { return selected[static_cast<std::size_t>(tab)]; }
