@@ -12,9 +12,12 @@
 # library, writing the report at exit) is what the sampled run adds beyond that line at 0 rounds.
 # With --callgrind, the same two sizes counted in instructions by valgrind's callgrind (a fixed
 # sample seed: reproducible even on a loaded machine).
-#   bench/heap.sh [--build DIR] [--repeats N] [--rounds N] [--quick] [--no-dhat] [--callgrind R]
+#   bench/heap.sh [--build DIR] [--against DIR] [--repeats N] [--rounds N] [--quick] [--no-dhat]
+#                 [--callgrind R]
 # --build: a CMake build dir that has (or will get) the hotscope_preload target; default
 #          build-bench (configured as scripts/bench.sh does).
+# --against: another build dir with a libhotscope-preload.so built (another commit's: a change's
+#          before and after): its full and sampled modes are measured in the same rounds.
 # --repeats: interleaved runs of each tool (default 5); --rounds: the workload's rounds (default
 # 40, about 3.9 million allocations); --quick: 3 repeats of 4 rounds, a smoke test of the script;
 # --no-dhat: leave valgrind out (it takes a minute per run at the default size); --callgrind R:
@@ -27,9 +30,11 @@ repeats=5
 rounds=40
 dhat=1
 callgrind=0
+against=""
 while (($#)); do
   case "$1" in
     --build) build="$2"; shift 2 ;;
+    --against) against="$2/src/libhotscope-preload.so"; shift 2 ;;
     --repeats) repeats="$2"; shift 2 ;;
     --rounds) rounds="$2"; shift 2 ;;
     --quick) repeats=3; rounds=4; shift ;;
@@ -63,7 +68,12 @@ if ((!dhat)); then
   tools=(native full heaptrack sampled)
 fi
 declare -A label=([native]="native" [full]="hotscope full" [heaptrack]="heaptrack"
-  [dhat]="valgrind DHAT" [sampled]="hotscope sampled")
+  [dhat]="valgrind DHAT" [sampled]="hotscope sampled" [against_full]="full, --against"
+  [against_sampled]="sampled, --against")
+if [[ -n "$against" ]]; then
+  [[ -f "$against" ]] || { echo "bench/heap.sh: no $against (build hotscope_preload there)" >&2; exit 2; }
+  tools+=(against_full against_sampled)
+fi
 
 run() { # tool [rounds] -> "wall_s cpu_s program_peak_kib largest_peak_kib"
   local out="$work/out-$1" command=() size="${2:-$rounds}"
@@ -73,6 +83,9 @@ run() { # tool [rounds] -> "wall_s cpu_s program_peak_kib largest_peak_kib"
     full) command=(env LD_PRELOAD="$preload" HOTSCOPE_OUT="$out" HOTSCOPE_HEAP_SUMMARY=0) ;;
     sampled) command=(env LD_PRELOAD="$preload" HOTSCOPE_OUT="$out" HOTSCOPE_HEAP_SUMMARY=0
       HOTSCOPE_HEAP_MODE=sampled) ;;
+    against_full) command=(env LD_PRELOAD="$against" HOTSCOPE_OUT="$out" HOTSCOPE_HEAP_SUMMARY=0) ;;
+    against_sampled) command=(env LD_PRELOAD="$against" HOTSCOPE_OUT="$out"
+      HOTSCOPE_HEAP_SUMMARY=0 HOTSCOPE_HEAP_MODE=sampled) ;;
     heaptrack) command=(heaptrack -o "$out/heaptrack") ;;
     dhat) command=(valgrind --tool=dhat --dhat-out-file="$out/dhat.json") ;;
   esac
