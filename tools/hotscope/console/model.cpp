@@ -12,11 +12,6 @@ using Json = nlohmann::json;
 
 const std::string kHeapAnswer = "the agent's answer to GET /v1/heap";
 
-std::uint64_t u64(const Json& object, const char* key) {
-  const auto found = object.find(key);
-  return found != object.end() && found->is_number() ? found->get<std::uint64_t>() : 0;
-}
-
 // Per second from a cumulative counter's growth over `interval_ns`; a counter that went down
 // (a reset) starts again from 0.
 double rate(std::uint64_t now, std::uint64_t before, std::uint64_t interval_ns) {
@@ -236,7 +231,7 @@ void Model::update_heap(const Json& dhat) {
   memory_.available = true;
   memory_.hint.clear();
   memory_.mode = dhat.value("mode", "");
-  const std::uint64_t end_us = u64(dhat, "te");
+  const std::uint64_t end_us = profiles::count_at(dhat, "te");
   // The first answer's rates are over the whole profile (te), as the other tabs' first rates are
   // over the window: what `--once` prints. A site new since the last answer grew from nothing.
   const bool first = previous_sites_.empty();

@@ -61,14 +61,6 @@ private:
   const char* kind_;
 };
 
-// The lenient getters (stats_json.cpp): a key that is missing or of another type reads as 0
-// (or "", or an empty object); names_at reads a name that is no string as "?".
-std::uint64_t count_at(const nlohmann::json& object, const char* key);
-std::int64_t integer_at(const nlohmann::json& object, const char* key);
-std::string text_at(const nlohmann::json& object, const char* key);
-const nlohmann::json& object_at(const nlohmann::json& object, const char* key);
-std::vector<std::string> names_at(const nlohmann::json& object, const char* key);
-
 // The objects of the array `owner[key]` read by `read`; none when there is no such key.
 template <typename Read>
 auto list_of(const nlohmann::json& owner, const char* key, Read read)

@@ -24,16 +24,6 @@ std::size_t location_start(const std::string& text) {
   return text.rfind(" (");
 }
 
-std::uint64_t figure(const nlohmann::json& site, const char* key) {
-  const auto found = site.find(key);
-  if (found == site.end() || !found->is_number_integer()) {
-    return 0;
-  }
-  return found->is_number_unsigned() || found->get<std::int64_t>() >= 0
-             ? found->get<std::uint64_t>()
-             : 0;
-}
-
 } // namespace
 
 Frame parse_frame(const std::string& text) {
@@ -97,12 +87,12 @@ std::vector<Site> heap_sites(const nlohmann::json& dhat, const std::string& sour
       }
       site.frames.push_back(&frame);
     }
-    site.total_bytes = figure(point, "tb");
-    site.total_blocks = figure(point, "tbk");
-    site.gmax_bytes = figure(point, "gb");
-    site.gmax_blocks = figure(point, "gbk");
-    site.end_bytes = figure(point, "eb");
-    site.end_blocks = figure(point, "ebk");
+    site.total_bytes = count_at(point, "tb");
+    site.total_blocks = count_at(point, "tbk");
+    site.gmax_bytes = count_at(point, "gb");
+    site.gmax_blocks = count_at(point, "gbk");
+    site.end_bytes = count_at(point, "eb");
+    site.end_blocks = count_at(point, "ebk");
     sites.push_back(std::move(site));
   }
   return sites;

@@ -312,4 +312,13 @@ inline std::vector<Site> heap_sites(const Profile& heap) {
 // (docs/heap.md, "Site names").
 std::string site_name(const Site& site);
 
+// The lenient getters (stats_json.cpp): a key that is missing or of another type reads as 0
+// (or "", or an empty object), a negative count as 0; names_at reads a name that is no string as
+// "?".
+std::uint64_t count_at(const nlohmann::json& object, const char* key);
+std::int64_t integer_at(const nlohmann::json& object, const char* key);
+std::string text_at(const nlohmann::json& object, const char* key);
+const nlohmann::json& object_at(const nlohmann::json& object, const char* key);
+std::vector<std::string> names_at(const nlohmann::json& object, const char* key);
+
 } // namespace hotscope::cli::profiles

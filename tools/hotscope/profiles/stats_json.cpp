@@ -524,8 +524,13 @@ std::uint64_t count_at(const Json& object, const char* key) {
   if (found == object.end() || !found->is_number()) {
     return 0;
   }
-  return found->is_number_float() ? count_of(found->get<double>())
-                                  : count_of(found->get<std::uint64_t>());
+  if (found->is_number_float()) {
+    return count_of(found->get<double>());
+  }
+  // A negative integer is no count.
+  return found->is_number_unsigned() || found->get<std::int64_t>() >= 0
+             ? found->get<std::uint64_t>()
+             : 0;
 }
 
 std::int64_t integer_at(const Json& object, const char* key) {
