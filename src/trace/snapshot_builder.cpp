@@ -424,6 +424,8 @@ void convert_slow_calls(const CapturedSnapshot& captured, const Converter& conve
         call.events.push_back(
             converted(kept.storage->events[i], kept.storage->texts.data(), thread));
       }
+      // The End closes the call, whatever a cut left open inside it.
+      call.events.back().name = kept.location;
     }
     snapshot.slow_calls.push_back(std::move(call));
   }

@@ -195,6 +195,7 @@ TEST(SlowCalls, ASubtreeLongerThanTheCapIsCut) {
   ASSERT_EQ(call.events.size(), 8u);
   EXPECT_EQ(call.events.back().kind, EventKind::End);
   EXPECT_EQ(call.events.back().ns, 1000u);
+  EXPECT_EQ(name_of(s, call.events.back().name), "f1"); // not f2, open at the cut
   EXPECT_EQ(call.cut_events, 22u - 8u);
   EXPECT_EQ(call.cut_at_ns, 35u); // the last kept before the End: f2's third end
   EXPECT_EQ(call.duration_ns, 1000u);
