@@ -43,10 +43,10 @@ collector_cpu() {
   done
 }
 
-# demo_case K: the demo for $seconds s; its collector's CPU read every 50 ms until it exits (the
+# demo_case K RUN: the demo for $seconds s; its collector's CPU read every 50 ms until it exits (the
 # last reading misses only the drain at exit), its records from its stats.json.
 demo_case() {
-  local out="$work/demo-$1" cpu="" now
+  local out="$work/demo-$1-$2" cpu="" now
   HOTSCOPE_SLOWEST="$1" HOTSCOPE_OUT="$out" "$build/examples/hotscope-demo" \
     --seconds "$seconds" >/dev/null &
   local pid=$!
@@ -72,6 +72,6 @@ for ((run = 0; run < runs; ++run)); do
 done
 for ((run = 0; run < runs; ++run)); do
   for k in 0 4; do
-    demo_case "$k"
+    demo_case "$k" "$run"
   done
 done

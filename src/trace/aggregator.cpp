@@ -252,14 +252,14 @@ void Aggregator::consume_record(std::uint32_t thread_index, ThreadState& thread,
   case HOTSCOPE_RECORD_BEGIN: {
     const std::uint32_t location = intern_location(record.ref);
     begin(thread, location, record.ticks, record.value);
+    window_.push({record.ticks, thread_index, *row.event, location, 0});
     slow_.begin(thread.slow, location, record.ticks, slow_figures(thread_index, thread));
-    event(location, 0);
     break;
   }
   case HOTSCOPE_RECORD_END: {
     const std::uint32_t location = intern_location(record.ref);
     end(thread, location, record.ticks);
-    event(location, 0);
+    window_.push({record.ticks, thread_index, *row.event, location, 0});
     slow_.end(thread.slow, record.ticks, slow_figures(thread_index, thread));
     break;
   }

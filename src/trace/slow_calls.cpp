@@ -3,6 +3,7 @@
 #include "text/text.hpp"
 
 #include <algorithm>
+#include <optional>
 
 namespace hotscope::trace {
 
@@ -15,11 +16,19 @@ std::size_t SlowStorage::bytes() const {
 }
 
 std::size_t SlowThread::buffered_bytes() const {
-  std::size_t total = events_.capacity() * sizeof(WindowEvent) + open_.capacity() * sizeof(Open);
+  std::size_t total = events_.capacity() * sizeof(WindowEvent) + open_.capacity() * sizeof(Open) +
+                      kept_inside_.capacity() * sizeof(KeptInside);
   for (const auto& [position, text] : texts_) {
     total += sizeof(std::pair<std::size_t, std::string>) + text.capacity();
   }
   return total;
+}
+
+void SlowThread::materialize() {
+  Open& call = open_.front();
+  call.offset = events_.size();
+  events_.push_back({call.start_ticks, thread_, EventKind::Begin, call.location, 0});
+  pending_ = false;
 }
 
 void SlowThread::append(const WindowEvent& event, const std::string* text) {
@@ -42,8 +51,10 @@ void SlowThread::truncate(std::size_t events) {
 
 void SlowThread::clear() {
   open_.clear();
+  pending_ = false;
   events_.clear();
   texts_.clear();
+  kept_inside_.clear();
   seen_ = 0;
 }
 
@@ -52,14 +63,24 @@ void SlowCalls::begin(SlowThread& thread, std::uint32_t location, std::uint64_t 
   if (!enabled()) {
     return;
   }
-  thread.cap_ = settings_.cap;
-  thread.open_.push_back({location,
-                          thread.events_.size(),
-                          thread.seen_,
-                          ticks,
-                          figures.allocated,
-                          figures.cpu_periods,
-                          {}});
+  if (thread.open_.empty()) {
+    thread.cap_ = settings_.cap;
+    thread.thread_ = figures.index;
+    thread.pending_ = true;
+  } else if (thread.pending_) {
+    thread.materialize(); // this call is inside it
+  }
+  SlowThread::Open& call = thread.open_.emplace_back();
+  call.location = location;
+  call.offset = thread.events_.size();
+  call.seen = thread.seen_++;
+  call.start_ticks = ticks;
+  call.allocated_bytes = figures.allocated->bytes;
+  call.allocated_blocks = figures.allocated->blocks;
+  call.cpu_periods = *figures.cpu_periods;
+  if (!thread.pending_) {
+    thread.events_.push_back({ticks, figures.index, EventKind::Begin, location, 0});
+  }
 }
 
 std::uint64_t SlowCalls::least_to_enter(std::uint32_t location) const {
@@ -70,31 +91,50 @@ void SlowCalls::end(SlowThread& thread, std::uint64_t ticks, const SlowThreadFig
   if (thread.open_.empty()) {
     return; // a call open since before the reset: no candidate
   }
-  SlowThread::Open call = std::move(thread.open_.back());
+  const SlowThread::Open call = thread.open_.back();
+  ++thread.seen_;
+  const bool buffered = !thread.pending_;
+  if (buffered && thread.events_.size() - call.offset + 1 < thread.cap_) {
+    thread.events_.push_back({ticks, figures.index, EventKind::End, call.location, 0});
+  }
   thread.open_.pop_back();
   const std::uint64_t duration = ticks > call.start_ticks ? ticks - call.start_ticks : 0;
+  std::optional<SlowThread::KeptInside> kept;
   if (duration >= least_to_enter(call.location)) {
-    keep(thread, call, ticks, figures);
+    kept = keep(thread, call, buffered, ticks, figures);
   }
   if (thread.open_.empty()) {
     thread.clear();
     return;
   }
-  // The calls kept inside this one may be inside the outer one's kept events too.
-  auto& outer = thread.open_.back().kept_inside;
-  outer.insert(outer.end(), call.kept_inside.begin(), call.kept_inside.end());
+  // The calls kept inside this one, and this one, may be inside the outer one's kept events too.
+  const std::size_t depth = thread.open_.size();
+  for (auto it = thread.kept_inside_.rbegin();
+       it != thread.kept_inside_.rend() && it->depth == depth; ++it) {
+    it->depth = depth - 1;
+  }
+  if (kept) {
+    thread.kept_inside_.push_back(*kept);
+  }
   // What lies past the cap of every call still open is needed by none.
   thread.truncate(thread.open_.back().offset + thread.cap_ - 1);
 }
 
-void SlowCalls::keep(SlowThread& thread, SlowThread::Open& call, std::uint64_t ticks,
-                     const SlowThreadFigures& figures) {
+std::optional<SlowThread::KeptInside> SlowCalls::keep(SlowThread& thread,
+                                                      const SlowThread::Open& call, bool buffered,
+                                                      std::uint64_t ticks,
+                                                      const SlowThreadFigures& figures) {
   const std::uint64_t seen = thread.seen_ - call.seen; // from its Begin to its End
   const std::size_t kept = std::min<std::uint64_t>(seen, thread.cap_);
-  const auto before_end = thread.events_.begin() + static_cast<long>(call.offset + kept - 1);
   auto storage = std::make_shared<SlowStorage>();
-  storage->events.reserve(kept);
-  storage->events.assign(thread.events_.begin() + static_cast<long>(call.offset), before_end);
+  if (buffered) {
+    const auto first = thread.events_.begin() + static_cast<long>(call.offset);
+    storage->events.reserve(kept);
+    storage->events.assign(first, first + static_cast<long>(kept - 1));
+  } else { // nothing happened inside it
+    storage->events.push_back(
+        {call.start_ticks, figures.index, EventKind::Begin, call.location, 0});
+  }
   for (WindowEvent& event : storage->events) {
     if (event.name == kInlineText) {
       storage->texts.push_back(thread.texts_[static_cast<std::size_t>(event.value)].second);
@@ -112,19 +152,20 @@ void SlowCalls::keep(SlowThread& thread, SlowThread::Open& call, std::uint64_t t
   kept_call.os_tid = figures.os_tid;
   kept_call.start_ticks = call.start_ticks;
   kept_call.duration_ticks = ticks > call.start_ticks ? ticks - call.start_ticks : 0;
-  kept_call.allocated = {figures.allocated.bytes - call.allocated.bytes,
-                         figures.allocated.blocks - call.allocated.blocks};
-  kept_call.cpu_periods = figures.cpu_periods - call.cpu_periods;
+  kept_call.allocated = {figures.allocated->bytes - call.allocated_bytes,
+                         figures.allocated->blocks - call.allocated_blocks};
+  kept_call.cpu_periods = *figures.cpu_periods - call.cpu_periods;
   kept_call.cut_events = seen - kept;
   // The cut begins after the last event kept before the End.
   kept_call.cut_at_ticks = seen > kept ? storage->events[kept - 2].ticks : 0;
   kept_call.storage = std::move(storage);
   kept_call.count = static_cast<std::uint32_t>(kept);
-  share_storage(call, kept_call);
+  share_storage(thread, call, kept_call);
   // A whole call whose End is in the buffer can share an outer kept call's storage.
-  if (seen < thread.cap_ && !thread.open_.empty()) {
-    thread.open_.back().kept_inside.push_back(
-        {call.location, kept_call.id, call.offset, static_cast<std::size_t>(seen)});
+  std::optional<SlowThread::KeptInside> inside;
+  if (buffered && seen < thread.cap_ && !thread.open_.empty()) {
+    inside = SlowThread::KeptInside{thread.open_.size() - 1, call.location, kept_call.id,
+                                    call.offset, static_cast<std::size_t>(seen)};
   }
   if (call.location >= functions_.size()) {
     functions_.resize(call.location + 1);
@@ -132,20 +173,25 @@ void SlowCalls::keep(SlowThread& thread, SlowThread::Open& call, std::uint64_t t
   }
   insert(functions_[call.location], std::move(kept_call));
   evict_over_budget();
+  return inside;
 }
 
-// The calls kept inside `call` whose events all lie in its kept events point into its storage.
-void SlowCalls::share_storage(const SlowThread::Open& call, const KeptCall& kept) {
+// The calls kept inside `call` (at the depth it had) whose events all lie in its kept events
+// point into its storage.
+void SlowCalls::share_storage(const SlowThread& thread, const SlowThread::Open& call,
+                              const KeptCall& kept) {
+  const std::size_t depth = thread.open_.size();
   const std::size_t end = call.offset + kept.count - 1; // past its last buffered event
-  for (const SlowThread::KeptInside& inside : call.kept_inside) {
-    if (inside.offset < call.offset || inside.offset + inside.count > end) {
+  for (auto it = thread.kept_inside_.rbegin();
+       it != thread.kept_inside_.rend() && it->depth == depth; ++it) {
+    if (it->offset < call.offset || it->offset + it->count > end) {
       continue;
     }
-    for (KeptCall& inner : functions_[inside.location].calls) {
-      if (inner.id == inside.id) {
+    for (KeptCall& inner : functions_[it->location].calls) {
+      if (inner.id == it->id) {
         release(inner);
         inner.storage = kept.storage;
-        inner.first = static_cast<std::uint32_t>(inside.offset - call.offset);
+        inner.first = static_cast<std::uint32_t>(it->offset - call.offset);
         hold(inner);
       }
     }

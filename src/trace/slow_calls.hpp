@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <tuple>
@@ -50,22 +51,30 @@ struct KeptCall {
   std::uint32_t count = 0;
 };
 
-// The figures of a thread that a kept call copies, and its running totals (since the reset).
+// The figures of a thread that a kept call copies, and its running totals (since the reset),
+// read where the thread keeps them: a copy made for every BEGIN cost more than the rest of it.
 struct SlowThreadFigures {
   std::uint32_t index = 0;
   const std::string* name = nullptr; // its label
   std::int64_t os_tid = 0;
-  AllocationCounts allocated;
-  std::uint64_t cpu_periods = 0;
+  const AllocationCounts* allocated = nullptr; // not null
+  const std::uint64_t* cpu_periods = nullptr;  // not null
 };
 
 // One thread's open calls and the events seen since its outermost one began. Each open call is a
 // candidate: its first `cap - 1` events are buffered (an inner call's are a part of its outer's).
+// An outermost call with nothing inside it yet has nothing buffered: its Begin is put in the
+// buffer when a first event comes inside it, so a call with none (most of a hot leaf function's)
+// touches no buffer.
 class SlowThread {
 public:
   bool buffering() const { return !open_.empty(); }
-  // An event of this thread while a call is open (inline text: `text`, else null).
+  // An event of this thread inside the open calls other than their Begin and End (inline text:
+  // `text`, else null).
   void event(const WindowEvent& event, const std::string* text) {
+    if (pending_) {
+      materialize();
+    }
     ++seen_;
     if (events_.size() - open_.back().offset + 1 < cap_) {
       append(event, text);
@@ -75,30 +84,36 @@ public:
 
 private:
   friend class SlowCalls;
-  // A call kept while an outer one was open, and where its events are in the buffer.
-  struct KeptInside {
-    std::uint32_t location;
-    std::uint64_t id;
-    std::size_t offset;
-    std::size_t count;
-  };
   struct Open {
     std::uint32_t location;
     std::size_t offset; // of its Begin in events_
     std::uint64_t seen; // seen_ before its Begin
     std::uint64_t start_ticks;
-    AllocationCounts allocated;
+    std::uint64_t allocated_bytes;
+    std::uint64_t allocated_blocks;
     std::uint64_t cpu_periods;
-    std::vector<KeptInside> kept_inside;
   };
+  // A call kept while the open call at `depth` (its index in open_) was open, and where its
+  // events are in the buffer: it may share that call's storage if that one is kept too.
+  struct KeptInside {
+    std::size_t depth;
+    std::uint32_t location;
+    std::uint64_t id;
+    std::size_t offset;
+    std::size_t count;
+  };
+  void materialize();
   void append(const WindowEvent& event, const std::string* text);
   void truncate(std::size_t events);
   void clear();
 
   std::size_t cap_ = kSlowCallEvents;
+  std::uint32_t thread_ = 0; // ThreadInfo::index
   std::vector<Open> open_;
+  bool pending_ = false; // open_'s one call has no event in the buffer, not even its Begin
   std::vector<WindowEvent> events_;
   std::vector<std::pair<std::size_t, std::string>> texts_; // (position in events_, text)
+  std::vector<KeptInside> kept_inside_;                    // by depth, innermost last
   std::uint64_t seen_ = 0;
 };
 
@@ -108,10 +123,10 @@ public:
   explicit SlowCalls(const SlowCallSettings& settings) : settings_(settings) {}
 
   bool enabled() const { return settings_.per_function != 0; }
-  // A call of `location` begins (before its Begin event reaches thread.event()).
+  // A call of `location` begins.
   void begin(SlowThread& thread, std::uint32_t location, std::uint64_t ticks,
              const SlowThreadFigures& figures);
-  // The innermost open call ended (after its End event reached thread.event()).
+  // The innermost open call ends.
   void end(SlowThread& thread, std::uint64_t ticks, const SlowThreadFigures& figures);
   // A new window: no call kept, and the calls open now are no candidates (they began before it).
   void reset(std::vector<SlowThread*> threads);
@@ -127,10 +142,12 @@ private:
     std::uint64_t floor = 0;     // a call must last longer than this to enter (evictions)
   };
   std::uint64_t least_to_enter(std::uint32_t location) const;
-  void keep(SlowThread& thread, SlowThread::Open& call, std::uint64_t ticks,
-            const SlowThreadFigures& figures);
+  // Keeps `call`; returns what the call outside it may share, if any.
+  std::optional<SlowThread::KeptInside> keep(SlowThread& thread, const SlowThread::Open& call,
+                                             bool buffered, std::uint64_t ticks,
+                                             const SlowThreadFigures& figures);
   void insert(Function& function, KeptCall call);
-  void share_storage(const SlowThread::Open& call, const KeptCall& kept);
+  void share_storage(const SlowThread& thread, const SlowThread::Open& call, const KeptCall& kept);
   void hold(const KeptCall& call);
   void release(const KeptCall& call);
   void evict_over_budget();

@@ -188,7 +188,8 @@ private:
   // The id of a name read at `ref`: by address and text, so ids outlive forget_addresses().
   std::uint32_t intern(std::uint64_t ref, LocationText text, char kind);
   // An event to the trace window, and to the kept calls' buffer of the thread being consumed
-  // (docs/slow.md: a lock handoff put on another thread is not part of its calls).
+  // (docs/slow.md: a lock handoff put on another thread is not part of its calls). A scope's
+  // Begin and End reach that buffer through SlowCalls::begin and end instead.
   void push_event(const WindowEvent& event) {
     window_.push(event);
     if (event.thread == consuming_ && consuming_slow_->buffering()) {
@@ -196,7 +197,7 @@ private:
     }
   }
   static SlowThreadFigures slow_figures(std::uint32_t index, const ThreadState& thread) {
-    return {index, &thread.name, thread.os_tid, thread.allocations.all, thread.cpu_samples};
+    return {index, &thread.name, thread.os_tid, &thread.allocations.all, &thread.cpu_samples};
   }
   void capture_slow_calls(Contents contents, CapturedSnapshot& captured) const;
   void begin(ThreadState& thread, std::uint32_t location, std::uint64_t ticks,

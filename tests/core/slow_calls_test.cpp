@@ -123,19 +123,17 @@ TEST(SlowCalls, KeepsTheKSlowestSlowestFirst) {
 TEST(SlowCalls, NestedKeptCallsShareStorage) {
   trace::SlowCalls slow({4, 1 << 20});
   trace::SlowThread thread;
-  trace::SlowThreadFigures figures{3, nullptr, 33, {}, 0};
+  const AllocationCounts none;
+  const std::uint64_t no_cpu = 0;
+  const trace::SlowThreadFigures figures{3, nullptr, 33, &none, &no_cpu};
   const auto event = [&](std::uint64_t ticks, EventKind kind, std::uint32_t name) {
     thread.event({ticks, 3, kind, name, 0}, nullptr);
   };
   slow.begin(thread, 1, 0, figures);
-  event(0, EventKind::Begin, 1);
   event(5, EventKind::Message, 9);
   slow.begin(thread, 2, 10, figures);
-  event(10, EventKind::Begin, 2);
   event(20, EventKind::Message, 8);
-  event(30, EventKind::End, 2);
   slow.end(thread, 30, figures);
-  event(40, EventKind::End, 1);
   slow.end(thread, 40, figures);
 
   const std::vector<trace::KeptCall> kept = slow.kept();
@@ -153,6 +151,32 @@ TEST(SlowCalls, NestedKeptCallsShareStorage) {
   // Two calls' records, one storage's events.
   EXPECT_EQ(slow.bytes(), outer.storage->bytes() + 2 * sizeof(trace::KeptCall) +
                               outer.thread_name.capacity() + inner.thread_name.capacity());
+}
+
+// A call with nothing inside it is kept from its Begin and End alone: no buffer was used.
+TEST(SlowCalls, ACallWithNothingInsideUsesNoBuffer) {
+  trace::SlowCalls slow({4, 1 << 20});
+  trace::SlowThread thread;
+  const AllocationCounts none;
+  const std::uint64_t no_cpu = 0;
+  const trace::SlowThreadFigures figures{3, nullptr, 33, &none, &no_cpu};
+  slow.begin(thread, 1, 100, figures);
+  const std::size_t open_only = thread.buffered_bytes(); // the open call's own record
+  slow.end(thread, 250, figures);
+  EXPECT_EQ(thread.buffered_bytes(), open_only);
+  const std::vector<trace::KeptCall> kept = slow.kept();
+  ASSERT_EQ(kept.size(), 1u);
+  ASSERT_EQ(kept[0].count, 2u);
+  EXPECT_EQ(kept[0].storage->events[0].kind, EventKind::Begin);
+  EXPECT_EQ(kept[0].storage->events[0].ticks, 100u);
+  EXPECT_EQ(kept[0].storage->events[1].kind, EventKind::End);
+  EXPECT_EQ(kept[0].storage->events[1].ticks, 250u);
+  EXPECT_EQ(kept[0].duration_ticks, 150u);
+  // With an event inside, its Begin and that event are buffered.
+  slow.begin(thread, 1, 300, figures);
+  thread.event({310, 3, EventKind::Message, 9, 0}, nullptr);
+  EXPECT_GE(thread.buffered_bytes(), open_only + 2 * sizeof(trace::WindowEvent));
+  slow.end(thread, 320, figures);
 }
 
 // Through the Aggregator, each nested kept call has its own events in the snapshot.
