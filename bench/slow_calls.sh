@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # What keeping the slowest calls costs the collector (docs/performance.md, "The slowest calls"):
-# the same runs with HOTSCOPE_SLOWEST=0 (off) and with the default K = 4, alternated: empty
-# scopes at 10 M records/s on one thread (hotscope-throughput), then hotscope-demo at its
-# default rate; each run's collector CPU per record kept, and the records dropped.
+# first the Aggregator alone on hand-made batches (hotscope-aggregator-bench: CPU time per
+# batch of about 100,000 records, K = 0 and 4); then the same runs with HOTSCOPE_SLOWEST=0 (off)
+# and with the default K = 4, alternated: empty scopes at 10 M records/s on one thread
+# (hotscope-throughput), then hotscope-demo at its default rate; each run's collector CPU per
+# record kept, and the records dropped.
 #   bench/slow_calls.sh                  3 runs of each, 10 s each (about 4 minutes)
 #   bench/slow_calls.sh --seconds 5 --runs 5
 # BUILD=DIR uses another build tree with both programs (default build-bench, configured here).
@@ -26,7 +28,8 @@ if [[ -z "${BUILD:-}" ]]; then
   install_packages "$repo/scripts/packages.txt"
   install_packages <(printf '%s\n' jq)
   configure_bench_build "$build" -DHOTSCOPE_BUILD_EXAMPLES=ON
-  cmake --build "$build" --target hotscope-throughput hotscope-demo >/dev/null
+  cmake --build "$build" --target hotscope-aggregator-bench hotscope-throughput hotscope-demo \
+    >/dev/null
 fi
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
@@ -61,6 +64,10 @@ demo_case() {
     "\($cpu / 1e6 | round) ms | \($cpu / $r.kept * 10 | round / 10) |"' "$out/stats.json"
 }
 
+"$build/bench/hotscope-aggregator-bench" --benchmark_repetitions=7 \
+  --benchmark_report_aggregates_only=true --benchmark_enable_random_interleaving=true |
+  grep median
+echo
 echo "| case | HOTSCOPE_SLOWEST | records written | dropped | collector CPU | ns per record |"
 echo "| --- | ---: | ---: | ---: | ---: | ---: |"
 for ((run = 0; run < runs; ++run)); do

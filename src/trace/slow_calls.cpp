@@ -91,20 +91,28 @@ void SlowCalls::end(SlowThread& thread, std::uint64_t ticks, const SlowThreadFig
   if (thread.open_.empty()) {
     return; // a call open since before the reset: no candidate
   }
-  const SlowThread::Open call = thread.open_.back();
+  const SlowThread::Open& open = thread.open_.back();
   ++thread.seen_;
   const bool buffered = !thread.pending_;
-  if (buffered && thread.events_.size() - call.offset + 1 < thread.cap_) {
-    thread.events_.push_back({ticks, figures.index, EventKind::End, call.location, 0});
+  if (buffered && thread.events_.size() - open.offset + 1 < thread.cap_) {
+    thread.events_.push_back({ticks, figures.index, EventKind::End, open.location, 0});
   }
-  thread.open_.pop_back();
-  const std::uint64_t duration = ticks > call.start_ticks ? ticks - call.start_ticks : 0;
+  const std::uint64_t duration = ticks > open.start_ticks ? ticks - open.start_ticks : 0;
   std::optional<SlowThread::KeptInside> kept;
-  if (duration >= least_to_enter(call.location)) {
+  if (duration >= least_to_enter(open.location)) { // rare: most calls are faster
+    const SlowThread::Open call = open;
+    thread.open_.pop_back();
     kept = keep(thread, call, buffered, ticks, figures);
+  } else {
+    thread.open_.pop_back();
   }
   if (thread.open_.empty()) {
-    thread.clear();
+    if (buffered) {
+      thread.clear();
+    } else { // an outermost call with nothing inside it: nothing else was touched
+      thread.pending_ = false;
+      thread.seen_ = 0;
+    }
     return;
   }
   // The calls kept inside this one, and this one, may be inside the outer one's kept events too.
