@@ -139,7 +139,7 @@ public:
 private:
   struct Function {
     std::vector<KeptCall> calls; // slowest first, at most K
-    std::uint64_t floor = 0;     // a call must last longer than this to enter (evictions)
+    std::uint64_t floor = 0;     // the least duration that enters once one was evicted
   };
   std::uint64_t least_to_enter(std::uint32_t location) const;
   // Keeps `call`; returns what the call outside it may share, if any.
