@@ -268,6 +268,18 @@ AgentProcess find_by_name(const std::string& dir, const std::string& name) {
   return matches.front();
 }
 
+std::string query_value(const std::string& value) {
+  const std::unique_ptr<CURL, void (*)(CURL*)> curl(curl_easy_init(), curl_easy_cleanup);
+  char* escaped =
+      curl ? curl_easy_escape(curl.get(), value.data(), static_cast<int>(value.size())) : nullptr;
+  if (escaped == nullptr) {
+    throw Failure(kFailed, "cannot initialize libcurl");
+  }
+  std::string text = escaped;
+  curl_free(escaped);
+  return text;
+}
+
 Reply send(const AgentProcess& process, const std::string& method, const std::string& path,
            long wait_seconds) {
   static const bool initialized = curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK;
