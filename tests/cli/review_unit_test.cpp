@@ -38,7 +38,7 @@ std::size_t at(const std::string& text, const std::string& part) {
 
 TEST(Markdown, RegressionsThenImprovementsThenTheRestCollapsed) {
   const std::string text = diff::as_markdown(diff::compare(before(), after(), {}));
-  EXPECT_EQ(text.rfind("**hotscope: passes** — 3 regressions beyond noise, 3 improvements.", 0), 0U)
+  EXPECT_EQ(text.rfind("**hotscope: passes** — 6 regressions beyond noise, 6 improvements.", 0), 0U)
       << text;
   const std::size_t regressions = at(text, "#### Regressions");
   const std::size_t improvements = at(text, "#### Improvements");
@@ -46,12 +46,12 @@ TEST(Markdown, RegressionsThenImprovementsThenTheRestCollapsed) {
   EXPECT_LT(regressions, improvements);
   EXPECT_LT(improvements, details);
   // slow's mean doubled: a regression row, before → after, change, significance.
-  const std::size_t slow = at(text, "| `slow` `w.cpp`:10 | mean | 1.00µs → 2.00µs | +100.0% | "
+  const std::size_t slow = at(text, "| `slow` `w.cpp`:10 | mean | 1.00 µs → 2.00 µs | +100.0% | "
                                     "beyond noise |");
   EXPECT_LT(regressions, slow);
   EXPECT_LT(slow, improvements);
-  EXPECT_GT(at(text, "| `quick` `w.cpp`:10 | mean | 2.00µs → 1.00µs | -50.0% |"), improvements);
-  EXPECT_GT(at(text, "| `steady` `w.cpp`:10 | mean | 1.00µs → 1.00µs | (+0.30%) | within noise |"),
+  EXPECT_GT(at(text, "| `quick` `w.cpp`:10 | mean | 2.00 µs → 1.00 µs | -50.0% |"), improvements);
+  EXPECT_GT(at(text, "| `steady` `w.cpp`:10 | mean | 1.00 µs → 1.00 µs | (+0.30%) | within noise |"),
             details);
   // A pipe would end the cell, a backtick the code span.
   at(text, "`a\\|b'c`");
@@ -76,8 +76,8 @@ TEST(Markdown, HeapSitesAndLongTablesAreCut) {
   const std::string text =
       diff::as_markdown(diff::compare(heap(base_sites, 0x1000), heap(new_sites, 0x9000), {}));
   at(text, "| Heap site | Figure |");
-  // 40 sites and the totals, each with four figures grown: 30 lines shown.
-  at(text, "134 more not shown (`hotscope diff --json` has every row).");
+  // 40 sites and the totals, each with its six figures grown: 30 lines shown.
+  at(text, "216 more not shown (`hotscope diff --json` has every row).");
 }
 
 fs::path write(const fs::path& dir, const std::string& name, const std::string& text) {
@@ -150,8 +150,8 @@ mean = "< 1ns"
   EXPECT_TRUE(comparison.failed());
   EXPECT_EQ(diff::policy_text(comparison),
             file.string() + ": 1 of 3 rules held\n"
-                            "FAILS function slow: mean = \"< 1500ns\" is 2.00µs (line 4)\n"
-                            "warns function gone: mean = \"< 1ns\" is not in the run (line 13)\n");
+                            "FAILS function slow: mean = \"< 1500ns\" is 2.00 µs (line 4)\n"
+                            "warns function gone: mean = \"< 1ns\" is not in the run (line 14)\n");
 }
 
 TEST(Policy, DiffJudgesSignificantChangesOnly) {

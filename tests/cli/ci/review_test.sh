@@ -63,7 +63,7 @@ run slow 1 "--method PATCH "
 [[ $(count) -eq 2 ]] || fail "the second run added a comment instead of updating"
 [[ $(jq -r '.[1].id' "$GH_STATE/comments.json") == 8 ]] || fail "our comment's id changed"
 ours | grep -q '^\*\*hotscope: fails\*\*' || fail "no failing verdict"
-ours | grep -qF '| **fails** | `function handle_request` | `p99 = "< 2ms"` | 3.00ms |' ||
+ours | grep -qF '| **fails** | `function handle_request` | `p99 = "< 2ms"` | 3.00 ms |' ||
   fail "the broken budget is not in the comment"
 grep -q "updated comment 8" "$work/out.txt" || fail "$(cat "$work/out.txt")"
 

@@ -119,7 +119,7 @@ struct Judgement {
   std::string subject; // "function handle_request", "queue jobs", "site (all sites)"
   std::string rule;    // as the policy file says it: p99 = "< 2ms"
   int line = 0;        // the rule's line in the policy file
-  std::string value;   // the figure judged: "2.50ms", "+12.0%"
+  std::string value;   // the figure judged: "2.50 ms", "+12.0%"
   bool broken = false; // the figure is outside the rule
   bool warn = false;   // a broken rule only warns
   bool fails() const { return broken && !warn; }

@@ -90,6 +90,12 @@ Json call_tool(const Json& id, const Json& params) {
     return error(id, kInvalidParams, fmt::format("{}: {}", name, invalid.what()));
   } catch (const Failure& failure) {
     result = {{"content", {{{"type", "text"}, {"text", failure.what()}}}}, {"isError", true}};
+  } catch (const std::exception& other) {
+    // Not one of the CLI's failures (an answer too odd to read): still the tool's error, and the
+    // server goes on.
+    result = {
+        {"content", {{{"type", "text"}, {"text", fmt::format("{}: {}", name, other.what())}}}},
+        {"isError", true}};
   }
   return {{"jsonrpc", "2.0"}, {"id", id}, {"result", result}};
 }

@@ -75,9 +75,15 @@ std::string choice_arg(const Json& arguments, const char* key,
 AgentProcess target(const Json& arguments) {
   const std::string dir = runtime_dir();
   if (const std::optional<std::string> process = text_arg(arguments, "process")) {
-    const bool pid =
-        !process->empty() && process->find_first_not_of("0123456789") == std::string::npos;
-    return pid ? find_by_pid(dir, std::stoll(*process)) : find_by_name(dir, *process);
+    const bool pid = !process->empty() && process->size() < 10 &&
+                     process->find_first_not_of("0123456789") == std::string::npos;
+    try {
+      return pid ? find_by_pid(dir, std::stoll(*process)) : find_by_name(dir, *process);
+    } catch (const Failure& failure) {
+      throw Failure(failure.code, fmt::format("{} (list_processes lists the processes that run "
+                                              "an agent)",
+                                              failure.what()));
+    }
   }
   const std::vector<AgentProcess> agents = live_agents(dir);
   if (agents.size() == 1) {
