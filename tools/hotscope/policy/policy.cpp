@@ -200,7 +200,7 @@ Policy read_policy(const std::string& path) {
     }
     if (key == "ignore") {
       const toml::array* globs = node.as_array();
-      if (globs == nullptr || !globs->is_homogeneous<std::string>()) {
+      if (globs == nullptr || (!globs->empty() && !globs->is_homogeneous<std::string>())) {
         bad(path, line, "ignore: a list of names or globs, [\"test_*\"]");
       }
       globs->for_each(
