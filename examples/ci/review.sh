@@ -17,7 +17,7 @@ if [[ $# -ne 3 ]]; then
   echo "usage: review.sh BASE_STATS NEW_STATS POLICY" >&2
   exit 2
 fi
-: "${GITHUB_REPOSITORY:?owner/name of the repository}" "${PR_NUMBER:?the pull request's number}"
+: "${GITHUB_REPOSITORY:?owner/name of the repository}" "${PR_NUMBER:?the number of the pull request}"
 hotscope=${HOTSCOPE:-hotscope}
 marker=${HOTSCOPE_MARKER:-<!-- hotscope-review -->}
 work=$(mktemp -d)

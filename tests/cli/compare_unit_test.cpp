@@ -41,6 +41,39 @@ struct Graph {
   }
 };
 
+TEST(CompareUnit, RulesFollowTheGrammar) {
+  const auto rules = diff::parse_rules({"p99>+10%", "mean>+2ms, calls<-50%", "self > 500us"},
+                                       profiles::Kind::Stats);
+  ASSERT_EQ(rules.size(), 4U);
+  EXPECT_EQ(rules[0].column, column(profiles::Kind::Stats, "p99"));
+  EXPECT_TRUE(rules[0].above);
+  EXPECT_TRUE(rules[0].percent);
+  EXPECT_DOUBLE_EQ(rules[0].amount, 10);
+  EXPECT_DOUBLE_EQ(rules[1].amount, 2e6);
+  EXPECT_FALSE(rules[1].percent);
+  EXPECT_FALSE(rules[2].above);
+  EXPECT_DOUBLE_EQ(rules[2].amount, -50);
+  EXPECT_DOUBLE_EQ(rules[3].amount, 5e5);
+  const auto heap_rules = diff::parse_rules({"end_bytes>+1MiB"}, profiles::Kind::Heap);
+  EXPECT_DOUBLE_EQ(heap_rules.at(0).amount, 1024.0 * 1024);
+  for (const char* bad :
+       {"p99+10%", "bogus>+1%", "p99>+10KiB", "p99>abc", "", "p99>+10%,", "end_bytes>+1MiB"}) {
+    EXPECT_EQ(failure_code([&] { diff::parse_rules({bad}, profiles::Kind::Stats); }), kUsage)
+        << bad;
+  }
+}
+
+TEST(CompareUnit, RulesMatchSignificantChangesOnly) {
+  const auto rule = diff::parse_rules({"p99>+10%"}, profiles::Kind::Stats).at(0);
+  EXPECT_TRUE(diff::matches(rule, diff::Cell{100.0, 120.0, true}));
+  EXPECT_FALSE(diff::matches(rule, diff::Cell{100.0, 105.0, true}));
+  EXPECT_FALSE(diff::matches(rule, diff::Cell{100.0, 200.0, false}));
+  EXPECT_TRUE(diff::matches(rule, diff::Cell{0.0, 1.0, true})); // from nothing: +inf %
+  const auto fall = diff::parse_rules({"mean<-1us"}, profiles::Kind::Stats).at(0);
+  EXPECT_TRUE(diff::matches(fall, diff::Cell{5000.0, 3000.0, true}));
+  EXPECT_FALSE(diff::matches(fall, diff::Cell{5000.0, 4500.0, true}));
+}
+
 TEST(CompareUnit, TimingRowsBySignificanceAndImpact) {
   const auto base = stats({function("slow", 100, 1000), function("steady", 100, 1000),
                            function("few", 5, 1000), function("gone", 100, 1000)},
