@@ -135,6 +135,7 @@ Target read_target(const std::string& path, Section section, const std::string& 
   Target target;
   target.section = section;
   target.pattern = pattern;
+  target.line = static_cast<int>(table.source().begin.line);
   const std::vector<Column>& all = figures(section);
   const bool compared = section == Section::Functions || section == Section::Sites;
   for (auto&& [key_node, node] : table) {
@@ -172,6 +173,9 @@ Target read_target(const std::string& path, Section section, const std::string& 
     target.budgets.push_back(parse_budget(
         path, key, node, static_cast<std::size_t>(figure - all.begin()), change, *figure));
   }
+  // toml++ iterates a table by key; judgements and messages follow the file.
+  std::stable_sort(target.budgets.begin(), target.budgets.end(),
+                   [](const Budget& a, const Budget& b) { return a.line < b.line; });
   return target;
 }
 
@@ -225,6 +229,8 @@ Policy read_policy(const std::string& path) {
                                            std::string(name.str()), *entry.as_table()));
     }
   }
+  std::stable_sort(policy.targets.begin(), policy.targets.end(),
+                   [](const Target& a, const Target& b) { return a.line < b.line; });
   return policy;
 }
 

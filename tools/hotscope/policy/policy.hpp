@@ -35,6 +35,7 @@ enum class Section { Functions, Sites, Queues, Locks };
 struct Target {
   Section section = Section::Functions;
   std::string pattern;
+  int line = 0;                           // its header's line
   std::optional<std::uint64_t> min_calls; // functions: overrides the file's
   bool warn = false;                      // its broken budgets only warn
   std::vector<Budget> budgets;
@@ -44,7 +45,7 @@ struct Policy {
   std::string path;
   std::uint64_t min_calls = 0;     // fewer calls: a function is not judged
   std::vector<std::string> ignore; // globs of names never judged
-  std::vector<Target> targets;
+  std::vector<Target> targets;     // in the file's order, their budgets too
 };
 
 // The policy in the file at `path`; a Failure (kUsage) "PATH:LINE: ..." naming an unknown key, a
