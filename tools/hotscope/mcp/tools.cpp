@@ -207,7 +207,7 @@ std::string function_stats(const Json& arguments) {
                                 {"file", f.file},
                                 {"line", f.line},
                                 {"calls", f.calls},
-                                {"mean_ns", f.mean_ns},
+                                {"mean_ns", std::llround(f.mean_ns)},
                                 {"p50_ns", f.p50_ns},
                                 {"p99_ns", f.p99_ns},
                                 {"max_ns", f.max_ns},
@@ -259,7 +259,7 @@ std::string threads(const Json& arguments) {
            {"stuck_threads", stuck},
            {"stuck_after_ms", stuck_ms},
            {"shown", cut_note(std::min(limit, answer.threads.size()), answer.threads.size(),
-                              "threads, stuck first")},
+                              "threads (stuck first)")},
            {"threads", Json::array()},
            {"deadlocks", Json::array()}};
   for (std::size_t i = 0; i < std::min(limit, answer.threads.size()); ++i) {
@@ -318,6 +318,25 @@ std::string heap_top(const Json& arguments) {
   return out.dump();
 }
 
+// At most this many of a stack's innermost frames are shown.
+constexpr std::size_t kMaxStackFrames = 12;
+
+// `frames` (root first, ';' between) with only its kMaxStackFrames innermost frames, saying how
+// many it left out.
+std::string innermost(std::string_view frames) {
+  std::size_t start = frames.size();
+  for (std::size_t kept = 0; kept < kMaxStackFrames; ++kept) {
+    const std::size_t semicolon = frames.rfind(';', start == 0 ? 0 : start - 1);
+    if (start == 0 || semicolon == std::string_view::npos) {
+      return std::string(frames);
+    }
+    start = semicolon;
+  }
+  const auto left_out =
+      std::count(frames.begin(), frames.begin() + static_cast<long>(start), ';') + 1;
+  return fmt::format("({} outer frames left out){}", left_out, frames.substr(start));
+}
+
 // Folded stacks summarized: the leaf functions and the stacks with the largest counts.
 Json stacks_summary(const std::string& text, const std::string& source, std::size_t limit) {
   const profiles::StackLines stacks = profiles::folded_stacks(text, source);
@@ -356,7 +375,7 @@ Json stacks_summary(const std::string& text, const std::string& source, std::siz
   }
   for (std::size_t i = 0; i < std::min(limit, order.size()); ++i) {
     const std::uint64_t count = stacks.count_at(stacks.starts[order[i]]);
-    out["top_stacks"].push_back({{"stack_root_first", std::string(stacks.frames(order[i]))},
+    out["top_stacks"].push_back({{"stack_root_first", innermost(stacks.frames(order[i]))},
                                  {"count", count},
                                  {"percent", share(count)}});
   }
