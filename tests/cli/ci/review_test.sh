@@ -3,7 +3,8 @@
 # the pull request's comments in a file (docs/ci.md): the first run creates the comment, a
 # second run with another result updates that same comment (found by its marker among others'),
 # a run with the same result leaves it alone, a broken budget of examples/ci/hotscope-policy.toml
-# fails the run after commenting, and bad input fails before any call.
+# fails the run after commenting, and bad input fails before any call; `hotscope check` on the
+# same files exits 0, 1 and 2.
 # usage: review_test.sh HOTSCOPE REVIEW_SH POLICY WORK
 set -euo pipefail
 hotscope=$1 review=$2 policy=$3 work=$4
@@ -78,4 +79,16 @@ bash "$review" "$work/base.json" "$work/slow.json" "$work/bad.toml" >"$work/out.
 [[ $status -eq 2 ]] || fail "a bad policy: exit $status, not 2"
 grep -q "bad.toml:1: unknown key 'p99'" "$work/out.txt" || fail "$(cat "$work/out.txt")"
 [[ ! -s $GH_STATE/calls.log ]] || fail "bad input still called gh"
-echo "review_test: created, updated, left alone, failed on a broken budget and on bad input"
+# `hotscope check`: the policy's absolute budgets on one run; exit 0, 1 (naming the budget), 2.
+check() {
+  local status=0
+  "$hotscope" check "$work/$1" --policy "$2" >"$work/out.txt" 2>&1 || status=$?
+  [[ $status -eq $3 ]] || fail "check $1 --policy $2: exit $status, not $3: $(cat "$work/out.txt")"
+}
+check same.json "$policy" 0
+check slow.json "$work/bad.toml" 2
+check slow.json "$policy" 1
+grep -qF 'FAILS function handle_request: p99 = "< 2ms" is 3.00 ms (line 9)' "$work/out.txt" ||
+  fail "check does not name the broken budget: $(cat "$work/out.txt")"
+echo "review_test: created, updated, left alone, failed on a broken budget and on bad input;" \
+  "check's exit codes"
