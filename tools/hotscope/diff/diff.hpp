@@ -97,6 +97,8 @@ struct Cell {
   double change() const;
   // The change in % of base; none when base is 0 or missing.
   std::optional<double> percent() const;
+  // change(), or in % when `in_percent`: a growth from 0 is +infinity %, no change 0 %.
+  double change_by(bool in_percent) const;
 };
 bool matches(const Rule& rule, const Cell& cell);
 

@@ -293,16 +293,20 @@ std::optional<double> Cell::percent() const {
   return 100 * change() / *base;
 }
 
+double Cell::change_by(bool in_percent) const {
+  const double difference = change();
+  if (!in_percent) {
+    return difference;
+  }
+  const std::optional<double> share = percent();
+  return share ? *share : difference > 0 ? HUGE_VAL : difference < 0 ? -HUGE_VAL : 0;
+}
+
 bool matches(const Rule& rule, const Cell& cell) {
   if (!cell.significant) {
     return false;
   }
-  double change = cell.change();
-  if (rule.percent) {
-    // Growth from nothing is infinitely many percent; no change is none.
-    const std::optional<double> percent = cell.percent();
-    change = percent ? *percent : change > 0 ? HUGE_VAL : change < 0 ? -HUGE_VAL : 0;
-  }
+  const double change = cell.change_by(rule.percent);
   return rule.above ? change > rule.amount : change < rule.amount;
 }
 

@@ -10,7 +10,6 @@
 #include <fnmatch.h>
 
 #include <algorithm>
-#include <cmath>
 #include <string_view>
 
 namespace hotscope::cli::policy {
@@ -290,13 +289,9 @@ void judge_row(const Judging& judging, const diff::Row& row) {
     if (!cell.base || !enough(row.cells[0].base)) {
       continue;
     }
-    double change = cell.change();
-    if (budget.amount.percent) {
-      const std::optional<double> percent = cell.percent();
-      change = percent ? *percent : change > 0 ? HUGE_VAL : change < 0 ? -HUGE_VAL : 0;
-    }
     add(judging, budget, diff::change_text(column.unit, cell),
-        cell.significant && !holds(budget.op, change, budget.amount.value));
+        cell.significant &&
+            !holds(budget.op, cell.change_by(budget.amount.percent), budget.amount.value));
   }
 }
 
