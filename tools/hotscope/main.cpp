@@ -11,8 +11,11 @@
 //   hotscope vm run GUEST [--calls N] [--out DIR] [--process] ...
 // runs a guest under guest tracing: hands its arguments to hotscope-vm (vm_main.cpp), installed
 // beside this executable.
-//   hotscope diff BASE [NEW | -p PID | -n NAME] [--fail-on RULE] [--json]
-// compares two profiles (diff/diff.hpp).
+//   hotscope diff BASE [NEW | -p PID | -n NAME] [--fail-on RULE] [--format F] [--policy FILE]
+// compares two profiles (diff/diff.hpp); `hotscope check NEW --policy FILE` judges one
+// (policy/policy.hpp).
+//   hotscope mcp
+// serves the agent commands' views to an assistant over stdio (mcp/mcp.hpp).
 //   hotscope report DIR [-o FILE] | hotscope flame FILE [-o FILE]
 // draw them: one HTML page, an SVG flame graph (report/report.hpp).
 //   hotscope version | --version
@@ -22,6 +25,8 @@
 #include "conventions.hpp"
 #include "diff/diff.hpp"
 #include "exporter.hpp"
+#include "mcp/mcp.hpp"
+#include "policy/policy.hpp"
 #include "report/report.hpp"
 #include "run_command.hpp"
 
@@ -70,6 +75,8 @@ int main(int argc, char** argv) {
   const hotscope::cli::AgentCommands agent_commands(app);
   const hotscope::cli::console::ConsoleCommand console_command(app);
   const hotscope::cli::diff::DiffCommand diff_command(app);
+  const hotscope::cli::policy::CheckCommand check_command(app);
+  const hotscope::cli::mcp::McpCommand mcp_command(app);
   const hotscope::cli::report::ReportCommands report_commands(app);
   CLI::App* run_command = app.add_subcommand("run", "Run a program under the profiler");
   hotscope::cli::RunOptions options;
@@ -129,6 +136,12 @@ int main(int argc, char** argv) {
     return *status;
   }
   if (const auto status = diff_command.run()) {
+    return *status;
+  }
+  if (const auto status = check_command.run()) {
+    return *status;
+  }
+  if (const auto status = mcp_command.run()) {
     return *status;
   }
   if (const auto status = report_commands.run()) {

@@ -268,7 +268,49 @@ std::string summary(const profiles::Profile& profile) {
                      document.value("pid", std::int64_t{0}));
 }
 
+Comparison sides(const profiles::Profile& base, const profiles::Profile& now) {
+  Comparison comparison;
+  comparison.kind = base.kind;
+  comparison.base_source = base.source;
+  comparison.new_source = now.source;
+  comparison.base_summary = summary(base);
+  comparison.new_summary = summary(now);
+  return comparison;
+}
+
+void sort_by_impact(std::vector<Row>& rows) {
+  std::stable_sort(rows.begin(), rows.end(),
+                   [](const Row& a, const Row& b) { return a.impact > b.impact; });
+}
+
 } // namespace
+
+Comparison one_run(const profiles::Profile& run) {
+  Comparison comparison = sides(run, run);
+  comparison.base_source.clear();
+  comparison.base_summary.clear();
+  if (run.kind == Kind::Stats) {
+    comparison.cpu = has_samples(run.stats);
+    for (const FunctionFigures& side : function_sides(run)) {
+      comparison.rows.push_back(timing_row(nullptr, &side));
+    }
+  } else {
+    // The sites against themselves, then their BASE side dropped; by total bytes, largest first.
+    comparison.totals.emplace();
+    comparison.rows = heap_rows(run, run, *comparison.totals);
+    const auto drop_base = [](Row& row) {
+      row.side = diff::Side::NewOnly;
+      row.impact = row.cells[0].now.value_or(0);
+      for (Cell& cell : row.cells) {
+        cell.base.reset();
+      }
+    };
+    drop_base(*comparison.totals);
+    std::for_each(comparison.rows.begin(), comparison.rows.end(), drop_base);
+  }
+  sort_by_impact(comparison.rows);
+  return comparison;
+}
 
 Comparison compare(const profiles::Profile& base, const profiles::Profile& now,
                    const std::vector<std::string>& rule_texts) {
@@ -278,12 +320,7 @@ Comparison compare(const profiles::Profile& base, const profiles::Profile& now,
                                       profiles::kind_name(now.kind)));
   }
   const std::vector<Rule> rules = parse_rules(rule_texts, base.kind);
-  Comparison comparison;
-  comparison.kind = base.kind;
-  comparison.base_source = base.source;
-  comparison.new_source = now.source;
-  comparison.base_summary = summary(base);
-  comparison.new_summary = summary(now);
+  Comparison comparison = sides(base, now);
   if (base.kind == Kind::Stats) {
     comparison.cpu = has_samples(base.stats) && has_samples(now.stats);
     comparison.rows = timing_rows(base, now);
@@ -291,8 +328,7 @@ Comparison compare(const profiles::Profile& base, const profiles::Profile& now,
     comparison.totals.emplace();
     comparison.rows = heap_rows(base, now, *comparison.totals);
   }
-  std::stable_sort(comparison.rows.begin(), comparison.rows.end(),
-                   [](const Row& a, const Row& b) { return a.impact > b.impact; });
+  sort_by_impact(comparison.rows);
   for (const Rule& rule : rules) {
     comparison.rules.push_back(rule.text);
     for (Row& row : comparison.rows) {

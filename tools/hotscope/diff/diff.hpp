@@ -5,6 +5,7 @@
 // bytes and blocks in total, at t-gmax and at t-end. `--fail-on` rules make it a CI gate.
 #pragma once
 
+#include "agent_client.hpp"
 #include "profiles/profiles.hpp"
 
 #include <CLI/CLI.hpp>
@@ -12,6 +13,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace hotscope::cli::diff {
@@ -76,6 +78,14 @@ struct Rule {
   double amount = 0;      // signed; in the column's unit unless percent
   bool percent = false;
 };
+// An AMOUNT of the rules' grammar for `column`: ('+' | '-')? NUMBER ('%' | UNIT)?; `error` says
+// what is wrong when `text` is not one (also read by the policy file, policy/policy.hpp).
+struct Amount {
+  double value = 0; // in the column's unit unless percent
+  bool percent = false;
+  std::string error;
+};
+Amount parse_amount(std::string_view text, const Column& column);
 // The rules in `texts` (each may hold several, comma-separated), for profiles of `kind`; a
 // Failure (kUsage) naming the first bad one and what a rule looks like.
 std::vector<Rule> parse_rules(const std::vector<std::string>& texts, profiles::Kind kind);
@@ -87,6 +97,8 @@ struct Cell {
   double change() const;
   // The change in % of base; none when base is 0 or missing.
   std::optional<double> percent() const;
+  // change(), or in % when `in_percent`: a growth from 0 is +infinity %, no change 0 %.
+  double change_by(bool in_percent) const;
 };
 bool matches(const Rule& rule, const Cell& cell);
 
@@ -104,6 +116,17 @@ struct Row {
   bool significant() const;
 };
 
+// A policy's verdict on one figure (policy/policy.hpp), shown by every output.
+struct Judgement {
+  std::string subject; // "function handle_request", "queue jobs", "site (all sites)"
+  std::string rule;    // as the policy file says it: p99 = "< 2ms"
+  int line = 0;        // the rule's line in the policy file
+  std::string value;   // the figure judged: "2.50 ms", "+12.0%"
+  bool broken = false; // the figure is outside the rule
+  bool warn = false;   // a broken rule only warns
+  bool fails() const { return broken && !warn; }
+};
+
 struct Comparison {
   profiles::Kind kind = profiles::Kind::Stats;
   std::string base_source, new_source;
@@ -112,6 +135,9 @@ struct Comparison {
   std::vector<Row> rows;     // by impact, largest first
   std::optional<Row> totals; // heap: the sums over every site (rules apply to it too)
   bool cpu = false;          // timing: both sides have CPU samples, the CPU columns compared
+  std::string policy;        // the policy file judged by, "" for none
+  std::vector<Judgement> judgements;
+  // Whether a row fails a --fail-on rule or a judgement fails.
   bool failed() const;
   // Whether `column` is in the table and the JSON.
   bool shows(const Column& column) const { return cpu || !column.sampled(); }
@@ -120,8 +146,21 @@ struct Comparison {
 // BASE and NEW compared; a Failure (kUsage) when they are of different kinds or malformed.
 Comparison compare(const profiles::Profile& base, const profiles::Profile& now,
                    const std::vector<std::string>& rule_texts);
+// One run's figures as a comparison's NEW side, with no BASE (what `hotscope check` judges).
+Comparison one_run(const profiles::Profile& run);
 std::string as_text(const Comparison& comparison);
+// The policy's verdict: how many rules held, and each broken one ("" without a policy).
+std::string policy_text(const Comparison& comparison);
 nlohmann::json as_json(const Comparison& comparison);
+// For a pull-request comment (docs/ci.md): a verdict line, the regressions, the improvements and
+// the rest in a <details> block; the same input gives the same bytes.
+std::string as_markdown(const Comparison& comparison);
+// A figure, and a cell's change ("+12.0%", "-2.0ms", "=") as the table prints them.
+std::string value_text(Unit unit, double value);
+std::string change_text(Unit unit, const Cell& cell);
+
+// NEW as `process` is now: its statistics, or its heap profile when BASE is a heap profile.
+profiles::Profile live_profile(profiles::Kind kind, const AgentProcess& process);
 
 class DiffCommand {
 public:
@@ -137,6 +176,8 @@ private:
   std::string name_;
   std::vector<std::string> rules_;
   bool json_ = false;
+  std::string format_ = "text";
+  std::string policy_;
 };
 
 } // namespace hotscope::cli::diff

@@ -23,6 +23,8 @@ std::size_t width_of(const std::string& text) {
       std::count_if(text.begin(), text.end(), [](char c) { return (c & 0xC0) != 0x80; }));
 }
 
+} // namespace
+
 std::string value_text(Unit unit, double value) {
   switch (unit) {
   case Unit::Nanoseconds:
@@ -54,6 +56,8 @@ std::string change_text(Unit unit, const Cell& cell) {
   }
   return cell.significant || change == 0 ? text : "(" + text + ")";
 }
+
+namespace {
 
 std::string cut(const std::string& text, std::size_t width) {
   return text.size() <= width ? text : text.substr(0, width - 3) + "...";
@@ -141,6 +145,24 @@ std::string row_label(const Row& row) {
 
 } // namespace
 
+std::string policy_text(const Comparison& comparison) {
+  if (comparison.policy.empty()) {
+    return "";
+  }
+  std::size_t held = 0;
+  std::string lines;
+  for (const Judgement& judgement : comparison.judgements) {
+    held += judgement.broken ? 0 : 1;
+    if (judgement.broken) {
+      lines += fmt::format("{} {}: {} is {} (line {})\n", judgement.warn ? "warns" : "FAILS",
+                           judgement.subject, judgement.rule, judgement.value, judgement.line);
+    }
+  }
+  return fmt::format("policy {}: {} of {} rules held\n", comparison.policy, held,
+                     comparison.judgements.size()) +
+         lines;
+}
+
 std::string as_text(const Comparison& comparison) {
   const bool timing = comparison.kind == profiles::Kind::Stats;
   std::string text =
@@ -192,7 +214,7 @@ std::string as_text(const Comparison& comparison) {
                          : fmt::format("{} row{} fail{} the --fail-on rules\n", failing,
                                        failing == 1 ? "" : "s", failing == 1 ? "s" : "");
   }
-  return text;
+  return text + policy_text(comparison);
 }
 
 namespace {
@@ -239,6 +261,17 @@ nlohmann::json as_json(const Comparison& comparison) {
   out["new"] = {{"source", comparison.new_source}, {"summary", comparison.new_summary}};
   out["rules"] = comparison.rules;
   out["failed"] = comparison.failed();
+  if (!comparison.policy.empty()) {
+    out["policy"] = {{"file", comparison.policy}, {"judgements", nlohmann::json::array()}};
+    for (const Judgement& judgement : comparison.judgements) {
+      out["policy"]["judgements"].push_back({{"subject", judgement.subject},
+                                             {"rule", judgement.rule},
+                                             {"line", judgement.line},
+                                             {"value", judgement.value},
+                                             {"broken", judgement.broken},
+                                             {"warn", judgement.warn}});
+    }
+  }
   if (comparison.totals) {
     out["totals"] = row_json(comparison, *comparison.totals);
   }

@@ -65,7 +65,20 @@ Rule parse_rule(const std::string& text, profiles::Kind kind) {
                                profiles::kind_name(kind), column_keys(kind)));
   }
   rule.column = static_cast<std::size_t>(column - all.begin());
-  std::string amount = trim(std::string_view(text).substr(op + 1));
+  const Amount amount = parse_amount(std::string_view(text).substr(op + 1), *column);
+  if (!amount.error.empty()) {
+    bad_rule(text, amount.error);
+  }
+  rule.amount = amount.value;
+  rule.percent = amount.percent;
+  return rule;
+}
+
+} // namespace
+
+Amount parse_amount(std::string_view text, const Column& column) {
+  Amount result;
+  std::string amount = trim(text);
   double sign = 1;
   if (!amount.empty() && (amount.front() == '+' || amount.front() == '-')) {
     sign = amount.front() == '-' ? -1 : 1;
@@ -74,19 +87,20 @@ Rule parse_rule(const std::string& text, profiles::Kind kind) {
   double number = 0;
   const auto [end, error] = std::from_chars(amount.data(), amount.data() + amount.size(), number);
   if (error != std::errc() || !std::isfinite(number)) {
-    bad_rule(text, fmt::format("'{}' is not a number", amount));
+    result.error = fmt::format("'{}' is not a number", amount);
+    return result;
   }
   const std::string unit = trim(std::string_view(amount).substr(end - amount.data()));
   double factor = 1;
   if (unit == "%") {
-    rule.percent = true;
+    result.percent = true;
   } else if (!unit.empty()) {
     const Suffix* begin = nullptr;
     const Suffix* last = nullptr;
-    if (column->unit == Unit::Nanoseconds) {
+    if (column.unit == Unit::Nanoseconds) {
       begin = std::begin(kTimeSuffixes);
       last = std::end(kTimeSuffixes);
-    } else if (column->unit == Unit::Bytes) {
+    } else if (column.unit == Unit::Bytes) {
       begin = std::begin(kByteSuffixes);
       last = std::end(kByteSuffixes);
     }
@@ -95,18 +109,17 @@ Rule parse_rule(const std::string& text, profiles::Kind kind) {
             ? nullptr
             : std::find_if(begin, last, [&](const Suffix& s) { return unit == s.text; });
     if (found == nullptr || found == last) {
-      bad_rule(text, fmt::format("'{}' is not a unit of {} (% or {})", unit, column->key,
-                                 column->unit == Unit::Nanoseconds ? "ns, us, ms, s"
-                                 : column->unit == Unit::Bytes     ? "B, KiB, MiB, GiB"
-                                                                   : "a bare number"));
+      result.error = fmt::format("'{}' is not a unit of {} (% or {})", unit, column.key,
+                                 column.unit == Unit::Nanoseconds ? "ns, us, ms, s"
+                                 : column.unit == Unit::Bytes     ? "B, KiB, MiB, GiB"
+                                                                  : "a bare number");
+      return result;
     }
     factor = found->factor;
   }
-  rule.amount = sign * number * factor;
-  return rule;
+  result.value = sign * number * factor;
+  return result;
 }
-
-} // namespace
 
 const std::vector<Column>& columns(profiles::Kind kind) {
   static const std::vector<Column> timing{
@@ -280,16 +293,20 @@ std::optional<double> Cell::percent() const {
   return 100 * change() / *base;
 }
 
+double Cell::change_by(bool in_percent) const {
+  const double difference = change();
+  if (!in_percent) {
+    return difference;
+  }
+  const std::optional<double> share = percent();
+  return share ? *share : difference > 0 ? HUGE_VAL : difference < 0 ? -HUGE_VAL : 0;
+}
+
 bool matches(const Rule& rule, const Cell& cell) {
   if (!cell.significant) {
     return false;
   }
-  double change = cell.change();
-  if (rule.percent) {
-    // Growth from nothing is infinitely many percent; no change is none.
-    const std::optional<double> percent = cell.percent();
-    change = percent ? *percent : change > 0 ? HUGE_VAL : change < 0 ? -HUGE_VAL : 0;
-  }
+  const double change = cell.change_by(rule.percent);
   return rule.above ? change > rule.amount : change < rule.amount;
 }
 
@@ -299,7 +316,9 @@ bool Row::significant() const {
 
 bool Comparison::failed() const {
   const auto failing = [](const Row& row) { return !row.failed.empty(); };
-  return std::any_of(rows.begin(), rows.end(), failing) || (totals && failing(*totals));
+  return std::any_of(rows.begin(), rows.end(), failing) || (totals && failing(*totals)) ||
+         std::any_of(judgements.begin(), judgements.end(),
+                     [](const Judgement& judgement) { return judgement.fails(); });
 }
 
 } // namespace hotscope::cli::diff

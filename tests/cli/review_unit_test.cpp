@@ -1,0 +1,249 @@
+// What review and assistants read (docs/ci.md, docs/mcp.md) on hand-made profiles:
+// `hotscope diff --format markdown`, policy files (reading, their errors with lines, judging one
+// run and a comparison), and the MCP server's protocol side (no agent needed).
+#include "diff/diff.hpp"
+#include "hand_made_profiles.hpp"
+#include "mcp/mcp.hpp"
+#include "policy/policy.hpp"
+#include "support/scratch_dir.hpp"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+namespace {
+
+using namespace hotscope::cli;
+using namespace hotscope::cli::hand_made;
+namespace fs = std::filesystem;
+
+profiles::Profile before() {
+  return stats({function("slow", 200, 1000), function("quick", 200, 2000),
+                function("steady", 200, 1000), function("a|b`c", 200, 1000, 20)},
+               "base/stats.json");
+}
+
+profiles::Profile after() {
+  return stats({function("slow", 200, 2000), function("quick", 200, 1000),
+                function("steady", 200, 1003), function("a|b`c", 200, 1000, 20)},
+               "new/stats.json");
+}
+
+std::size_t at(const std::string& text, const std::string& part) {
+  const std::size_t found = text.find(part);
+  EXPECT_NE(found, std::string::npos) << "no '" << part << "' in\n" << text;
+  return found;
+}
+
+TEST(Markdown, RegressionsThenImprovementsThenTheRestCollapsed) {
+  const std::string text = diff::as_markdown(diff::compare(before(), after(), {}));
+  EXPECT_EQ(text.rfind("**hotscope: passes** — 5 regressions beyond noise, 5 improvements.", 0), 0U)
+      << text;
+  const std::size_t regressions = at(text, "#### Regressions");
+  const std::size_t improvements = at(text, "#### Improvements");
+  const std::size_t details = at(text, "<details><summary>");
+  EXPECT_LT(regressions, improvements);
+  EXPECT_LT(improvements, details);
+  // slow's mean doubled: a regression row, before → after, change, significance.
+  const std::size_t slow = at(text, "| `slow` `w.cpp`:10 | mean | 1.00 µs → 2.00 µs | +100.0% | "
+                                    "beyond noise |");
+  EXPECT_LT(regressions, slow);
+  EXPECT_LT(slow, improvements);
+  EXPECT_GT(at(text, "| `quick` `w.cpp`:10 | mean | 2.00 µs → 1.00 µs | -50.0% |"), improvements);
+  EXPECT_GT(
+      at(text, "| `steady` `w.cpp`:10 | mean | 1.00 µs → 1.00 µs | (+0.30%) | within noise |"),
+      details);
+  // A pipe would end the cell, a backtick the code span.
+  at(text, "`a\\|b'c`");
+  EXPECT_EQ(text.find("a|b"), std::string::npos);
+  at(text, "</details>\n");
+}
+
+TEST(Markdown, SameInputSameBytesAndRulesDecideTheVerdict) {
+  const std::string once = diff::as_markdown(diff::compare(before(), after(), {"mean>+50%"}));
+  EXPECT_EQ(once, diff::as_markdown(diff::compare(before(), after(), {"mean>+50%"})));
+  EXPECT_EQ(once.rfind("**hotscope: fails**", 0), 0U) << once;
+  at(once, "--fail-on: 1 row failing.");
+}
+
+TEST(Markdown, HeapSitesAndLongTablesAreCut) {
+  std::vector<SiteSpec> base_sites, new_sites;
+  for (int i = 0; i < 40; ++i) {
+    const std::string name = fmt::format("site{}", i);
+    base_sites.push_back({{{name, "s.cpp", i + 1}, {"main", "m.cpp", 3}}, 1000, 0});
+    new_sites.push_back({{{name, "s.cpp", i + 1}, {"main", "m.cpp", 3}}, 2000, 64});
+  }
+  const std::string text =
+      diff::as_markdown(diff::compare(heap(base_sites, 0x1000), heap(new_sites, 0x9000), {}));
+  at(text, "| Heap site | Figure |");
+  // 40 sites and the totals, each with its six figures grown: 30 lines shown.
+  at(text, "216 more not shown (`hotscope diff --json` has every row).");
+}
+
+fs::path write(const fs::path& dir, const std::string& name, const std::string& text) {
+  std::ofstream(dir / name) << text;
+  return dir / name;
+}
+
+// The message of the Failure `action` throws, and its code.
+std::pair<int, std::string> failure_of(const std::function<void()>& action) {
+  try {
+    action();
+  } catch (const Failure& failure) {
+    return {failure.code, failure.what()};
+  }
+  return {0, ""};
+}
+
+TEST(Policy, BadInputIsNamedWithItsLine) {
+  const hotscope::testing::ScratchDir dir("policy-bad");
+  const auto refused = [&](const std::string& text, const std::string& message) {
+    const fs::path file = write(dir.path(), "p.toml", text);
+    const auto [code, what] = failure_of([&] { policy::read_policy(file); });
+    EXPECT_EQ(code, kUsage) << text;
+    EXPECT_NE(what.find(message), std::string::npos) << what;
+  };
+  refused("min_calls = 20\n[functions.\"f\"]\np99 = \"< 2 parsecs\"\n",
+          "p.toml:3: p99 = \"< 2 parsecs\": 'parsecs' is not a unit of p99 (% or ns, us, ms, s)");
+  refused("[functions.\"f\"]\n\np98 = \"< 2ms\"\n",
+          "p.toml:3: unknown key 'p98' in [functions.\"f\"]");
+  refused("ignore = [\"x\"]\nmin_call = 3\n", "p.toml:2: unknown key 'min_call'");
+  refused("[functions.\"f\"]\np99 = \"2ms\"\n", "p.toml:2: p99 = \"2ms\": starts with none of");
+  refused("[functions.\"f\"]\np99 = \"< +10%\"\n", "a percent is a change: write p99_change");
+  refused("[queues.\"q\"]\nwait_p99_change = \"< +10%\"\n",
+          "p.toml:2: unknown key 'wait_p99_change'");
+  refused("[functions.\"f\"\np99 = \"< 2ms\"\n", "p.toml:1: ");
+  refused("[functions.\"f\"]\np99 = 2\n", "p.toml:2: p99: a rule is a string");
+}
+
+TEST(Policy, CheckJudgesOneRunsBudgets) {
+  const hotscope::testing::ScratchDir dir("policy-check");
+  const fs::path file = write(dir.path(), "p.toml", R"(min_calls = 20
+ignore = ["test_*"]
+[functions."slow"]
+mean = "< 1500ns"
+mean_change = "< +10%"
+[functions."quick"]
+alloc_bytes_per_call = "== 0"
+[functions."test_*"]
+mean = "< 1ns"
+[functions."few"]
+mean = "< 1ns"
+[functions."gone"]
+warn = true
+mean = "< 1ns"
+)");
+  const policy::Policy rules = policy::read_policy(file);
+  const profiles::Profile now = stats({function("slow", 200, 2000), function("quick", 200, 1000),
+                                       function("test_a", 200, 1000), function("few", 5, 1000)},
+                                      "new/stats.json");
+  diff::Comparison comparison = diff::one_run(now);
+  policy::judge(rules, now, comparison);
+  // slow's absolute budget breaks; its change has no base; test_a is ignored; few has too few
+  // calls; gone is not in the run: a warning.
+  ASSERT_EQ(comparison.judgements.size(), 3U) << diff::policy_text(comparison);
+  EXPECT_TRUE(comparison.judgements[0].fails());
+  EXPECT_EQ(comparison.judgements[0].subject, "function slow");
+  EXPECT_EQ(comparison.judgements[0].line, 4);
+  EXPECT_FALSE(comparison.judgements[1].broken);
+  EXPECT_TRUE(comparison.judgements[2].broken && comparison.judgements[2].warn);
+  EXPECT_TRUE(comparison.failed());
+  EXPECT_EQ(diff::policy_text(comparison),
+            "policy " + file.string() +
+                ": 1 of 3 rules held\n"
+                "FAILS function slow: mean = \"< 1500ns\" is 2.00 µs (line 4)\n"
+                "warns function gone: mean = \"< 1ns\" is not in the run (line 14)\n");
+}
+
+TEST(Policy, DiffJudgesSignificantChangesOnly) {
+  const hotscope::testing::ScratchDir dir("policy-diff");
+  const fs::path file = write(dir.path(), "p.toml", R"([functions."*"]
+mean_change = "< +10%"
+[functions."steady"]
+warn = true
+mean_change = "<= +0.1%"
+)");
+  diff::Comparison comparison = diff::compare(before(), after(), {});
+  policy::judge(policy::read_policy(file), after(), comparison);
+  std::vector<std::string> broken;
+  for (const diff::Judgement& judgement : comparison.judgements) {
+    if (judgement.broken) {
+      broken.push_back(judgement.subject + " " + judgement.value);
+    }
+  }
+  // steady grew 0.3 %, within noise: its strict rule holds.
+  EXPECT_EQ(broken, std::vector<std::string>{"function slow +100.0%"});
+  EXPECT_TRUE(comparison.failed());
+  const std::string text = diff::as_markdown(comparison);
+  at(text, "; policy: 1 broken, 0 warnings.");
+  at(text, "| **fails** | `function slow` | `mean_change = \"< +10%\"` | +100.0% | 2 |");
+}
+
+mcp::Json rpc(const std::string& method, const mcp::Json& params, int id = 1) {
+  return {{"jsonrpc", "2.0"}, {"id", id}, {"method", method}, {"params", params}};
+}
+
+TEST(Mcp, InitializeListAndErrors) {
+  const mcp::Json init = *mcp::handle(rpc("initialize", {{"protocolVersion", "2025-06-18"}}));
+  EXPECT_EQ(init["result"]["protocolVersion"], "2025-06-18");
+  EXPECT_EQ(init["result"]["serverInfo"]["name"], "hotscope");
+  EXPECT_EQ(mcp::handle(rpc("initialize", {{"protocolVersion", "1999-01-01"}}))
+                ->at("result")["protocolVersion"],
+            mcp::kProtocolVersions[0]);
+  EXPECT_FALSE(mcp::handle({{"jsonrpc", "2.0"}, {"method", "notifications/initialized"}}));
+  EXPECT_EQ((*mcp::handle(rpc("ping", mcp::Json::object())))["result"], mcp::Json::object());
+  const mcp::Json list = *mcp::handle(rpc("tools/list", mcp::Json::object()));
+  std::vector<std::string> names;
+  for (const mcp::Json& tool : list["result"]["tools"]) {
+    names.push_back(tool["name"]);
+    EXPECT_EQ(tool["inputSchema"]["type"], "object");
+    EXPECT_EQ(tool["annotations"]["readOnlyHint"], true);
+  }
+  EXPECT_EQ(names, (std::vector<std::string>{"list_processes", "function_stats", "threads",
+                                             "heap_top", "cpu_top", "trace_summary", "diff"}));
+  const mcp::Json unknown = *mcp::handle(rpc("tools/call", {{"name", "shell"}}));
+  EXPECT_EQ(unknown["error"]["code"], -32602);
+  EXPECT_NE(unknown["error"]["message"].get<std::string>().find("no tool 'shell' (tools: "),
+            std::string::npos);
+  const mcp::Json bad = *mcp::handle(
+      rpc("tools/call", {{"name", "function_stats"}, {"arguments", {{"limit", 1000}}}}));
+  EXPECT_EQ(bad["error"]["message"], "function_stats: 'limit' must be a number from 1 to 100");
+  EXPECT_EQ((*mcp::handle(rpc("resources/list", mcp::Json::object())))["error"]["code"], -32601);
+}
+
+TEST(Mcp, ServesALineAMessageAndToolFailuresAreToolErrors) {
+  const hotscope::testing::ScratchDir dir("mcp-serve");
+  // No agent in an empty runtime directory: a tool error saying what to do.
+  setenv("HOTSCOPE_RUNTIME_DIR", dir.path().c_str(), 1);
+  std::istringstream in(
+      rpc("tools/call", {{"name", "threads"}}).dump() + "\n\nnot json\n" +
+      rpc("tools/call",
+          {{"name", "diff"}, {"arguments", {{"base", (dir.path() / "none.json").string()}}}}, 2)
+          .dump() +
+      "\n");
+  std::ostringstream out;
+  EXPECT_EQ(mcp::serve(in, out), 0);
+  const std::vector<std::string> lines = [&] {
+    std::vector<std::string> all;
+    std::istringstream text(out.str());
+    for (std::string line; std::getline(text, line);) {
+      all.push_back(line);
+    }
+    return all;
+  }();
+  ASSERT_EQ(lines.size(), 3U) << out.str();
+  const mcp::Json none = mcp::Json::parse(lines[0]);
+  EXPECT_EQ(none["result"]["isError"], true);
+  EXPECT_NE(none["result"]["content"][0]["text"].get<std::string>().find(
+                "no process runs a hotscope agent in " + dir.path().string()),
+            std::string::npos)
+      << lines[0];
+  EXPECT_EQ(mcp::Json::parse(lines[1])["error"]["code"], -32700);
+  const mcp::Json missing = mcp::Json::parse(lines[2]);
+  EXPECT_EQ(missing["id"], 2);
+  EXPECT_EQ(missing["result"]["isError"], true);
+  unsetenv("HOTSCOPE_RUNTIME_DIR");
+}
+
+} // namespace
