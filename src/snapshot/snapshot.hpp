@@ -3,6 +3,7 @@
 #pragma once
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -354,6 +355,37 @@ struct TraceEvent {
   std::int64_t value = 0; // counter value
 };
 
+// One of a function's K slowest calls of the measuring window, kept whole (docs/slow.md). Its
+// events are those of the trace between its Begin and its End on its thread, in order: the
+// Begin first and the End last, nested scopes, messages, counters, queue, task and lock events
+// (TraceEvent::thread is `thread`). A subtree longer than the cap is cut: the events after
+// the first `kSlowCallEvents - 1` are not kept (the End is), and `cut_events` says how many.
+constexpr std::size_t kSlowCallEvents = 4096;
+struct SlowCall {
+  std::uint64_t id = 0;       // unique in the process's run, never reused (exemplars' call_id)
+  std::uint32_t function = 0; // index into Snapshot::names
+  std::uint32_t thread = 0;   // ThreadInfo::index of its thread when kept
+  std::string thread_name;    // the thread's label when kept (it may have ended since)
+  std::int64_t os_tid = 0;
+  std::uint64_t start_ns = 0; // since Snapshot::start_ns (may be before trace_start_ns)
+  std::uint64_t duration_ns = 0;
+  std::uint64_t allocations = 0;     // heap allocations made inside it (count), 0 without heap
+  std::uint64_t allocated_bytes = 0; // their bytes
+  std::uint64_t cpu_samples = 0;     // CPU samples taken inside it, 0 when the sampler is off
+  std::uint64_t cut_events = 0;      // events past the cap, not kept; 0 when whole
+  std::uint64_t cut_at_ns = 0;       // since Snapshot::start_ns, where the cut began (0: whole)
+  std::vector<TraceEvent> events;
+};
+
+// The kept calls' figures (stats.json "slow_calls_figures").
+struct SlowCallFigures {
+  std::uint32_t per_function = 0; // K (HOTSCOPE_SLOWEST), 0 off
+  std::uint64_t budget_bytes = 0; // HOTSCOPE_SLOWEST_MIB
+  std::uint64_t kept = 0;         // calls kept now
+  std::uint64_t evicted = 0;      // kept calls given up to stay within the budget (window)
+  std::uint64_t cut = 0;          // kept calls whose subtree was cut
+};
+
 // The heap profiler's process-wide figures at one moment (estimates in the sampled mode): the
 // engines' totals, what the heap libraries hand libhotscope (heap_link) and what /v1/metrics shows.
 struct HeapTotals {
@@ -375,6 +407,7 @@ struct ProfilerMemory {
   std::uint64_t rings = 0;        // the threads' rings, mapped (HOTSCOPE_RING_RECORDS each)
   std::uint64_t trace_window = 0; // up to HOTSCOPE_TRACE_MIB
   std::uint64_t statistics = 0;   // per-function and per-thread statistics, names
+  std::uint64_t slow_calls = 0;   // bytes held by the kept calls
 };
 
 // The image of a guest that ran under guest tracing (hotscope vm run, docs/guest.md).
@@ -412,6 +445,10 @@ struct Snapshot {
   std::vector<LockInversion> inversions; // found since the start, in the order found
   LockFigures lock_figures;
   CpuProfile cpu;
+  // The kept calls (docs/slow.md): by function (Snapshot::functions' order), slowest first
+  // within one.
+  std::vector<SlowCall> slow_calls;
+  SlowCallFigures slow_call_figures;
 
   // The trace window: the most recent events, per thread in order, sorted by time overall.
   // Each thread's Begin/End events are balanced: a scope whose Begin was evicted from the
