@@ -268,6 +268,15 @@ AgentProcess find_by_name(const std::string& dir, const std::string& name) {
   return matches.front();
 }
 
+std::string query_value(const std::string& value) {
+  const std::unique_ptr<char, void (*)(void*)> escaped(
+      curl_easy_escape(nullptr, value.data(), static_cast<int>(value.size())), curl_free);
+  if (!escaped) {
+    throw Failure(kFailed, "libcurl cannot percent-encode " + value);
+  }
+  return escaped.get();
+}
+
 Reply send(const AgentProcess& process, const std::string& method, const std::string& path,
            long wait_seconds) {
   static const bool initialized = curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK;

@@ -57,6 +57,9 @@ struct Reply {
   std::string body;
 };
 
+// `value` percent-encoded for a query parameter ("a::b c" becomes "a%3A%3Ab%20c").
+std::string query_value(const std::string& value);
+
 // Sends `method path` to the agent of `process` and returns its answer whatever the HTTP status;
 // a Failure only when there is no answer (the agent is gone, or another user's). An answer that
 // takes time by design (a CPU profile of N seconds) is waited for `wait_seconds` longer.

@@ -61,6 +61,8 @@ private:
   std::optional<Reply> get(const std::string& path);
   nlohmann::json parse(const std::string& path, const std::string& body);
   void fetch_heap(Model& model);
+  // The selected function's kept calls, while its detail pane is open.
+  void fetch_kept_calls(Model& model, const ViewState& state);
 
   AgentProcess process_;
   std::string follow_name_;
