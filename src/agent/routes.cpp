@@ -37,7 +37,7 @@ using exporters::FormatInfo;
 struct Endpoint {
   const char* path;
   const char* method; // GET endpoints answer HEAD too
-  std::array<const char*, 2> parameters;
+  std::array<const char*, 3> parameters;
   bool tcp; // also served on the TCP listener: reads only what scrapers need, changes nothing
 };
 constexpr Endpoint kEndpoints[] = {
@@ -45,6 +45,7 @@ constexpr Endpoint kEndpoints[] = {
     {"/v1/stats", "GET", {"format"}, false},
     {"/v1/trace", "GET", {"format", "seconds"}, false},
     {"/v1/threads", "GET", {"format", "stuck_ms"}, false},
+    {"/v1/slow", "GET", {"format", "function", "top"}, false},
     {"/v1/locks", "GET", {}, false},
     {"/v1/metrics", "GET", {}, true},
     {"/v1/heap", "GET", {"format"}, false},
@@ -55,7 +56,7 @@ constexpr Endpoint kEndpoints[] = {
     {"/debug/pprof/mutex", "GET", {}, true},
 };
 
-// "GET /v1/trace?format=chrome|folded|text&seconds=N".
+// "GET /v1/trace?format=chrome|folded|text&seconds=N", "GET /v1/slow?...&function=NAME".
 std::string usage(const Endpoint& endpoint) {
   std::string line = text::cat(endpoint.method, " ", endpoint.path);
   char separator = '?';
@@ -63,7 +64,9 @@ std::string usage(const Endpoint& endpoint) {
     if (accepted != nullptr) {
       const std::string_view name = accepted;
       line += text::cat(separator, name, "=",
-                        name == "format" ? exporters::format_names(endpoint.path, "|") : "N");
+                        name == "format"     ? exporters::format_names(endpoint.path, "|")
+                        : name == "function" ? "NAME"
+                                             : "N");
       separator = '&';
     }
   }
@@ -91,6 +94,9 @@ std::size_t snapshot_bytes(const Snapshot& snapshot) {
   std::size_t bytes = sizeof(Snapshot) + snapshot.trace.capacity() * sizeof(TraceEvent) +
                       snapshot.functions.capacity() * sizeof(FunctionStats) +
                       snapshot.threads.capacity() * sizeof(ThreadInfo);
+  for (const SlowCall& call : snapshot.slow_calls) {
+    bytes += sizeof(SlowCall) + call.events.capacity() * sizeof(TraceEvent);
+  }
   for (const std::string& name : snapshot.names) {
     bytes += sizeof(name) + name.capacity();
   }
@@ -237,6 +243,30 @@ Response trace_window(const Process& process, const Request& request) {
   if (recent_ns) {
     keep_recent_trace(snapshot, *recent_ns);
   }
+  return written(format->format, std::move(snapshot));
+}
+
+// The kept slowest calls (docs/slow.md): of one function (`function`, its exact name; none kept:
+// an empty list), at most `top` per function.
+Response slow_calls(const Request& request) {
+  std::string problem;
+  const FormatInfo* format = chosen_format(request, problem);
+  if (format == nullptr) {
+    return error_response(400, problem);
+  }
+  std::size_t top = 0;
+  if (const auto given = parameter(request, "top")) {
+    const auto [end, error] = std::from_chars(given->data(), given->data() + given->size(), top);
+    if (error != std::errc() || end != given->data() + given->size() || top == 0) {
+      return error_response(400, text::cat("top=\"", *given, "\" is not a whole number above 0"));
+    }
+  }
+  const auto function = parameter(request, "function");
+  if (function && function->empty()) {
+    return error_response(400, "function=\"\" names no function");
+  }
+  Snapshot snapshot = trace::snapshot(trace::Contents::StatisticsAndSlowCalls);
+  exporters::keep_slow_calls(snapshot, function ? &*function : nullptr, top);
   return written(format->format, std::move(snapshot));
 }
 
@@ -461,7 +491,7 @@ Response route(const Process& process, Listener listener, const Request& request
 Response answer(const Process& process, Listener listener, const Request& request) {
   if (request.query_cut) {
     return error_response(414, text::cat("the query has more than ", kMaxParameters,
-                                         " parameters (no endpoint takes more than 2)"));
+                                         " parameters (no endpoint takes more than 3)"));
   }
   const Endpoint* endpoint = nullptr;
   for (const Endpoint& candidate : kEndpoints) {
@@ -505,6 +535,9 @@ Response answer(const Process& process, Listener listener, const Request& reques
   }
   if (path == "/v1/threads") {
     return threads(request);
+  }
+  if (path == "/v1/slow") {
+    return slow_calls(request);
   }
   if (path == "/v1/locks" || path == "/debug/pprof/mutex") {
     return written(path == "/v1/locks" ? Format::Locks : Format::PprofMutex,

@@ -108,6 +108,12 @@ Parsed parse(const Getenv& getenv) {
               config.collect_period_ms, parsed.errors);
   read_number(getenv, "HOTSCOPE_CPU_HZ", 0, 10000, "a rate in samples per CPU second", false,
               config.cpu_hz, parsed.errors);
+  read_number(getenv, "HOTSCOPE_SLOWEST", 0, 1000, "a count of calls", false, config.slowest,
+              parsed.errors);
+  std::size_t slowest_mib = config.slowest_bytes >> 20;
+  read_number(getenv, "HOTSCOPE_SLOWEST_MIB", 1, 4096, "a size in MiB", false, slowest_mib,
+              parsed.errors);
+  config.slowest_bytes = slowest_mib << 20;
   read_locks(getenv, config.locks, parsed.errors);
   read_agent(getenv, config, parsed.errors);
   config.report_on_signal = read_on_signal(getenv, parsed.on_signal_errors);

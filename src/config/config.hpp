@@ -24,6 +24,8 @@ struct Config {
   std::size_t trace_window_bytes = 32u << 20;  // HOTSCOPE_TRACE_MIB: 0 keeps no trace
   unsigned collect_period_ms = 10;             // HOTSCOPE_COLLECT_MS
   unsigned cpu_hz = 0;                         // HOTSCOPE_CPU_HZ: CPU samples per second, 0 off
+  unsigned slowest = 4;                        // HOTSCOPE_SLOWEST: calls kept per function, 0 off
+  std::size_t slowest_bytes = 16u << 20;       // HOTSCOPE_SLOWEST_MIB: their budget (docs/slow.md)
   locks::Mode locks = locks::Mode::Off;        // HOTSCOPE_LOCKS=0|1|hold (docs/locks.md)
   bool agent = true;                           // HOTSCOPE_AGENT=0 turns the live agent off
   // HOTSCOPE_RUNTIME_DIR, else $XDG_RUNTIME_DIR/hotscope, else /tmp/hotscope-<uid>

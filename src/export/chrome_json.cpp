@@ -5,9 +5,11 @@
 #include "export/export.hpp"
 #include "text/text.hpp"
 
+#include <algorithm>
 #include <map>
 #include <ostream>
 #include <string_view>
+#include <tuple>
 #include <utility>
 
 namespace hotscope::exporters {
@@ -25,6 +27,9 @@ std::string json_string(std::string_view text) {
 // collapse onto tid n. Each external track (a guest) becomes a process of its own instead, with
 // a pid above any real one (pid_max is at most 2^22) and its one thread's tid equal to it.
 constexpr std::int64_t kExternalPidBase = std::int64_t{1} << 30;
+// The kept slowest calls' process (docs/slow.md), below the external tracks'; its tracks' tids
+// are the threads' indexes plus one.
+constexpr std::int64_t kSlowCallsPid = kExternalPidBase - 1;
 
 struct TrackIds {
   std::int64_t pid;
@@ -100,6 +105,38 @@ public:
     case EventKind::LockAcquired:
       lock_handoff(step, where);
       break;
+    }
+  }
+
+  // The kept slowest calls as a process of their own, a track per thread, so that they show even
+  // once the window has let them go. A call inside one shown (before its cut) is not repeated.
+  void slow_calls() {
+    if (snapshot_.slow_calls.empty()) {
+      return;
+    }
+    name_process(kSlowCallsPid, text::cat(detail::process_label(snapshot_), ": slowest calls"));
+    std::map<std::uint32_t, std::vector<const SlowCall*>> by_thread;
+    for (const SlowCall& call : snapshot_.slow_calls) {
+      by_thread[call.thread].push_back(&call);
+    }
+    for (auto& [thread, calls] : by_thread) { // outer calls before the calls inside them
+      std::sort(calls.begin(), calls.end(), [](const SlowCall* a, const SlowCall* b) {
+        return std::tie(a->start_ns, b->duration_ns) < std::tie(b->start_ns, a->duration_ns);
+      });
+      emit(text::cat(R"({"ph":"M","name":"thread_name","pid":)", kSlowCallsPid, R"(,"tid":)",
+                     std::int64_t{thread} + 1, R"(,"args":{"name":)",
+                     json_string(text::cat("slowest calls of ", calls.front()->thread_name)),
+                     "}}"));
+      std::uint64_t shown_start = 0;
+      std::uint64_t shown_end = 0; // of the last call shown: its cut, or its end
+      for (const SlowCall* call : calls) {
+        if (call->start_ns >= shown_start && call->start_ns + call->duration_ns <= shown_end) {
+          continue;
+        }
+        slow_call(*call);
+        shown_start = call->start_ns;
+        shown_end = call->cut_events != 0 ? call->cut_at_ns : call->start_ns + call->duration_ns;
+      }
     }
   }
 
@@ -204,6 +241,56 @@ private:
     }
   }
 
+  // One kept call's events on its thread's track of the kept calls' process; the instants name
+  // their kind (message, counter, queue_push...) and carry their value.
+  void slow_call(const SlowCall& call) {
+    const std::string track =
+        text::cat(R"(,"pid":)", kSlowCallsPid, R"(,"tid":)", std::int64_t{call.thread} + 1);
+    const auto at = [&](std::uint64_t ns) {
+      return text::cat(track, R"(,"ts":)", detail::fixed3(ns, 1000));
+    };
+    const auto slice = [&](const char* phase, const std::string& name, std::uint64_t ns,
+                           const std::string& args) {
+      emit(text::cat(R"({"ph":")", phase, R"(","name":)", name, R"(,"cat":"slow call")", at(ns),
+                     args, '}'));
+    };
+    std::vector<std::string> open;
+    for (const TraceEvent& event : call.events) {
+      if (call.cut_events != 0 && &event == &call.events.back()) {
+        // The cut is before the End: the slices open at the cut end there.
+        emit(text::cat(R"({"ph":"i","name":)",
+                       json_string(text::cat("… ", call.cut_events, " events not kept")),
+                       R"(,"cat":"cut","s":"t")", at(call.cut_at_ns), '}'));
+        for (; open.size() > 1; open.pop_back()) {
+          slice("E", open.back(), call.cut_at_ns, "");
+        }
+      }
+      const std::string name = this->name(event.name);
+      if (opens_slice(event.kind)) {
+        slice("B", name, event.ns,
+              &event == &call.events.front()
+                  ? text::cat(R"(,"args":{"call_id":")", call.id, R"("})")
+                  : std::string());
+        open.push_back(name);
+      } else if (closes_slice(event.kind)) {
+        slice("E", name, event.ns, "");
+        if (!open.empty()) {
+          open.pop_back();
+        }
+      } else if (event.kind == EventKind::LockWait) {
+        const auto waited = static_cast<std::uint64_t>(event.value);
+        emit(text::cat(R"({"ph":"X","name":)",
+                       json_string(detail::lock_wait_frame(snapshot_.names.at(event.name))),
+                       R"(,"cat":"lock")", at(event.ns - std::min(waited, event.ns)), R"(,"dur":)",
+                       detail::fixed3(waited, 1000), '}'));
+      } else {
+        emit(text::cat(R"({"ph":"i","name":)", name, R"(,"cat":")",
+                       detail::event_kind_name(event.kind), R"(","s":"t")", at(event.ns),
+                       R"(,"args":{"value":)", event.value, "}}"));
+      }
+    }
+  }
+
   const Snapshot& snapshot_;
   std::ostream& out_;
   bool first_ = true;
@@ -241,6 +328,7 @@ void write_chrome_json(const Snapshot& snapshot, std::ostream& out) {
   EventWriter events(snapshot, out);
   events.name_tracks();
   detail::walk_trace(snapshot, [&](const detail::TraceStep& step) { events.event(step); });
+  events.slow_calls();
   out << "\n],\"displayTimeUnit\":\"ns\",\"otherData\":" << other_data(snapshot) << "}\n";
 }
 

@@ -41,6 +41,36 @@ std::string human_bytes(std::uint64_t bytes) {
   return text::cat(text::fixed(value, 2), " ", kUnits[unit]);
 }
 
+const char* event_kind_name(EventKind kind) {
+  switch (kind) {
+  case EventKind::Begin:
+    return "begin";
+  case EventKind::End:
+    return "end";
+  case EventKind::Message:
+    return "message";
+  case EventKind::Counter:
+    return "counter";
+  case EventKind::QueuePush:
+    return "queue_push";
+  case EventKind::QueuePop:
+    return "queue_pop";
+  case EventKind::TaskResume:
+    return "task_resume";
+  case EventKind::TaskSuspend:
+    return "task_suspend";
+  case EventKind::TaskComplete:
+    return "task_complete";
+  case EventKind::LockWait:
+    return "lock_wait";
+  case EventKind::LockHandoff:
+    return "lock_handoff";
+  case EventKind::LockAcquired:
+    return "lock_acquired";
+  }
+  return "";
+}
+
 std::string process_label(const Snapshot& snapshot) {
   return snapshot.process_name.empty() ? text::cat("process ", snapshot.pid)
                                        : snapshot.process_name;

@@ -24,6 +24,9 @@ std::string human_duration(double ns);
 // A byte count in binary units: "512 B", "1.50 KiB", "3.20 MiB", "1.00 GiB".
 std::string human_bytes(std::uint64_t bytes);
 
+// "begin", "queue_push", "lock_wait": an event's kind as the JSON outputs name it.
+const char* event_kind_name(EventKind kind);
+
 // The process name, or "process <pid>" when the snapshot has none.
 std::string process_label(const Snapshot& snapshot);
 // The thread name, or "thread <os_tid>" when the program never named it.
@@ -65,6 +68,11 @@ struct TraceStep {
 // pairs Begin and End identically. Events of unknown threads and Ends with no open scope on
 // their thread cannot be placed and are skipped.
 void walk_trace(const Snapshot& snapshot, const std::function<void(const TraceStep&)>& visit);
+
+// One event as a line of trace.txt, "[58.314ms ] " then two spaces per level, a mark and its
+// text: `open` are the slices open on its thread just before it, `ns` the time shown.
+std::string trace_event_line(const Snapshot& snapshot, const TraceEvent& event,
+                             const std::vector<std::uint32_t>& open, std::uint64_t ns);
 
 // One stack of open slices on one thread: the thread's index and its frames, outermost first. A
 // frame is a scope's name index, or for a lock wait its lock's name index plus the number of

@@ -3,6 +3,7 @@
 
 #include "snapshot/snapshot.hpp"
 
+#include <cstddef>
 #include <iosfwd>
 #include <string>
 #include <string_view>
@@ -37,10 +38,20 @@ void write_locks_json(const Snapshot& snapshot, std::ostream& out);
 // `hotscope run --locks` and HOTSCOPE_LOCKS print on stderr at exit.
 void write_locks_text(const Snapshot& snapshot, std::ostream& out);
 
+// The kept slowest calls (docs/slow.md): slow.txt, a heading and an indented tree per call, and
+// slow.json (docs/formats-output.md). Both list Snapshot::slow_calls in its order.
+void write_slow_text(const Snapshot& snapshot, std::ostream& out);
+void write_slow_json(const Snapshot& snapshot, std::ostream& out);
+// One kept call as trace.txt's lines, times since its start: slow.txt's tree and slow.json's.
+std::string slow_call_tree(const Snapshot& snapshot, const SlowCall& call);
+// Keeps only the calls of `function` (exact name; null: every function) and, with `top` above 0,
+// at most `top` per function, the slowest (GET /v1/slow).
+void keep_slow_calls(Snapshot& snapshot, const std::string* function, std::size_t top);
+
 // Writes the file of every format in export/formats.hpp that is written from a snapshot
-// (stats.json, report.txt, trace.json, trace.folded, trace.txt; cpu.pb.gz and cpu.folded when it
-// has CPU samples) into `directory` (created if missing). Returns "" on success, else one line
-// naming the path and the problem.
+// (stats.json, report.txt, trace.json, trace.folded, trace.txt, slow.txt, slow.json; cpu.pb.gz and
+// cpu.folded when it has CPU samples) into `directory` (created if missing). Returns "" on success,
+// else one line naming the path and the problem.
 std::string write_all(const Snapshot& snapshot, const std::string& directory);
 
 // DHAT JSON (docs/formats-output.md, "heap.json (DHAT)"): opens in valgrind's dh_view.html. Mode

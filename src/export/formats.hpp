@@ -28,6 +28,8 @@ enum class Format {
   PprofCpu,
   CpuFolded,
   PprofMutex,
+  SlowText,
+  SlowJson,
 };
 
 inline constexpr const char* kJsonMime = "application/json";
@@ -57,6 +59,8 @@ inline constexpr FormatInfo kFormats[] = {
     {Format::Chrome, "/v1/trace", "chrome", "trace.json", kJsonMime, true},
     {Format::Folded, "/v1/trace", "folded", "trace.folded", kTextMime, true},
     {Format::TextTree, "/v1/trace", "text", "trace.txt", kTextMime, false},
+    {Format::SlowText, "/v1/slow", "text", "slow.txt", kTextMime, true},
+    {Format::SlowJson, "/v1/slow", "json", "slow.json", kJsonMime, true},
     {Format::ThreadsJson, "/v1/threads", "json", "", kJsonMime, false},
     {Format::ThreadsText, "/v1/threads", "text", "", kTextMime, false},
     {Format::Locks, "/v1/locks", "", "", kJsonMime, false},

@@ -405,6 +405,15 @@ void write_stats(std::string& out, int indent, const Snapshot& snapshot, StatsLa
       .member("rings_bytes", snapshot.memory.rings)
       .member("trace_window_bytes", snapshot.memory.trace_window)
       .member("statistics_bytes", snapshot.memory.statistics)
+      .member("slow_calls_bytes", snapshot.memory.slow_calls)
+      .end_object()
+      .key("slow_calls_figures")
+      .begin_object()
+      .member("per_function", snapshot.slow_call_figures.per_function)
+      .member("budget_bytes", snapshot.slow_call_figures.budget_bytes)
+      .member("kept", snapshot.slow_call_figures.kept)
+      .member("evicted", snapshot.slow_call_figures.evicted)
+      .member("cut", snapshot.slow_call_figures.cut)
       .end_object()
       .end_object();
   out += '\n';

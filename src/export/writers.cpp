@@ -64,6 +64,12 @@ Writer writer(Format format) {
   case Format::PprofMutex:
     bound.stream = write_pprof_mutex;
     break;
+  case Format::SlowText:
+    bound.stream = write_slow_text;
+    break;
+  case Format::SlowJson:
+    bound.stream = write_slow_json;
+    break;
   }
   return bound;
 }

@@ -88,7 +88,10 @@ void start_once() {
     }
   }
   clock::init(s.config.clock);
-  trace::start({s.config.ring_records, s.config.trace_window_bytes, s.config.collect_period_ms});
+  trace::start({s.config.ring_records,
+                s.config.trace_window_bytes,
+                s.config.collect_period_ms,
+                {s.config.slowest, s.config.slowest_bytes}});
   if (s.config.cpu_hz != 0) {
     if (const std::string problem = cpu::start(s.config.cpu_hz); !problem.empty()) {
       print_line("hotscope: no CPU samples: " + problem);

@@ -34,8 +34,8 @@ void Aggregator::Stats::merge(const Stats& other) {
   cpu_total += other.cpu_total;
 }
 
-Aggregator::Aggregator(std::size_t window_bytes, Resolver resolver)
-    : resolver_(std::move(resolver)), window_(window_bytes) {}
+Aggregator::Aggregator(std::size_t window_bytes, Resolver resolver, const SlowCallSettings& slow)
+    : resolver_(std::move(resolver)), window_(window_bytes), slow_(slow) {}
 
 std::uint32_t Aggregator::add_thread(std::int64_t os_tid, std::string name) {
   const std::uint32_t index = next_thread_++;
@@ -214,6 +214,8 @@ void Aggregator::consume(std::uint32_t thread_index, std::span<const hotscope_re
                          std::uint64_t first_position,
                          std::span<const cpu::Sample* const> samples) {
   ThreadState& thread = threads_[thread_index];
+  consuming_ = thread_index;
+  consuming_slow_ = &thread.slow;
   std::size_t next_sample = 0;
   const auto samples_up_to = [&](std::uint64_t position) {
     while (next_sample < samples.size() && samples[next_sample]->ring_head <= position) {
@@ -236,6 +238,8 @@ void Aggregator::consume(std::uint32_t thread_index, std::span<const hotscope_re
     i += 1 + payload;
   }
   samples_up_to(UINT64_MAX);
+  consuming_ = UINT32_MAX;
+  consuming_slow_ = nullptr;
 }
 
 void Aggregator::consume_record(std::uint32_t thread_index, ThreadState& thread,
@@ -248,6 +252,7 @@ void Aggregator::consume_record(std::uint32_t thread_index, ThreadState& thread,
   case HOTSCOPE_RECORD_BEGIN: {
     const std::uint32_t location = intern_location(record.ref);
     begin(thread, location, record.ticks, record.value);
+    slow_.begin(thread.slow, location, record.ticks, slow_figures(thread_index, thread));
     event(location, 0);
     break;
   }
@@ -255,15 +260,21 @@ void Aggregator::consume_record(std::uint32_t thread_index, ThreadState& thread,
     const std::uint32_t location = intern_location(record.ref);
     end(thread, location, record.ticks);
     event(location, 0);
+    slow_.end(thread.slow, record.ticks, slow_figures(thread_index, thread));
     break;
   }
   case HOTSCOPE_RECORD_MESSAGE_STATIC:
     event(intern_text(record.ref), 0);
     break;
-  case HOTSCOPE_RECORD_MESSAGE_INLINE:
-    window_.push_text({record.ticks, thread_index, *row.event, kInlineText, 0},
-                      payload_text(payload, record.value));
+  case HOTSCOPE_RECORD_MESSAGE_INLINE: {
+    std::string text = payload_text(payload, record.value);
+    const WindowEvent message{record.ticks, thread_index, *row.event, kInlineText, 0};
+    if (thread.slow.buffering()) {
+      thread.slow.event(message, &text);
+    }
+    window_.push_text(message, std::move(text));
     break;
+  }
   case HOTSCOPE_RECORD_COUNTER: {
     const std::uint32_t location = intern_location(record.ref);
     const auto value = static_cast<std::int64_t>(record.value);
@@ -334,6 +345,7 @@ void Aggregator::mark_exited(std::uint32_t thread, const OsThreadFigures& at_exi
   }
   state.exited = true;
   state.at_exit = at_exit;
+  state.slow = {}; // its open calls never end
   locks_.thread_exited(thread);
   exited_kept_.push_back(thread);
   if (exited_kept_.size() > kExitedThreadsKept) {
@@ -415,7 +427,8 @@ std::size_t Aggregator::statistics_bytes() const {
   }
   for (const auto& [index, thread] : threads_) {
     bytes += sizeof(ThreadState) + thread.name.capacity() +
-             thread.stack.capacity() * sizeof(Frame) + table_bytes(thread.stats);
+             thread.stack.capacity() * sizeof(Frame) + table_bytes(thread.stats) +
+             thread.slow.buffered_bytes();
   }
   return bytes;
 }
@@ -438,6 +451,11 @@ void Aggregator::reset() {
   std::erase_if(threads_, [](const auto& entry) { return entry.second.exited; });
   exited_kept_.clear();
   folded_in_window_.clear();
+  std::vector<SlowThread*> slow_threads;
+  for (auto& [index, thread] : threads_) {
+    slow_threads.push_back(&thread.slow);
+  }
+  slow_.reset(std::move(slow_threads));
   for (auto& [index, thread] : threads_) {
     thread.stats.clear();
     thread.dropped_before_reset += thread.records.dropped;

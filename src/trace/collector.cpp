@@ -121,7 +121,8 @@ Resolver in_process_resolver() {
 class Collector {
 public:
   explicit Collector(const Settings& settings)
-      : settings_(settings), aggregator_(settings.window_bytes, in_process_resolver()),
+      : settings_(settings),
+        aggregator_(settings.window_bytes, in_process_resolver(), settings.slow),
         start_ticks_(clock::now_ticks()),
         start_unix_ns_(
             static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(

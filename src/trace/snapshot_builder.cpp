@@ -156,11 +156,14 @@ CapturedSnapshot Aggregator::capture(const TimeBase& time, Contents contents) co
   snapshot.trace_window_events = window_.events();
   snapshot.memory.trace_window = window_.bytes();
   snapshot.memory.statistics = statistics_bytes();
+  snapshot.memory.slow_calls = slow_.bytes();
+  snapshot.slow_call_figures = slow_.figures();
   for (const auto& [index, state] : threads_) {
     snapshot.trace_open_scopes += state.stack.size();
   }
   const bool with_trace = contents == Contents::StatisticsAndTrace;
-  CapturedSnapshot captured{std::move(snapshot), time, with_trace, {}, {}};
+  CapturedSnapshot captured{std::move(snapshot), time, with_trace, {}, {}, {}, false};
+  capture_slow_calls(contents, captured);
   if (with_trace) {
     captured.window = window_.view();
     for (const auto& [index, state] : threads_) {
@@ -173,6 +176,29 @@ CapturedSnapshot Aggregator::capture(const TimeBase& time, Contents contents) co
     }
   }
   return captured;
+}
+
+// The kept calls by function in Snapshot::functions' order (total time, longest first), slowest
+// first within one. Their events are converted by complete(), without the collector's lock.
+void Aggregator::capture_slow_calls(Contents contents, CapturedSnapshot& captured) const {
+  if (contents == Contents::ProcessTotals) {
+    return;
+  }
+  captured.slow_call_events = contents != Contents::StatisticsOnly;
+  captured.slow_calls = slow_.kept();
+  const auto total = [&](std::uint32_t location) {
+    const auto found = stats_.find(location);
+    return found == stats_.end() ? 0 : found->second.total;
+  };
+  std::stable_sort(captured.slow_calls.begin(), captured.slow_calls.end(),
+                   [&](const KeptCall& a, const KeptCall& b) {
+                     if (a.location != b.location) {
+                       const std::uint64_t a_total = total(a.location);
+                       const std::uint64_t b_total = total(b.location);
+                       return a_total != b_total ? a_total > b_total : a.location < b.location;
+                     }
+                     return a.duration_ticks > b.duration_ticks;
+                   });
 }
 
 void Aggregator::capture_functions_and_threads(const Figures& figures, std::uint64_t now_ticks,
@@ -310,51 +336,99 @@ template <typename Visit> void for_each_event(const CapturedSnapshot& captured, 
   }
 }
 
-// The window's events in nanoseconds, inline texts interned as names, each end named after the
-// begin it closes; returns what each thread had open.
-ThreadTraces convert_window(const CapturedSnapshot& captured, const Converter& convert,
+// Events in nanoseconds, inline texts (`texts`, indexed by the event's value) interned as names,
+// each end named after the begin it closes, in `thread`'s order.
+class EventConverter {
+public:
+  EventConverter(const Converter& convert, Snapshot& snapshot)
+      : convert_(convert), snapshot_(snapshot) {}
+  TraceEvent operator()(const WindowEvent& event, const std::string* texts, ThreadTrace& thread);
+
+private:
+  const Converter& convert_;
+  Snapshot& snapshot_;
+  std::unordered_map<std::string, std::uint32_t> inline_names_;
+};
+
+TraceEvent EventConverter::operator()(const WindowEvent& event, const std::string* texts,
+                                      ThreadTrace& thread) {
+  TraceEvent out{convert_.since_start(event.ticks), event.thread, event.kind, event.name,
+                 event.value};
+  if (event.kind == EventKind::LockHandoff) {
+    // Put on the releasing thread when its waiter was read, perhaps after its later events: an
+    // instant, it changes no slice, so its own time is kept.
+  } else {
+    out.ns = std::max(out.ns, thread.last_ns); // per-thread order is time order
+    thread.last_ns = out.ns;
+  }
+  if (event.kind == EventKind::LockWait) {
+    out.value =
+        static_cast<std::int64_t>(convert_.duration(static_cast<std::uint64_t>(event.value)));
+  }
+  if (event.name == kInlineText) {
+    const std::string& text = texts[static_cast<std::size_t>(event.value)];
+    const auto [it, inserted] =
+        inline_names_.try_emplace(text, static_cast<std::uint32_t>(snapshot_.names.size()));
+    if (inserted) {
+      snapshot_.names.push_back(text);
+    }
+    out.name = it->second;
+    out.value = 0;
+  }
+  if (opens_slice(event.kind)) {
+    thread.open.push_back(out.name);
+  } else if (closes_slice(event.kind)) {
+    if (thread.open.empty()) {
+      thread.orphan_ends.push_back(out.name);
+    } else {
+      out.name = thread.open.back();
+      thread.open.pop_back();
+    }
+  }
+  return out;
+}
+
+// The window's events; returns what each thread had open.
+ThreadTraces convert_window(const CapturedSnapshot& captured, EventConverter& converted,
                             Snapshot& snapshot) {
   ThreadTraces per_thread;
-  std::unordered_map<std::string, std::uint32_t> inline_names;
   snapshot.trace.reserve(snapshot.trace_window_events);
   for_each_event(captured, [&](const WindowPiece& piece, const WindowEvent& event) {
-    ThreadTrace& thread = per_thread[event.thread];
-    TraceEvent out{convert.since_start(event.ticks), event.thread, event.kind, event.name,
-                   event.value};
-    if (event.kind == EventKind::LockHandoff) {
-      // Put on the releasing thread when its waiter was read, perhaps after its later events: an
-      // instant, it changes no slice, so its own time is kept.
-    } else {
-      out.ns = std::max(out.ns, thread.last_ns); // per-thread order is time order
-      thread.last_ns = out.ns;
-    }
-    if (event.kind == EventKind::LockWait) {
-      out.value =
-          static_cast<std::int64_t>(convert.duration(static_cast<std::uint64_t>(event.value)));
-    }
-    if (event.name == kInlineText) {
-      const std::string& text = piece.chunk->texts[static_cast<std::size_t>(event.value)];
-      const auto [it, inserted] =
-          inline_names.try_emplace(text, static_cast<std::uint32_t>(snapshot.names.size()));
-      if (inserted) {
-        snapshot.names.push_back(text);
-      }
-      out.name = it->second;
-      out.value = 0;
-    }
-    if (opens_slice(event.kind)) {
-      thread.open.push_back(out.name);
-    } else if (closes_slice(event.kind)) {
-      if (thread.open.empty()) {
-        thread.orphan_ends.push_back(out.name);
-      } else {
-        out.name = thread.open.back();
-        thread.open.pop_back();
-      }
-    }
-    snapshot.trace.push_back(out);
+    snapshot.trace.push_back(converted(event, piece.chunk->texts.get(), per_thread[event.thread]));
   });
   return per_thread;
+}
+
+// The kept calls, each with its own events when they were asked for (docs/slow.md).
+void convert_slow_calls(const CapturedSnapshot& captured, const Converter& convert,
+                        EventConverter& converted, Snapshot& snapshot) {
+  snapshot.slow_calls.reserve(captured.slow_calls.size());
+  for (const KeptCall& kept : captured.slow_calls) {
+    SlowCall call;
+    call.id = kept.id;
+    call.function = kept.location;
+    call.thread = kept.thread;
+    call.thread_name = kept.thread_name;
+    call.os_tid = kept.os_tid;
+    call.start_ns = convert.since_start(kept.start_ticks);
+    call.duration_ns = convert.duration(kept.duration_ticks);
+    call.allocations = kept.allocated.blocks;
+    call.allocated_bytes = kept.allocated.bytes;
+    call.cpu_samples = kept.cpu_periods;
+    call.cut_events = kept.cut_events;
+    call.cut_at_ns = kept.cut_events != 0 ? convert.since_start(kept.cut_at_ticks) : 0;
+    if (captured.slow_call_events) {
+      ThreadTrace thread;
+      call.events.reserve(kept.count);
+      for (std::uint32_t i = kept.first; i < kept.first + kept.count; ++i) {
+        call.events.push_back(
+            converted(kept.storage->events[i], kept.storage->texts.data(), thread));
+      }
+      // The End closes the call, whatever a cut left open inside it.
+      call.events.back().name = kept.location;
+    }
+    snapshot.slow_calls.push_back(std::move(call));
+  }
 }
 
 // Scopes open now but begun before the window (or before a reset) get a begin at the window's
@@ -404,10 +478,12 @@ void sort_trace(Snapshot& snapshot) {
 
 Snapshot complete(CapturedSnapshot captured) {
   Snapshot& snapshot = captured.snapshot;
+  const Converter convert(captured.time);
+  EventConverter converted(convert, snapshot);
+  convert_slow_calls(captured, convert, converted, snapshot);
   if (!captured.with_trace) {
     return std::move(snapshot);
   }
-  const Converter convert(captured.time);
   if (snapshot.trace_evicted > 0 && snapshot.trace_window_events > 0) {
     std::uint64_t earliest = UINT64_MAX;
     for_each_event(captured, [&](const WindowPiece&, const WindowEvent& event) {
@@ -415,7 +491,7 @@ Snapshot complete(CapturedSnapshot captured) {
     });
     snapshot.trace_start_ns = convert.since_start(earliest);
   }
-  ThreadTraces per_thread = convert_window(captured, convert, snapshot);
+  ThreadTraces per_thread = convert_window(captured, converted, snapshot);
   balance_open_scopes(captured, per_thread, snapshot);
   sort_trace(snapshot);
   return std::move(snapshot);

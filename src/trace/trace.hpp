@@ -9,6 +9,7 @@
 #include "trace/lock_table.hpp"
 #include "trace/queue_table.hpp"
 #include "trace/record_kinds.hpp"
+#include "trace/slow_calls.hpp"
 #include "trace/task_table.hpp"
 #include "trace/window.hpp"
 
@@ -55,9 +56,10 @@ struct TimeBase {
 
 // What a snapshot carries. Converting the trace window is the costly part, and the collector
 // cannot drain while a snapshot is built, so statistics-only requests skip it. ProcessTotals
-// also leaves out each thread's own function list and the names the trace's events use (a live
-// view of thousands of functions).
-enum class Contents { StatisticsOnly, StatisticsAndTrace, ProcessTotals };
+// also leaves out each thread's own function list, the names the trace's events use (a live
+// view of thousands of functions) and the kept slowest calls. StatisticsOnly keeps those calls
+// without their events; StatisticsAndSlowCalls and StatisticsAndTrace with them.
+enum class Contents { StatisticsOnly, StatisticsAndTrace, ProcessTotals, StatisticsAndSlowCalls };
 
 // A snapshot in two steps, so that the collector is held off the rings only for the first:
 // Aggregator::capture (under the collector's lock) copies the statistics and takes the trace
@@ -69,6 +71,9 @@ struct CapturedSnapshot {
   std::vector<WindowPiece> window;
   // Per thread (ThreadInfo::index), the locations of its open scopes, outermost first.
   std::vector<std::pair<std::uint32_t, std::vector<std::uint32_t>>> open_scopes;
+  // The kept slowest calls in Snapshot::slow_calls' order, their events shared with the collector.
+  std::vector<KeptCall> slow_calls;
+  bool slow_call_events = false;
 };
 // Adds the trace (if it was asked for) to a captured snapshot.
 Snapshot complete(CapturedSnapshot captured);
@@ -76,7 +81,7 @@ Snapshot complete(CapturedSnapshot captured);
 // Turns records into statistics and a bounded trace. Not thread-safe: the collector owns it.
 class Aggregator {
 public:
-  Aggregator(std::size_t window_bytes, Resolver resolver);
+  Aggregator(std::size_t window_bytes, Resolver resolver, const SlowCallSettings& slow = {});
 
   std::uint32_t add_thread(std::int64_t os_tid, std::string name);
   // Consumes one thread's records in order. A batch must not end inside a record's payload.
@@ -169,6 +174,7 @@ private:
     std::optional<BatchCounts> batches;
     OsThreadFigures at_exit;
     std::uint64_t cpu_samples = 0; // sampling periods
+    SlowThread slow;               // its open calls that may be among the slowest
   };
   // Direct-mapped, in front of name_ids_: a record's ref is found without hashing.
   struct InternedRef {
@@ -181,7 +187,18 @@ private:
   std::uint32_t intern_text(std::uint64_t ref);
   // The id of a name read at `ref`: by address and text, so ids outlive forget_addresses().
   std::uint32_t intern(std::uint64_t ref, LocationText text, char kind);
-  void push_event(const WindowEvent& event) { window_.push(event); }
+  // An event to the trace window, and to the kept calls' buffer of the thread being consumed
+  // (docs/slow.md: a lock handoff put on another thread is not part of its calls).
+  void push_event(const WindowEvent& event) {
+    window_.push(event);
+    if (event.thread == consuming_ && consuming_slow_->buffering()) {
+      consuming_slow_->event(event, nullptr);
+    }
+  }
+  static SlowThreadFigures slow_figures(std::uint32_t index, const ThreadState& thread) {
+    return {index, &thread.name, thread.os_tid, thread.allocations.all, thread.cpu_samples};
+  }
+  void capture_slow_calls(Contents contents, CapturedSnapshot& captured) const;
   void begin(ThreadState& thread, std::uint32_t location, std::uint64_t ticks,
              std::uint64_t stack_address);
   // A CPU sample: its stack with the thread's open scopes placed among its native frames, and
@@ -249,6 +266,9 @@ private:
   cpu::Figures cpu_now_;
   cpu::Figures cpu_at_reset_;
   std::uint64_t cpu_period_ns_ = 0;
+  SlowCalls slow_;
+  std::uint32_t consuming_ = UINT32_MAX; // the thread consume() is at, and its buffer
+  SlowThread* consuming_slow_ = nullptr;
 };
 
 // --- Interposed locks' names (lock_names.cpp) -----------------------------------------------
@@ -265,6 +285,7 @@ struct Settings {
   std::size_t ring_records = 262144; // 8 MiB mapped: 20 ms of 10 M records/s past the wake mark
   std::size_t window_bytes = 32u << 20;
   unsigned period_ms = 10;
+  SlowCallSettings slow;
 };
 
 // Starts the collector thread (once; later calls are ignored).

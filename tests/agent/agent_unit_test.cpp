@@ -267,7 +267,7 @@ TEST(Routes, EveryEndpointAnswers) {
 TEST(Routes, ErrorsNameTheProblem) {
   const auto missing = get("/v2/info");
   EXPECT_EQ(missing.status, 404u);
-  EXPECT_EQ(nlohmann::json::parse(missing.body).at("endpoints").size(), 12u);
+  EXPECT_EQ(nlohmann::json::parse(missing.body).at("endpoints").size(), 13u);
   EXPECT_EQ(get("/v1/stats", {{"format", "xml"}}).status, 400u);
   EXPECT_EQ(get("/v1/stats", {{"colour", "red"}}).status, 400u);
   for (const char* bad : {"0", "-1", "x", "1e400", "nan", "2s", ""}) {
@@ -344,13 +344,14 @@ TEST(Routes, EveryFormatAnswersWithTheTablesMimeType) {
 // The usage 404 lists, with each endpoint's formats from the table.
 TEST(Routes, NotFoundListsEveryEndpointsUsage) {
   EXPECT_EQ(nlohmann::json::parse(get("/v2/info").body).at("endpoints"),
-            nlohmann::json::array({"GET /v1/info", "GET /v1/stats?format=json|table|columns",
-                                   "GET /v1/trace?format=chrome|folded|text&seconds=N",
-                                   "GET /v1/threads?format=json|text&stuck_ms=N", "GET /v1/locks",
-                                   "GET /v1/metrics", "GET /v1/heap?format=dhat|pprof",
-                                   "POST /v1/reset", "GET /debug/pprof/heap",
-                                   "GET /debug/pprof/profile?format=pprof|folded&seconds=N",
-                                   "GET /debug/pprof/wall?seconds=N", "GET /debug/pprof/mutex"}));
+            nlohmann::json::array(
+                {"GET /v1/info", "GET /v1/stats?format=json|table|columns",
+                 "GET /v1/trace?format=chrome|folded|text&seconds=N",
+                 "GET /v1/threads?format=json|text&stuck_ms=N",
+                 "GET /v1/slow?format=text|json&function=NAME&top=N", "GET /v1/locks",
+                 "GET /v1/metrics", "GET /v1/heap?format=dhat|pprof", "POST /v1/reset",
+                 "GET /debug/pprof/heap", "GET /debug/pprof/profile?format=pprof|folded&seconds=N",
+                 "GET /debug/pprof/wall?seconds=N", "GET /debug/pprof/mutex"}));
   EXPECT_EQ(nlohmann::json::parse(get("/v1/trace", {{"colour", "red"}}).body).at("error"),
             "/v1/trace takes no parameter \"colour\" (see GET "
             "/v1/trace?format=chrome|folded|text&seconds=N)");
@@ -413,6 +414,42 @@ TEST(Routes, InfoCountsTheEventsInTheTraceWindow) {
   const std::uint64_t events = info.at("trace").at("events");
   EXPECT_GE(events, 10u); // each scope's begin and end
   EXPECT_LE(events, trace::snapshot().trace.size());
+}
+
+// GET /v1/slow: the kept slowest calls of this test program, of one function, `top` per function;
+// an unknown function has none, a bad parameter is a 400 that says why.
+TEST(Routes, SlowAnswersTheKeptCallsOfOneFunction) {
+  for (int i = 0; i < 3; ++i) {
+    HOTSCOPE_SCOPE("slow_route_probe");
+    HOTSCOPE_MESSAGE("inside the probe");
+  }
+  trace::collect_now();
+  const auto probe = get("/v1/slow", {{"format", "json"}, {"function", "slow_route_probe"}});
+  ASSERT_EQ(probe.status, 200u) << probe.body;
+  const auto json = nlohmann::json::parse(probe.body);
+  ASSERT_EQ(json.at("calls").size(), 3u);
+  for (const auto& call : json.at("calls")) {
+    EXPECT_EQ(call.at("function"), "slow_route_probe");
+    EXPECT_NE(call.at("tree").get<std::string>().find("  - inside the probe\n"), std::string::npos);
+  }
+  const auto top =
+      get("/v1/slow", {{"format", "json"}, {"function", "slow_route_probe"}, {"top", "1"}});
+  EXPECT_EQ(nlohmann::json::parse(top.body).at("calls").size(), 1u);
+  const auto text = get("/v1/slow", {{"function", "slow_route_probe"}});
+  EXPECT_EQ(text.content_type, "text/plain; charset=utf-8");
+  EXPECT_NE(text.body.find("\nslow_route_probe: "), std::string::npos);
+  const auto unknown = get("/v1/slow", {{"format", "json"}, {"function", "no_such_function"}});
+  EXPECT_EQ(unknown.status, 200u);
+  EXPECT_EQ(nlohmann::json::parse(unknown.body).at("calls"), nlohmann::json::array());
+  for (const char* bad : {"0", "-1", "x", "1.5", ""}) {
+    const auto refused = get("/v1/slow", {{"top", bad}});
+    EXPECT_EQ(refused.status, 400u) << bad;
+    EXPECT_EQ(nlohmann::json::parse(refused.body).at("error"),
+              fmt::format("top=\"{}\" is not a whole number above 0", bad));
+  }
+  EXPECT_EQ(get("/v1/slow", {{"function", ""}}).status, 400u);
+  EXPECT_EQ(get("/v1/slow", {{"format", "xml"}}).status, 400u);
+  EXPECT_EQ(get("/v1/slow", {{"seconds", "1"}}).status, 400u);
 }
 
 TEST(Routes, AQueryCutForItsLengthIs414) {

@@ -1,5 +1,6 @@
 // The Aggregator fed with hand-made records: every timestamp is chosen, so self and inclusive
 // times are exact.
+#include "support/hand_records.hpp"
 #include "support/manual_time.hpp"
 #include "trace/trace.hpp"
 
@@ -23,38 +24,8 @@ static void PrintTo(const AllocationCounts& counts, std::ostream* out) {
 namespace {
 
 using namespace hotscope;
-using test_support::manual_time_at;
+using namespace test_support;
 using trace::Aggregator;
-
-// Locations are identified by small integers; the resolver names them "f<ref>".
-trace::Resolver numbered_resolver() {
-  return {[](std::uint64_t ref) {
-            return trace::LocationText{"f" + std::to_string(ref), "x.cpp", 1};
-          },
-          [](std::uint64_t ref) { return "text" + std::to_string(ref); }};
-}
-
-hotscope_record rec(std::uint32_t kind, std::uint64_t ticks, std::uint64_t ref,
-                    std::uint64_t value = 0) {
-  return hotscope_record{ticks, ref, value, kind, 0};
-}
-hotscope_record begin(std::uint64_t ticks, std::uint64_t ref) {
-  return rec(HOTSCOPE_RECORD_BEGIN, ticks, ref);
-}
-hotscope_record end(std::uint64_t ticks, std::uint64_t ref) {
-  return rec(HOTSCOPE_RECORD_END, ticks, ref);
-}
-
-void append_inline(std::vector<hotscope_record>& records, std::uint32_t kind, std::uint64_t ticks,
-                   const std::string& text) {
-  const std::uint32_t payload = static_cast<std::uint32_t>((text.size() + 31) / 32);
-  records.push_back({ticks, 0, text.size(), kind, payload});
-  for (std::uint32_t p = 0; p < payload; ++p) {
-    hotscope_record chunk{};
-    std::memcpy(&chunk, text.data() + p * 32, std::min<std::size_t>(32, text.size() - p * 32));
-    records.push_back(chunk);
-  }
-}
 
 const FunctionStats& find(const std::vector<FunctionStats>& functions, const std::string& name) {
   for (const auto& f : functions) {
@@ -356,10 +327,6 @@ TEST(Aggregator, ResetStartsANewWindowButOpenScopesStayOpen) {
   EXPECT_EQ(s.records.dropped, 2u);
   ASSERT_EQ(s.trace.size(), 2u); // synthetic begin + the end
   EXPECT_EQ(s.trace[0].kind, EventKind::Begin);
-}
-
-hotscope_record alloc(std::uint64_t bytes) {
-  return rec(HOTSCOPE_RECORD_ALLOCATION, 0, 0, bytes);
 }
 
 AllocationCounts counts(std::uint64_t bytes, std::uint64_t blocks) {

@@ -55,6 +55,22 @@ TEST(Config, CpuSamplingIsOffUnlessAskedAndARateOutOfRangeIsNamed) {
   EXPECT_EQ(parsed.config.cpu_hz, 0u);
 }
 
+// The slowest calls kept (docs/slow.md): 4 per function in 16 MiB unless told.
+TEST(Config, SlowestCallsAndTheirBudget) {
+  EXPECT_EQ(parse({}).config.slowest, 4u);
+  EXPECT_EQ(parse({}).config.slowest_bytes, 16u << 20);
+  const auto set = parse({{"HOTSCOPE_SLOWEST", "0"}, {"HOTSCOPE_SLOWEST_MIB", "2"}});
+  EXPECT_TRUE(set.errors.empty());
+  EXPECT_EQ(set.config.slowest, 0u);
+  EXPECT_EQ(set.config.slowest_bytes, 2u << 20);
+  const auto bad = parse({{"HOTSCOPE_SLOWEST", "many"}, {"HOTSCOPE_SLOWEST_MIB", "0"}});
+  ASSERT_EQ(bad.errors.size(), 2u);
+  EXPECT_NE(bad.errors[0].find("HOTSCOPE_SLOWEST=\"many\""), std::string::npos);
+  EXPECT_NE(bad.errors[1].find("HOTSCOPE_SLOWEST_MIB=\"0\""), std::string::npos);
+  EXPECT_EQ(bad.config.slowest, 4u);
+  EXPECT_EQ(bad.config.slowest_bytes, 16u << 20);
+}
+
 TEST(Config, LocksAreInterposedOnlyWhenAskedAndABadValueIsNamed) {
   using hotscope::locks::Mode;
   EXPECT_EQ(parse({}).config.locks, Mode::Off);

@@ -100,9 +100,9 @@ TEST(Formats, WriteAllWritesTheTablesSnapshotFiles) {
     const std::map<std::string, std::string> written = written_files(snapshot);
     // The gzip streams of equal profiles are equal: pprof files compare too.
     EXPECT_EQ(written, expected);
-    // stats.json, report.txt, trace.json, trace.folded, trace.txt; cpu.pb.gz and cpu.folded
-    // with CPU samples.
-    EXPECT_EQ(written.size(), snapshot.cpu.samples > 0 ? 7u : 5u);
+    // stats.json, report.txt, trace.json, trace.folded, trace.txt, slow.txt, slow.json;
+    // cpu.pb.gz and cpu.folded with CPU samples.
+    EXPECT_EQ(written.size(), snapshot.cpu.samples > 0 ? 9u : 7u);
   }
 }
 

@@ -73,7 +73,8 @@ TEST(ExportStatsJson, TopLevelFiguresRoundTrip) {
             (json{{"events", 8}, {"start_ns", 500}, {"evicted", 9}, {"open_scopes", 1}}));
   EXPECT_EQ(j["memory"], (json{{"rings_bytes", 3 << 20},
                                {"trace_window_bytes", 1 << 20},
-                               {"statistics_bytes", 4096}}));
+                               {"statistics_bytes", 4096},
+                               {"slow_calls_bytes", 0}}));
 }
 
 TEST(ExportStatsJson, FunctionsThreadsAndCountersRoundTrip) {

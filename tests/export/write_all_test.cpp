@@ -100,7 +100,7 @@ TEST_F(ExportWriteAll, GuestImagesBeginTraceTxtAndAreInTheJsonMetadata) {
             expected);
 }
 
-TEST_F(ExportWriteAll, WritesFiveFilesIntoANewDirectory) {
+TEST_F(ExportWriteAll, WritesSevenFilesIntoANewDirectory) {
   const fs::path dir = root_ / "nested" / "out";
   EXPECT_EQ(exporters::write_all(testing::known_snapshot(), dir.string()), "");
   std::vector<std::string> names;
@@ -109,8 +109,8 @@ TEST_F(ExportWriteAll, WritesFiveFilesIntoANewDirectory) {
     EXPECT_GT(fs::file_size(entry.path()), 0u) << entry.path();
   }
   std::sort(names.begin(), names.end());
-  EXPECT_EQ(names, (std::vector<std::string>{"report.txt", "stats.json", "trace.folded",
-                                             "trace.json", "trace.txt"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"report.txt", "slow.json", "slow.txt", "stats.json",
+                                             "trace.folded", "trace.json", "trace.txt"}));
 }
 
 TEST_F(ExportWriteAll, ReplacesEarlierFiles) {
