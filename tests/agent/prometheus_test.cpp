@@ -262,13 +262,14 @@ TEST(Prometheus, HeapFiguresOnlyWhenTheHeapProfilerRuns) {
 
 TEST(Prometheus, TheProfilersMemoryIsOneGaugePerPart) {
   Snapshot snapshot = ht::known_snapshot();
-  snapshot.memory = {1 << 20, 65536, 2048};
+  snapshot.memory = {1 << 20, 65536, 2048, 4096};
   const std::string text = prometheus(snapshot);
   EXPECT_EQ(ht::prometheus_problems(text), std::vector<std::string>{}) << text;
   EXPECT_NE(text.find("# TYPE hotscope_memory_bytes gauge\n"
                       "hotscope_memory_bytes{part=\"rings\"} 1048576\n"
                       "hotscope_memory_bytes{part=\"trace_window\"} 65536\n"
-                      "hotscope_memory_bytes{part=\"statistics\"} 2048\n"),
+                      "hotscope_memory_bytes{part=\"statistics\"} 2048\n"
+                      "hotscope_memory_bytes{part=\"slow_calls\"} 4096\n"),
             std::string::npos)
       << text;
 }

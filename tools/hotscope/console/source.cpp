@@ -154,7 +154,8 @@ void Source::fetch_kept_calls(Model& model, const ViewState& state) {
     return;
   }
   const std::string function = row->name;
-  const std::string path = "/v1/slow?format=json&function=" + query_value(function);
+  const std::string path =
+      exporters::agent_target(exporters::Format::SlowJson) + "&function=" + query_value(function);
   const std::optional<Reply> reply = get(path);
   if (!reply) {
     return;
