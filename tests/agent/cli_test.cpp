@@ -114,6 +114,48 @@ TEST(AgentCli, EveryCommandAgreesWithCurl) {
   EXPECT_LT(calls_of(Json::parse(demo.get("/v1/stats")), "demo::Service::handle"), calls);
 }
 
+// The function's calls in one stats.json, by name.
+const Json& function_of(const Json& stats, const std::string& name) {
+  for (const Json& function : stats.at("functions")) {
+    if (function.at("name") == name) {
+      return function;
+    }
+  }
+  throw std::runtime_error("no function " + name);
+}
+
+// `hotscope slow` (docs/slow.md): the demo's slowest kept calls of one function, the slowest
+// first, the first being the longest call the statistics saw; an unknown function has none.
+TEST(AgentCli, SlowListsTheKeptCallsOfAFunctionWhole) {
+  Demo demo;
+  const std::string pid = std::to_string(demo.pid());
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  const std::string handle = "demo::Service::handle";
+  const Json before = Json::parse(demo.get("/v1/stats"));
+  const CommandResult json =
+      cli(demo, {"slow", "-p", pid, "--json", "--function", handle, "--top", "2"});
+  const Json after = Json::parse(demo.get("/v1/stats"));
+  ASSERT_EQ(json.status, 0) << json.err;
+  const Json calls = Json::parse(json.out).at("calls");
+  ASSERT_EQ(calls.size(), 2u) << json.out;
+  EXPECT_GE(calls[0].at("duration_ns"), calls[1].at("duration_ns"));
+  EXPECT_GE(calls[0].at("duration_ns"), function_of(before, handle).at("max_ns"));
+  EXPECT_LE(calls[0].at("duration_ns"), function_of(after, handle).at("max_ns"));
+  for (const Json& call : calls) {
+    EXPECT_EQ(call.at("function"), handle);
+    EXPECT_EQ(call.at("tree").get<std::string>().rfind("[0.000ms  ] > " + handle + "\n", 0), 0u);
+    EXPECT_EQ(call.at("events").back().at("kind"), "end");
+  }
+  const CommandResult text = cli(demo, {"slow", "-n", "hotscope-demo", "--top", "1"});
+  ASSERT_EQ(text.status, 0) << text.err;
+  EXPECT_NE(text.out.find("\n" + handle + ": "), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("] > " + handle + "\n"), std::string::npos);
+  const CommandResult unknown = cli(demo, {"slow", "-p", pid, "--function", "no such function"});
+  EXPECT_EQ(unknown.status, 0) << unknown.err;
+  EXPECT_NE(unknown.out.find("(no call kept)"), std::string::npos) << unknown.out;
+  EXPECT_EQ(cli(demo, {"slow", "-p", pid, "--top", "0"}).status, 2);
+}
+
 // A gzip stream starts with 1f 8b.
 bool gzipped(const std::string& bytes) {
   return bytes.size() > 2 && static_cast<unsigned char>(bytes[0]) == 0x1f &&

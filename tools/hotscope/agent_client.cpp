@@ -269,12 +269,15 @@ AgentProcess find_by_name(const std::string& dir, const std::string& name) {
 }
 
 std::string query_value(const std::string& value) {
-  const std::unique_ptr<char, void (*)(void*)> escaped(
-      curl_easy_escape(nullptr, value.data(), static_cast<int>(value.size())), curl_free);
-  if (!escaped) {
-    throw Failure(kFailed, "libcurl cannot percent-encode " + value);
+  const std::unique_ptr<CURL, void (*)(CURL*)> curl(curl_easy_init(), curl_easy_cleanup);
+  char* escaped =
+      curl ? curl_easy_escape(curl.get(), value.data(), static_cast<int>(value.size())) : nullptr;
+  if (escaped == nullptr) {
+    throw Failure(kFailed, "cannot initialize libcurl");
   }
-  return escaped.get();
+  std::string text = escaped;
+  curl_free(escaped);
+  return text;
 }
 
 Reply send(const AgentProcess& process, const std::string& method, const std::string& path,

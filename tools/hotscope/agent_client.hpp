@@ -57,9 +57,6 @@ struct Reply {
   std::string body;
 };
 
-// `value` percent-encoded for a query parameter ("a::b c" becomes "a%3A%3Ab%20c").
-std::string query_value(const std::string& value);
-
 // Sends `method path` to the agent of `process` and returns its answer whatever the HTTP status;
 // a Failure only when there is no answer (the agent is gone, or another user's). An answer that
 // takes time by design (a CPU profile of N seconds) is waited for `wait_seconds` longer.
@@ -68,6 +65,8 @@ Reply send(const AgentProcess& process, const std::string& method, const std::st
 // As send(), and a Failure for anything but a 2xx answer.
 Reply request(const AgentProcess& process, const std::string& method, const std::string& path,
               long wait_seconds = 0);
+// `value` percent-encoded for a query ("Tree::insert" -> "Tree%3A%3Ainsert"), by libcurl.
+std::string query_value(const std::string& value);
 // A Failure saying what a `reply` that is not 2xx means (nothing for a 2xx one).
 void check_status(const AgentProcess& process, const std::string& method, const std::string& path,
                   const Reply& reply);

@@ -276,6 +276,10 @@ AgentCommands::AgentCommands(CLI::App& app) {
                    "milliseconds as stuck, and list them first")
       ->check(number_in(0, HUGE_VAL, true))
       ->capture_default_str();
+  CLI::App* slow = add_targeted(app, "slow",
+                                "Print the slowest calls kept of each function, each whole as an "
+                                "indented tree with its thread, start and duration (docs/slow.md)");
+  add_slow_options(*slow, slow_);
   CLI::App* locks = add_targeted(app, "locks",
                                  "Print the locks: waits and holds, who holds and who waits now, "
                                  "deadlocks standing now first");
@@ -364,6 +368,8 @@ int AgentCommands::run_targeted(const CLI::App& command) const {
       path +=
           fmt::format("&format={}", exporters::format_info(exporters::Format::ThreadsText).name);
     }
+  } else if (name == "slow") {
+    path = slow_target(slow_);
   } else if (name == "heap") {
     path = exporters::agent_target(*exporters::find_format(path, heap_format_));
   } else if (name == "reset") {

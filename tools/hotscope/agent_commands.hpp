@@ -1,6 +1,7 @@
 // The commands that talk to a running process's agent (docs/agent.md):
 //   hotscope list
-//   hotscope info|stats|heap|trace|threads|locks|cpu|metrics|reset (-p PID | -n NAME) [-o FILE]
+//   hotscope info|stats|heap|trace|threads|slow|locks|cpu|metrics|reset (-p PID | -n NAME)
+//   [-o FILE]
 #pragma once
 
 #include "agent/protocol.hpp"
@@ -8,6 +9,7 @@
 #include "cpu_command.hpp"
 #include "export/formats.hpp"
 #include "profiles/profiles.hpp"
+#include "slow_command.hpp"
 
 #include <CLI/CLI.hpp>
 
@@ -56,6 +58,7 @@ private:
   double stuck_ms_ = agent::kDefaultStuckMs;
   bool locks_json_ = false;
   bool inversions_ = false;
+  SlowOptions slow_;
   CpuOptions cpu_; // its output is target_.output
 };
 
