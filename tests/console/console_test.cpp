@@ -186,6 +186,7 @@ TEST(ConsoleLive, DetailListsKeptCallsAndShowsATree) {
   EXPECT_TRUE(std::regex_search(list, std::regex(R"(\n +1 +[0-9.]+ [µm]?s +worker-\d +\d+ )")))
       << list;
   EXPECT_EQ(list.find("Calls/s"), std::string::npos) << list; // in place of the table
+  EXPECT_NE(list.find("Enter its tree  Backspace back"), std::string::npos) << list;
 
   tmux.keys({"Down", "Enter"});
   const std::string tree = tmux.wait_for("started at");
