@@ -154,6 +154,25 @@ ParsedRequest parse_request_line(std::string_view line) {
   return parsed;
 }
 
+// `text` without the spaces and tabs around it.
+std::string_view trimmed(std::string_view text) {
+  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) {
+    text.remove_prefix(1);
+  }
+  while (!text.empty() && (text.back() == ' ' || text.back() == '\t')) {
+    text.remove_suffix(1);
+  }
+  return text;
+}
+
+// The first element of a list separated by `separator`, trimmed; removed from `list`.
+std::string_view next_element(std::string_view& list, char separator) {
+  const std::size_t end = list.find(separator);
+  const std::string_view element = list.substr(0, end);
+  list.remove_prefix(end == std::string_view::npos ? list.size() : end + 1);
+  return trimmed(element);
+}
+
 // One header line: the name, a colon right after it (RFC 9112 §5.1), the value without the
 // spaces around it. Returns "" or the problem.
 std::string parse_header(std::string_view line, std::string_view& name, std::string_view& value) {
@@ -170,13 +189,7 @@ std::string parse_header(std::string_view line, std::string_view& name, std::str
     return last == ' ' || last == '\t' ? "whitespace between a header's name and its colon"
                                        : "a header's name is not a token";
   }
-  value = line.substr(colon + 1);
-  while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) {
-    value.remove_prefix(1);
-  }
-  while (!value.empty() && (value.back() == ' ' || value.back() == '\t')) {
-    value.remove_suffix(1);
-  }
+  value = trimmed(line.substr(colon + 1));
   for (const char c : value) {
     if ((static_cast<unsigned char>(c) < 0x20 && c != '\t') || c == 0x7F) {
       return "a header's value holds a control character";
@@ -228,6 +241,10 @@ ParsedRequest parse_request(std::string_view bytes) {
     }
     if (equal_ignoring_case(name, "Host")) {
       ++hosts;
+    } else if (equal_ignoring_case(name, "Accept")) {
+      std::string& accept = parsed.request.accept;
+      accept += accept.empty() ? "" : ",";
+      accept += value;
     } else if (equal_ignoring_case(name, "Transfer-Encoding")) {
       chunked = true;
     } else if (equal_ignoring_case(name, "Content-Length")) {
@@ -252,6 +269,29 @@ ParsedRequest parse_request(std::string_view bytes) {
   parsed.request.has_body = chunked || content_length.value_or(0) > 0;
   parsed.state = ParsedRequest::State::Complete;
   return parsed;
+}
+
+bool wants_openmetrics(std::string_view accept) {
+  double openmetrics = 0; // the best q of each
+  double text = 0;
+  while (!accept.empty()) {
+    std::string_view range = next_element(accept, ',');
+    const std::string_view type = next_element(range, ';');
+    double q = 1;
+    while (!range.empty()) {
+      const std::string_view parameter = next_element(range, ';');
+      if (parameter.size() > 2 && equal_ignoring_case(parameter.substr(0, 2), "q=")) {
+        std::from_chars(parameter.data() + 2, parameter.data() + parameter.size(), q);
+      }
+    }
+    if (equal_ignoring_case(type, "application/openmetrics-text")) {
+      openmetrics = std::max(openmetrics, q);
+    } else if (equal_ignoring_case(type, "text/plain") || equal_ignoring_case(type, "text/*") ||
+               type == "*/*") {
+      text = std::max(text, q);
+    }
+  }
+  return openmetrics > 0 && openmetrics >= text;
 }
 
 const char* reason_phrase(unsigned status) {

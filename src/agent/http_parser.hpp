@@ -28,6 +28,10 @@ struct ParsedRequest {
 // a body (Content-Length or Transfer-Encoding) is not read, only noted in request.has_body.
 ParsedRequest parse_request(std::string_view bytes);
 
+// Whether an Accept header's value ranks OpenMetrics text (any version) above the Prometheus
+// text format (text/plain), by the media ranges' q values (docs/agent.md, "Prometheus metrics").
+bool wants_openmetrics(std::string_view accept);
+
 // The reason phrase of a status the agent answers with ("Not Found").
 const char* reason_phrase(unsigned status);
 

@@ -1,5 +1,6 @@
 #include "agent/routes.hpp"
 
+#include "agent/http_parser.hpp"
 #include "agent/protocol.hpp"
 #include "cpu/cpu.hpp"
 #include "export/common.hpp"
@@ -546,6 +547,11 @@ Response answer(const Process& process, Listener listener, const Request& reques
   if (path == "/v1/metrics") {
     Snapshot snapshot = trace::snapshot(trace::Contents::StatisticsOnly);
     snapshot.heap = heap_link::figures();
+    if (wants_openmetrics(request.accept)) {
+      std::ostringstream out;
+      exporters::write_openmetrics(snapshot, out);
+      return Response{200, exporters::kOpenMetricsMime, std::move(out).str(), ""};
+    }
     return written(Format::Prometheus, std::move(snapshot));
   }
   if (path == "/v1/heap" || path == "/v1/cpu") {

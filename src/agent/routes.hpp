@@ -43,6 +43,7 @@ struct Request {
   std::vector<std::pair<std::string, std::string>> query; // decoded, in order
   bool has_body = false;
   bool query_cut = false; // it had more than kMaxParameters parameters, not in `query`
+  std::string accept{};   // the Accept headers' values, joined by commas
 };
 
 struct Response {

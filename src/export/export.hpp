@@ -64,9 +64,14 @@ void write_heap_summary(const HeapProfile& profile, std::string_view line_prefix
                         std::ostream& out);
 
 // Prometheus text exposition 0.0.4 (docs/agent.md, "Prometheus metrics"): calls, self time and a
-// duration summary per function, record and drop counters, counter series, the clock as an info
-// gauge.
+// duration histogram per function, record and drop counters, counter series, the clock as an
+// info gauge.
 void write_prometheus(const Snapshot& snapshot, std::ostream& out);
+// The same series in OpenMetrics 1.0 (what /v1/metrics answers a scraper that asks for it): each
+// function duration bucket with the slowest kept call inside it as its exemplar (docs/slow.md).
+void write_openmetrics(const Snapshot& snapshot, std::ostream& out);
+inline constexpr const char* kOpenMetricsMime =
+    "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
 // pprof heap profile, gzip-compressed (Go's heap convention): alloc_objects, alloc_space,
 // inuse_objects, inuse_space per site, `period` the mean sampling interval in bytes (1 when

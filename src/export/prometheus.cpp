@@ -1,25 +1,29 @@
-// Prometheus text exposition 0.0.4 (docs/agent.md, "Prometheus metrics"): metric families built
-// here, written by prometheus_text.hpp. Every series appears once: entries that share their
-// labels (template instantiations shortened to one name, threads that share a name) are added
-// up.
+// Prometheus text exposition 0.0.4 and OpenMetrics 1.0 (docs/agent.md, "Prometheus metrics"):
+// metric families built here, written by prometheus_text.hpp. Every series appears once: entries
+// that share their labels (template instantiations shortened to one name, threads that share a
+// name) are added up.
 #include "export/export.hpp"
 
 #include "export/prometheus_text.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <ostream>
 #include <span>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
 namespace hotscope::exporters {
 namespace {
 
+using prometheus_text::Exemplar;
 using prometheus_text::Histogram;
 using prometheus_text::Labels;
 using prometheus_text::Metric;
@@ -94,10 +98,40 @@ struct FunctionSeries {
   std::array<std::uint64_t, kDurationBucketsNs.size()> at_most_bucket{};
   AllocationCounts allocated_self;
   AllocationCounts allocated_total;
+  // Per bucket, `+Inf` last: the slowest kept call inside it (docs/slow.md, "Exemplars").
+  std::array<const SlowCall*, kDurationBucketsNs.size() + 1> slowest{};
 };
+
+// The bucket a duration falls in: the first whose bound is not below it, or `+Inf`'s.
+std::size_t bucket_of(std::uint64_t duration_ns) {
+  return static_cast<std::size_t>(
+      std::lower_bound(kDurationBucketsNs.begin(), kDurationBucketsNs.end(), duration_ns) -
+      kDurationBucketsNs.begin());
+}
+
+// Kept calls know their function by name only: a call goes to every series of that name.
+void add_kept_calls(
+    const Snapshot& snapshot,
+    const std::unordered_map<std::string_view, std::vector<FunctionSeries*>>& named) {
+  for (const SlowCall& call : snapshot.slow_calls) {
+    const auto series = call.function < snapshot.names.size()
+                            ? named.find(snapshot.names[call.function])
+                            : named.end();
+    if (series == named.end()) {
+      continue;
+    }
+    for (FunctionSeries* one : series->second) {
+      const SlowCall*& slowest = one->slowest[bucket_of(call.duration_ns)];
+      if (slowest == nullptr || call.duration_ns > slowest->duration_ns) {
+        slowest = &call;
+      }
+    }
+  }
+}
 
 std::map<Labels, FunctionSeries> function_series(const Snapshot& snapshot) {
   std::map<Labels, FunctionSeries> functions;
+  std::unordered_map<std::string_view, std::vector<FunctionSeries*>> named;
   for (const FunctionStats& function : snapshot.functions) {
     const DurationStats& s = function.stats;
     FunctionSeries& series =
@@ -112,8 +146,26 @@ std::map<Labels, FunctionSeries> function_series(const Snapshot& snapshot) {
     for (std::size_t i = 0; i < s.at_most_bucket.size() && i < series.at_most_bucket.size(); ++i) {
       series.at_most_bucket[i] += s.at_most_bucket[i];
     }
+    named[function.name].push_back(&series);
   }
+  add_kept_calls(snapshot, named);
   return functions;
+}
+
+// A bucket's exemplar: its slowest kept call, if the bucket counts any call (a call kept under a
+// name several series share may not be of this one).
+std::optional<Exemplar> exemplar(const Snapshot& snapshot, const FunctionSeries& series,
+                                 std::size_t bucket) {
+  const SlowCall* call = series.slowest[bucket];
+  const std::uint64_t below = bucket == 0 ? 0 : series.at_most_bucket[bucket - 1];
+  const std::uint64_t at_most =
+      bucket < series.at_most_bucket.size() ? series.at_most_bucket[bucket] : series.calls;
+  if (call == nullptr || at_most <= below) {
+    return std::nullopt;
+  }
+  const std::uint64_t end_unix_ns = snapshot.start_unix_ns + call->start_ns + call->duration_ns;
+  return Exemplar{labels({{"call_id", std::to_string(call->id)}}), seconds(call->duration_ns),
+                  static_cast<double>(end_unix_ns) / 1e9};
 }
 
 void add_functions(const Snapshot& snapshot, std::vector<MetricFamily>& families) {
@@ -136,8 +188,12 @@ void add_functions(const Snapshot& snapshot, std::vector<MetricFamily>& families
              "fixed buckets in every process.",
              MetricType::Histogram);
   for (const auto& [key, series] : functions) {
-    sample(duration, key).histogram =
-        histogram_of(series.calls, series.total_ns, series.at_most_bucket);
+    Histogram& histogram = sample(duration, key).histogram;
+    histogram = histogram_of(series.calls, series.total_ns, series.at_most_bucket);
+    for (std::size_t i = 0; i < histogram.buckets.size(); ++i) {
+      histogram.buckets[i].exemplar = exemplar(snapshot, series, i);
+    }
+    histogram.infinite_exemplar = exemplar(snapshot, series, histogram.buckets.size());
   }
 
   // Allocation figures only for programs that record allocations, like the table's columns.
@@ -438,12 +494,14 @@ void add_profiler_figures(const Snapshot& snapshot, std::vector<MetricFamily>& f
               static_cast<double>(snapshot.trace_evicted));
   MetricFamily& memory =
       family(families, "hotscope_memory_bytes",
-             "Memory the profiler holds: the threads' rings, the trace window, the statistics.",
+             "Memory the profiler holds: the threads' rings, the trace window, the statistics, "
+             "the kept slowest calls.",
              MetricType::Gauge);
   const std::pair<const char*, std::uint64_t> parts[] = {
       {"rings", snapshot.memory.rings},
       {"trace_window", snapshot.memory.trace_window},
       {"statistics", snapshot.memory.statistics},
+      {"slow_calls", snapshot.memory.slow_calls},
   };
   for (const auto& [part, bytes] : parts) {
     sample(memory, labels({{"part", part}})).value = static_cast<double>(bytes);
@@ -479,9 +537,8 @@ void add_counters(const std::vector<CounterStats>& series, std::vector<MetricFam
   }
 }
 
-} // namespace
-
-void write_prometheus(const Snapshot& snapshot, std::ostream& out) {
+void write_exposition(const Snapshot& snapshot, prometheus_text::Dialect dialect,
+                      std::ostream& out) {
   std::vector<MetricFamily> families;
   add_process_figures(snapshot, families);
   add_thread_figures(snapshot.threads, families);
@@ -495,8 +552,18 @@ void write_prometheus(const Snapshot& snapshot, std::ostream& out) {
   add_queues(snapshot.queues, families);
   add_tasks(snapshot.tasks, families);
   add_locks(snapshot, families);
-  const std::string text = prometheus_text::exposition(families);
+  const std::string text = prometheus_text::exposition(families, dialect);
   out.write(text.data(), static_cast<std::streamsize>(text.size()));
+}
+
+} // namespace
+
+void write_prometheus(const Snapshot& snapshot, std::ostream& out) {
+  write_exposition(snapshot, prometheus_text::Dialect::Prometheus, out);
+}
+
+void write_openmetrics(const Snapshot& snapshot, std::ostream& out) {
+  write_exposition(snapshot, prometheus_text::Dialect::OpenMetrics, out);
 }
 
 } // namespace hotscope::exporters

@@ -44,6 +44,25 @@ void append_number(std::string& out, std::uint64_t value) {
   out.append(text.data(), result.ptr);
 }
 
+// `{name="value",...}`, `{}` when there is none; `le` is a histogram bucket's extra label.
+void append_labels(std::string& out, const Labels& labels, const double* le = nullptr) {
+  out += '{';
+  for (const Label& label : labels) {
+    out += &label == &labels.front() ? "" : ",";
+    out += label.name;
+    out += "=\"";
+    append_escaped(out, label.value, true);
+    out += '"';
+  }
+  if (le != nullptr) {
+    out += labels.empty() ? "" : ",";
+    out += "le=\"";
+    append_number(out, *le);
+    out += '"';
+  }
+  out += '}';
+}
+
 // A sample line's name and labels, and the space before its value; `le` is a histogram
 // bucket's extra label.
 void append_head(std::string& out, const MetricFamily& family, std::string_view suffix,
@@ -51,27 +70,26 @@ void append_head(std::string& out, const MetricFamily& family, std::string_view 
   out += family.name;
   out += suffix;
   if (!labels.empty() || le != nullptr) {
-    char separator = '{';
-    for (const Label& label : labels) {
-      out += separator;
-      out += label.name;
-      out += "=\"";
-      append_escaped(out, label.value, true);
-      out += '"';
-      separator = ',';
-    }
-    if (le != nullptr) {
-      out += separator;
-      out += "le=\"";
-      append_number(out, *le);
-      out += '"';
-    }
-    out += '}';
+    append_labels(out, labels, le);
   }
   out += ' ';
 }
 
-void append_histogram(std::string& out, const MetricFamily& family, const Metric& metric) {
+// The end of a bucket's line: its exemplar in OpenMetrics, then the line feed.
+void end_bucket(std::string& out, const std::optional<Exemplar>& exemplar, Dialect dialect) {
+  if (exemplar && dialect == Dialect::OpenMetrics) {
+    out += " # ";
+    append_labels(out, exemplar->labels);
+    out += ' ';
+    append_number(out, exemplar->value);
+    out += ' ';
+    append_number(out, exemplar->unix_seconds);
+  }
+  out += '\n';
+}
+
+void append_histogram(std::string& out, const MetricFamily& family, const Metric& metric,
+                      Dialect dialect) {
   const Histogram& histogram = metric.histogram;
   append_head(out, family, "_count", metric.labels);
   append_number(out, histogram.count);
@@ -82,12 +100,12 @@ void append_histogram(std::string& out, const MetricFamily& family, const Metric
   for (const Bucket& bucket : histogram.buckets) {
     append_head(out, family, "_bucket", metric.labels, &bucket.upper_bound);
     append_number(out, bucket.cumulative_count);
-    out += '\n';
+    end_bucket(out, bucket.exemplar, dialect);
   }
   constexpr double infinity = HUGE_VAL;
   append_head(out, family, "_bucket", metric.labels, &infinity);
   append_number(out, histogram.count);
-  out += '\n';
+  end_bucket(out, histogram.infinite_exemplar, dialect);
 }
 
 const char* type_name(MetricType type) {
@@ -143,27 +161,35 @@ std::string valid_utf8(std::string_view text) {
   return out;
 }
 
-std::string exposition(const std::vector<MetricFamily>& families) {
+std::string exposition(const std::vector<MetricFamily>& families, Dialect dialect) {
+  const bool openmetrics = dialect == Dialect::OpenMetrics;
   std::string out;
   for (const MetricFamily& family : families) {
+    std::string_view name = family.name;
+    if (openmetrics && family.type == MetricType::Counter && name.ends_with("_total")) {
+      name.remove_suffix(6);
+    }
     out += "# HELP ";
-    out += family.name;
+    out += name;
     out += ' ';
-    append_escaped(out, family.help, false);
+    append_escaped(out, family.help, openmetrics);
     out += "\n# TYPE ";
-    out += family.name;
+    out += name;
     out += ' ';
     out += type_name(family.type);
     out += '\n';
     for (const Metric& metric : family.metrics) {
       if (family.type == MetricType::Histogram) {
-        append_histogram(out, family, metric);
+        append_histogram(out, family, metric, dialect);
       } else {
         append_head(out, family, "", metric.labels);
         append_number(out, metric.value);
         out += '\n';
       }
     }
+  }
+  if (openmetrics) {
+    out += "# EOF\n";
   }
   return out;
 }

@@ -368,6 +368,26 @@ TEST(Routes, TheTcpListenerServesMetricsAndPprofOnly) {
                                    "GET /debug/pprof/wall?seconds=N", "GET /debug/pprof/mutex"}));
 }
 
+// A scraper that ranks OpenMetrics first gets it, on either listener (docs/agent.md).
+TEST(Routes, MetricsInOpenMetricsWhenTheAcceptHeaderAsks) {
+  agent::Process process;
+  process.pid = 42;
+  agent::Request request{"GET", "/v1/metrics", {}, false};
+  request.accept = "application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5";
+  for (const agent::Listener listener : {agent::Listener::Unix, agent::Listener::Tcp}) {
+    const agent::Response response = agent::route(process, listener, request);
+    EXPECT_EQ(response.status, 200u);
+    EXPECT_EQ(response.content_type, "application/openmetrics-text; version=1.0.0; charset=utf-8");
+    EXPECT_TRUE(response.body.ends_with("\n# EOF\n")) << response.body;
+    EXPECT_NE(response.body.find("\n# TYPE hotscope_records_written counter\n"), std::string::npos)
+        << response.body;
+  }
+  request.accept = "text/plain;version=0.0.4,application/openmetrics-text;q=0.5";
+  const agent::Response text = agent::route(process, agent::Listener::Unix, request);
+  EXPECT_EQ(text.content_type, "text/plain; version=0.0.4; charset=utf-8");
+  EXPECT_EQ(text.body.find("# EOF"), std::string::npos);
+}
+
 // The CPU profile of the next N seconds: a sampler that was off runs for them only, one that
 // was on stays on.
 TEST(Routes, TheCpuProfileRunsTheSamplerForItsSecondsOnly) {

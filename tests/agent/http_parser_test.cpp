@@ -13,6 +13,7 @@ using hotscope::agent::Answer;
 using hotscope::agent::Budget;
 using hotscope::agent::parse_request;
 using hotscope::agent::ParsedRequest;
+using hotscope::agent::wants_openmetrics;
 using State = ParsedRequest::State;
 
 ParsedRequest parse(const std::string& head) {
@@ -108,6 +109,29 @@ TEST(HttpParser, BadRequestLinesAndSizes) {
 
 // An answer's pieces are charged while some client has not been sent them, and a writer waits
 // while 1 MiB is unsent.
+// docs/agent.md, "Prometheus metrics": the Accept headers, joined, and the media ranges ranked by
+// their q values.
+TEST(HttpParser, AcceptHeadersChooseOpenMetrics) {
+  const ParsedRequest parsed =
+      parse("GET /v1/metrics HTTP/1.1\r\nHost: x\r\nAccept: text/plain;q=0.5"
+            "\r\naccept:  application/openmetrics-text; version=1.0.0 \r\n\r\n");
+  EXPECT_EQ(parsed.request.accept, "text/plain;q=0.5,application/openmetrics-text; version=1.0.0");
+  EXPECT_TRUE(wants_openmetrics(parsed.request.accept));
+  EXPECT_EQ(parse("GET /v1/metrics HTTP/1.1\r\nHost: x\r\n\r\n").request.accept, "");
+  // What Prometheus 2 sends.
+  EXPECT_TRUE(wants_openmetrics("application/openmetrics-text;version=1.0.0,application/"
+                                "openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;"
+                                "q=0.5,*/*;q=0.1"));
+  EXPECT_TRUE(wants_openmetrics("Application/OpenMetrics-Text ; Q=0.9 , text/*;q=0.8"));
+  EXPECT_TRUE(wants_openmetrics("application/openmetrics-text"));
+  EXPECT_FALSE(wants_openmetrics(""));
+  EXPECT_FALSE(wants_openmetrics("*/*"));
+  EXPECT_FALSE(wants_openmetrics("text/plain"));
+  EXPECT_FALSE(wants_openmetrics("application/openmetrics-text;q=0"));
+  EXPECT_FALSE(wants_openmetrics("text/plain;version=0.0.4,application/openmetrics-text;q=0.5"));
+  EXPECT_FALSE(wants_openmetrics("application/openmetrics-text;q=0.2, */*;q=0.3"));
+}
+
 TEST(AnswerBudget, PiecesAreChargedUntilEveryClientGotThemAndTheWriterWaits) {
   Budget budget;
   int wakes = 0;

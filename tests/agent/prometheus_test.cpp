@@ -9,6 +9,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -261,13 +262,14 @@ TEST(Prometheus, HeapFiguresOnlyWhenTheHeapProfilerRuns) {
 
 TEST(Prometheus, TheProfilersMemoryIsOneGaugePerPart) {
   Snapshot snapshot = ht::known_snapshot();
-  snapshot.memory = {1 << 20, 65536, 2048};
+  snapshot.memory = {1 << 20, 65536, 2048, 4096};
   const std::string text = prometheus(snapshot);
   EXPECT_EQ(ht::prometheus_problems(text), std::vector<std::string>{}) << text;
   EXPECT_NE(text.find("# TYPE hotscope_memory_bytes gauge\n"
                       "hotscope_memory_bytes{part=\"rings\"} 1048576\n"
                       "hotscope_memory_bytes{part=\"trace_window\"} 65536\n"
-                      "hotscope_memory_bytes{part=\"statistics\"} 2048\n"),
+                      "hotscope_memory_bytes{part=\"statistics\"} 2048\n"
+                      "hotscope_memory_bytes{part=\"slow_calls\"} 4096\n"),
             std::string::npos)
       << text;
 }
@@ -289,6 +291,61 @@ TEST(Prometheus, CpuSamplesAndTheLostOnes) {
                       "hotscope_cpu_samples_lost_total 5\n"),
             std::string::npos)
       << text;
+}
+
+std::string openmetrics(const Snapshot& snapshot) {
+  std::ostringstream out;
+  exporters::write_openmetrics(snapshot, out);
+  return out.str();
+}
+
+SlowCall kept_call(const Snapshot& snapshot, std::uint64_t id, const std::string& function,
+                   std::uint64_t start_ns, std::uint64_t duration_ns) {
+  SlowCall call;
+  call.id = id;
+  call.function = static_cast<std::uint32_t>(
+      std::find(snapshot.names.begin(), snapshot.names.end(), function) - snapshot.names.begin());
+  call.start_ns = start_ns;
+  call.duration_ns = duration_ns;
+  return call;
+}
+
+// docs/slow.md, "Exemplars": each bucket's exemplar is the slowest kept call inside it, its end
+// as the timestamp; a bucket that counts no call has none; the Prometheus text has none.
+TEST(Prometheus, OpenMetricsBucketsCarryTheSlowestKeptCallInside) {
+  Snapshot snapshot = ht::known_snapshot(); // load: 2 calls of 1.5 ms; main: 1 of 8.001 ms
+  FunctionStats& main = snapshot.functions[0];
+  main.stats.calls = 2; // and one of 150 s, past the last finite bucket
+  main.stats.total_ns += 150'000'000'000;
+  snapshot.slow_calls = {kept_call(snapshot, 20, "main", 1'001'000, 8'000'000),
+                         kept_call(snapshot, 21, "main", 0, 150'000'000'000),
+                         kept_call(snapshot, 17, "load", 1'500'000, 1'500'000),
+                         kept_call(snapshot, 18, "load", 2'000'000, 1'400'000),
+                         kept_call(snapshot, 19, "load", 4'000'000, 900'000),
+                         kept_call(snapshot, 22, "(not a function)", 0, 1'000)};
+  snapshot.slow_calls.back().function = 999; // past the names: no series
+  const std::string text = openmetrics(snapshot);
+  const std::string load =
+      "hotscope_function_duration_seconds_bucket{function=\"load\",file=\"demo."
+      "cpp\",line=\"12\",le=";
+  const std::string main_bucket = "hotscope_function_duration_seconds_bucket{function=\"main\","
+                                  "file=\"demo.cpp\",line=\"12\",le=";
+  for (const std::string& line :
+       {load + "\"0.001\"} 0\n", load + "\"0.0025\"} 2 # {call_id=\"17\"} 0.0015 1700000000.003\n",
+        load + "\"0.005\"} 2\n", load + "\"+Inf\"} 2\n",
+        main_bucket + "\"0.01\"} 1 # {call_id=\"20\"} 0.008 1700000000.009001\n",
+        main_bucket + "\"+Inf\"} 2 # {call_id=\"21\"} 150 1700000150\n",
+        std::string("# TYPE hotscope_function_calls counter\nhotscope_function_calls_total{")}) {
+    EXPECT_NE(text.find(line), std::string::npos) << line << text;
+  }
+  EXPECT_EQ(text.find("call_id=\"18\""), std::string::npos);
+  EXPECT_EQ(text.find("call_id=\"19\""), std::string::npos); // its bucket counts no call
+  EXPECT_EQ(text.find("call_id=\"22\""), std::string::npos);
+  EXPECT_EQ(text.find("Tree::insert\",file=\"demo.cpp\",line=\"12\",le=\"0.005\"} 1 #"),
+            std::string::npos);
+  EXPECT_TRUE(text.ends_with("\n# EOF\n"));
+  EXPECT_EQ(text.find("_total counter"), std::string::npos) << text;
+  EXPECT_EQ(prometheus(snapshot).find("call_id"), std::string::npos);
 }
 
 TEST(Prometheus, TheCheckerCatchesBrokenExpositions) {

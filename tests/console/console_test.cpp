@@ -162,6 +162,46 @@ TEST(ConsoleLive, FunctionsTabSortsFiltersAndQuits) {
   EXPECT_EQ(tmux.exit_status(), 0);
 }
 
+// The detail pane's kept calls (docs/console.md): Enter in the pane lists a demo function's kept
+// slowest calls (GET /v1/slow), Enter on one shows its tree, Backspace goes back up.
+TEST(ConsoleLive, DetailListsKeptCallsAndShowsATree) {
+  Demo demo;
+  Tmux tmux(160, 45, console_command(demo.runtime_dir(), {"-p", std::to_string(demo.pid())}));
+  tmux.wait_for("demo::Service::handle_get");
+  tmux.keys({"/", "h", "a", "n", "d", "l", "e", "_", "g", "e", "t", "Enter"});
+  tmux.wait_for("matching \"handle_get\"");
+  tmux.keys({"Enter"});
+  const std::string pane = tmux.wait_until(
+      [](const std::string& screen) {
+        return std::regex_search(screen,
+                                 std::regex(R"(kept calls: \d+, the slowest .* on worker-\d at )"));
+      },
+      "the pane's kept calls");
+  EXPECT_NE(pane.find("; Enter lists them"), std::string::npos) << pane;
+
+  tmux.keys({"Enter"});
+  const std::string list =
+      tmux.wait_for("demo::Service::handle_get: its slowest calls, kept whole");
+  EXPECT_NE(list.find("Duration"), std::string::npos) << list;
+  EXPECT_TRUE(std::regex_search(list, std::regex(R"(\n +1 +[0-9.]+ [µm]?s +worker-\d +\d+ )")))
+      << list;
+  EXPECT_EQ(list.find("Calls/s"), std::string::npos) << list; // in place of the table
+  EXPECT_NE(list.find("Enter its tree  Backspace back"), std::string::npos) << list;
+
+  tmux.keys({"Down", "Enter"});
+  const std::string tree = tmux.wait_for("started at");
+  EXPECT_NE(tree.find("> demo::Service::handle_get"), std::string::npos) << tree;
+  EXPECT_NE(tree.find("< demo::Service::handle_get"), std::string::npos) << tree;
+
+  tmux.keys({"BSpace"});
+  tmux.wait_for("its slowest calls, kept whole");
+  tmux.keys({"BSpace"});
+  const std::string back = tmux.wait_for("Calls/s");
+  EXPECT_NE(back.find("kept calls: "), std::string::npos) << back; // the pane is still open
+  tmux.keys({"q"});
+  EXPECT_EQ(tmux.exit_status(), 0);
+}
+
 TEST(ConsoleLive, MemoryTabShowsSitesOrHowToTurnTheProfilerOn) {
   {
     Demo demo(Env{{"HOTSCOPE_HEAP_MODE", "full"}});

@@ -57,6 +57,35 @@ TEST(PrometheusText, HistogramEndsWithTheInfBucket) {
                                       "d_seconds_bucket{le=\"+Inf\"} 0\n");
 }
 
+// OpenMetrics: a counter family named without `_total`, `"` escaped in HELP, exemplars on the
+// buckets that have one, `# EOF` at the end; the Prometheus text leaves the exemplars out.
+TEST(PrometheusText, OpenMetricsDialect) {
+  pt::MetricFamily counter{"calls_total", "Say \"hi\".", pt::MetricType::Counter, {}};
+  counter.metrics.push_back({{{"f", "x"}}, 3, {}});
+  pt::MetricFamily durations{"d_seconds", "Durations.", pt::MetricType::Histogram, {}};
+  pt::Metric metric{{{"f", "x"}}, 0, {}};
+  const pt::Exemplar call{{{"call_id", "17"}}, 0.0012, 1733300000.123};
+  metric.histogram = {3, 0.25, {{1e-7, 0}, {0.0025, 2, call}}, pt::Exemplar{{}, 5, 1.5}};
+  durations.metrics.push_back(metric);
+  EXPECT_EQ(pt::exposition({counter, durations}, pt::Dialect::OpenMetrics),
+            "# HELP calls Say \\\"hi\\\".\n# TYPE calls counter\ncalls_total{f=\"x\"} 3\n"
+            "# HELP d_seconds Durations.\n# TYPE d_seconds histogram\n"
+            "d_seconds_count{f=\"x\"} 3\n"
+            "d_seconds_sum{f=\"x\"} 0.25\n"
+            "d_seconds_bucket{f=\"x\",le=\"1e-07\"} 0\n"
+            "d_seconds_bucket{f=\"x\",le=\"0.0025\"} 2 # {call_id=\"17\"} 0.0012 1733300000.123\n"
+            "d_seconds_bucket{f=\"x\",le=\"+Inf\"} 3 # {} 5 1.5\n"
+            "# EOF\n");
+  EXPECT_EQ(pt::exposition({counter, durations}),
+            "# HELP calls_total Say \"hi\".\n# TYPE calls_total counter\ncalls_total{f=\"x\"} 3\n"
+            "# HELP d_seconds Durations.\n# TYPE d_seconds histogram\n"
+            "d_seconds_count{f=\"x\"} 3\n"
+            "d_seconds_sum{f=\"x\"} 0.25\n"
+            "d_seconds_bucket{f=\"x\",le=\"1e-07\"} 0\n"
+            "d_seconds_bucket{f=\"x\",le=\"0.0025\"} 2\n"
+            "d_seconds_bucket{f=\"x\",le=\"+Inf\"} 3\n");
+}
+
 TEST(PrometheusText, InvalidUtf8BecomesReplacementCharacters) {
   EXPECT_EQ(
       pt::valid_utf8("ok \xC3\xA9 \xFF \xC0\xAF \xED\xA0\x80 \xF0\x9F\x98\x80 \xE2\x82"),

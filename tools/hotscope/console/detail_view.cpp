@@ -1,6 +1,6 @@
-// The functions tab's detail pane for the selected function: its latency percentiles as bars,
-// its p99 over the last refreshes, its callers and callees in the trace, its CPU time and its
-// allocations.
+// The functions tab's detail pane for the selected function: its kept slowest calls, its latency
+// percentiles as bars, its p99 over the last refreshes, its callers and callees in the trace, its
+// CPU time and its allocations.
 #include "model.hpp"
 #include "text.hpp"
 #include "view.hpp"
@@ -32,6 +32,23 @@ std::string neighbours(const std::vector<std::pair<std::string, std::uint64_t>>&
   return clip(text.empty() ? "-" : text, width, Glyphs{});
 }
 
+// One line on the function's kept calls, from which Enter lists them.
+std::string kept_calls_line(const KeptCalls* kept) {
+  if (kept == nullptr) {
+    return "(asking...)";
+  }
+  if (kept->unsupported) {
+    return "- (the agent has no /v1/slow: an older hotscope)";
+  }
+  if (kept->calls.empty()) {
+    return kept->per_function == 0 ? "- (HOTSCOPE_SLOWEST=0 keeps none)" : "- (no call ended yet)";
+  }
+  const KeptCall& slowest = kept->calls.front();
+  return fmt::format("{}, the slowest {} on {} at {}; Enter lists them", kept->calls.size(),
+                     duration(static_cast<double>(slowest.duration_ns)), slowest.thread,
+                     time_of_day(slowest.start_unix_ns));
+}
+
 } // namespace
 
 Page function_detail(const Model& model, const ViewState& state, const Glyphs& glyphs,
@@ -46,6 +63,10 @@ Page function_detail(const Model& model, const ViewState& state, const Glyphs& g
       Line{clip(fmt::format(" {}  {}:{}  ({} calls)", row->name, row->file, row->line, row->calls),
                 width, glyphs),
            Style::Heading});
+  // Right under the heading: the pane may be cut on a short terminal.
+  const KeptCalls* kept = model.kept_calls(row->name);
+  page.detail.push_back(Line{clip("  kept calls: " + kept_calls_line(kept), width, glyphs)});
+  page.detail_list = kept != nullptr && !kept->calls.empty();
   const std::array<std::pair<const char*, std::uint64_t>, 7> latency{{{"min", row->min_ns},
                                                                       {"p50", row->p50_ns},
                                                                       {"p90", row->p90_ns},

@@ -36,13 +36,34 @@ Action edit_filter(int key, UiState& ui) {
   return Action::None;
 }
 
-void move_selection(UiState& ui, const Page& page, int delta) {
+// `selection` becomes the key of the row `delta` rows from the selected one.
+void move_selection(std::string& selection, const Page& page, int delta) {
   if (page.keys.empty()) {
     return;
   }
   const int last = static_cast<int>(page.keys.size()) - 1;
   const int row = std::clamp(std::max(page.selected, 0) + delta, 0, last);
-  ui.view.selection() = page.keys[static_cast<std::size_t>(row)];
+  selection = page.keys[static_cast<std::size_t>(row)];
+}
+
+// The rows an arrow, page or Home/End key moves by, in a page of `rows` rows.
+std::optional<int> step_of(int key, int rows) {
+  switch (key) {
+  case KEY_UP:
+    return -1;
+  case KEY_DOWN:
+    return 1;
+  case KEY_PPAGE:
+    return -kPageRows;
+  case KEY_NPAGE:
+    return kPageRows;
+  case KEY_HOME:
+    return -rows;
+  case KEY_END:
+    return rows;
+  default:
+    return std::nullopt;
+  }
 }
 
 void switch_tab(UiState& ui, int tab) {
@@ -92,33 +113,59 @@ std::optional<Action> any_tab_key(int key, UiState& ui, const Page& page) {
   case kEscape:
     ui.help = false;
     view.detail = false;
+    view.focus = DetailFocus::Functions;
     return Action::None;
   default:
     break;
   }
-  const int rows = static_cast<int>(page.keys.size());
-  const std::optional<int> step = key == KEY_UP      ? -1
-                                  : key == KEY_DOWN  ? 1
-                                  : key == KEY_PPAGE ? -kPageRows
-                                  : key == KEY_NPAGE ? kPageRows
-                                  : key == KEY_HOME  ? -rows
-                                  : key == KEY_END   ? rows
-                                                     : std::optional<int>();
-  if (step) {
-    move_selection(ui, page, *step);
+  if (const std::optional<int> step = step_of(key, static_cast<int>(page.keys.size()))) {
+    move_selection(view.selection(), page, *step);
     return Action::None;
   }
   return std::nullopt;
 }
 
-Action functions_key(int key, UiState& ui) {
+// The keys of the kept calls' list and of a kept call's tree; nullopt for the other keys.
+std::optional<Action> kept_call_key(int key, UiState& ui, const Page& page) {
+  ViewState& view = ui.view;
+  const bool tree = view.focus == DetailFocus::Tree;
+  if (is_backspace(key) || key == KEY_LEFT) {
+    view.focus = tree ? DetailFocus::KeptCalls : DetailFocus::Functions;
+    return Action::None;
+  }
+  if (is_enter(key) && !tree && page.selected >= 0 && !page.keys.empty()) {
+    view.kept_call = page.keys[static_cast<std::size_t>(page.selected)];
+    view.tree_line = 0;
+    view.focus = DetailFocus::Tree;
+    return Action::None;
+  }
+  const int rows = static_cast<int>(tree ? page.rows.size() : page.keys.size());
+  if (const std::optional<int> step = step_of(key, rows)) {
+    if (tree) {
+      view.tree_line = static_cast<std::size_t>(
+          std::clamp(static_cast<int>(view.tree_line) + *step, 0, std::max(rows - 1, 0)));
+    } else {
+      move_selection(view.kept_call, page, *step);
+    }
+    return Action::None;
+  }
+  return is_enter(key) ? std::optional(Action::None) : std::nullopt;
+}
+
+Action functions_key(int key, UiState& ui, const Page& page) {
   ViewState& view = ui.view;
   if (key == '/') {
     ui.prompt = Prompt::Filter;
     return Action::None;
   }
+  if (is_enter(key) && view.detail && page.detail_list) {
+    view.focus = DetailFocus::KeptCalls;
+    view.kept_call.clear();
+    return Action::None;
+  }
   if (is_enter(key)) {
     view.detail = !view.detail;
+    view.focus = DetailFocus::Functions;
     return view.detail ? Action::Refresh : Action::None;
   }
   if (key == '<' || key == '>') {
@@ -159,12 +206,18 @@ Action handle_key(int key, UiState& ui, const Page& page) {
     ui.message = key == 'y' || key == 'Y' ? "" : "reset cancelled";
     return key == 'y' || key == 'Y' ? Action::Reset : Action::None;
   }
+  const ViewState& view = ui.view;
+  if (view.tab == Tab::Functions && view.detail && view.focus != DetailFocus::Functions) {
+    if (const std::optional<Action> action = kept_call_key(key, ui, page)) {
+      return *action;
+    }
+  }
   if (const std::optional<Action> action = any_tab_key(key, ui, page)) {
     return *action;
   }
   switch (ui.view.tab) {
   case Tab::Functions:
-    return functions_key(key, ui);
+    return functions_key(key, ui, page);
   case Tab::Flame:
     return flame_key(key, ui, page);
   default:
@@ -184,7 +237,8 @@ std::vector<std::string> help_lines() {
       "",
       " Functions tab",
       "   /   filter by a part of the name (Enter keeps it, Esc clears it)",
-      "   Enter   the selected function's detail pane",
+      "   Enter   the selected function's detail pane; in it, Enter lists the function's kept",
+      "           slowest calls, Enter on one shows its tree, Backspace or Left goes back",
       "   < >   sort by the previous / next column; a column's key sorts by it (again: reverse)",
   };
   std::string keys = "  ";

@@ -286,6 +286,28 @@ void Model::set_heap_unavailable(std::string hint) {
   previous_sites_.clear();
 }
 
+void Model::update_kept_calls(const std::string& function, const nlohmann::json& slow) {
+  KeptCalls kept{function, false, slow.at("per_function").get<std::uint64_t>(), {}};
+  for (const nlohmann::json& call : slow.at("calls")) {
+    kept.calls.push_back(KeptCall{
+        call.at("id").get<std::string>(), call.at("thread").get<std::string>(),
+        call.at("os_tid").get<std::int64_t>(), call.at("start_unix_ns").get<std::uint64_t>(),
+        call.at("duration_ns").get<std::uint64_t>(), call.at("cut_events").get<std::uint64_t>(),
+        call.at("tree").get<std::string>()});
+  }
+  kept_calls_ = std::move(kept);
+  has_kept_calls_ = true;
+}
+
+void Model::set_kept_calls_unsupported(const std::string& function) {
+  kept_calls_ = KeptCalls{function, true, 0, {}};
+  has_kept_calls_ = true;
+}
+
+const KeptCalls* Model::kept_calls(const std::string& function) const {
+  return has_kept_calls_ && kept_calls_.function == function ? &kept_calls_ : nullptr;
+}
+
 namespace {
 
 // Each line of folded stacks (`what` names them in a failure) as its frames, root first, and its

@@ -73,6 +73,24 @@ struct FlameNode {
   std::vector<FlameNode> children;
 };
 
+// One of a function's kept slowest calls (GET /v1/slow?function=NAME&format=json, docs/slow.md).
+struct KeptCall {
+  std::string id;
+  std::string thread;
+  std::int64_t os_tid = 0;
+  std::uint64_t start_unix_ns = 0;
+  std::uint64_t duration_ns = 0;
+  std::uint64_t cut_events = 0; // events past the cap, not kept
+  std::string tree;             // the call as indented text, one line per event
+};
+
+struct KeptCalls {
+  std::string function;           // whose calls these are
+  bool unsupported = false;       // the agent has no /v1/slow (an older hotscope)
+  std::uint64_t per_function = 0; // HOTSCOPE_SLOWEST: 0 keeps none
+  std::vector<KeptCall> calls;    // slowest first
+};
+
 class Model {
 public:
   // GET /v1/stats (the stats.json schema), as profiles::read_stats() read it. Gives `answer` the
@@ -90,6 +108,9 @@ public:
   // `period_ns` of CPU time. The CPU flame is what each stack gained since the previous answer
   // (all of the window at the first answer and after a reset). Call after update_stats().
   void update_cpu_flame(const std::string& folded, std::uint64_t period_ns);
+  // GET /v1/slow?function=`function`&format=json, or an agent without it.
+  void update_kept_calls(const std::string& function, const nlohmann::json& slow);
+  void set_kept_calls_unsupported(const std::string& function);
   // A new process (reconnected by name): forget everything.
   void clear();
 
@@ -119,6 +140,8 @@ public:
   // stacks, so only once the flame has been fetched.
   std::vector<std::pair<std::string, std::uint64_t>> callers(const std::string& name) const;
   std::vector<std::pair<std::string, std::uint64_t>> callees(const std::string& name) const;
+  // The kept calls of `function`, null until they have been asked for.
+  const KeptCalls* kept_calls(const std::string& function) const;
 
 private:
   struct Counts {
@@ -158,6 +181,9 @@ private:
   Memory memory_;
   std::uint64_t heap_end_us_ = 0; // the previous profile's "te": its time, in µs
   std::map<std::string, HeapSite> previous_sites_;
+
+  KeptCalls kept_calls_;
+  bool has_kept_calls_ = false;
 
   FlameNode flame_;
   bool has_flame_ = false;

@@ -9,11 +9,19 @@ namespace hotscope::cli::console {
 namespace {
 
 Page functions_tab(const Model& model, ViewState& state, const Glyphs& glyphs, std::size_t width) {
+  if (state.detail && state.focus == DetailFocus::KeptCalls) {
+    return kept_calls_page(model, state, glyphs, width == 0 ? 120 : width);
+  }
+  if (state.detail && state.focus == DetailFocus::Tree) {
+    return kept_call_tree(model, state, glyphs, width == 0 ? 120 : width);
+  }
   // The name column takes what the figures leave, within reason.
   const std::size_t name_width = width == 0 ? 0 : std::clamp<std::size_t>(width / 3, 20, 60);
   Page page = functions_page(model, state, glyphs, name_width);
   if (state.detail) {
-    page.detail = function_detail(model, state, glyphs, width == 0 ? 120 : width).detail;
+    Page detail = function_detail(model, state, glyphs, width == 0 ? 120 : width);
+    page.detail = std::move(detail.detail);
+    page.detail_list = detail.detail_list;
   }
   return page;
 }

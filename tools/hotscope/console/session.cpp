@@ -86,6 +86,12 @@ std::string status(const Source& source, const UiState& ui) {
   if (!ui.message.empty()) {
     return " " + ui.message;
   }
+  const ViewState& view = ui.view;
+  if (view.tab == Tab::Functions && view.detail && view.focus != DetailFocus::Functions) {
+    return view.focus == DetailFocus::KeptCalls
+               ? " ? help  Up Down choose  Enter its tree  Backspace back  Esc close  q quit"
+               : " ? help  Up Down PgUp PgDn scroll  Backspace back  Esc close  q quit";
+  }
   return fmt::format(" ? help  {} tabs  / filter  < > sort  Enter detail  p pause  r reset  s "
                      "snapshot  q quit",
                      tab_keys());

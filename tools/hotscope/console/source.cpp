@@ -114,6 +114,13 @@ bool Source::fetch(Model& model, const ViewState& state, const FetchOptions& opt
     if (!state.detail) {
       break;
     }
+    // A tree stays as it was while it is read; the kept calls' list is only asked for here.
+    if (state.focus != DetailFocus::Tree) {
+      fetch_kept_calls(model, state);
+    }
+    if (state.focus != DetailFocus::Functions) {
+      break;
+    }
     [[fallthrough]]; // the detail pane's callers and callees come from the trace
   case TabAnswer::Trace: {
     if (state.tab == Tab::Flame && state.flame_cpu) {
@@ -144,6 +151,7 @@ bool Source::fetch(Model& model, const ViewState& state, const FetchOptions& opt
   return gone_.empty();
 }
 
+<<<<<<< HEAD
 // The window's CPU samples, asked for once per flame period, while the sampler runs (else the
 // flame tab says how to start it). False when the process has gone.
 bool Source::fetch_cpu_flame(Model& model, const FetchOptions& options) {
@@ -163,6 +171,28 @@ bool Source::fetch_cpu_flame(Model& model, const FetchOptions& options) {
   check_status(process_, "GET", path, *folded);
   timed(times_.updated, [&] { model.update_cpu_flame(folded->body, cpu->period_ns); });
   return true;
+=======
+void Source::fetch_kept_calls(Model& model, const ViewState& state) {
+  const FunctionRow* row = model.function(state.selected[static_cast<std::size_t>(Tab::Functions)]);
+  if (row == nullptr) {
+    return;
+  }
+  const std::string function = row->name;
+  const std::string path =
+      exporters::agent_target(exporters::Format::SlowJson) + "&function=" + query_value(function);
+  const std::optional<Reply> reply = get(path);
+  if (!reply) {
+    return;
+  }
+  if (reply->status == 404) {
+    model.set_kept_calls_unsupported(function); // an agent from before /v1/slow
+    return;
+  }
+  check_status(process_, "GET", path, *reply);
+  const nlohmann::json answer = parse(path, reply->body);
+  read_answer(path,
+              [&] { timed(times_.updated, [&] { model.update_kept_calls(function, answer); }); });
+>>>>>>> slow-ui
 }
 
 void Source::fetch_heap(Model& model) {

@@ -62,6 +62,8 @@ private:
   nlohmann::json parse(const std::string& path, const std::string& body);
   void fetch_heap(Model& model);
   bool fetch_cpu_flame(Model& model, const FetchOptions& options);
+  // The selected function's kept calls, while its detail pane is open.
+  void fetch_kept_calls(Model& model, const ViewState& state);
 
   AgentProcess process_;
   std::string follow_name_;

@@ -2,11 +2,13 @@
 
 #include "export/common.hpp"
 
+#include <fmt/chrono.h>
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <ctime>
 
 namespace hotscope::cli::console {
 
@@ -62,6 +64,11 @@ std::string duration(double ns) {
 
 std::string bytes(double value) {
   return exporters::detail::human_bytes(static_cast<std::uint64_t>(std::max(0.0, value)));
+}
+
+std::string time_of_day(std::uint64_t unix_ns) {
+  const auto seconds = static_cast<std::time_t>(unix_ns / 1'000'000'000);
+  return fmt::format("{:%H:%M:%S}.{:03}", fmt::localtime(seconds), unix_ns / 1'000'000 % 1000);
 }
 
 std::string per_second(double value) {

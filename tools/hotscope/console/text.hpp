@@ -6,6 +6,7 @@
 #include "view.hpp"
 
 #include <cstddef>
+#include <cstdint>
 #include <deque>
 #include <string>
 #include <string_view>
@@ -27,6 +28,8 @@ std::vector<std::string> align(const std::vector<Cells>& rows, std::size_t first
 
 std::string duration(double ns);
 std::string bytes(double bytes);
+// A wall-clock time of day, local: "14:03:27.512".
+std::string time_of_day(std::uint64_t unix_ns);
 // Per-second figures: "0", "12.5", "3.40k", "1.20M".
 std::string per_second(double value);
 std::string percent(double value);

@@ -51,6 +51,10 @@ char column_key(Column column);
 std::optional<Column> column_of_key(int key);
 std::string_view column_heading(Column column);
 
+// Where the keys go while the detail pane is open: the functions, the list of the function's
+// kept calls, or one kept call's tree (docs/console.md).
+enum class DetailFocus { Functions, KeptCalls, Tree };
+
 // What the user chose in the tabs, kept across refreshes.
 struct ViewState {
   Tab tab = Tab::Functions;
@@ -59,7 +63,10 @@ struct ViewState {
   std::string filter;
   // Each tab's selected row, by its key (Page::keys); "" is the first row.
   std::array<std::string, kTabCount> selected;
-  bool detail = false;                 // the selected function's detail pane is open
+  bool detail = false; // the selected function's detail pane is open
+  DetailFocus focus = DetailFocus::Functions;
+  std::string kept_call;               // the selected kept call's id; "" is the first
+  std::size_t tree_line = 0;           // the line of the kept call's tree at the cursor
   std::vector<std::string> flame_zoom; // the zoomed frame's stack, root first; empty is all
   bool flame_cpu = false;              // the flame tab shows CPU samples, not wall time in scopes
 
@@ -78,6 +85,7 @@ struct Page {
   std::vector<std::string> keys; // one per row when rows can be selected
   int selected = -1;             // index into rows, -1 for none
   std::vector<Line> detail;      // under the rows: the detail pane
+  bool detail_list = false;      // the pane lists kept calls that Enter moves into
   // Set by a tab of thousands of rows (functions): its rows come without text, and this writes
   // the text of rows [first, first + count) and of the column heading above them, aligned
   // together, so that a refresh formats only the rows drawn. See format_rows().
@@ -93,6 +101,9 @@ Page functions_page(const Model& model, ViewState& state, const Glyphs& glyphs,
                     std::size_t name_width);
 Page function_detail(const Model& model, const ViewState& state, const Glyphs& glyphs,
                      std::size_t width);
+// The selected function's kept calls as rows, and the selected one's tree (kept_calls_view.cpp).
+Page kept_calls_page(const Model& model, ViewState& state, const Glyphs& glyphs, std::size_t width);
+Page kept_call_tree(const Model& model, ViewState& state, const Glyphs& glyphs, std::size_t width);
 Page threads_page(const Model& model, ViewState& state, std::size_t width);
 Page memory_page(const Model& model, ViewState& state, const Glyphs& glyphs, std::size_t width);
 Page queues_page(const Model& model);

@@ -1,0 +1,73 @@
+// Programs run in the background for the agent's integration tests (a Prometheus server, the
+// exporter), a free TCP port for them, and polling until a condition holds.
+#pragma once
+
+#include "demo_process.hpp"
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+namespace hotscope::testing {
+
+// A program run in the background with its output in files, killed when the test ends.
+class Background {
+public:
+  Background(const std::vector<std::string>& words, const Env& env, const fs::path& log)
+      : log_(log) {
+    pid_ = fork();
+    if (pid_ == 0) {
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
+      for (const auto& [name, value] : env) {
+        setenv(name.c_str(), value.c_str(), 1);
+      }
+      freopen(log.c_str(), "w", stdout);
+      freopen(log.c_str(), "a", stderr);
+      std::vector<char*> argv;
+      for (const std::string& word : words) {
+        argv.push_back(const_cast<char*>(word.c_str()));
+      }
+      argv.push_back(nullptr);
+      execv(argv[0], argv.data());
+      _exit(127);
+    }
+  }
+  ~Background() {
+    kill(pid_, SIGTERM);
+    waitpid(pid_, nullptr, 0);
+  }
+  Background(const Background&) = delete;
+  Background& operator=(const Background&) = delete;
+  std::string log() const { return slurp(log_); }
+
+private:
+  fs::path log_;
+  pid_t pid_ = 0;
+};
+
+// A TCP port nobody listens on now.
+inline int free_port() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t length = sizeof(address);
+  bind(fd, reinterpret_cast<sockaddr*>(&address), length);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
+  close(fd);
+  return ntohs(address.sin_port);
+}
+
+// Polls `check` every 200 ms until it is true or `seconds` have passed.
+template <class Check> bool eventually(int seconds, Check check) {
+  using Clock = std::chrono::steady_clock;
+  const auto deadline = Clock::now() + std::chrono::seconds(seconds);
+  while (Clock::now() < deadline) {
+    if (check()) {
+      return true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  return check();
+}
+
+} // namespace hotscope::testing
