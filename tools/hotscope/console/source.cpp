@@ -151,7 +151,6 @@ bool Source::fetch(Model& model, const ViewState& state, const FetchOptions& opt
   return gone_.empty();
 }
 
-<<<<<<< HEAD
 // The window's CPU samples, asked for once per flame period, while the sampler runs (else the
 // flame tab says how to start it). False when the process has gone.
 bool Source::fetch_cpu_flame(Model& model, const FetchOptions& options) {
@@ -171,7 +170,8 @@ bool Source::fetch_cpu_flame(Model& model, const FetchOptions& options) {
   check_status(process_, "GET", path, *folded);
   timed(times_.updated, [&] { model.update_cpu_flame(folded->body, cpu->period_ns); });
   return true;
-=======
+}
+
 void Source::fetch_kept_calls(Model& model, const ViewState& state) {
   const FunctionRow* row = model.function(state.selected[static_cast<std::size_t>(Tab::Functions)]);
   if (row == nullptr) {
@@ -192,7 +192,6 @@ void Source::fetch_kept_calls(Model& model, const ViewState& state) {
   const nlohmann::json answer = parse(path, reply->body);
   read_answer(path,
               [&] { timed(times_.updated, [&] { model.update_kept_calls(function, answer); }); });
->>>>>>> slow-ui
 }
 
 void Source::fetch_heap(Model& model) {
