@@ -280,7 +280,9 @@ public:
 
   void thread(std::int64_t os_tid, const char* name, const Ring& ring) override {
     finish_thread();
-    tid_ = os_tid;
+    // The crashing thread by its ring: in a forked child the ring is still under its parent's tid.
+    crashed_ = &ring == detail::tls_ring || os_tid == crashed_tid_;
+    tid_ = crashed_ ? crashed_tid_ : os_tid;
     name_ = name;
     ring_ = &ring;
     from_collector_ = true;
@@ -342,6 +344,7 @@ private:
   Files& files_;
   const std::int64_t crashed_tid_;
   Ring empty_ring_;
+  bool crashed_ = false;
   bool crashed_written_ = false;
   Section section_ = Section::Threads;
   bool first_ = true;
@@ -359,14 +362,15 @@ void Threads::finish_thread() {
   }
   const Ring& ring = *ring_;
   ring_ = nullptr;
-  const bool crashed = tid_ == crashed_tid_;
+  const bool crashed = crashed_;
   crashed_written_ = crashed_written_ || crashed;
   if (files_.out_of_time()) {
     return;
   }
   char own_name[64];
+  const bool running = crashed || *read_thread_name(tid_, own_name) != '\0';
   if (*name_ == '\0') {
-    name_ = crashed ? (prctl(PR_GET_NAME, own_name), own_name) : read_thread_name(tid_, own_name);
+    name_ = crashed ? (prctl(PR_GET_NAME, own_name), own_name) : own_name;
   }
   const std::uint64_t head = ring.head.load(std::memory_order_acquire);
   const std::uint64_t tail = ring.tail.load(std::memory_order_acquire);
@@ -387,11 +391,14 @@ void Threads::finish_thread() {
                 });
   }
   files_.text.text("\nthread ").text(name_).text(" (tid ").number(static_cast<std::uint64_t>(tid_));
-  files_.text.text(crashed ? "), crashed\n" : ")\n");
+  files_.text.text(crashed   ? "), crashed\n"
+                   : running ? ")\n"
+                             : "), not running (ended, or a parent's thread before fork)\n");
   files_.text.text("  records: written ").number(head + dropped).text(", kept ").number(tail);
   files_.text.text(", dropped ").number(dropped).text("\n");
   files_.json.separator(first_).text("{\"tid\":").number(static_cast<std::uint64_t>(tid_));
   files_.json.text(",\"name\":").json(name_).text(",\"crashed\":").text(crashed ? "true" : "false");
+  files_.json.text(",\"running\":").text(running ? "true" : "false");
   files_.json.text(",\"records\":{\"written\":").number(head + dropped).text(",\"kept\":");
   files_.json.number(tail).text(",\"dropped\":").number(dropped).text("}");
   files_.json.text(",\"scopes_complete\":").text(from_collector_ ? "true" : "false");

@@ -192,6 +192,47 @@ TEST(Crash, AHandlerInstalledAfterHotscopeRunsFirstAndChainsToIt) {
   EXPECT_EQ(report(crashed).at("signal").at("name"), "SIGSEGV");
 }
 
+// With a core size limit, the kernel still dumps core after the report (where core_pattern
+// writes a file or hands the core to a helper).
+TEST(Crash, ACoreIsStillDumped) {
+  const std::string pattern = slurp("/proc/sys/kernel/core_pattern");
+  rlimit limit{};
+  getrlimit(RLIMIT_CORE, &limit);
+  if (pattern.empty() || pattern == "\n" || limit.rlim_max == 0) {
+    GTEST_SKIP() << "no core dumps on this machine (core_pattern \"" << pattern
+                 << "\", hard core size limit " << limit.rlim_max << ")";
+  }
+  const hotscope::testing::ScratchDir scratch("crash-core");
+  const fs::path& dir = scratch.path();
+  // In the scratch directory, so that a core_pattern of "core" writes it there.
+  const std::string script = "cd " + dir.string() + " && ulimit -c " +
+                             (limit.rlim_max == RLIM_INFINITY ? std::string("unlimited")
+                                                              : std::to_string(limit.rlim_max)) +
+                             " && exec env HOTSCOPE_OUT=" + (dir / "out").string() + " " +
+                             CRASH_PROGRAM + " segv";
+  const pid_t pid =
+      hotscope::test_support::start_command({"/bin/sh", "-c", script}, dir / "output");
+  const int status = hotscope::test_support::wait_for_child(pid);
+  EXPECT_TRUE(killed_by(status, SIGSEGV)) << status << slurp(dir / "output");
+  EXPECT_TRUE(status != -1 && WCOREDUMP(status)) << "core_pattern: " << pattern;
+  EXPECT_TRUE(fs::exists(dir / "out" / ("crash." + std::to_string(pid) + ".json")));
+}
+
+#if defined(HEAP_PRELOAD)
+// free() aborts inside the allocator while another thread allocates, under the heap profiler:
+// the report takes no lock the allocator or the heap profiler holds.
+TEST(Crash, AnAbortInsideTheAllocatorIsReportedUnderHeapProfiling) {
+  const hotscope::testing::ScratchDir scratch("crash-heap");
+  const ProgramRun crashed =
+      run_program(scratch.path(), "heap", {std::string("LD_PRELOAD=") + HEAP_PRELOAD});
+  EXPECT_TRUE(killed_by(crashed.status, SIGABRT)) << crashed.status << crashed.output;
+  const json r = report(crashed);
+  const json* thread = crashed_thread(r);
+  ASSERT_NE(thread, nullptr) << r.dump(1);
+  EXPECT_EQ(open_scopes(*thread), (std::vector<std::string>{"main_scope", "bad_free"}));
+}
+#endif
+
 TEST(Crash, OffWritesNoReportAndTheCrashIsUnchanged) {
   const hotscope::testing::ScratchDir scratch("crash-off");
   const ProgramRun crashed = run_program(scratch.path(), "segv", {"HOTSCOPE_ON_CRASH=off"});
