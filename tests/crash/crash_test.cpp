@@ -233,6 +233,54 @@ TEST(Crash, AnAbortInsideTheAllocatorIsReportedUnderHeapProfiling) {
 }
 #endif
 
+#if defined(HOTSCOPE_CLI)
+// `hotscope crash FILE [--binary PATH]`'s output.
+std::string named(const fs::path& report, const std::vector<std::string>& binaries = {}) {
+  std::string command = std::string(HOTSCOPE_CLI) + " crash " + report.string();
+  for (const std::string& binary : binaries) {
+    command += " --binary " + binary;
+  }
+  return hotscope::test_support::output_of(command + " 2>&1");
+}
+
+TEST(CrashCommand, NamesTheFramesFromTheObjectsTheReportNames) {
+  const hotscope::testing::ScratchDir scratch("crash-cli");
+  const ProgramRun crashed = run_program(scratch.path(), "worker");
+  const fs::path file = crashed.out / ("crash." + std::to_string(crashed.pid) + ".json");
+  const std::string text = named(file);
+  EXPECT_NE(text.find("SIGSEGV (SEGV_MAPERR) at 0x0, in thread crasher"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("null_deref()"), std::string::npos) << text;
+  EXPECT_NE(text.find("crasher (tid "), std::string::npos) << text;
+  EXPECT_NE(text.find("worker_job ("), std::string::npos) << text;
+}
+
+// A report from elsewhere: its program is not at the path the report names, or is another build
+// there; --binary gives the crashed one.
+TEST(CrashCommand, NamesTheFramesFromBinariesGivenByBuildId) {
+  const hotscope::testing::ScratchDir scratch("crash-cli-binary");
+  const fs::path& dir = scratch.path();
+  const ProgramRun crashed = run_program(dir, "worker");
+  json r = report(crashed);
+  for (json& frame : r.at("backtrace")) {
+    if (frame.value("module", "") == fs::canonical(CRASH_PROGRAM).string()) {
+      frame["module"] = "/elsewhere/crash_program";
+    }
+  }
+  std::ofstream(dir / "moved.json") << r.dump();
+  fs::copy_file(CRASH_PROGRAM, dir / "renamed_copy");
+  EXPECT_EQ(named(dir / "moved.json").find("null_deref()"), std::string::npos);
+  EXPECT_NE(named(dir / "moved.json").find("not readable here"), std::string::npos);
+  const std::string text = named(dir / "moved.json", {(dir / "renamed_copy").string()});
+  EXPECT_NE(text.find("null_deref()"), std::string::npos) << text;
+
+  r.at("backtrace").at(0)["module"] = fs::canonical(CRASH_PROGRAM).string();
+  r.at("backtrace").at(0)["build_id"] = "00";
+  std::ofstream(dir / "rebuilt.json") << r.dump();
+  EXPECT_NE(named(dir / "rebuilt.json").find("another build"), std::string::npos);
+}
+#endif
+
 TEST(Crash, OffWritesNoReportAndTheCrashIsUnchanged) {
   const hotscope::testing::ScratchDir scratch("crash-off");
   const ProgramRun crashed = run_program(scratch.path(), "segv", {"HOTSCOPE_ON_CRASH=off"});
