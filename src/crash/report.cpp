@@ -435,14 +435,24 @@ void Threads::write_last_records(const Ring& ring, std::uint64_t head) {
         }
         Output line;
         describe(ring, record, row, position, line);
+        // An ALLOCATION record has no time of its own (ticks 0).
         const std::uint64_t ago = files_.ago_ns(record.ticks);
         const std::size_t indent = depth > 0 ? static_cast<std::size_t>(depth) : 0;
-        files_.text.text("    [-").milliseconds(ago).text("ms] ");
+        if (record.ticks != 0) {
+          files_.text.text("    [-").milliseconds(ago).text("ms] ");
+        } else {
+          files_.text.text("    [          ] ");
+        }
         for (std::size_t i = 0; i < indent; ++i) {
           files_.text.text("  ");
         }
         files_.text.text(line.data(), line.size()).text("\n");
-        files_.json.separator(first).text("{\"ago_ns\":").number(ago);
+        files_.json.separator(first).text("{\"ago_ns\":");
+        if (record.ticks != 0) {
+          files_.json.number(ago);
+        } else {
+          files_.json.text("null");
+        }
         files_.json.text(",\"depth\":").number(indent).text(",\"kind\":").json(row.name);
         files_.json.text(",\"text\":").json(line.data(), line.size()).text("}");
         if (row.slice == trace::SliceEffect::Opens) {

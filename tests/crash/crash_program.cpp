@@ -133,8 +133,8 @@ int main(int argc, char** argv) {
     allocator.detach();
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
     HOTSCOPE_SCOPE("bad_free");
-    int on_stack = 0;
-    std::free(&on_stack); // the allocator aborts inside free()
+    char* block = static_cast<char*>(std::calloc(1, 64));
+    std::free(block + 16); // a chunk of size 0: the allocator aborts inside free()
   }
   return 2;
 }

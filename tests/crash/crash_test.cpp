@@ -279,6 +279,30 @@ TEST(CrashCommand, NamesTheFramesFromBinariesGivenByBuildId) {
   std::ofstream(dir / "rebuilt.json") << r.dump();
   EXPECT_NE(named(dir / "rebuilt.json").find("another build"), std::string::npos);
 }
+
+// An unmodified program under `hotscope run --cpu` (libhotscope-run.so preloaded): its crash is
+// reported the same way, and `hotscope run` ends as the program did.
+TEST(CrashCommand, HotscopeRunReportsTheCrashOfTheProgramItRuns) {
+  const hotscope::testing::ScratchDir scratch("crash-run");
+  const fs::path out = scratch.path() / "out";
+  const int status = std::system((std::string(HOTSCOPE_CLI) + " run --cpu --out " + out.string() +
+                                  " -- /bin/sh -c 'kill -SEGV $$' 2>/dev/null")
+                                     .c_str());
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 128 + SIGSEGV) << status;
+  std::vector<fs::path> reports;
+  for (const auto& entry : fs::directory_iterator(out)) {
+    if (entry.path().extension() == ".json" &&
+        entry.path().filename().string().rfind("crash.", 0) == 0) {
+      reports.push_back(entry.path());
+    }
+  }
+  ASSERT_EQ(reports.size(), 1u);
+  const json r = json::parse(slurp(reports.front()));
+  EXPECT_EQ(r.at("signal").at("name"), "SIGSEGV");
+  EXPECT_EQ(r.at("signal").at("code_name"), "SI_USER");
+  EXPECT_NE(named(reports.front()).find("SIGSEGV (SI_USER), in thread sh"), std::string::npos)
+      << named(reports.front());
+}
 #endif
 
 TEST(Crash, OffWritesNoReportAndTheCrashIsUnchanged) {
