@@ -171,11 +171,16 @@ void describe_exception(Crash& crash) {
   std::abort();
 }
 
+// At the thread's end: its alternate stack goes, unless the program has put its own in place.
 void free_alt_stack(void* memory) {
-  stack_t none{};
-  none.ss_flags = SS_DISABLE;
-  sigaltstack(&none, nullptr);
-  munmap(memory, kAltStackBytes + static_cast<std::size_t>(sysconf(_SC_PAGESIZE)));
+  const auto page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+  stack_t current{};
+  if (sigaltstack(nullptr, &current) == 0 && current.ss_sp == static_cast<char*>(memory) + page) {
+    stack_t none{};
+    none.ss_flags = SS_DISABLE;
+    sigaltstack(&none, nullptr);
+  }
+  munmap(memory, kAltStackBytes + page);
 }
 
 } // namespace

@@ -574,7 +574,8 @@ void remember_clock_origin() noexcept {
 }
 
 void write_report(const Crash& crash, int text, int json) noexcept {
-  static Files* files = nullptr; // static storage: the handler may run on a small stack
+  // Static storage (the alternate stack is small), constructed here with placement new: a local
+  // static object's guard may take a lock.
   alignas(Files) static unsigned char storage[sizeof(Files)];
   const std::uint64_t now_ticks = clock::now_ticks();
   const std::uint64_t now_ns = monotonic_ns();
@@ -582,13 +583,13 @@ void write_report(const Crash& crash, int text, int json) noexcept {
       now_ticks > origin_ticks
           ? static_cast<double>(now_ns - origin_ns) / static_cast<double>(now_ticks - origin_ticks)
           : 1.0;
-  files =
+  Files* files =
       new (storage) Files{Output(text), Output(json), now_ticks, ns_per_tick, crash.deadline_ns};
   write_heading(*files, crash);
   write_backtrace(*files, crash.context);
   files->text.text("\nthreads (open scopes and last records; times before the crash):\n");
   files->json.text(",\"threads\":[");
-  static unsigned char threads_storage[sizeof(Threads)];
+  alignas(Threads) static unsigned char threads_storage[sizeof(Threads)];
   Threads& threads = *new (threads_storage) Threads(*files);
   const std::uint64_t patience = crash.deadline_ns > now_ns ? crash.deadline_ns - now_ns : 0;
   if (!trace::read_for_crash(threads, patience < kLockPatienceNs ? patience : kLockPatienceNs)) {

@@ -87,6 +87,14 @@ int fork_and_crash_child() {
   return 0;
 }
 
+// A location whose name the collector cannot read: it crashes while it drains, holding its lock.
+void crash_the_collector() {
+  static const hotscope_source_location unreadable{reinterpret_cast<const char*>(16), "nowhere", 1,
+                                                   0};
+  const hotscope::detail::Scope scope(&unreadable);
+  std::this_thread::sleep_for(std::chrono::seconds(30));
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -123,6 +131,8 @@ int main(int argc, char** argv) {
       }
     }
     null_deref();
+  } else if (mode == "drain") {
+    crash_the_collector();
   } else if (mode == "heap") {
     std::thread allocator([] {
       for (;;) {
