@@ -161,6 +161,10 @@ void describe_exception(Crash& crash) {
   if (claim_report(0)) {
     Crash crash;
     describe_exception(crash);
+    unw_context_t here; // the stack from here: this handler, then the C++ runtime's callers
+    unw_getcontext(&here);
+    crash.context = &here;
+    crash.signal_frame = false;
     crash.deadline_ns = monotonic_ns() + kReportNs;
     write_files(crash);
     report_done.store(true); // the abort() that follows passes SIGABRT on at once

@@ -463,15 +463,12 @@ void Threads::write_last_records(const Ring& ring, std::uint64_t head) {
 
 // The crashing thread's native stack, innermost first: the faulting instruction, then return
 // addresses.
-std::size_t unwind(void* context, std::uint64_t (&pcs)[kFramesMax]) {
+std::size_t unwind(const Crash& crash, std::uint64_t (&pcs)[kFramesMax]) {
   unw_cursor_t cursor;
-  unw_context_t here;
-  if (context != nullptr) {
-    if (unw_init_local2(&cursor, static_cast<unw_context_t*>(context), UNW_INIT_SIGNAL_FRAME) !=
-        0) {
-      return 0;
-    }
-  } else if (unw_getcontext(&here) != 0 || unw_init_local(&cursor, &here) != 0) {
+  auto* context = static_cast<unw_context_t*>(crash.context);
+  if (context == nullptr ||
+      (crash.signal_frame ? unw_init_local2(&cursor, context, UNW_INIT_SIGNAL_FRAME)
+                          : unw_init_local(&cursor, context)) != 0) {
     return 0;
   }
   std::size_t count = 0;
@@ -486,9 +483,9 @@ std::size_t unwind(void* context, std::uint64_t (&pcs)[kFramesMax]) {
   return count;
 }
 
-void write_backtrace(Files& files, void* context) {
+void write_backtrace(Files& files, const Crash& crash) {
   static std::uint64_t pcs[kFramesMax];
-  const std::size_t count = unwind(context, pcs);
+  const std::size_t count = unwind(crash, pcs);
   const bool mapped = read_code_mappings();
   files.text.text("\nbacktrace (hotscope crash FILE.json names the frames):\n");
   files.json.text(",\"backtrace\":[");
@@ -586,7 +583,7 @@ void write_report(const Crash& crash, int text, int json) noexcept {
   Files* files =
       new (storage) Files{Output(text), Output(json), now_ticks, ns_per_tick, crash.deadline_ns};
   write_heading(*files, crash);
-  write_backtrace(*files, crash.context);
+  write_backtrace(*files, crash);
   files->text.text("\nthreads (open scopes and last records; times before the crash):\n");
   files->json.text(",\"threads\":[");
   alignas(Threads) static unsigned char threads_storage[sizeof(Threads)];

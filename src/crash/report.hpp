@@ -13,8 +13,9 @@ struct Crash {
   bool has_address = false;        // a fault's address (SIGSEGV, SIGBUS, SIGILL, SIGFPE)
   const char* exception = nullptr; // std::terminate: the uncaught exception's type, mangled
   const char* what = nullptr;      // and its what(), when it is a std::exception
-  void* context = nullptr;         // the signal's ucontext; nullptr: unwind from here
-  std::uint64_t deadline_ns = 0;   // CLOCK_MONOTONIC: what is not written by then is left out
+  void* context = nullptr;       // where the stack starts: a signal's ucontext, or unw_getcontext's
+  bool signal_frame = true;      // `context` is a signal's
+  std::uint64_t deadline_ns = 0; // CLOCK_MONOTONIC: what is not written by then is left out
 };
 
 // At install: the clock's origin, against which a crash converts ticks to time.

@@ -266,6 +266,18 @@ TEST(CrashCommand, NamesTheFramesFromTheObjectsTheReportNames) {
   EXPECT_NE(text.find("worker_job ("), std::string::npos) << text;
 }
 
+TEST(CrashCommand, NamesTheUncaughtExceptionAndStartsTheStackInTheTerminateHandler) {
+  const hotscope::testing::ScratchDir scratch("crash-cli-throw");
+  const ProgramRun crashed = run_program(scratch.path(), "throw");
+  const std::string text = named(crashed.out / ("crash." + std::to_string(crashed.pid) + ".json"));
+  EXPECT_NE(text.find("std::terminate: uncaught std::runtime_error: nobody catches this"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("#0  0x"), std::string::npos) << text;
+  EXPECT_NE(text.find("on_terminate()"), std::string::npos) << text;
+  EXPECT_NE(text.find("__cxa_throw"), std::string::npos) << text;
+}
+
 // A report from elsewhere: its program is not at the path the report names, or is another build
 // there; --binary gives the crashed one.
 TEST(CrashCommand, NamesTheFramesFromBinariesGivenByBuildId) {

@@ -70,7 +70,8 @@ std::string heading(const json& report) {
     const json& terminate = report.at("terminate");
     text += "std::terminate";
     if (terminate.at("exception").is_string()) {
-      text += ": uncaught " + names::demangle(terminate.at("exception").get<std::string>().c_str());
+      text += ": uncaught " +
+              names::demangle_type(terminate.at("exception").get<std::string>().c_str());
     }
     if (terminate.at("what").is_string()) {
       text += ": " + terminate.at("what").get<std::string>();
