@@ -16,7 +16,8 @@
 
 namespace {
 
-volatile int* volatile nowhere = nullptr;
+// Not null: UBSan reports a store through a null pointer itself and ends the process.
+volatile int* volatile nowhere = reinterpret_cast<int*>(64);
 struct sigaction hotscope_action {}; // what was installed before the program's own handler
 
 // Says on stderr whether hotscope's report was there when the program's handler ran.

@@ -80,14 +80,14 @@ std::vector<std::string> open_scopes(const json& thread) {
   return names;
 }
 
-TEST(Crash, NullDereferenceInAWorkerNamesTheThreadItsScopesAndTheOthers) {
+TEST(Crash, AFaultInAWorkerNamesTheThreadItsScopesAndTheOthers) {
   const hotscope::testing::ScratchDir scratch("crash-worker");
   const ProgramRun crashed = run_program(scratch.path(), "worker");
   EXPECT_TRUE(killed_by(crashed.status, SIGSEGV)) << crashed.status << crashed.output;
   const json r = report(crashed);
   EXPECT_EQ(r.at("signal").at("name"), "SIGSEGV");
   EXPECT_EQ(r.at("signal").at("code_name"), "SEGV_MAPERR");
-  EXPECT_EQ(r.at("signal").at("address"), 0);
+  EXPECT_EQ(r.at("signal").at("address"), 64);
   EXPECT_EQ(r.at("thread").at("name"), "crasher");
   EXPECT_TRUE(r.at("complete"));
   const json* thread = crashed_thread(r);
@@ -259,7 +259,7 @@ TEST(CrashCommand, NamesTheFramesFromTheObjectsTheReportNames) {
   const ProgramRun crashed = run_program(scratch.path(), "worker");
   const fs::path file = crashed.out / ("crash." + std::to_string(crashed.pid) + ".json");
   const std::string text = named(file);
-  EXPECT_NE(text.find("SIGSEGV (SEGV_MAPERR) at 0x0, in thread crasher"), std::string::npos)
+  EXPECT_NE(text.find("SIGSEGV (SEGV_MAPERR) at 0x40, in thread crasher"), std::string::npos)
       << text;
   EXPECT_NE(text.find("null_deref()"), std::string::npos) << text;
   EXPECT_NE(text.find("crasher (tid "), std::string::npos) << text;
