@@ -64,6 +64,21 @@ void read_locks(const Getenv& getenv, locks::Mode& mode, std::vector<std::string
   }
 }
 
+// HOTSCOPE_ON_CRASH: report (the default) or off.
+void read_on_crash(const Getenv& getenv, bool& report, std::vector<std::string>& errors) {
+  const char* text = getenv("HOTSCOPE_ON_CRASH");
+  if (text == nullptr) {
+    return;
+  }
+  const std::string_view value = text;
+  if (value == "report" || value == "off") {
+    report = value == "report";
+  } else {
+    errors.push_back(text::cat("hotscope: HOTSCOPE_ON_CRASH=\"", value,
+                               "\" is not report or off; using report"));
+  }
+}
+
 // Under `hotscope run`, which names the program's pid in HOTSCOPE_RUN_PID, a process the program
 // starts writes its reports into a directory of its own, <out>/<name>.<pid>, rather than over the
 // program's.
@@ -116,6 +131,7 @@ Parsed parse(const Getenv& getenv) {
   config.slowest_bytes = slowest_mib << 20;
   read_locks(getenv, config.locks, parsed.errors);
   read_agent(getenv, config, parsed.errors);
+  read_on_crash(getenv, config.report_on_crash, parsed.errors);
   config.report_on_signal = read_on_signal(getenv, parsed.on_signal_errors);
   return parsed;
 }

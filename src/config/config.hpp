@@ -37,6 +37,9 @@ struct Config {
   // HOTSCOPE_ON_SIGNAL=report: SIGTERM, SIGINT and SIGHUP write the reports before they end the
   // process (src/signals). Off by default in a program: see read_on_signal.
   bool report_on_signal = false;
+  // HOTSCOPE_ON_CRASH=report|off: with HOTSCOPE_OUT, a crash writes crash.<pid>.txt and .json
+  // (src/crash). On by default: the crash still ends the process as it would have.
+  bool report_on_crash = true;
 };
 
 struct Parsed {

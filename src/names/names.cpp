@@ -86,4 +86,15 @@ std::string demangle(const char* name) {
   return result;
 }
 
+std::string demangle_type(const char* name) {
+  int status = 0;
+  char* demangled = abi::__cxa_demangle(name, nullptr, nullptr, &status);
+  if (status != 0 || demangled == nullptr) {
+    return name;
+  }
+  std::string result = demangled;
+  std::free(demangled);
+  return result;
+}
+
 } // namespace hotscope::names

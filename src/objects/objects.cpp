@@ -18,30 +18,15 @@
 namespace hotscope::objects {
 namespace {
 
-// The GNU build id in a PT_NOTE segment's notes, in hex; empty if none. Each note's name and
-// description are padded to the segment's alignment (4, or 8 in an 8-aligned segment).
+// The GNU build id in a PT_NOTE segment's notes, in hex; empty if none.
 std::string build_id_note(const unsigned char* notes, std::size_t size, std::size_t align) {
-  const auto padded = [align](std::size_t n) { return (n + align - 1) / align * align; };
-  std::size_t at = 0;
-  while (at + sizeof(ElfW(Nhdr)) <= size) {
-    ElfW(Nhdr) header;
-    std::memcpy(&header, notes + at, sizeof header);
-    const std::size_t name_at = at + sizeof header;
-    const std::size_t desc_at = name_at + padded(header.n_namesz);
-    if (desc_at + header.n_descsz > size) {
-      break;
-    }
-    if (header.n_type == NT_GNU_BUILD_ID && header.n_namesz == 4 &&
-        std::memcmp(notes + name_at, "GNU", 4) == 0) {
-      std::string id;
-      for (std::size_t i = 0; i < header.n_descsz; ++i) {
-        id += text::hex(notes[desc_at + i], 2);
-      }
-      return id;
-    }
-    at = desc_at + padded(header.n_descsz);
+  unsigned char bytes[kBuildIdMax];
+  const std::size_t count = build_id_bytes(notes, size, align, bytes);
+  std::string id;
+  for (std::size_t i = 0; i < count; ++i) {
+    id += text::hex(bytes[i], 2);
   }
-  return "";
+  return id;
 }
 
 int add_object_build_id(dl_phdr_info* info, std::size_t, void* data) noexcept try {
@@ -72,6 +57,31 @@ int add_object_build_id(dl_phdr_info* info, std::size_t, void* data) noexcept tr
 }
 
 } // namespace
+
+// Each note's name and description are padded to the segment's alignment (4, or 8 in an
+// 8-aligned segment).
+std::size_t build_id_bytes(const unsigned char* notes, std::size_t size, std::size_t align,
+                           unsigned char (&out)[kBuildIdMax]) noexcept {
+  const auto padded = [align](std::size_t n) { return (n + align - 1) / align * align; };
+  std::size_t at = 0;
+  while (at + sizeof(ElfW(Nhdr)) <= size) {
+    ElfW(Nhdr) header;
+    std::memcpy(&header, notes + at, sizeof header);
+    const std::size_t name_at = at + sizeof header;
+    const std::size_t desc_at = name_at + padded(header.n_namesz);
+    if (desc_at + header.n_descsz > size) {
+      break;
+    }
+    if (header.n_type == NT_GNU_BUILD_ID && header.n_namesz == 4 &&
+        std::memcmp(notes + name_at, "GNU", 4) == 0) {
+      const std::size_t count = std::min<std::size_t>(header.n_descsz, kBuildIdMax);
+      std::memcpy(out, notes + desc_at, count);
+      return count;
+    }
+    at = desc_at + padded(header.n_descsz);
+  }
+  return 0;
+}
 
 std::vector<CodeMapping> code_mappings() {
   std::vector<CodeMapping> mappings;

@@ -3,6 +3,7 @@
 // writers, the heap profile's builder).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -18,6 +19,14 @@ struct CodeMapping {
   std::string path;
   std::string build_id; // the GNU build id in lowercase hex; empty when unknown
 };
+
+// The longest GNU build id kept (SHA-1's 20 bytes are the usual; some linkers write more).
+constexpr std::size_t kBuildIdMax = 64;
+
+// The GNU build id among the notes of a PT_NOTE segment (`align`: the segment's, 4 or 8) into
+// `out`: its length, 0 if none. Allocates nothing: a crash report reads it from a signal handler.
+std::size_t build_id_bytes(const unsigned char* notes, std::size_t size, std::size_t align,
+                           unsigned char (&out)[kBuildIdMax]) noexcept;
 
 // The executable mappings of files in /proc/self/maps, by address (no [vdso], no anonymous JIT
 // code); without build ids.

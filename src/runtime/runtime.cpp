@@ -2,6 +2,7 @@
 
 #include "clock/clock.hpp"
 #include "cpu/cpu.hpp"
+#include "crash/crash.hpp"
 #include "export/export.hpp"
 #include "heap_link/heap_link.hpp"
 #include "locks/locks.hpp"
@@ -92,6 +93,11 @@ void start_once() {
                 s.config.trace_window_bytes,
                 s.config.collect_period_ms,
                 {s.config.slowest, s.config.slowest_bytes}});
+  if (s.reports_enabled && s.config.report_on_crash) {
+    if (const std::string problem = crash::install(s.config.out_dir); !problem.empty()) {
+      print_line(problem);
+    }
+  }
   if (s.config.cpu_hz != 0) {
     if (const std::string problem = cpu::start(s.config.cpu_hz); !problem.empty()) {
       print_line("hotscope: no CPU samples: " + problem);
@@ -188,7 +194,9 @@ hotscope::detail::Ring* hotscope::detail::register_thread() noexcept {
   const locks::Quiet quiet; // a contended lock in here must not register a ring again
   runtime::ensure_started();
   const hotscope::heap_link::ProfilerSection section; // the thread's ring is the profiler's
-  return trace::register_current_thread();
+  hotscope::detail::Ring* ring = trace::register_current_thread();
+  crash::prepare_thread(); // the thread's stack overflowing is reported too
+  return ring;
 }
 
 hotscope::Result hotscope::start_agent() {

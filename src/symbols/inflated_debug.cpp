@@ -1,6 +1,7 @@
 #include "symbols/inflated_debug.hpp"
 
 #include "atomic_file/atomic_file.hpp"
+#include "symbols/symbols.hpp"
 
 #include <elfutils/libdwelf.h>
 #include <fcntl.h>
@@ -22,6 +23,17 @@
 #include <utility>
 
 namespace hotscope::symbols {
+
+std::string hex_of(const unsigned char* bytes, int size) {
+  static constexpr char digits[] = "0123456789abcdef";
+  std::string hex;
+  for (int i = 0; i < size; ++i) {
+    hex += digits[bytes[i] >> 4];
+    hex += digits[bytes[i] & 0xF];
+  }
+  return hex;
+}
+
 namespace {
 
 // Sections libdw would inflate that the symbolizer never reads: variable locations and macros.
@@ -61,16 +73,6 @@ struct ElfFile {
     return std::exchange(fd, -1);
   }
 };
-
-std::string hex_of(const unsigned char* bytes, int size) {
-  static constexpr char digits[] = "0123456789abcdef";
-  std::string hex;
-  for (int i = 0; i < size; ++i) {
-    hex += digits[bytes[i] >> 4];
-    hex += digits[bytes[i] & 0xF];
-  }
-  return hex;
-}
 
 bool has_build_id(Elf* elf, const std::string& build_id) {
   const void* bits = nullptr;

@@ -63,6 +63,11 @@ SymbolTable SymbolTable::of_file(const std::string& path, const std::string& deb
   if (module != nullptr) {
     table = SymbolTable(module);
     table.file_ = dwfl;
+    const unsigned char* bits = nullptr;
+    GElf_Addr vaddr = 0;
+    if (const int size = dwfl_module_build_id(module, &bits, &vaddr); size > 0) {
+      table.build_id_ = hex_of(bits, size);
+    }
   }
   return table;
 }

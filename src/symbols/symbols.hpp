@@ -38,6 +38,8 @@ public:
 
   // The (mangled) name of the symbol containing `address`, NUL-terminated; empty when none does.
   std::string_view name_at(std::uint64_t address) const;
+  // The file's GNU build id in lowercase hex (of_file's; "" when it has none).
+  const std::string& build_id() const { return build_id_; }
   // Loaded address minus link-time address.
   std::uint64_t bias() const { return bias_; }
   std::size_t size() const { return globals_.size() + locals_.size() + labels_.size(); }
@@ -64,8 +66,12 @@ private:
   // By low, over both kinds of range: the largest high of those starting at or before it.
   std::vector<std::pair<std::uint64_t, std::uint64_t>> reach_;
   std::uint64_t bias_ = 0;
+  std::string build_id_;
   std::shared_ptr<void> file_; // of_file's: the libdw session the names point into
 };
+
+// Bytes in lowercase hex: a build id as file names and reports spell it.
+std::string hex_of(const unsigned char* bytes, int size);
 
 // One source-level frame. An address inside inlined code gives several, sharing the address.
 struct Frame {

@@ -80,6 +80,19 @@ void release_pages(hotscope_record* records, std::uint64_t count) {
   }
 }
 
+// Tries `mutex` until `patience_ns` has passed, never waiting on it (a crash report's).
+bool try_lock_within(std::mutex& mutex, std::uint64_t patience_ns) noexcept {
+  const std::uint64_t start = clock::monotonic_ns();
+  while (!mutex.try_lock()) {
+    if (clock::monotonic_ns() - start >= patience_ns) {
+      return false;
+    }
+    const timespec pause{0, 1'000'000};
+    nanosleep(&pause, nullptr);
+  }
+  return true;
+}
+
 struct ThreadSlot {
   Ring ring;
   RingStorage storage;
@@ -308,6 +321,26 @@ public:
     paused_ = paused;
   }
 
+  bool read_for_crash(CrashVisitor& visitor, std::uint64_t patience_ns) noexcept {
+    if (!try_lock_within(state_mutex_, patience_ns)) {
+      return false;
+    }
+    const bool registry = try_lock_within(registry_mutex_, patience_ns);
+    if (registry) {
+      for (const ThreadSlot* slot : slots_) {
+        if (slot->index == kUnassigned) {
+          visitor.thread(slot->os_tid, "", slot->ring);
+        } else {
+          aggregator_.crash_thread(slot->index, slot->ring, slot->os_tid, visitor);
+        }
+      }
+      aggregator_.crash_series(visitor);
+      registry_mutex_.unlock();
+    }
+    state_mutex_.unlock();
+    return registry;
+  }
+
 private:
   static void on_thread_exit(void* slot) {
     detail::tls_ring = nullptr; // a record after this point registers a fresh ring
@@ -532,6 +565,9 @@ void reset() {
 }
 void stop() {
   collector->stop();
+}
+bool read_for_crash(CrashVisitor& visitor, std::uint64_t patience_ns) noexcept {
+  return collector != nullptr && collector->read_for_crash(visitor, patience_ns);
 }
 void pause_collector_for_testing(bool paused) {
   collector->pause(paused);

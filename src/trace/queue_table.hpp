@@ -46,6 +46,12 @@ public:
   using Conversion = SnapshotConversion;
   // Sorted by name.
   std::vector<QueueStats> snapshot(const Conversion& conversion) const;
+  // Each queue's name and depth as of the last pass, allocating nothing (a crash report).
+  template <class Visit> void each_depth(Visit&& visit) const {
+    for (const Queue& queue : queues_) {
+      visit(queue.name.c_str(), depth(queue.balance));
+    }
+  }
 
 private:
   struct Pending {

@@ -78,6 +78,22 @@ struct CapturedSnapshot {
 // Adds the trace (if it was asked for) to a captured snapshot.
 Snapshot complete(CapturedSnapshot captured);
 
+// What a crash report reads (src/crash, docs/crash.md), from a signal handler: what it is handed
+// lives only for the call.
+class CrashVisitor {
+public:
+  // A thread with a ring. `name` is the collector's ("" before it first drained the ring).
+  virtual void thread(std::int64_t os_tid, const char* name, const detail::Ring& ring) = 0;
+  // A scope open on the thread last handed over, as of the collector's last drain of its ring
+  // (the records from the ring's tail on are not in it), outermost first.
+  virtual void open_scope(const char* name, std::uint64_t opened_ticks) = 0;
+  virtual void counter(const char* name, std::int64_t last) = 0;
+  virtual void queue(const char* name, std::uint64_t depth) = 0;
+
+protected:
+  ~CrashVisitor() = default;
+};
+
 // Turns records into statistics and a bounded trace. Not thread-safe: the collector owns it.
 class Aggregator {
 public:
@@ -117,6 +133,11 @@ public:
 
   CapturedSnapshot capture(const TimeBase& time,
                            Contents contents = Contents::StatisticsAndTrace) const;
+  // A crash report's view (aggregator_crash.cpp): allocates nothing. The thread's open scopes,
+  // then (crash_series) the counters' last values and the queues' depths.
+  void crash_thread(std::uint32_t thread, const detail::Ring& ring, std::int64_t os_tid,
+                    CrashVisitor& visitor) const noexcept;
+  void crash_series(CrashVisitor& visitor) const noexcept;
   Snapshot snapshot(const TimeBase& time, bool with_trace = true) const {
     return complete(
         capture(time, with_trace ? Contents::StatisticsAndTrace : Contents::StatisticsOnly));
@@ -314,6 +335,12 @@ OsThreadFigures read_own_figures();
 void reset();
 // Stops the collector thread and drains what is left (process exit).
 void stop();
+// A crash report (src/crash): hands `visitor` every thread with a ring, what the collector knows
+// of it, and the counters and queues. Never waits for a lock: it tries the collector's for up to
+// `patience_ns` (they keep rings from being freed and the statistics from changing meanwhile),
+// and returns false without visiting anything when it could not have them (the crashing thread,
+// or one stuck, holds one). Allocates nothing.
+bool read_for_crash(CrashVisitor& visitor, std::uint64_t patience_ns) noexcept;
 // Tests: the collector thread stops draining while paused (collect_now still drains).
 void pause_collector_for_testing(bool paused);
 // How often a ring passing its wake mark woke the collector before its period was over.

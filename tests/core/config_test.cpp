@@ -106,6 +106,17 @@ TEST(Config, ReportOnSignalIsOffUnlessAsked) {
             "hotscope: HOTSCOPE_ON_SIGNAL=\"yes\" is not report or off; using off");
 }
 
+TEST(Config, CrashReportsAreOnUnlessSwitchedOff) {
+  EXPECT_TRUE(parse({}).config.report_on_crash);
+  EXPECT_TRUE(parse({{"HOTSCOPE_ON_CRASH", "report"}}).config.report_on_crash);
+  EXPECT_FALSE(parse({{"HOTSCOPE_ON_CRASH", "off"}}).config.report_on_crash);
+  const auto parsed = parse({{"HOTSCOPE_ON_CRASH", "0"}});
+  EXPECT_TRUE(parsed.config.report_on_crash);
+  ASSERT_EQ(parsed.errors.size(), 1u);
+  EXPECT_EQ(parsed.errors[0],
+            "hotscope: HOTSCOPE_ON_CRASH=\"0\" is not report or off; using report");
+}
+
 TEST(Config, EachBadValueGetsOneLineNamingTheVariableAndKeepsTheDefault) {
   const auto parsed = parse({{"HOTSCOPE_OUT", ""},
                              {"HOTSCOPE_CLOCK", "sundial"},

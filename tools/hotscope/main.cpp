@@ -23,6 +23,7 @@
 #include "agent_commands.hpp"
 #include "console/console.hpp"
 #include "conventions.hpp"
+#include "crash_command.hpp"
 #include "diff/diff.hpp"
 #include "exporter.hpp"
 #include "mcp/mcp.hpp"
@@ -78,6 +79,7 @@ int main(int argc, char** argv) {
   const hotscope::cli::policy::CheckCommand check_command(app);
   const hotscope::cli::mcp::McpCommand mcp_command(app);
   const hotscope::cli::report::ReportCommands report_commands(app);
+  const hotscope::cli::CrashCommand crash_command(app);
   CLI::App* run_command = app.add_subcommand("run", "Run a program under the profiler");
   hotscope::cli::RunOptions options;
   std::vector<std::string> command;
@@ -145,6 +147,9 @@ int main(int argc, char** argv) {
     return *status;
   }
   if (const auto status = report_commands.run()) {
+    return *status;
+  }
+  if (const auto status = crash_command.run()) {
     return *status;
   }
   return hotscope::cli::run_program(command, options);
