@@ -87,6 +87,17 @@ async function checkTools(client, demo, base) {
   assert.strictEqual(sampled.window, 'the 1 s just sampled');
   assert.ok(sampled.top_stacks.length > 0);
 
+  const slow = await callJson(client, 'slowest_calls', { limit: 3, lines: 4 });
+  assert.strictEqual(slow.calls.length, 3, JSON.stringify(slow));
+  assert.ok(slow.calls[0].duration_ns >= slow.calls[1].duration_ns);
+  assert.match(slow.calls_cut, /^3 of \d+ kept calls shown/);
+  assert.ok(slow.calls.every((c) => c.tree.split('\n').length <= 5 && c.tree.includes('> ')),
+    JSON.stringify(slow));
+  const handle = await callJson(client, 'slowest_calls',
+    { function: 'demo::Service::handle', limit: 2 });
+  assert.ok(handle.calls.length > 0 && handle.calls.every((c) => c.function === 'demo::Service::handle'),
+    JSON.stringify(handle));
+
   const trace = await callJson(client, 'trace_summary', { seconds: 2, limit: 5 });
   assert.ok(trace.top_stacks.length > 0 && trace.top_stacks.length <= 5);
   assert.ok(trace.top_stacks.some((s) => s.stack_root_first.includes('demo::')),
@@ -143,7 +154,8 @@ async function main() {
     await client.ping();
     const { tools } = await client.listTools();
     assert.deepStrictEqual(tools.map((t) => t.name).sort(),
-      ['cpu_top', 'diff', 'function_stats', 'heap_top', 'list_processes', 'threads', 'trace_summary']);
+      ['cpu_top', 'diff', 'function_stats', 'heap_top', 'list_processes', 'slowest_calls',
+        'threads', 'trace_summary']);
     await checkTools(client, demo, path.join(baseDir, 'stats.json'));
     await checkErrors(client, McpError);
     console.log(`mcp_test: ${tools.length} tools called through the SDK client, errors checked`);

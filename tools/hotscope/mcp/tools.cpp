@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <sstream>
 
 namespace hotscope::cli::mcp {
 namespace {
@@ -409,6 +410,63 @@ std::string cpu_top(const Json& arguments) {
   return out.dump();
 }
 
+// The kept slowest calls (GET /v1/slow, docs/slow.md): the slowest first over all functions, or
+// one function's; each call's tree cut to `lines` lines.
+std::string slowest_calls(const Json& arguments) {
+  only(arguments, {"process", "function", "limit", "lines"});
+  const std::size_t limit = limit_arg(arguments, 5);
+  const auto lines = static_cast<std::size_t>(number_arg(arguments, "lines", 40, 1, 400));
+  const AgentProcess process = target(arguments);
+  std::string path = exporters::agent_target(exporters::Format::SlowJson);
+  const std::optional<std::string> function = text_arg(arguments, "function");
+  if (function) {
+    path += "&function=" + query_value(*function);
+  }
+  const Json answer = profiles::parse_json(
+      request(process, "GET", path).body, fmt::format("process {}'s GET {}", label(process), path));
+  std::vector<Json> calls(answer.at("calls").begin(), answer.at("calls").end());
+  std::stable_sort(calls.begin(), calls.end(), [](const Json& a, const Json& b) {
+    return a.at("duration_ns").get<std::uint64_t>() > b.at("duration_ns").get<std::uint64_t>();
+  });
+  Json out{{"process", label(process)},
+           {"per_function", answer.at("per_function")},
+           {"kept", calls.size()},
+           {"calls", Json::array()}};
+  if (calls.size() > limit) {
+    out["calls_cut"] = fmt::format("{} of {} kept calls shown, the slowest", limit, calls.size());
+  }
+  for (std::size_t i = 0; i < std::min(limit, calls.size()); ++i) {
+    const Json& call = calls[i];
+    std::istringstream tree(call.at("tree").get<std::string>());
+    std::string kept_lines;
+    std::size_t count = 0, total = 0;
+    for (std::string line; std::getline(tree, line); ++total) {
+      if (count < lines) {
+        kept_lines += line + "\n";
+        ++count;
+      }
+    }
+    Json entry{{"id", call.at("id")},
+               {"function", call.at("function")},
+               {"duration_ns", call.at("duration_ns")},
+               {"thread", call.at("thread")},
+               {"start_unix_ns", call.at("start_unix_ns")},
+               {"tree", kept_lines}};
+    if (total > count) {
+      entry["tree_cut"] = fmt::format("{} of {} lines shown", count, total);
+    }
+    out["calls"].push_back(std::move(entry));
+  }
+  if (calls.empty()) {
+    return fmt::format("process {} keeps no slow call{}: {}", label(process),
+                       function ? " of " + *function : std::string(),
+                       answer.at("per_function") == 0
+                           ? "it runs with HOTSCOPE_SLOWEST=0"
+                           : "no call ended in its measuring window yet, or no such function");
+  }
+  return out.dump();
+}
+
 std::string trace_summary(const Json& arguments) {
   only(arguments, {"process", "seconds", "limit"});
   const std::size_t limit = limit_arg(arguments, 15);
@@ -504,6 +562,21 @@ const std::vector<Tool>& tools() {
                {"seconds", {{"type", "number"}, {"minimum", 0}, {"maximum", 30}, {"default", 0}}},
                {"limit", limit_property(15)}}),
        cpu_top},
+      {"slowest_calls", "Slowest calls",
+       "The slowest calls a live process kept whole (per function, in its measuring window), "
+       "slowest first: each with its thread, start and its tree of inner scopes, messages, lock "
+       "and queue waits (docs/slow.md).",
+       schema({{"process", process_property()},
+               {"function",
+                {{"type", "string"}, {"description", "Only this function's calls (exact name)"}}},
+               {"limit", limit_property(5)},
+               {"lines",
+                {{"type", "integer"},
+                 {"minimum", 1},
+                 {"maximum", 400},
+                 {"default", 40},
+                 {"description", "Lines of each call's tree shown"}}}}),
+       slowest_calls},
       {"trace_summary", "Trace window summary",
        "The last N seconds of a live process's trace, summarized: the scopes and scope stacks with "
        "the most self time (not the trace itself).",
