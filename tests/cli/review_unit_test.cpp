@@ -200,8 +200,9 @@ TEST(Mcp, InitializeListAndErrors) {
     EXPECT_EQ(tool["inputSchema"]["type"], "object");
     EXPECT_EQ(tool["annotations"]["readOnlyHint"], true);
   }
-  EXPECT_EQ(names, (std::vector<std::string>{"list_processes", "function_stats", "threads",
-                                             "heap_top", "cpu_top", "trace_summary", "diff"}));
+  EXPECT_EQ(names,
+            (std::vector<std::string>{"list_processes", "function_stats", "threads", "heap_top",
+                                      "cpu_top", "slowest_calls", "trace_summary", "diff"}));
   const mcp::Json unknown = *mcp::handle(rpc("tools/call", {{"name", "shell"}}));
   EXPECT_EQ(unknown["error"]["code"], -32602);
   EXPECT_NE(unknown["error"]["message"].get<std::string>().find("no tool 'shell' (tools: "),

@@ -42,12 +42,15 @@ std::uint64_t counter_updates(const nlohmann::json& stats, const std::string& na
   return 0;
 }
 
-// Events of trace.json named `name` with phase `ph`.
+// Events of trace.json named `name` with phase `ph`, on the program's own tracks (not those of
+// its kept slowest calls, a process of their own: docs/slow.md).
 std::uint64_t trace_events(const nlohmann::json& trace, const std::string& ph,
                            const std::string& name) {
+  constexpr std::int64_t kSlowCallsPid = (std::int64_t{1} << 30) - 1;
   std::uint64_t count = 0;
   for (const auto& event : trace.at("traceEvents")) {
-    count += event.at("ph") == ph && event.at("name") == name;
+    count += event.at("ph") == ph && event.at("name") == name &&
+             event.value("pid", std::int64_t{0}) != kSlowCallsPid;
   }
   return count;
 }

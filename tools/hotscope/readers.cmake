@@ -36,11 +36,12 @@ add_custom_command(OUTPUT ${CMAKE_CURRENT_BINARY_DIR}/report_assets.cpp
 # runtime would start in the CLI): text, the file writer, the configuration reader, and of export
 # only its labels, units and deadlock lines (export/common.hpp). The other exporters' objects stay
 # out: those built on header-only {fmt} define its functions, which would be taken for the CLI's
-# own.
+# own. The names component (demangling) comes the same way.
 add_library(hotscope_cli_components STATIC $<TARGET_OBJECTS:hotscope_text>
   $<FILTER:$<TARGET_OBJECTS:hotscope_export>,INCLUDE,/common\\.cpp\\.o$>
-  $<TARGET_OBJECTS:hotscope_atomic_file> $<TARGET_OBJECTS:hotscope_config>)
-hotscope_use_components(hotscope_cli_components PUBLIC export atomic_file config)
+  $<TARGET_OBJECTS:hotscope_atomic_file> $<TARGET_OBJECTS:hotscope_config>
+  $<TARGET_OBJECTS:hotscope_names>)
+hotscope_use_components(hotscope_cli_components PUBLIC export atomic_file config names)
 # The readers and writers: a library of their own, which the CLI and the fuzz targets both link.
 add_library(hotscope_readers STATIC ${HOTSCOPE_COMPARE_SOURCES}
   ${CMAKE_CURRENT_BINARY_DIR}/report_assets.cpp)
