@@ -266,11 +266,14 @@ private:
         }
       }
       const std::string name = this->name(event.name);
+      if (&event == &call.events.front()) {
+        // The call's id on an instant, not on its slice: viewers that key frames by name and
+        // args (speedscope) would pair the slice's end with nothing.
+        emit(text::cat(R"({"ph":"i","name":"kept call","cat":"slow call","s":"t")", at(event.ns),
+                       R"(,"args":{"call_id":")", call.id, R"("}})"));
+      }
       if (opens_slice(event.kind)) {
-        slice("B", name, event.ns,
-              &event == &call.events.front()
-                  ? text::cat(R"(,"args":{"call_id":")", call.id, R"("})")
-                  : std::string());
+        slice("B", name, event.ns, "");
         open.push_back(name);
       } else if (closes_slice(event.kind)) {
         slice("E", name, event.ns, "");
