@@ -72,10 +72,7 @@ std::string short_function_name(std::string_view signature) {
   return start < open ? std::string(text.substr(start, open - start)) : std::string(signature);
 }
 
-std::string demangle(const char* name) {
-  if (std::strncmp(name, "_Z", 2) != 0) {
-    return name; // a C name such as "f" would demangle as a type ("float")
-  }
+std::string demangle_type(const char* name) {
   int status = 0;
   char* demangled = abi::__cxa_demangle(name, nullptr, nullptr, &status);
   if (status != 0 || demangled == nullptr) {
@@ -86,15 +83,11 @@ std::string demangle(const char* name) {
   return result;
 }
 
-std::string demangle_type(const char* name) {
-  int status = 0;
-  char* demangled = abi::__cxa_demangle(name, nullptr, nullptr, &status);
-  if (status != 0 || demangled == nullptr) {
-    return name;
+std::string demangle(const char* name) {
+  if (std::strncmp(name, "_Z", 2) != 0) {
+    return name; // a C name such as "f" would demangle as a type ("float")
   }
-  std::string result = demangled;
-  std::free(demangled);
-  return result;
+  return demangle_type(name);
 }
 
 } // namespace hotscope::names
