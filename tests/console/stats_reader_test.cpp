@@ -197,4 +197,14 @@ TEST(ConsoleStatsReader, BothLayoutsGiveEveryFigureAndTheRest) {
   }
 }
 
+// A pid in an agent's answer written as a fraction past what an integer holds (a fuzzer's find)
+// reads as none, not as an undefined conversion.
+TEST(ConsoleStatsReader, OutOfRangeIdsReadAsNone) {
+  Stats stats;
+  read_stats(Json{{"pid", 4.3e95}, {"functions", Json::array()}}.dump(), stats);
+  EXPECT_EQ(stats.pid, 0);
+  read_stats(Json{{"pid", 1234.0}, {"functions", Json::array()}}.dump(), stats);
+  EXPECT_EQ(stats.pid, 1234);
+}
+
 } // namespace

@@ -305,6 +305,19 @@ TEST(CrashCommand, NamesTheFramesFromBinariesGivenByBuildId) {
   EXPECT_NE(named(dir / "rebuilt.json").find("another build"), std::string::npos);
 }
 
+// A damaged report (an address written as a fraction, a pid past any integer) is an error that
+// names the field, not an undefined conversion.
+TEST(CrashCommand, ADamagedReportIsAnErrorNamingTheField) {
+  const hotscope::testing::ScratchDir scratch("crash-cli-damaged");
+  const fs::path& dir = scratch.path();
+  json r = report(run_program(dir, "worker"));
+  r["pid"] = 4.3e95;
+  r.at("backtrace").at(0)["address"] = 1.5e30;
+  std::ofstream(dir / "damaged.json") << r.dump();
+  const std::string text = named(dir / "damaged.json");
+  EXPECT_NE(text.find("\"address\" is 1.5e+30, not an address"), std::string::npos) << text;
+}
+
 // An unmodified program under `hotscope run --cpu` (libhotscope-run.so preloaded): its crash is
 // reported the same way, and `hotscope run` ends as the program did.
 TEST(CrashCommand, HotscopeRunReportsTheCrashOfTheProgramItRuns) {

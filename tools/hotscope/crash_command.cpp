@@ -2,6 +2,7 @@
 
 #include "conventions.hpp"
 #include "names/names.hpp"
+#include "profiles/profiles.hpp"
 #include "symbols/symbols.hpp"
 
 #include <fmt/format.h>
@@ -11,6 +12,7 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <stdexcept>
 
 namespace hotscope::cli {
 namespace {
@@ -58,13 +60,23 @@ private:
   std::map<std::string, std::unique_ptr<symbols::SymbolTable>> tables_;
 };
 
+// An address or an offset: a JSON integer from 0 up (a fraction or a sign is a damaged report,
+// and converting it would be undefined).
+std::uint64_t address_at(const json& object, const char* key) {
+  const json& value = object.at(key);
+  if (!value.is_number_unsigned()) {
+    throw std::invalid_argument(fmt::format("\"{}\" is {}, not an address", key, value.dump()));
+  }
+  return value.get<std::uint64_t>();
+}
+
 std::string heading(const json& report) {
-  std::string text =
-      fmt::format("{} (pid {}): ", report.value("process", "?"), report.value("pid", 0));
+  std::string text = fmt::format("{} (pid {}): ", report.value("process", "?"),
+                                 profiles::integer_at(report, "pid"));
   if (const auto signal = report.find("signal"); signal != report.end()) {
     text += fmt::format("{} ({})", signal->value("name", "?"), signal->value("code_name", ""));
     if (signal->contains("address")) {
-      text += fmt::format(" at {:#x}", signal->at("address").get<std::uint64_t>());
+      text += fmt::format(" at {:#x}", address_at(*signal, "address"));
     }
   } else {
     const json& terminate = report.at("terminate");
@@ -78,19 +90,19 @@ std::string heading(const json& report) {
     }
   }
   const json& thread = report.at("thread");
-  return text +
-         fmt::format(", in thread {} (tid {})\n", thread.value("name", ""), thread.value("tid", 0));
+  return text + fmt::format(", in thread {} (tid {})\n", thread.value("name", ""),
+                            profiles::integer_at(thread, "tid"));
 }
 
 std::string backtrace(const json& report, Objects& objects) {
   std::string text = "\nbacktrace:\n";
   std::size_t index = 0;
   for (const json& frame : report.at("backtrace")) {
-    const auto address = frame.at("address").get<std::uint64_t>();
+    const auto address = address_at(frame, "address");
     text += fmt::format("  #{:<2} {:#x}", index, address);
     if (frame.contains("module")) {
       const std::string module = frame.at("module");
-      const auto offset = frame.at("offset").get<std::uint64_t>();
+      const auto offset = address_at(frame, "offset");
       std::string why;
       const symbols::SymbolTable* table = objects.find(module, frame.value("build_id", ""), why);
       // A return address is after its call: the call's own address names the caller.
@@ -111,7 +123,8 @@ std::string backtrace(const json& report, Objects& objects) {
 std::string threads(const json& report) {
   std::string text = "\nthreads:\n";
   for (const json& thread : report.at("threads")) {
-    text += fmt::format("  {} (tid {}){}", thread.value("name", ""), thread.value("tid", 0),
+    text += fmt::format("  {} (tid {}){}", thread.value("name", ""),
+                        profiles::integer_at(thread, "tid"),
                         thread.value("crashed", false) ? ", crashed" : "");
     std::string scopes;
     for (const json& scope : thread.at("open_scopes")) {
@@ -152,7 +165,7 @@ std::optional<int> CrashCommand::run() const {
   }
   try {
     std::fputs(crash_text(report, binaries_).c_str(), stdout);
-  } catch (const json::exception& error) {
+  } catch (const std::exception& error) { // a damaged report: JSON of the wrong shape
     std::fprintf(stderr, "hotscope: %s: %s\n", file_.c_str(), error.what());
     return 1;
   }

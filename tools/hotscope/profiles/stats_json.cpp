@@ -535,7 +535,15 @@ std::uint64_t count_at(const Json& object, const char* key) {
 
 std::int64_t integer_at(const Json& object, const char* key) {
   const auto found = object.find(key);
-  return found != object.end() && found->is_number() ? found->get<std::int64_t>() : 0;
+  if (found == object.end() || !found->is_number()) {
+    return 0;
+  }
+  if (found->is_number_float()) {
+    // A fraction past what an integer holds is no id (converting it would be undefined).
+    const double value = found->get<double>();
+    return value > -9.2e18 && value < 9.2e18 ? static_cast<std::int64_t>(value) : 0;
+  }
+  return found->get<std::int64_t>();
 }
 
 std::string text_at(const Json& object, const char* key) {
