@@ -6,7 +6,6 @@
 #include <optional>
 
 namespace hotscope::trace {
-
 std::size_t SlowStorage::bytes() const {
   std::size_t total = sizeof(SlowStorage) + events.capacity() * sizeof(WindowEvent);
   for (const std::string& text : texts) {
@@ -27,25 +26,15 @@ std::size_t SlowThread::buffered_bytes() const {
 void SlowThread::materialize() {
   Open& call = open_.front();
   call.offset = events_.size();
-  events_.push_back({call.start_ticks, thread_, EventKind::Begin, call.location, 0});
+  put(events_, call.start_ticks, thread_, EventKind::Begin, call.location, 0);
   pending_ = false;
 }
 
 void SlowThread::append(const WindowEvent& event, const std::string* text) {
-  events_.push_back(event);
+  put(events_, event.ticks, event.thread, event.kind, event.name, event.value);
   if (text != nullptr) { // the event's value indexes texts_ until the call is kept
     events_.back().value = static_cast<std::int64_t>(texts_.size());
     texts_.emplace_back(events_.size() - 1, *text);
-  }
-}
-
-void SlowThread::truncate(std::size_t events) {
-  if (events_.size() <= events) {
-    return;
-  }
-  events_.resize(events);
-  while (!texts_.empty() && texts_.back().first >= events) {
-    texts_.pop_back();
   }
 }
 
@@ -58,53 +47,14 @@ void SlowThread::clear() {
   seen_ = 0;
 }
 
-void SlowCalls::begin(SlowThread& thread, std::uint32_t location, std::uint64_t ticks,
-                      const SlowThreadFigures& figures) {
-  if (!enabled()) {
-    return;
-  }
-  if (thread.open_.empty()) {
-    thread.cap_ = settings_.cap;
-    thread.thread_ = figures.index;
-    thread.pending_ = true;
-  } else if (thread.pending_) {
-    thread.materialize(); // this call is inside it
-  }
-  SlowThread::Open& call = thread.open_.emplace_back();
-  call.location = location;
-  call.offset = thread.events_.size();
-  call.seen = thread.seen_++;
-  call.start_ticks = ticks;
-  call.allocated_bytes = figures.allocated->bytes;
-  call.allocated_blocks = figures.allocated->blocks;
-  call.cpu_periods = *figures.cpu_periods;
-  if (!thread.pending_) {
-    thread.events_.push_back({ticks, figures.index, EventKind::Begin, location, 0});
-  }
-}
-
-std::uint64_t SlowCalls::least_to_enter(std::uint32_t location) const {
-  return location < least_to_enter_.size() ? least_to_enter_[location] : 0;
-}
-
-void SlowCalls::end(SlowThread& thread, std::uint64_t ticks, const SlowThreadFigures& figures) {
-  if (thread.open_.empty()) {
-    return; // a call open since before the reset: no candidate
-  }
-  const SlowThread::Open& open = thread.open_.back();
-  ++thread.seen_;
+void SlowCalls::end_call(SlowThread& thread, std::uint64_t ticks, const SlowThreadFigures& figures,
+                         bool enters) {
   const bool buffered = !thread.pending_;
-  if (buffered && thread.events_.size() - open.offset + 1 < thread.cap_) {
-    thread.events_.push_back({ticks, figures.index, EventKind::End, open.location, 0});
-  }
-  const std::uint64_t duration = ticks > open.start_ticks ? ticks - open.start_ticks : 0;
   std::optional<SlowThread::KeptInside> kept;
-  if (duration >= least_to_enter(open.location)) { // rare: most calls are faster
-    const SlowThread::Open call = open;
-    thread.open_.pop_back();
+  const SlowThread::Open call = thread.open_.back();
+  thread.open_.pop_back();
+  if (enters) {
     kept = keep(thread, call, buffered, ticks, figures);
-  } else {
-    thread.open_.pop_back();
   }
   if (thread.open_.empty()) {
     if (buffered) {
@@ -124,7 +74,6 @@ void SlowCalls::end(SlowThread& thread, std::uint64_t ticks, const SlowThreadFig
   if (kept) {
     thread.kept_inside_.push_back(*kept);
   }
-  // What lies past the cap of every call still open is needed by none.
   thread.truncate(thread.open_.back().offset + thread.cap_ - 1);
 }
 
@@ -140,8 +89,8 @@ std::optional<SlowThread::KeptInside> SlowCalls::keep(SlowThread& thread,
     storage->events.reserve(kept);
     storage->events.assign(first, first + static_cast<long>(kept - 1));
   } else { // nothing happened inside it
-    storage->events.push_back(
-        {call.start_ticks, figures.index, EventKind::Begin, call.location, 0});
+    SlowThread::put(storage->events, call.start_ticks, figures.index, EventKind::Begin,
+                    call.location, 0);
   }
   for (WindowEvent& event : storage->events) {
     if (event.name == kInlineText) {
@@ -149,7 +98,7 @@ std::optional<SlowThread::KeptInside> SlowCalls::keep(SlowThread& thread,
       event.value = static_cast<std::int64_t>(storage->texts.size() - 1);
     }
   }
-  storage->events.push_back({ticks, figures.index, EventKind::End, call.location, 0});
+  SlowThread::put(storage->events, ticks, figures.index, EventKind::End, call.location, 0);
   KeptCall kept_call;
   kept_call.id = next_id_++;
   kept_call.location = call.location;

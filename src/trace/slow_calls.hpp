@@ -102,9 +102,30 @@ private:
     std::size_t offset;
     std::size_t count;
   };
+  // Appends an event written field by field. Copying a WindowEvent just built on the stack
+  // reads it back whole before its field stores have retired, which the processor cannot
+  // forward: a stall on every event buffered.
+  static void put(std::vector<WindowEvent>& events, std::uint64_t ticks, std::uint32_t thread,
+                  EventKind kind, std::uint32_t name, std::int64_t value) {
+    WindowEvent& event = events.emplace_back();
+    event.ticks = ticks;
+    event.thread = thread;
+    event.kind = kind;
+    event.name = name;
+    event.value = value;
+  }
   void materialize();
   void append(const WindowEvent& event, const std::string* text);
-  void truncate(std::size_t events);
+  // Drops the buffered events from `events` on.
+  void truncate(std::size_t events) {
+    if (events_.size() <= events) {
+      return;
+    }
+    events_.resize(events);
+    while (!texts_.empty() && texts_.back().first >= events) {
+      texts_.pop_back();
+    }
+  }
   void clear();
 
   std::size_t cap_ = kSlowCallEvents;
@@ -141,7 +162,13 @@ private:
     std::vector<KeptCall> calls; // slowest first, at most K
     std::uint64_t floor = 0;     // the least duration that enters once one was evicted
   };
-  std::uint64_t least_to_enter(std::uint32_t location) const;
+  std::uint64_t least_to_enter(std::uint32_t location) const {
+    return location < least_to_enter_.size() ? least_to_enter_[location] : 0;
+  }
+  // end() past its inline cases, its End buffered: the call enters its list, or is outermost,
+  // or has kept calls inside it.
+  void end_call(SlowThread& thread, std::uint64_t ticks, const SlowThreadFigures& figures,
+                bool enters);
   // Keeps `call`; returns what the call outside it may share, if any.
   std::optional<SlowThread::KeptInside> keep(SlowThread& thread, const SlowThread::Open& call,
                                              bool buffered, std::uint64_t ticks,
@@ -164,5 +191,60 @@ private:
   std::uint64_t evicted_ = 0;
   std::uint64_t next_id_ = 1;
 };
+
+// Inline: the collector calls it at every BEGIN.
+inline void SlowCalls::begin(SlowThread& thread, std::uint32_t location, std::uint64_t ticks,
+                             const SlowThreadFigures& figures) {
+  if (!enabled()) {
+    return;
+  }
+  if (thread.open_.empty()) {
+    thread.cap_ = settings_.cap;
+    thread.thread_ = figures.index;
+    thread.pending_ = true;
+  } else if (thread.pending_) {
+    thread.materialize(); // this call is inside it
+  }
+  SlowThread::Open& call = thread.open_.emplace_back();
+  call.location = location;
+  call.offset = thread.events_.size();
+  call.seen = thread.seen_++;
+  call.start_ticks = ticks;
+  call.allocated_bytes = figures.allocated->bytes;
+  call.allocated_blocks = figures.allocated->blocks;
+  call.cpu_periods = *figures.cpu_periods;
+  if (!thread.pending_) {
+    SlowThread::put(thread.events_, ticks, figures.index, EventKind::Begin, location, 0);
+  }
+}
+
+// Inline for the common ENDs: a call that does not enter its function's list, outermost with
+// nothing inside it (a hot leaf function's) or nested with no kept call inside it.
+inline void SlowCalls::end(SlowThread& thread, std::uint64_t ticks,
+                           const SlowThreadFigures& figures) {
+  if (thread.open_.empty()) {
+    return; // a call open since before the reset: no candidate
+  }
+  const SlowThread::Open& open = thread.open_.back();
+  const std::uint64_t duration = ticks > open.start_ticks ? ticks - open.start_ticks : 0;
+  const bool enters = duration >= least_to_enter(open.location); // rare: most calls are faster
+  if (thread.pending_ && !enters) {                              // nothing was buffered
+    thread.open_.pop_back();
+    thread.pending_ = false;
+    thread.seen_ = 0;
+    return;
+  }
+  ++thread.seen_;
+  if (!thread.pending_ && thread.events_.size() - open.offset + 1 < thread.cap_) {
+    SlowThread::put(thread.events_, ticks, figures.index, EventKind::End, open.location, 0);
+  }
+  if (enters || thread.open_.size() == 1 || !thread.kept_inside_.empty()) {
+    end_call(thread, ticks, figures, enters);
+    return;
+  }
+  thread.open_.pop_back();
+  // What lies past the cap of every call still open is needed by none.
+  thread.truncate(thread.open_.back().offset + thread.cap_ - 1);
+}
 
 } // namespace hotscope::trace
