@@ -70,4 +70,20 @@ template <class Check> bool eventually(int seconds, Check check) {
   return check();
 }
 
+// The "HOST:PORT" a `hotscope exporter` started with `--listen 127.0.0.1:0` says it serves on,
+// once it has said so; "" if it does not within 30 s.
+inline std::string exporter_address(const Background& exporter) {
+  std::string address;
+  eventually(30, [&] {
+    const std::string log = exporter.log();
+    const std::size_t at = log.find("serving http://");
+    if (at == std::string::npos) {
+      return false;
+    }
+    address = log.substr(at + 15, log.find("/metrics", at) - at - 15);
+    return true;
+  });
+  return address;
+}
+
 } // namespace hotscope::testing

@@ -62,16 +62,8 @@ TEST_F(ExporterWithPrometheus, HistogramsAggregateAndTargetsComeAndGo) {
   const Background exporter(
       {HOTSCOPE_CLI, "exporter", "--listen", "127.0.0.1:0", "--timeout-ms", "500"},
       {{"HOTSCOPE_RUNTIME_DIR", runtime_dir}}, scratch.path() / "exporter.log");
-  std::string address;
-  ASSERT_TRUE(eventually(30, [&] {
-    const std::string log = exporter.log();
-    const std::size_t at = log.find("serving http://");
-    if (at == std::string::npos) {
-      return false;
-    }
-    address = log.substr(at + 15, log.find("/metrics", at) - at - 15);
-    return true;
-  })) << exporter.log();
+  const std::string address = exporter_address(exporter);
+  ASSERT_FALSE(address.empty()) << exporter.log();
 
   // The exporter's own answer: valid, with every demo up.
   const CommandResult metrics = run({CURL, "--silent", "--fail", "http://" + address + "/metrics"});

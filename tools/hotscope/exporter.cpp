@@ -1,7 +1,9 @@
 #include "exporter.hpp"
 
+#include "agent/http_parser.hpp"
 #include "agent/protocol.hpp"
 #include "agent_client.hpp"
+#include "export/export.hpp"
 #include "export/formats.hpp"
 #include "scrape.hpp"
 
@@ -96,11 +98,16 @@ MHD_Result on_request(void* context, MHD_Connection* connection, const char* url
   }
   auto& exporter = *static_cast<Exporter*>(context);
   try {
+    // A scraper that ranks OpenMetrics first (Prometheus does) gets the agents' exemplars.
+    const char* accept = MHD_lookup_connection_value(connection, MHD_HEADER_KIND, "Accept");
+    const bool openmetrics = accept != nullptr && agent::wants_openmetrics(accept);
     const std::vector<TargetScrape> scrapes =
-        scrape_all(live_agents(exporter.dir), exporter.timeout);
+        scrape_all(live_agents(exporter.dir), exporter.timeout, openmetrics);
     report(exporter, scrapes);
-    return send(connection, 200, exporters::format_info(exporters::Format::Prometheus).mime,
-                join_expositions(scrapes));
+    return send(connection, 200,
+                openmetrics ? exporters::kOpenMetricsMime
+                            : exporters::format_info(exporters::Format::Prometheus).mime,
+                join_expositions(scrapes, openmetrics));
   } catch (const std::exception& failure) {
     return send(connection, 500, "text/plain; charset=utf-8",
                 fmt::format("hotscope exporter: {}\n", failure.what()));

@@ -75,12 +75,15 @@ void add_exposition(const std::string& text, const std::string& labels,
 } // namespace
 
 std::vector<TargetScrape> scrape_all(const std::vector<AgentProcess>& processes,
-                                     std::chrono::milliseconds timeout) {
+                                     std::chrono::milliseconds timeout, bool openmetrics) {
   static const bool initialized = curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK;
   std::vector<TargetScrape> scrapes(processes.size());
   const std::unique_ptr<CURLM, CURLMcode (*)(CURLM*)> multi(
       initialized ? curl_multi_init() : nullptr, curl_multi_cleanup);
   std::vector<Easy> handles;
+  const std::unique_ptr<curl_slist, void (*)(curl_slist*)> accept(
+      openmetrics ? curl_slist_append(nullptr, "Accept: application/openmetrics-text") : nullptr,
+      curl_slist_free_all);
   const std::string url =
       "http://localhost" + exporters::agent_target(exporters::Format::Prometheus);
   for (std::size_t i = 0; i < processes.size(); ++i) {
@@ -94,6 +97,7 @@ std::vector<TargetScrape> scrape_all(const std::vector<AgentProcess>& processes,
     curl_easy_setopt(easy.get(), CURLOPT_URL, url.c_str());
     curl_easy_setopt(easy.get(), CURLOPT_TIMEOUT_MS, static_cast<long>(timeout.count()));
     curl_easy_setopt(easy.get(), CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(easy.get(), CURLOPT_HTTPHEADER, accept.get());
     curl_easy_setopt(easy.get(), CURLOPT_WRITEFUNCTION, append);
     curl_easy_setopt(easy.get(), CURLOPT_WRITEDATA, &scrapes[i].metrics);
     curl_easy_setopt(easy.get(), CURLOPT_PRIVATE, &scrapes[i]);
@@ -135,7 +139,7 @@ std::vector<TargetScrape> scrape_all(const std::vector<AgentProcess>& processes,
   return scrapes;
 }
 
-std::string join_expositions(const std::vector<TargetScrape>& scrapes) {
+std::string join_expositions(const std::vector<TargetScrape>& scrapes, bool openmetrics) {
   using prometheus::ClientMetric;
   using prometheus::MetricFamily;
   using prometheus::MetricType;
@@ -167,7 +171,8 @@ std::string join_expositions(const std::vector<TargetScrape>& scrapes) {
     text += family.type_line.empty() ? "" : family.type_line + '\n';
     text += family.samples;
   }
-  return text;
+  // Each target's own `# EOF` was left out with its other comments: the union has one.
+  return openmetrics ? text + "# EOF\n" : text;
 }
 
 } // namespace hotscope::cli

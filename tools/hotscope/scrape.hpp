@@ -20,13 +20,15 @@ struct TargetScrape {
   std::string problem; // why not, when down
 };
 
-// Asks every process for GET /v1/metrics concurrently; none takes longer than `timeout`.
+// Asks every process for GET /v1/metrics concurrently; none takes longer than `timeout`. With
+// `openmetrics`, asks for OpenMetrics text, whose duration buckets carry exemplars.
 std::vector<TargetScrape> scrape_all(const std::vector<AgentProcess>& processes,
-                                     std::chrono::milliseconds timeout);
+                                     std::chrono::milliseconds timeout, bool openmetrics);
 
-// The union of the expositions: each family once (HELP and TYPE from the first target that has
-// it), every sample with `process` and `pid` labels first; then `hotscope_up` and
-// `hotscope_scrape_duration_seconds` for every target.
-std::string join_expositions(const std::vector<TargetScrape>& scrapes);
+// The union of the expositions: `hotscope_up` and `hotscope_scrape_duration_seconds` for every
+// target, then each family once (HELP and TYPE from the first target that has it), every sample
+// with `process` and `pid` labels first and its exemplar, if any, kept. With `openmetrics`, the
+// expositions are OpenMetrics text and so is the union (ended by `# EOF`).
+std::string join_expositions(const std::vector<TargetScrape>& scrapes, bool openmetrics);
 
 } // namespace hotscope::cli
