@@ -78,6 +78,8 @@ std::string heading(const json& report) {
     if (signal->contains("address")) {
       text += fmt::format(" at {:#x}", address_at(*signal, "address"));
     }
+  } else if (const auto guest = report.find("guest"); guest != report.end()) {
+    text += fmt::format("guest ({}): {}", guest->value("transport", "?"), guest->value("exit", ""));
   } else {
     const json& terminate = report.at("terminate");
     text += "std::terminate";
@@ -113,6 +115,9 @@ std::string backtrace(const json& report, Objects& objects) {
       if (!why.empty()) {
         text += " (" + why + ")";
       }
+    } else if (frame.contains("function")) { // a guest's, named by the host from its image
+      text += fmt::format(" {}+{:#x} (guest)", frame.at("function").get<std::string>(),
+                          address_at(frame, "function_offset"));
     }
     text += "\n";
     ++index;
