@@ -208,6 +208,9 @@ std::string install(const std::string& directory, HeapReader heap) {
     unw_cursor_t cursor;
     unw_getcontext(&context);
     unw_init_local(&cursor, &context);
+    if (heap_reader != nullptr) {
+      heap_reader(); // binds its symbols now, not lazily in the handler (the loader may lock)
+    }
     pthread_key_create(&alt_stack_key, free_alt_stack);
     struct sigaction action {};
     action.sa_sigaction = on_signal;

@@ -7,7 +7,6 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include <signal.h>
 #include <unistd.h>
 
 #include <cstring>
