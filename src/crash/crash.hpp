@@ -7,13 +7,28 @@
 // with write(2) only.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 namespace hotscope::crash {
 
+// The heap profiler's live figures, as a report gives them (docs/crash.md, "Formats").
+struct HeapLive {
+  enum class Mode { NotLinked, Off, Full, Sampled } mode = Mode::NotLinked;
+  std::uint64_t live_bytes = 0;
+  std::uint64_t live_blocks = 0;
+  std::uint64_t peak_bytes = 0;
+  std::uint64_t peak_blocks = 0;
+  std::uint64_t events_waiting = 0; // the full mode's, recorded but not counted yet
+};
+// Reads them from the signal handler: no lock, no allocation. The heap profiler is above this
+// component; the runtime, which starts both, hands the reader over.
+using HeapReader = HeapLive (*)() noexcept;
+
 // Installs the handlers (the first call; later ones return "") and opens `out_dir`, where the
-// reports go. Returns "" or one line why there will be no crash reports.
-std::string install(const std::string& out_dir);
+// reports go; `heap` (nullptr: none) gives the report the heap's figures. Returns "" or one line
+// why there will be no crash reports.
+std::string install(const std::string& out_dir, HeapReader heap = nullptr);
 
 // Gives the calling thread an alternate signal stack unless it has one, so that its stack
 // overflowing is reported too. Once per thread, off the hot path (a thread's first record);

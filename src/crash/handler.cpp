@@ -32,6 +32,7 @@ constexpr std::size_t kAltStackBytes = 128 * 1024;
 int out_dir = -1; // opened at install
 struct sigaction previous[NSIG];
 std::terminate_handler previous_terminate = nullptr;
+HeapReader heap_reader = nullptr;
 pthread_key_t alt_stack_key;
 std::atomic<bool> installed{false};
 // The thread writing the report (0: none yet), and the signal it reports (0: std::terminate).
@@ -58,7 +59,8 @@ int open_report(const char* extension) {
   return openat(out_dir, name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 }
 
-void write_files(const Crash& crash) {
+void write_files(Crash& crash) {
+  crash.heap = heap_reader;
   const int text = open_report(".txt");
   const int json = open_report(".json");
   write_report(crash, text, json);
@@ -189,10 +191,11 @@ void free_alt_stack(void* memory) {
 
 } // namespace
 
-std::string install(const std::string& directory) {
+std::string install(const std::string& directory, HeapReader heap) {
   static std::once_flag once;
   static std::string problem;
   std::call_once(once, [&] {
+    heap_reader = heap;
     out_dir = open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (out_dir < 0) {
       problem = "hotscope: HOTSCOPE_OUT=" + directory + ": " + std::strerror(errno) +
@@ -205,6 +208,9 @@ std::string install(const std::string& directory) {
     unw_cursor_t cursor;
     unw_getcontext(&context);
     unw_init_local(&cursor, &context);
+    if (heap_reader != nullptr) {
+      heap_reader(); // binds its symbols now, not lazily in the handler (the loader may lock)
+    }
     pthread_key_create(&alt_stack_key, free_alt_stack);
     struct sigaction action {};
     action.sa_sigaction = on_signal;

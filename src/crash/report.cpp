@@ -508,6 +508,38 @@ void write_backtrace(Files& files, const Crash& crash) {
   files.json.text("]");
 }
 
+// The heap profiler's live figures, as of its last drain or sample.
+void write_heap(Files& files, const Crash& crash) {
+  const HeapLive heap = crash.heap != nullptr ? crash.heap() : HeapLive{};
+  using Mode = HeapLive::Mode;
+  const char* mode = heap.mode == Mode::Full      ? "full"
+                     : heap.mode == Mode::Sampled ? "sampled"
+                     : heap.mode == Mode::Off     ? "off"
+                                                  : "not linked";
+  files.text.text("\nheap: ");
+  files.json.text(",\"heap\":{\"mode\":").json(mode);
+  if (heap.mode == Mode::NotLinked) {
+    files.text.text("no heap profiler in this process\n");
+  } else if (heap.mode == Mode::Off) {
+    files.text.text("heap profiling off\n");
+  } else {
+    files.text.text(mode).text(" profiling, as of its last ");
+    files.text.text(heap.mode == Mode::Full ? "drain" : "sample")
+        .text(heap.mode == Mode::Sampled ? " (estimates)" : "");
+    files.text.text("\n  live: ").number(heap.live_bytes).text(" bytes in ");
+    files.text.number(heap.live_blocks).text(" blocks\n  peak: ").number(heap.peak_bytes);
+    files.text.text(" bytes in ").number(heap.peak_blocks).text(" blocks\n");
+    files.json.text(",\"live_bytes\":").number(heap.live_bytes).text(",\"live_blocks\":");
+    files.json.number(heap.live_blocks).text(",\"peak_bytes\":").number(heap.peak_bytes);
+    files.json.text(",\"peak_blocks\":").number(heap.peak_blocks);
+    if (heap.mode == Mode::Full) {
+      files.text.text("  events not counted yet: ").number(heap.events_waiting).text("\n");
+      files.json.text(",\"events_waiting\":").number(heap.events_waiting);
+    }
+  }
+  files.json.text("}");
+}
+
 void write_heading(Files& files, const Crash& crash) {
   char thread_name[64] = {};
   prctl(PR_GET_NAME, thread_name);
@@ -594,6 +626,7 @@ void write_report(const Crash& crash, int text, int json) noexcept {
     threads.crashed_thread_only();
   }
   threads.finish();
+  write_heap(*files, crash);
   if (files->cut) {
     files->text.text("\n(cut: the report's time was up)\n");
   }

@@ -2,6 +2,8 @@
 // the two files at once. No allocation, no lock waited for.
 #pragma once
 
+#include "crash/crash.hpp"
+
 #include <cstdint>
 
 namespace hotscope::crash {
@@ -16,6 +18,7 @@ struct Crash {
   void* context = nullptr;       // where the stack starts: a signal's ucontext, or unw_getcontext's
   bool signal_frame = true;      // `context` is a signal's
   std::uint64_t deadline_ns = 0; // CLOCK_MONOTONIC: what is not written by then is left out
+  HeapReader heap = nullptr;     // nullptr: the report says there is no heap profiler
 };
 
 // At install: the clock's origin, against which a crash converts ticks to time.

@@ -211,6 +211,8 @@ public:
   void finish();
 
   const GuestCounts& counts() const;
+  // The track: its ThreadInfo::index in the process's snapshots.
+  std::uint32_t track() const { return track_; }
 
 private:
   // Shows the counts in the process's statistics (the track's `batches`, docs/guest.md).

@@ -44,6 +44,14 @@ struct RawSite {
 // measuring window, what is live now, and the peak of live bytes (with its blocks).
 using Totals = HeapTotals;
 
+// What is live now and the peak: the part of Totals both engines know in constant time.
+struct LiveFigures {
+  std::uint64_t live_bytes = 0;
+  std::uint64_t live_blocks = 0;
+  std::uint64_t peak_bytes = 0;
+  std::uint64_t peak_blocks = 0;
+};
+
 struct RawProfile {
   std::uint64_t end_time = 0;  // te
   std::uint64_t gmax_time = 0; // tg
@@ -94,6 +102,7 @@ public:
   Totals totals() const {
     return {total_bytes_, total_blocks_, curr_bytes_, curr_blocks_, max_bytes_, max_blocks_};
   }
+  LiveFigures live_figures() const { return {curr_bytes_, curr_blocks_, max_bytes_, max_blocks_}; }
 
   // The figures as if the program ended at `now`; the engine itself is unchanged, so this
   // can be called at any time.

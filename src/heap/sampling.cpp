@@ -114,9 +114,13 @@ Totals SampledEngine::totals() const {
     total_bytes += site.total_bytes;
     total_blocks += site.total_blocks;
   }
-  const auto whole = [](double value) { return static_cast<std::uint64_t>(std::llround(value)); };
-  return {whole(total_bytes),  whole(total_blocks), whole(curr_bytes_),
-          whole(curr_blocks_), whole(max_bytes_),   whole(max_blocks_)};
+  const LiveFigures live = live_figures();
+  return {rounded(total_bytes), rounded(total_blocks), live.live_bytes,
+          live.live_blocks,     live.peak_bytes,       live.peak_blocks};
+}
+
+LiveFigures SampledEngine::live_figures() const {
+  return {rounded(curr_bytes_), rounded(curr_blocks_), rounded(max_bytes_), rounded(max_blocks_)};
 }
 
 void SampledEngine::restart(std::uint64_t now) {

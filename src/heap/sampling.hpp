@@ -108,6 +108,8 @@ public:
   void restart(std::uint64_t now);
   // Estimates rounded to whole bytes and blocks.
   Totals totals() const;
+  // The same of what is live and the peak, in constant time.
+  LiveFigures live_figures() const;
 
 private:
   struct Site {

@@ -17,6 +17,7 @@ __attribute__((weak)) int hotscope_heap_profile(int formats, hotscope_heap_sink 
                                                 void* context);
 __attribute__((weak)) void hotscope_heap_reset(void);
 __attribute__((weak)) int hotscope_heap_read_totals(hotscope::HeapTotals* out);
+__attribute__((weak)) int hotscope_heap_read_live(hotscope_heap_live* out);
 __attribute__((weak)) void
 hotscope_heap_observe_allocations(hotscope_heap_allocation_observer observer);
 __attribute__((weak)) void hotscope_heap_report_on_signal(void (*write)(void));
@@ -112,6 +113,10 @@ std::optional<HeapFigures> figures() {
   }
   figures.mode = mode_name();
   return figures;
+}
+
+int read_live(hotscope_heap_live& out) noexcept {
+  return hotscope_heap_read_live != nullptr ? hotscope_heap_read_live(&out) : -1;
 }
 
 std::string unavailable_reason() {

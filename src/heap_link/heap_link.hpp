@@ -35,6 +35,19 @@ int hotscope_heap_profile(int formats, hotscope_heap_sink sink, void* context);
 // The process-wide figures now (estimates in the sampled mode), copied under the lock. Returns
 // 0, or -1 when nothing is recorded.
 int hotscope_heap_read_totals(hotscope::HeapTotals* out);
+// What is live and the peak, as of the last drain (full mode) or sample (sampled mode), and the
+// full mode's events not drained yet: for a crash report (docs/crash.md), so without a lock, an
+// allocation or anything that would start recording; async-signal-safe.
+struct hotscope_heap_live {
+  uint64_t live_bytes;
+  uint64_t live_blocks;
+  uint64_t peak_bytes;
+  uint64_t peak_blocks;
+  uint64_t events_waiting;
+};
+// Returns HOTSCOPE_HEAP_FULL or _SAMPLED with `out` filled, or HOTSCOPE_HEAP_OFF when nothing is
+// recorded (`out` untouched).
+int hotscope_heap_read_live(struct hotscope_heap_live* out);
 // Restarts the totals; the blocks still live stay (Engine::restart).
 void hotscope_heap_reset(void);
 // Memory per function: in the full mode, `observer` receives the size of every block recorded
@@ -81,6 +94,10 @@ const char* mode_name();
 
 // The heap profiler's figures now; empty when it does not run.
 std::optional<HeapFigures> figures();
+
+// hotscope_heap_read_live's figures and what it returns, for a crash report: -1 without a heap
+// library. Async-signal-safe.
+int read_live(hotscope_heap_live& out) noexcept;
 
 // Why there is no heap profile in this process, naming what enables it; "" when there is one.
 std::string unavailable_reason();

@@ -66,6 +66,32 @@ void stop_agent() {}
 #endif
 constexpr bool built_with_agent = HOTSCOPE_WITH_AGENT;
 
+// The heap library's figures for a crash report, read from the signal handler.
+crash::HeapLive crash_heap_figures() noexcept {
+  hotscope_heap_live live{};
+  crash::HeapLive figures;
+  using Mode = crash::HeapLive::Mode;
+  switch (heap_link::read_live(live)) {
+  case HOTSCOPE_HEAP_FULL:
+    figures.mode = Mode::Full;
+    break;
+  case HOTSCOPE_HEAP_SAMPLED:
+    figures.mode = Mode::Sampled;
+    break;
+  case HOTSCOPE_HEAP_OFF:
+    figures.mode = Mode::Off;
+    return figures;
+  default:
+    return figures; // no heap library
+  }
+  figures.live_bytes = live.live_bytes;
+  figures.live_blocks = live.live_blocks;
+  figures.peak_bytes = live.peak_bytes;
+  figures.peak_blocks = live.peak_blocks;
+  figures.events_waiting = live.events_waiting;
+  return figures;
+}
+
 void start_once() {
   // The collector and the agent, and their threads, are the profiler's own.
   const ProfilerSection section;
@@ -94,7 +120,8 @@ void start_once() {
                 s.config.collect_period_ms,
                 {s.config.slowest, s.config.slowest_bytes}});
   if (s.reports_enabled && s.config.report_on_crash) {
-    if (const std::string problem = crash::install(s.config.out_dir); !problem.empty()) {
+    if (const std::string problem = crash::install(s.config.out_dir, crash_heap_figures);
+        !problem.empty()) {
       print_line(problem);
     }
   }

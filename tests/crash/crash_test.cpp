@@ -113,6 +113,7 @@ TEST(Crash, AFaultInAWorkerNamesTheThreadItsScopesAndTheOthers) {
   EXPECT_FALSE(first.at("build_id").get<std::string>().empty());
   EXPECT_EQ(r.at("counters").at(0).at("name"), "crash_counter");
   EXPECT_EQ(r.at("counters").at(0).at("last"), 42);
+  EXPECT_EQ(r.at("heap"), json({{"mode", "not linked"}}));
   const std::string text = slurp(crashed.out / ("crash." + std::to_string(crashed.pid) + ".txt"));
   EXPECT_NE(text.find("thread crasher (tid "), std::string::npos) << text;
   EXPECT_NE(text.find("    worker_job (open "), std::string::npos) << text;
@@ -243,6 +244,35 @@ TEST(Crash, AnAbortInsideTheAllocatorIsReportedUnderHeapProfiling) {
   const json* thread = crashed_thread(r);
   ASSERT_NE(thread, nullptr) << r.dump(1);
   EXPECT_EQ(open_scopes(*thread), (std::vector<std::string>{"main_scope", "bad_free"}));
+  // The heap's figures as of its collector's last drain: the other thread's block among them
+  // (it allocates and frees one at a time, the 64 bytes of calloc are live at the crash).
+  const json& heap = r.at("heap");
+  EXPECT_EQ(heap.at("mode"), "full") << heap.dump();
+  const std::uint64_t live_bytes = heap.at("live_bytes");
+  const std::uint64_t live_blocks = heap.at("live_blocks");
+  EXPECT_GE(live_blocks, 1u) << heap.dump();
+  EXPECT_LT(live_blocks, 100'000u) << heap.dump();
+  EXPECT_GE(live_bytes, live_blocks) << heap.dump(); // a block counts one byte at least
+  EXPECT_LE(live_bytes, heap.at("peak_bytes").get<std::uint64_t>()) << heap.dump();
+  EXPECT_TRUE(heap.contains("events_waiting")) << heap.dump();
+  const std::string text = slurp(crashed.out / ("crash." + std::to_string(crashed.pid) + ".txt"));
+  EXPECT_NE(text.find("\nheap: full profiling, as of its last drain\n  live: " +
+                      std::to_string(live_bytes) + " bytes in " + std::to_string(live_blocks) +
+                      " blocks\n"),
+            std::string::npos)
+      << text;
+}
+
+// With the heap library there but HOTSCOPE_HEAP_MODE=off, the report says so.
+TEST(Crash, TheReportSaysWhenHeapProfilingIsOff) {
+  const hotscope::testing::ScratchDir scratch("crash-heap-off");
+  const ProgramRun crashed =
+      run_program(scratch.path(), "abort",
+                  {std::string("LD_PRELOAD=") + HEAP_PRELOAD, "HOTSCOPE_HEAP_MODE=off"});
+  EXPECT_TRUE(killed_by(crashed.status, SIGABRT)) << crashed.status << crashed.output;
+  EXPECT_EQ(report(crashed).at("heap"), json({{"mode", "off"}}));
+  const std::string text = slurp(crashed.out / ("crash." + std::to_string(crashed.pid) + ".txt"));
+  EXPECT_NE(text.find("\nheap: heap profiling off\n"), std::string::npos) << text;
 }
 #endif
 

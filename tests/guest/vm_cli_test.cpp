@@ -20,6 +20,7 @@
 #include <fstream>
 #include <string>
 #include <thread>
+#include <vector>
 
 namespace {
 
@@ -232,6 +233,91 @@ TEST(VmCli, SigtermWritesTheReportsOfTheCallsSoFar) {
   const std::string report = hotscope::test_support::slurp(dir / "out" / "report.txt");
   EXPECT_NE(report.find("dispatch_function"), std::string::npos) << report;
   EXPECT_NE(report.find("handle_request"), std::string::npos) << report;
+}
+
+// The open scopes of a crash report's thread, outermost first.
+std::vector<std::string> open_scopes(const nlohmann::json& thread) {
+  std::vector<std::string> names;
+  for (const auto& scope : thread.at("open_scopes")) {
+    names.push_back(scope.at("name"));
+  }
+  return names;
+}
+
+// A guest that crashes at its third call: the host writes crash.<pid>.txt and .json with how it
+// ended, where (the vCPU's registers), and the guest's open scopes and last records beside the
+// host thread's (docs/crash.md, "Guests").
+TEST_P(VmCliTest, AGuestsCrashIsReportedByTheHost) {
+  const bool process = GetParam();
+  if (!process) {
+    if (const std::string why = hotscope::guest::kvm_unavailable_reason(); !why.empty()) {
+      GTEST_SKIP() << "hotscope vm run on KVM needs /dev/kvm: " << why;
+    }
+  }
+  const hotscope::testing::ScratchDir scratch(process ? "vm-crash-process" : "vm-crash-kvm");
+  const std::filesystem::path out = scratch.path() / "out";
+  const std::string image =
+      std::string(HOTSCOPE_GUEST_DIR) + (process ? "/crash-guest-process" : "/crash-guest.elf");
+  const Result result = run(std::string(HOTSCOPE_CLI) + " vm run " + image +
+                            (process ? " --process" : "") + " --calls 4 --out " + out.string());
+  EXPECT_EQ(result.status, 1) << result.output;
+  EXPECT_NE(result.output.find("2 of 4 calls returned"), std::string::npos) << result.output;
+  std::filesystem::path json_file;
+  for (const auto& entry : std::filesystem::directory_iterator(out)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("crash.", 0) == 0 && entry.path().extension() == ".json") {
+      json_file = entry.path();
+    }
+  }
+  ASSERT_FALSE(json_file.empty()) << result.output;
+  EXPECT_NE(result.output.find("the guest's crash report: " + out.string() + "/crash."),
+            std::string::npos)
+      << result.output;
+  const auto report = nlohmann::json::parse(hotscope::test_support::slurp(json_file));
+  const nlohmann::json& guest = report.at("guest");
+  EXPECT_EQ(report.at("format"), "hotscope-crash");
+  EXPECT_EQ(guest.at("transport"), process ? "process" : "kvm");
+  EXPECT_EQ(guest.at("exit").get<std::string>().rfind("crashed: ", 0), 0u) << guest.dump();
+  const std::string track = process ? "guest: crash-guest-process" : "guest: crash-guest";
+  EXPECT_EQ(guest.at("track"), track);
+  EXPECT_EQ(report.at("thread").at("name"), track);
+  const nlohmann::json& threads = report.at("threads");
+  ASSERT_EQ(threads.size(), 2u) << report.dump(1);
+  EXPECT_TRUE(threads[0].at("crashed"));
+  EXPECT_EQ(threads[0].at("tid"), report.at("thread").at("tid"));
+  EXPECT_EQ(open_scopes(threads[1]),
+            (std::vector<std::string>{"dispatch_function", "call_guest_function"}));
+  const std::string text =
+      hotscope::test_support::slurp(json_file.parent_path() / (json_file.stem().string() + ".txt"));
+  if (process) {
+    // The kernel tells the parent the signal only; what the child had not flushed is gone.
+    EXPECT_EQ(report.at("signal").at("number"), SIGSEGV);
+    EXPECT_EQ(report.at("pid"), std::stoll(json_file.stem().extension().string().substr(1)));
+    EXPECT_EQ(open_scopes(threads[0]),
+              (std::vector<std::string>{"hotscope_guest_dispatch", "request"}));
+    EXPECT_NE(text.find("signal: SIGSEGV (11)\n"), std::string::npos) << text;
+  } else {
+    // The vCPU's registers, the faulting address in cr2, and the records the guest had not
+    // flushed, taken from its buffer.
+    EXPECT_EQ(guest.at("registers").at("cr2"), 0x40000000u) << guest.dump();
+    EXPECT_EQ(guest.at("registers").at("rip"), report.at("backtrace").at(0).at("address"));
+    EXPECT_EQ(report.at("backtrace").at(0).at("function"), "crash_here") << report.dump(1);
+    EXPECT_GE(guest.at("unflushed_records"), 2u);
+    EXPECT_EQ(open_scopes(threads[0]),
+              (std::vector<std::string>{"hotscope_guest_dispatch", "request", "crash_site"}));
+    EXPECT_EQ(threads[0].at("last_records").back().at("text"), "- about to crash");
+    EXPECT_EQ(threads[0].at("last_records").back().at("depth"), 3);
+    EXPECT_NE(text.find("\nat: 0x"), std::string::npos) << text;
+    EXPECT_NE(text.find(" crash_here+0x"), std::string::npos) << text;
+    // `hotscope crash` reads it like a process's report.
+    const Result named = run(std::string(HOTSCOPE_CLI) + " crash " + json_file.string());
+    EXPECT_EQ(named.status, 0) << named.output;
+    EXPECT_NE(named.output.find("guest (kvm): crashed: the vCPU shut down"), std::string::npos)
+        << named.output;
+    EXPECT_NE(named.output.find(" crash_here+0x"), std::string::npos) << named.output;
+  }
+  EXPECT_NE(text.find("\nthread " + track + " (tid "), std::string::npos) << text;
+  EXPECT_NE(text.find("    request (open "), std::string::npos) << text;
 }
 
 INSTANTIATE_TEST_SUITE_P(Transports, VmCliTest, ::testing::Values(false, true),

@@ -161,6 +161,44 @@ TEST(HeapRecorder, SampledBlocksAreWeightedAndKnownToTheFreeFilter) {
   EXPECT_EQ(recorder.totals().live_blocks, 0u);
 }
 
+// The figures a crash report reads without the mutex (docs/crash.md): as the last drain left
+// them, the events appended since counted as waiting; in the sampled mode as the last sample or
+// free left them.
+TEST(HeapRecorder, PublishedFiguresAreTheLastDrainsAndTheWaitingEvents) {
+  Recorded recorded(config::HeapMode::Full);
+  Recorder& recorder = *recorded.recorder;
+  const StackId stack = recorder.current_stack();
+  EventLog::Ring* ring = recorder.open_ring();
+  ASSERT_NE(ring, nullptr);
+  recorder.append(*ring, HeapEvent::Alloc, 0x4000, 50, stack);
+  recorder.append(*ring, HeapEvent::Alloc, 0x5000, 70, stack);
+  recorder.append(*ring, HeapEvent::Free, 0x5000);
+  EXPECT_EQ(recorder.published_figures().live_blocks, 0u); // nothing drained yet
+  EXPECT_EQ(recorder.events_waiting(), 3u);
+  recorder.totals(); // drains
+  LiveFigures live = recorder.published_figures();
+  EXPECT_EQ(live.live_bytes, 50u);
+  EXPECT_EQ(live.live_blocks, 1u);
+  EXPECT_EQ(live.peak_bytes, 120u);
+  EXPECT_EQ(live.peak_blocks, 2u);
+  EXPECT_EQ(recorder.events_waiting(), 0u);
+  recorder.append(*ring, HeapEvent::Alloc, 0x6000, 5, stack);
+  EXPECT_EQ(recorder.published_figures().live_bytes, 50u);
+  EXPECT_EQ(recorder.events_waiting(), 1u);
+  recorder.close_ring(*ring);
+
+  Recorded sampled(config::HeapMode::Sampled);
+  sampled.recorder->sampled_alloc(0x7000, 1024, sampled.recorder->current_stack());
+  live = sampled.recorder->published_figures();
+  EXPECT_EQ(live.live_bytes, sampled.recorder->totals().live_bytes);
+  EXPECT_GE(live.live_bytes, 1024u);
+  {
+    const std::lock_guard lock(sampled.recorder->mutex());
+    sampled.recorder->forget_sampled(0x7000);
+  }
+  EXPECT_EQ(sampled.recorder->published_figures().live_bytes, 0u);
+}
+
 // Equal stacks get one id, from wherever they are captured.
 TEST(HeapRecorder, TheSameCallSiteIsOneStack) {
   Recorded recorded(config::HeapMode::Full);

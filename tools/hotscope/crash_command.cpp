@@ -73,7 +73,10 @@ std::uint64_t address_at(const json& object, const char* key) {
 std::string heading(const json& report) {
   std::string text = fmt::format("{} (pid {}): ", report.value("process", "?"),
                                  profiles::integer_at(report, "pid"));
-  if (const auto signal = report.find("signal"); signal != report.end()) {
+  if (const auto guest = report.find("guest");
+      guest != report.end()) { // how it ended, signal included
+    text += fmt::format("guest ({}): {}", guest->value("transport", "?"), guest->value("exit", ""));
+  } else if (const auto signal = report.find("signal"); signal != report.end()) {
     text += fmt::format("{} ({})", signal->value("name", "?"), signal->value("code_name", ""));
     if (signal->contains("address")) {
       text += fmt::format(" at {:#x}", address_at(*signal, "address"));
@@ -113,6 +116,9 @@ std::string backtrace(const json& report, Objects& objects) {
       if (!why.empty()) {
         text += " (" + why + ")";
       }
+    } else if (frame.contains("function")) { // a guest's, named by the host from its image
+      text += fmt::format(" {}+{:#x} (guest)", frame.at("function").get<std::string>(),
+                          address_at(frame, "function_offset"));
     }
     text += "\n";
     ++index;

@@ -12,6 +12,7 @@
 #include "conventions.hpp"
 #include "export/export.hpp"
 #include "guest/runner/runner.hpp"
+#include "guest_crash.hpp"
 #include "runtime/runtime.hpp"
 #include "trace/trace.hpp"
 
@@ -179,6 +180,14 @@ int main(int argc, char** argv) {
   runner_options.time_limit = std::chrono::milliseconds(options.time_limit_ms);
   runner_options.max_flushes_per_call = options.max_flushes;
   runner_options.host_functions = host_functions();
+  runner_options.on_crash = [](const hotscope::guest::GuestCrash& crash) {
+    const std::string problem = hotscope::cli::write_guest_crash(crash, reports_dir);
+    std::fprintf(stderr, "hotscope: %s\n",
+                 (problem.empty() ? fmt::format("the guest's crash report: {}/crash.{}.txt",
+                                                reports_dir, crash.pid)
+                                  : problem)
+                     .c_str());
+  };
   std::string error;
   std::unique_ptr<hotscope::guest::Runner> runner =
       options.process ? hotscope::guest::start_process_guest(options.guest, runner_options, error)

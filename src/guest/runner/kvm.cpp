@@ -460,21 +460,21 @@ private:
         }
         break;
       case KVM_EXIT_SHUTDOWN:
-        session_->stop("crashed: the vCPU shut down (an exception with no handler, e.g. a page "
-                       "fault outside guest memory) at rip " +
-                       hex(rip()));
+        crashed("crashed: the vCPU shut down (an exception with no handler, e.g. a page fault "
+                "outside guest memory) at rip " +
+                hex(rip()));
         return {};
       case KVM_EXIT_MMIO:
-        session_->stop("accessed " + hex(run_->mmio.phys_addr) + ", outside guest memory, at rip " +
-                       hex(rip()) + ": stopped");
+        crashed("accessed " + hex(run_->mmio.phys_addr) + ", outside guest memory, at rip " +
+                hex(rip()) + ": stopped");
         return {};
       case KVM_EXIT_FAIL_ENTRY:
         session_->stop("the vCPU could not be entered (hardware reason " +
                        hex(run_->fail_entry.hardware_entry_failure_reason) + ")");
         return {};
       case KVM_EXIT_INTERNAL_ERROR:
-        session_->stop("KVM internal error " + std::to_string(run_->internal.suberror) +
-                       " at rip " + hex(rip()) + " (an instruction KVM cannot emulate)");
+        crashed("KVM internal error " + std::to_string(run_->internal.suberror) + " at rip " +
+                hex(rip()) + " (an instruction KVM cannot emulate)");
         return {};
       default:
         session_->stop("unexpected VM exit " + std::to_string(run_->exit_reason) + " at rip " +
@@ -520,22 +520,50 @@ private:
     return CallResult{};
   }
 
+  // The guest's hotscope_guest_state: its buffer and the records in it not flushed yet.
+  struct GuestState {
+    std::uint64_t records;
+    std::uint32_t capacity;
+    std::uint32_t count;
+  };
+  std::optional<GuestState> guest_state() const {
+    GuestState state{};
+    if (!state_address_ || !flat_->read(*state_address_, &state, sizeof state)) {
+      return std::nullopt;
+    }
+    return state;
+  }
+
   // The entry is done, rax is its result. Records still in the guest's buffer were
   // never flushed: they are lost, and said so.
   CallResult returned(const kvm_regs& regs) {
-    if (state_address_) {
-      struct {
-        std::uint64_t records;
-        std::uint32_t capacity;
-        std::uint32_t count;
-      } state{};
-      if (flat_->read(*state_address_, &state, sizeof state) && state.count != 0) {
-        session_->report("returned with " + std::to_string(state.count) +
-                         " records it never flushed: they are lost (a guest must flush before "
-                         "it returns; hotscope_guest_entry does)");
-      }
+    if (const std::optional<GuestState> state = guest_state(); state && state->count != 0) {
+      session_->report("returned with " + std::to_string(state->count) +
+                       " records it never flushed: they are lost (a guest must flush before it "
+                       "returns; hotscope_guest_entry does)");
     }
     return {true, regs.rax};
+  }
+
+  // A crash exit (docs/crash.md, "Guests"): the vCPU's registers, and the records the guest had
+  // not flushed, for the crash report; then the guest is stopped.
+  void crashed(const std::string& exit) {
+    GuestCrash crash;
+    crash.transport = "kvm";
+    crash.exit = exit;
+    crash.pid = getpid();
+    if (kvm_regs r{}; ioctl(vcpu_.get(), KVM_GET_REGS, &r) == 0) {
+      crash.registers = {{"rip", r.rip}, {"rsp", r.rsp}, {"rbp", r.rbp}, {"rflags", r.rflags},
+                         {"rax", r.rax}, {"rbx", r.rbx}, {"rcx", r.rcx}, {"rdx", r.rdx},
+                         {"rsi", r.rsi}, {"rdi", r.rdi}, {"r8", r.r8},   {"r9", r.r9},
+                         {"r10", r.r10}, {"r11", r.r11}, {"r12", r.r12}, {"r13", r.r13},
+                         {"r14", r.r14}, {"r15", r.r15}};
+    }
+    if (kvm_sregs sregs{}; ioctl(vcpu_.get(), KVM_GET_SREGS, &sregs) == 0) {
+      crash.registers.emplace_back("cr2", sregs.cr2); // a page fault's address
+    }
+    const std::optional<GuestState> state = guest_state();
+    session_->crash(std::move(crash), state ? state->records : 0, state ? state->count : 0);
   }
 
   std::uint64_t rip() {

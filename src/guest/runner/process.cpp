@@ -281,12 +281,21 @@ private:
         std::this_thread::sleep_for(std::chrono::milliseconds(1));
       }
     }
+    const std::string why = (reaped ? describe_status(status)
+                                    : std::string("closed its channel without exiting (killed)")) +
+                            " during a call; records it had not flushed are lost";
+    if (reaped && WIFSIGNALED(status)) {
+      GuestCrash crash;
+      crash.transport = "process";
+      crash.exit = why;
+      crash.pid = pid_;
+      crash.signal = WTERMSIG(status);
+      session_->crash(std::move(crash));
+    }
     if (reaped) {
       pid_ = -1;
     }
-    session_->stop((reaped ? describe_status(status)
-                           : std::string("closed its channel without exiting (killed)")) +
-                   " during a call; records it had not flushed are lost");
+    session_->stop(why);
     end_child();
   }
 

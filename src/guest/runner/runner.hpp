@@ -14,8 +14,10 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace hotscope::guest {
@@ -26,6 +28,22 @@ namespace hotscope::guest {
 struct HostFunction {
   std::string name; // shown on the guest's track: "host_call NAME"
   std::function<std::uint64_t(std::uint64_t argument)> call;
+};
+
+// A guest's crash as the host saw it (docs/crash.md, "Guests"), handed to RunnerOptions::on_crash
+// while the guest's track still has its scopes open.
+struct GuestCrash {
+  std::string transport;   // "kvm" or "process"
+  std::string exit;        // what the host saw, as the diagnostic line says it
+  std::int64_t pid = 0;    // the guest's process; for a KVM guest the host's, where the VM runs
+  int signal = 0;          // a process guest: the signal that killed it (0: none)
+  GuestImage image;        // the image, with its track's name
+  std::uint32_t track = 0; // the guest's track: its ThreadInfo::index in the process's trace
+  // The vCPU's registers at the exit, by name (rip first); none for a process guest, whose
+  // registers the kernel does not hand its parent.
+  std::vector<std::pair<std::string, std::uint64_t>> registers;
+  std::optional<Symbol> function; // the function rip is in, by the image's symbols
+  std::uint64_t unflushed = 0;    // records still in the guest's buffer, taken into its track
 };
 
 struct RunnerOptions {
@@ -39,6 +57,8 @@ struct RunnerOptions {
   std::function<void(const std::string& line)> diagnostic;
   // The guest's host functions, by number.
   std::vector<HostFunction> host_functions;
+  // Called when the guest crashes (a fault, a shutdown, a signal), before it is stopped.
+  std::function<void(const GuestCrash& crash)> on_crash;
 };
 
 // What one entry into the guest came to.

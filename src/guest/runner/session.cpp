@@ -13,7 +13,7 @@ namespace hotscope::guest {
 Session::Session(const RunnerOptions& options, std::string track_name, const GuestMemory& memory,
                  ClockAnchor clock, Symbolizer symbolizer, GuestImage image)
     : options_(options), name_(std::move(track_name)), memory_(memory), image_(std::move(image)),
-      trace_(name_, memory, clock, symbolizer),
+      symbolizer_(symbolizer), trace_(name_, memory, clock, symbolizer),
       heap_(clock.host_ticks, symbolizer, std::filesystem::path(image_.path).filename().string(),
             [this](const std::string& line) { report(line); }) {
   image_.track = name_;
@@ -145,6 +145,30 @@ void Session::stop(const std::string& why) {
   stopped_ = true;
   report(why);
   finish();
+}
+
+void Session::crash(GuestCrash crash, std::uint64_t address, std::uint64_t count) {
+  if (stopped_) {
+    return;
+  }
+  if (count != 0) {
+    if (const std::optional<Diagnostic> problem =
+            trace_.flush(address, count, HOTSCOPE_GUEST_CAPACITY)) {
+      report("the records left in its buffer at the crash: " + problem->to_string());
+    } else {
+      heap_.apply(trace_.heap_events());
+      crash.unflushed = count;
+    }
+  }
+  crash.image = image_;
+  crash.track = trace_.track();
+  if (!crash.registers.empty() && symbolizer_) {
+    crash.function = symbolizer_(crash.registers.front().second);
+  }
+  if (options_.on_crash) {
+    options_.on_crash(crash);
+  }
+  stop(crash.exit);
 }
 
 void Session::finish() {

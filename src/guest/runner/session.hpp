@@ -33,6 +33,10 @@ public:
   void report(const std::string& problem);
   // The guest is stopped for good: reported, and its open scopes closed.
   void stop(const std::string& why);
+  // The guest crashed: the `count` records left in its buffer at `address` (validated as any
+  // batch) go to its track, RunnerOptions::on_crash gets `crash`, completed with what the session
+  // knows, then the guest is stopped with `crash.exit` as the diagnostic.
+  void crash(GuestCrash crash, std::uint64_t address = 0, std::uint64_t count = 0);
   void finish();
 
   bool stopped() const { return stopped_; }
@@ -54,6 +58,7 @@ private:
   std::string name_;
   const GuestMemory& memory_;
   GuestImage image_;
+  Symbolizer symbolizer_;
   GuestTrace trace_;
   GuestHeap heap_;
   std::vector<std::uint64_t> host_calls_;

@@ -82,6 +82,18 @@ HOTSCOPE_EXPORT int hotscope_heap_read_totals(hotscope::HeapTotals* out) {
   return 0;
 }
 
+// Atomics only, nothing allocated: no Inside (docs/crash.md reads it from a signal handler).
+HOTSCOPE_EXPORT int hotscope_heap_read_live(hotscope_heap_live* out) {
+  if (interposer::phase.load(std::memory_order_acquire) != interposer::Recording) {
+    return HOTSCOPE_HEAP_OFF;
+  }
+  const hotscope::heap::Recorder& recorder = *interposer::recorder_pointer;
+  const hotscope::heap::LiveFigures live = recorder.published_figures();
+  *out = {live.live_bytes, live.live_blocks, live.peak_bytes, live.peak_blocks,
+          interposer::sampling ? 0 : recorder.events_waiting()};
+  return interposer::sampling ? HOTSCOPE_HEAP_SAMPLED : HOTSCOPE_HEAP_FULL;
+}
+
 HOTSCOPE_EXPORT void hotscope_heap_observe_allocations(hotscope_heap_allocation_observer observer) {
   interposer::set_allocation_observer(observer);
 }

@@ -86,16 +86,18 @@ void Recorder::sampled_alloc(std::uintptr_t address, std::size_t size, StackId s
   const std::lock_guard lock(mutex_);
   sampled_.alloc(address, size, stack, now());
   sampled_addresses_.add(address);
+  publish_figures();
 }
 
 void Recorder::forget_sampled(std::uintptr_t address) {
   if (sampled_.free(address, now())) {
     sampled_addresses_.remove(address);
+    publish_figures();
   }
 }
 
 std::size_t Recorder::drain(std::uint64_t wait_ns) {
-  return events_.drain(
+  const std::size_t applied = events_.drain(
       [this](const HeapEvent& event, std::uintptr_t source, std::span<const std::uintptr_t> words) {
         const std::uint64_t time = time_of(event.time);
         StackId stack = event.stack;
@@ -133,6 +135,25 @@ std::size_t Recorder::drain(std::uint64_t wait_ns) {
           engine_.prefetch_stack(hash);
         }
       });
+  if (applied != 0) {
+    publish_figures();
+  }
+  return applied;
+}
+
+void Recorder::publish_figures() noexcept {
+  const LiveFigures live = sampling() ? sampled_.live_figures() : engine_.live_figures();
+  const std::uint64_t figures[] = {live.live_bytes, live.live_blocks, live.peak_bytes,
+                                   live.peak_blocks};
+  for (std::size_t i = 0; i < published_.size(); ++i) {
+    published_[i].store(figures[i], std::memory_order_relaxed);
+  }
+}
+
+LiveFigures Recorder::published_figures() const noexcept {
+  return {
+      published_[0].load(std::memory_order_relaxed), published_[1].load(std::memory_order_relaxed),
+      published_[2].load(std::memory_order_relaxed), published_[3].load(std::memory_order_relaxed)};
 }
 
 namespace {
@@ -193,6 +214,7 @@ void Recorder::restart() {
     drain(event_wait_ns);
     engine_.restart(now());
   }
+  publish_figures();
 }
 
 std::vector<std::span<const std::uintptr_t>> Recorder::stacks_since(std::size_t& done) {

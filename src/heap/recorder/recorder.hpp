@@ -100,6 +100,11 @@ public:
   std::optional<Taken> take(void (*stop)() = nullptr);
   // The process-wide figures now, the events drained first.
   HeapTotals totals();
+  // The figures as the last drain or sample left them, and the events waiting in the rings:
+  // without the mutex, async-signal-safe, for a reader that may interrupt its holder (a crash
+  // report, docs/crash.md). Each figure is read alone: two of them may be of two drains.
+  LiveFigures published_figures() const noexcept;
+  std::uint64_t events_waiting() const noexcept { return events_.backlog().total; }
   // A new measuring window (Engine::restart), the events drained first.
   void restart();
 
@@ -158,6 +163,9 @@ private:
   // The calling thread's ring is full. After event_wait_ns without room, a number that is never
   // made visible is given up on.
   void make_room(std::uint64_t& waiting_since_ns);
+  // Copies the engine's live figures for published_figures(), with the mutex held: once per
+  // drain, sample or restart, never per event.
+  void publish_figures() noexcept;
 
   std::mutex mutex_;
   Engine engine_;         // full mode, fed through events_
@@ -168,6 +176,8 @@ private:
   CodeRanges skip_;
   clock::FreeRunningClock clock_;
   std::atomic<std::uint64_t> events_without_ring_{0};
+  // published_figures()'s: LiveFigures's four, in its order.
+  std::array<std::atomic<std::uint64_t>, 4> published_{};
   std::atomic<bool> collector_running_{false};
   threads::Doorbell collector_doorbell_;
   alignas(64) std::uint64_t latest_time_ = 0; // guarded by mutex_; apart from what hooks read
