@@ -379,7 +379,7 @@ void Aggregator::fold_thread(ThreadState& thread) {
   folded_allocations_ += thread.allocations;
   folded_cpu_samples_ += thread.cpu_samples;
   thread.cpu_samples = 0;
-  folded_os_.state = "X"; // ended, as each of them
+  folded_os_.state.assign(1, 'X'); // ended, as each of them (`= "X"` trips GCC 12's -Wrestrict)
   folded_os_.cpu_user_ns += thread.at_exit.cpu_user_ns;
   folded_os_.cpu_system_ns += thread.at_exit.cpu_system_ns;
   folded_os_.voluntary_switches += thread.at_exit.voluntary_switches;
