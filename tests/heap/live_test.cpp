@@ -145,7 +145,7 @@ TEST(HeapLive, APreloadedPython3AnswersTheAgentsCommands) {
   EXPECT_NE(python.cli_output("list").find(python.pid()), std::string::npos);
   const auto info = nlohmann::json::parse(python.cli_output("info -n python3"));
   EXPECT_EQ(info.at("pid").get<long>(), std::stol(python.pid()));
-  EXPECT_EQ(info.at("heap").at("mode"), "sampled") << info.dump();
+  EXPECT_EQ(info.at("enabled").at("heap"), "sampled") << info.dump();
 
   ASSERT_EQ(python.cli("heap -n python3 -o " + (dir / "now.json").string()), 0)
       << slurp(dir / "cli-err.txt");
@@ -210,17 +210,18 @@ TEST(HeapLive, APreloadedCProgramAnswersAndStaysInvisibleToIt) {
   ASSERT_FALSE(program.pid().empty()) << slurp(dir / "launcher.txt");
 
   // Exact in the full mode: the 100 blocks of 1,000 bytes keep_blocks keeps.
-  ASSERT_EQ(program.cli("heap -n live_program -o " + (dir / "now.json").string()), 0)
+  ASSERT_EQ(program.cli("heap -n heap_live_program -o " + (dir / "now.json").string()), 0)
       << slurp(dir / "cli-err.txt");
   const auto profile = nlohmann::json::parse(slurp(dir / "now.json"));
   EXPECT_EQ(site_sum(profile, "keep_blocks", "eb"), 100'000u);
   EXPECT_EQ(site_sum(profile, "keep_blocks", "ebk"), 100u);
   expect_no_profiler_frames(profile);
-  const std::string memory = program.cli_output("console -n live_program --once --tab memory");
+  const std::string memory = program.cli_output("console -n heap_live_program --once --tab memory");
   EXPECT_NE(memory.find("keep_blocks"), std::string::npos) << memory;
 
   // The program's only thread; the profiler's are not among them.
-  const auto threads = nlohmann::json::parse(program.cli_output("threads -n live_program --json"));
+  const auto threads =
+      nlohmann::json::parse(program.cli_output("threads -n heap_live_program --json"));
   for (const auto& thread : threads.at("threads")) {
     EXPECT_EQ(thread.at("name").get<std::string>().find("hotscope"), std::string::npos)
         << threads.dump();

@@ -1,7 +1,8 @@
 /* A C program for the live agent's tests under `hotscope run --heap` (tests/heap/live_test.cpp):
  * keeps 100 blocks of 1,000 bytes live from keep_blocks(), writes its pid to DIR/ready, and
  * then, each time DIR/go appears, removes it and answers: starts /bin/ls on /proc/self/fd (the
- * descriptors a child inherits) into DIR/fds, and writes DIR/done. It ends when DIR/stop
+ * descriptors a child inherits; with an empty environment, so that no profiler is preloaded
+ * into ls itself) into DIR/fds, and writes DIR/done. It ends when DIR/stop
  * appears. */
 #include <fcntl.h>
 #include <stdio.h>
@@ -45,7 +46,8 @@ static int list_child_descriptors(const char* file) {
       _exit(126);
     }
     close(out);
-    execl("/bin/ls", "ls", "/proc/self/fd", (char*)NULL);
+    char* const no_environment[] = {NULL};
+    execle("/bin/ls", "ls", "/proc/self/fd", (char*)NULL, no_environment);
     _exit(127);
   }
   int status = 0;
