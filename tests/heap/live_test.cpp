@@ -43,7 +43,7 @@ template <class Check> bool eventually(Check check) {
 }
 
 // A program under `hotscope run --heap`, its agent in a runtime directory of the test's own (no
-// other process named as it is answers there). It writes its pid into DIR/ready.
+// other process named as it is answers there). It writes its pid into DIR/ready (or "ready PID").
 class PreloadedProgram {
 public:
   PreloadedProgram(const fs::path& dir, const std::string& mode,
@@ -62,7 +62,8 @@ public:
     command.insert(command.end(), program.begin(), program.end());
     launcher_ = start_command(command, dir / "launcher.txt");
     eventually([&] { return slurp(dir / "ready").find('\n') != std::string::npos; });
-    pid_ = slurp(dir / "ready").substr(0, slurp(dir / "ready").find('\n'));
+    const std::string line = slurp(dir / "ready").substr(0, slurp(dir / "ready").find('\n'));
+    pid_ = line.substr(line.rfind(' ') + 1); // "PID", or "ready PID"
     // The agent is up once it answers.
     eventually([&] { return !pid_.empty() && cli("info -p " + pid_ + " >/dev/null 2>&1") == 0; });
   }
@@ -242,6 +243,29 @@ TEST(HeapLive, APreloadedCProgramAnswersAndStaysInvisibleToIt) {
   expect_no_profiler_frames(at_exit);
   // The runtime writes no reports of its own: the program has nothing they would show.
   EXPECT_FALSE(fs::exists(dir / "out" / "stats.json"));
+}
+
+// A program linked with hotscope keeps its own runtime under `hotscope run --heap`: the agent
+// that answers is the program's (it knows the program's scope), the only one in the runtime
+// directory, and the program's reports are written at exit.
+TEST(HeapLive, AProgramLinkedWithHotscopeKeepsItsOwnRuntime) {
+  const hotscope::testing::ScratchDir scratch("heap-live-linked");
+  const fs::path& dir = scratch.path();
+  PreloadedProgram program(
+      dir, "full",
+      {"/bin/sh", "-c",
+       "exec " + std::string(SIGNALLED_PROGRAM) + " wait >" + (dir / "ready").string()});
+  const std::string& pid = program.pid();
+  ASSERT_FALSE(pid.empty()) << slurp(dir / "launcher.txt");
+  EXPECT_NE(program.cli_output("stats -p " + pid).find("ready"), std::string::npos);
+  std::size_t sockets = 0;
+  for (const auto& entry : fs::directory_iterator(dir / "rt")) {
+    sockets += entry.path().extension() == ".sock" ? 1 : 0;
+  }
+  EXPECT_EQ(sockets, 1u);
+  program.stop();
+  EXPECT_NE(slurp(dir / "out" / "stats.json").find("\"ready\""), std::string::npos);
+  EXPECT_TRUE(fs::exists(dir / "out" / "heap.json"));
 }
 
 } // namespace
