@@ -59,7 +59,7 @@ if(HOTSCOPE_ENABLE)
   # Only a static archive is installed, so plain `pkg-config --libs` must already list what it
   # needs; the .private fields would only be read with --static.
   set(HOTSCOPE_PC_LIBS "-L\${libdir} -Wl,--undefined=hotscope_runtime_anchor \
--Wl,--export-dynamic-symbol=dlclose -lhotscope -pthread")
+-Wl,--export-dynamic-symbol=hotscope_runtime_anchor -Wl,--export-dynamic-symbol=dlclose -lhotscope -pthread")
   set(HOTSCOPE_PC_REQUIRES "libdeflate libunwind")
   if(TARGET hotscope_locks_interposer) # the pthread lock functions (docs/locks.md)
     string(APPEND HOTSCOPE_PC_LIBS " -lhotscope-locks -Wl,--undefined=pthread_mutex_lock \

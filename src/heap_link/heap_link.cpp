@@ -18,6 +18,7 @@ __attribute__((weak)) int hotscope_heap_profile(int formats, hotscope_heap_sink 
 __attribute__((weak)) void hotscope_heap_reset(void);
 __attribute__((weak)) int hotscope_heap_read_totals(hotscope::HeapTotals* out);
 __attribute__((weak)) int hotscope_heap_read_live(hotscope_heap_live* out);
+__attribute__((weak)) void hotscope_heap_own_object(const void* address);
 __attribute__((weak)) void
 hotscope_heap_observe_allocations(hotscope_heap_allocation_observer observer);
 __attribute__((weak)) void hotscope_heap_report_on_signal(void (*write)(void));
@@ -62,6 +63,12 @@ ProfilerSection::ProfilerSection() {
 ProfilerSection::~ProfilerSection() {
   if (hotscope_heap_leave != nullptr) {
     hotscope_heap_leave();
+  }
+}
+
+void own_object(const void* address) {
+  if (hotscope_heap_own_object != nullptr) {
+    hotscope_heap_own_object(address);
   }
 }
 

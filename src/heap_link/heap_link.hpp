@@ -50,6 +50,11 @@ struct hotscope_heap_live {
 int hotscope_heap_read_live(struct hotscope_heap_live* out);
 // Restarts the totals; the blocks still live stay (Engine::restart).
 void hotscope_heap_reset(void);
+// The loaded object containing `address` (libhotscope-run.so, preloaded with the preload library)
+// is the profiler's too, from now on: what its code allocates is not recorded, and its large
+// blocks while it loads (its C++ runtime's) are kept out of the program's heap, as the heap
+// library's own. Called from that object's first constructor.
+void hotscope_heap_own_object(const void* address);
 // Memory per function: in the full mode, `observer` receives the size of every block recorded
 // (allocations and reallocs, as DHAT counts them), on the allocating thread and inside the
 // profiler. libhotscope registers hotscope::detail::record_allocation. Null stops it.
@@ -74,6 +79,10 @@ public:
   ProfilerSection(const ProfilerSection&) = delete;
   ProfilerSection& operator=(const ProfilerSection&) = delete;
 };
+
+// Makes the loaded object containing `address` the profiler's (hotscope_heap_own_object). Does
+// nothing without a heap library.
+void own_object(const void* address);
 
 // Hands the heap library `observer` for memory per function; false without a heap library.
 bool observe_allocations(hotscope_heap_allocation_observer observer);

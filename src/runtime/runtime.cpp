@@ -16,12 +16,19 @@
 #include <hotscope/control.hpp>
 #include <hotscope/hotscope.hpp>
 
+#include <dlfcn.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
 #include <new>
 #include <pthread.h>
 #include <sstream>
+
+// runtime/preload/preloaded.cpp defines it in libhotscope-run.so; a program linked with hotscope
+// finds it null.
+extern "C" __attribute__((weak, visibility("hidden"))) const bool hotscope_runtime_preloaded;
+extern "C" const char hotscope_runtime_anchor;
 
 namespace hotscope::runtime {
 namespace {
@@ -32,7 +39,31 @@ struct State {
   std::mutex agent_mutex;  // start_agent() against itself and against exit
   std::mutex finish_mutex; // exit against the reports written on a signal
   bool finished = false;
+  bool exit_reports = false; // written at exit and on a signal
 };
+
+bool preloaded() {
+  return &hotscope_runtime_preloaded != nullptr;
+}
+
+// libhotscope-run.so in a program linked with hotscope leaves everything to the program's own
+// runtime: two would serve one agent socket and write the same reports. Executables linked with
+// hotscope export the anchor (src/CMakeLists.txt).
+bool linked_runtime_runs() {
+  if (!preloaded()) {
+    return false;
+  }
+  const void* anchor = dlsym(RTLD_DEFAULT, "hotscope_runtime_anchor");
+  return anchor != nullptr && anchor != &hotscope_runtime_anchor;
+}
+
+// Preloaded, the runtime's code is the profiler's own for the heap library, from before its C++
+// runtime's constructors allocate (their emergency pool): none of it is the program's.
+__attribute__((constructor(101))) void own_code_when_preloaded() {
+  if (preloaded()) {
+    heap_link::own_object(reinterpret_cast<const void*>(&own_code_when_preloaded));
+  }
+}
 
 State& state() {
   static State* instance = new State; // never destroyed: exit handlers and late threads use it
@@ -114,6 +145,10 @@ void start_once() {
       print_line(problem + "; no reports will be written");
     }
   }
+  // Preloaded, the runtime has reports of its own only when it samples the CPU or records locks;
+  // else (`hotscope run --heap`) it serves the agent and reports crashes.
+  s.exit_reports = s.reports_enabled &&
+                   (!preloaded() || s.config.cpu_hz != 0 || s.config.locks != locks::Mode::Off);
   clock::init(s.config.clock);
   trace::start({s.config.ring_records,
                 s.config.trace_window_bytes,
@@ -152,7 +187,7 @@ void start_once() {
 
 // Starting at load time means HOTSCOPE_OUT gets its reports even from a program whose
 // instrumented code never runs, and configuration errors show up at once.
-[[maybe_unused]] const bool started_at_load = (ensure_started(), true);
+[[maybe_unused]] const bool started_at_load = linked_runtime_runs() || (ensure_started(), true);
 
 } // namespace
 
@@ -192,7 +227,7 @@ void finish() {
   cpu::stop(); // the samples so far are in the report; none is taken while the process ends
   locks::start(locks::Mode::Off);
   trace::stop();
-  if (!s.reports_enabled) {
+  if (!s.exit_reports) {
     return;
   }
   const Snapshot snapshot = trace::snapshot();

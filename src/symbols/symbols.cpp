@@ -6,6 +6,7 @@
 #include <dwarf.h>
 #include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
+#include <fcntl.h>
 #include <link.h>
 #include <unistd.h>
 
@@ -290,9 +291,24 @@ struct Symbolizer::Session {
   }
 };
 
+namespace {
+
+// dwfl_linux_proc_find_elf, its descriptor closed on exec: libdw keeps each object's file open,
+// and a program the profiled one starts must not inherit it (docs/heap.md, "Live").
+int find_elf_closed_on_exec(Dwfl_Module* module, void** userdata, const char* name, Dwarf_Addr base,
+                            char** file_name, Elf** elf) {
+  const int fd = dwfl_linux_proc_find_elf(module, userdata, name, base, file_name, elf);
+  if (fd >= 0) {
+    fcntl(fd, F_SETFD, FD_CLOEXEC);
+  }
+  return fd;
+}
+
+} // namespace
+
 Symbolizer::Symbolizer(SymbolizerOptions options)
     : session_(std::make_unique<Session>(std::move(options))) {
-  session_->callbacks.find_elf = dwfl_linux_proc_find_elf;
+  session_->callbacks.find_elf = find_elf_closed_on_exec;
   // Separate debug information by build id, under the debug directories, compressed files
   // inflated once: the standard search falls back to debuginfod, which loads libdebuginfod (and
   // with it curl and a TLS library) into the profiled process even where no server is configured.

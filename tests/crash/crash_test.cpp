@@ -348,13 +348,13 @@ TEST(CrashCommand, ADamagedReportIsAnErrorNamingTheField) {
   EXPECT_NE(text.find("\"address\" is 1.5e+30, not an address"), std::string::npos) << text;
 }
 
-// An unmodified program under `hotscope run --cpu` (libhotscope-run.so preloaded): its crash is
-// reported the same way, and `hotscope run` ends as the program did.
-TEST(CrashCommand, HotscopeRunReportsTheCrashOfTheProgramItRuns) {
-  const hotscope::testing::ScratchDir scratch("crash-run");
+// The crash report of an unmodified program that `hotscope run OPTION` ran and SIGSEGV ended:
+// `hotscope run` ends as the program did.
+void expect_run_reports_the_crash(const char* option) {
+  const hotscope::testing::ScratchDir scratch(std::string("crash-run") + option);
   const fs::path out = scratch.path() / "out";
-  const int status = std::system((std::string(HOTSCOPE_CLI) + " run --cpu --out " + out.string() +
-                                  " -- /bin/sh -c 'kill -SEGV $$' 2>/dev/null")
+  const int status = std::system((std::string(HOTSCOPE_CLI) + " run " + option + " --out " +
+                                  out.string() + " -- /bin/sh -c 'kill -SEGV $$' 2>/dev/null")
                                      .c_str());
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 128 + SIGSEGV) << status;
   std::vector<fs::path> reports;
@@ -364,12 +364,22 @@ TEST(CrashCommand, HotscopeRunReportsTheCrashOfTheProgramItRuns) {
       reports.push_back(entry.path());
     }
   }
-  ASSERT_EQ(reports.size(), 1u);
+  ASSERT_EQ(reports.size(), 1u) << option;
   const json r = json::parse(slurp(reports.front()));
   EXPECT_EQ(r.at("signal").at("name"), "SIGSEGV");
   EXPECT_EQ(r.at("signal").at("code_name"), "SI_USER");
   EXPECT_NE(named(reports.front()).find("SIGSEGV (SI_USER), in thread sh"), std::string::npos)
       << named(reports.front());
+}
+
+// Under `hotscope run --cpu` (libhotscope-run.so preloaded) the crash is reported the same way.
+TEST(CrashCommand, HotscopeRunReportsTheCrashOfTheProgramItRuns) {
+  expect_run_reports_the_crash("--cpu");
+}
+
+// `hotscope run --heap` alone preloads libhotscope-run.so too: the crash is reported.
+TEST(CrashCommand, HotscopeRunHeapReportsTheCrashOfTheProgramItRuns) {
+  expect_run_reports_the_crash("--heap");
 }
 #endif
 

@@ -69,7 +69,7 @@ std::vector<std::size_t> heap_in_use(const fs::path& dir, const std::string& env
   for (std::size_t number = 0; line >> number;) {
     numbers.push_back(number);
   }
-  numbers.resize(3); // a program that failed printed less
+  numbers.resize(5); // a program that failed printed less
   return numbers;
 }
 
@@ -99,12 +99,20 @@ TEST(HeapPreload, TheLibrarysStartUpLeavesTheProgramsHeapAlone) {
 // where its heap grows and shrinks; and what the capture needs once is done while the library
 // loads. With every allocation sampled (from 256 stacks), the bytes in use in the heap after the
 // program freed all it allocated are what they were when main started, as without the library.
+// So too with the live agent of `hotscope run --heap` (libhotscope-run.so preloaded as well)
+// answering a request for the heap profile halfway through the work, in the main arena, where the
+// program's one thread allocates: the agent's threads are the profiler's, and what they keep
+// (the symbolizer's data) is in arenas of their own (docs/heap.md, "Live").
 TEST(HeapPreload, TheSampledModesRecordsStayOutOfTheProgramsHeap) {
   const hotscope::testing::ScratchDir scratch("preload-heap-after-work");
-  // The bytes in use after the work, less those in use when main started.
-  const auto added_by_work = [&](const std::string& environment) {
-    const std::vector<std::size_t> in_use = heap_in_use(scratch.path(), environment, "after-work");
-    return static_cast<long>(in_use.at(2)) - static_cast<long>(in_use.at(0));
+  // The bytes in use after the work, less those in use when main started: in every arena, or
+  // (`main_arena`) in the main one.
+  const auto added_by_work = [&](const std::string& environment,
+                                 const std::string& argument = "after-work",
+                                 bool main_arena = false) {
+    const std::vector<std::size_t> in_use = heap_in_use(scratch.path(), environment, argument);
+    return main_arena ? static_cast<long>(in_use.at(4)) - static_cast<long>(in_use.at(3))
+                      : static_cast<long>(in_use.at(2)) - static_cast<long>(in_use.at(0));
   };
   const long native = added_by_work("");
   const long sampled =
@@ -114,6 +122,20 @@ TEST(HeapPreload, TheSampledModesRecordsStayOutOfTheProgramsHeap) {
                              << native << " without the library";
   const auto profile = nlohmann::json::parse(slurp(scratch.path() / "out" / "heap.json"));
   EXPECT_GE(profile.at("pps").size(), 256u) << "not every stack was sampled";
+
+  const fs::path runtime_dir = scratch.path() / "rt";
+  const long with_agent =
+      added_by_work("HOTSCOPE_HEAP_MODE=sampled HOTSCOPE_HEAP_SAMPLE_BYTES=1 HOTSCOPE_OUT=" +
+                        (scratch.path() / "agent-out").string() +
+                        " HOTSCOPE_RUNTIME_DIR=" + runtime_dir.string() +
+                        " LD_PRELOAD=" + HOTSCOPE_PRELOAD + ":" + HOTSCOPE_RUN_PRELOAD,
+                    "after-work " + runtime_dir.string(), true);
+  EXPECT_LE(with_agent, native) << "the work and the agent's answer left " << with_agent
+                                << " bytes more in use, against " << native
+                                << " without the libraries";
+  EXPECT_GE(
+      nlohmann::json::parse(slurp(scratch.path() / "agent-out" / "heap.json")).at("pps").size(),
+      256u);
 }
 
 TEST(HeapPreload, UnwritableOutputGetsOneLineAndTheProgramsResultStands) {

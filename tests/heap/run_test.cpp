@@ -123,14 +123,15 @@ TEST(HeapRun, TheSummaryNeverGoesIntoAFileTheProgramOpenedAsFd2) {
       << slurp(dir / "err");
 }
 
-// Asked for a profile, a program under `hotscope run --heap` (no agent) gets an answer that says
-// where its profile will be written and how to have it now.
+// Asked for a profile, a program under `hotscope run --heap` with HOTSCOPE_AGENT=0 (no agent)
+// gets an answer that says where its profile will be written and how to have it now.
 TEST(HeapRun, AskingAPreloadedProgramSaysWhereItsProfileGoes) {
   const hotscope::testing::ScratchDir scratch("run-ask");
   const fs::path& dir = scratch.path();
   const fs::path pid_file = dir / "pid";
-  ASSERT_EQ(shell(std::string(HOTSCOPE_CLI) + " run --heap --no-summary --out " +
-                  (dir / "out").string() + " -- /bin/sh -c 'echo $$ >" + pid_file.string() +
+  ASSERT_EQ(shell("HOTSCOPE_AGENT=0 " + std::string(HOTSCOPE_CLI) +
+                  " run --heap --no-summary --out " + (dir / "out").string() +
+                  " -- /bin/sh -c 'echo $$ >" + pid_file.string() +
                   "; exec sleep 30' >/dev/null 2>&1 &"),
             0);
   for (int i = 0; i < 1000 && slurp(pid_file).find('\n') == std::string::npos; ++i) {
@@ -144,7 +145,9 @@ TEST(HeapRun, AskingAPreloadedProgramSaysWhereItsProfileGoes) {
   kill(std::stoi(pid), SIGTERM);
   EXPECT_EQ(status, 4);
   const std::string err = slurp(dir / "err");
-  EXPECT_NE(err.find("runs under hotscope run --heap"), std::string::npos) << err;
+  EXPECT_NE(err.find("runs the heap profiler's preload library without a live agent"),
+            std::string::npos)
+      << err;
   EXPECT_NE(err.find((dir / "out" / "heap.json").string()), std::string::npos) << err;
   EXPECT_NE(err.find("kill -TERM " + pid), std::string::npos) << err;
 }

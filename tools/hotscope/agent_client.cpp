@@ -97,7 +97,8 @@ std::string environment_value(std::int64_t pid, const std::string& name) {
   return "";
 }
 
-// Whether the heap profiler's preload library (hotscope run --heap) is mapped in the process.
+// Whether the heap profiler's preload library is mapped in the process (which then has no agent:
+// HOTSCOPE_AGENT=0, or the library preloaded without libhotscope-run.so).
 bool runs_under_preload(std::int64_t pid) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/maps");
   for (std::string line; std::getline(in, line);) {
@@ -126,9 +127,10 @@ std::string profile_dir(std::int64_t pid) {
 // will be written.
 std::string no_agent(std::int64_t pid, const std::string& dir) {
   if (runs_under_preload(pid)) {
-    return fmt::format("process {} ({}) runs under hotscope run --heap, which has no live agent: "
-                       "its heap profile is written to {}/heap.json when it exits; `kill -TERM "
-                       "{}` makes it write the profile now and end",
+    return fmt::format("process {} ({}) runs the heap profiler's preload library without a live "
+                       "agent (HOTSCOPE_AGENT=0, or no libhotscope-run.so): its heap profile is "
+                       "written to {}/heap.json when it exits; `kill -TERM {}` makes it write the "
+                       "profile now and end",
                        pid, comm_of(pid), profile_dir(pid), pid);
   }
   return fmt::format("process {} ({}) runs no hotscope agent in {}: the agent starts with "

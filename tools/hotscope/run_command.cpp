@@ -69,7 +69,9 @@ void preload(const std::string& library) {
   if (options.locks) {
     setenv("HOTSCOPE_LOCKS", "1", 0); // HOTSCOPE_LOCKS=hold asks for hold times too
   }
-  if (options.cpu || options.locks) {
+  // libhotscope-run.so under every option: the live agent and the crash reports (it stands
+  // down in a program linked with hotscope, which has them already).
+  if (options.cpu || options.locks || options.heap) {
     preload(preload_library("HOTSCOPE_RUN_PRELOAD", HOTSCOPE_INSTALLED_RUN_PRELOAD,
                             HOTSCOPE_DEFAULT_RUN_PRELOAD));
   }

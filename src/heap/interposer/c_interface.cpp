@@ -94,6 +94,14 @@ HOTSCOPE_EXPORT int hotscope_heap_read_live(hotscope_heap_live* out) {
   return interposer::sampling ? HOTSCOPE_HEAP_SAMPLED : HOTSCOPE_HEAP_FULL;
 }
 
+HOTSCOPE_EXPORT void hotscope_heap_own_object(const void* address) {
+  if (!interposer::resolve_real()) {
+    return;
+  }
+  interposer::add_own_code(address);
+  interposer::begin_library_loading();
+}
+
 HOTSCOPE_EXPORT void hotscope_heap_observe_allocations(hotscope_heap_allocation_observer observer) {
   interposer::set_allocation_observer(observer);
 }

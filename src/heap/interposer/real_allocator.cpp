@@ -24,16 +24,18 @@ template <class F> void look_up(F& function, const char* name) {
   function = reinterpret_cast<F>(dlsym(RTLD_NEXT, name));
 }
 
-int find_own_code(dl_phdr_info* info, std::size_t, void*) {
-  const auto self = reinterpret_cast<std::uintptr_t>(&find_own_code);
-  OwnCode found{};
+// dl_iterate_phdr's callback: adds the object's executable segments when one contains `address`.
+int add_segments_containing(dl_phdr_info* info, std::size_t, void* address) {
+  const auto wanted = reinterpret_cast<std::uintptr_t>(address);
+  OwnCode found = own_code;
   bool contains = false;
   for (ElfW(Half) i = 0; i < info->dlpi_phnum && found.count < 8; ++i) {
     const ElfW(Phdr)& header = info->dlpi_phdr[i];
     if (header.p_type == PT_LOAD && (header.p_flags & PF_X) != 0) {
       found.begin[found.count] = info->dlpi_addr + header.p_vaddr;
       found.end[found.count] = found.begin[found.count] + header.p_memsz;
-      contains = contains || (self >= found.begin[found.count] && self < found.end[found.count]);
+      contains =
+          contains || (wanted >= found.begin[found.count] && wanted < found.end[found.count]);
       ++found.count;
     }
   }
@@ -60,6 +62,10 @@ void* arena_allocate(std::size_t size, std::size_t alignment) {
   }
 }
 
+void add_own_code(const void* address) {
+  dl_iterate_phdr(add_segments_containing, const_cast<void*>(address));
+}
+
 std::size_t arena_block_size(const void* pointer) {
   std::size_t size = 0;
   std::memcpy(&size, static_cast<const unsigned char*>(pointer) - sizeof(size), sizeof(size));
@@ -78,7 +84,7 @@ __attribute__((noinline)) bool resolve_real_slow() {
   look_up(real.realloc, "realloc");
   look_up(real.memalign, "memalign");
   look_up(real.pthread_create, "pthread_create");
-  dl_iterate_phdr(find_own_code, nullptr);
+  add_own_code(reinterpret_cast<const void*>(&add_segments_containing));
   real_state.store(Resolved, std::memory_order_release);
   return true;
 }

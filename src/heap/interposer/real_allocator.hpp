@@ -67,15 +67,18 @@ inline bool in_arena(const void* pointer) {
 void* arena_allocate(std::size_t size, std::size_t alignment);
 std::size_t arena_block_size(const void* pointer);
 
-// This library's own code: the executable segments of its object. The preload library carries a
-// private, static copy of the C++ runtime, whose start-up allocations (the exception emergency
-// pool) must not count: a C program would not make them.
+// This library's own code: the executable segments of its object, and of libhotscope-run.so when
+// it is preloaded with it (add_own_code). Each carries a private, static copy of the C++ runtime,
+// whose start-up allocations (the exception emergency pool) must not count: a C program would
+// not make them. Added to at load only, before the program runs a thread.
 struct OwnCode {
   std::uintptr_t begin[8];
   std::uintptr_t end[8];
   int count;
 };
 extern OwnCode own_code;
+// Adds the executable segments of the loaded object that contains `address` to own_code.
+void add_own_code(const void* address);
 
 // True when the hook was called from this library's own code (outside any Inside section).
 inline bool called_by_self(const void* return_address) {

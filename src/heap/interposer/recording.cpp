@@ -76,16 +76,6 @@ void enable_fast_paths() {
   }
 }
 
-// Before this library's other constructors and its C++ runtime's: a recorder built earlier (an
-// allocation by the loader or another library) has its fast paths turned off until the end.
-__attribute__((constructor(101))) void begin_library_loading() {
-  library_loading.store(true);
-  if (fast_paths_on.exchange(false)) {
-    sampling_fast.store(false);
-    full_fast.store(false);
-  }
-}
-
 // The capture's one-time work (heap::prepare_capture) while this library loads, when what it
 // allocates (the loader's records of libgcc_s, glibc's reading of /proc/self/maps) lands at the
 // bottom of the heap. Done at the first sample instead, those blocks sat among the program's and
@@ -235,6 +225,17 @@ __attribute__((noinline)) Recorder* start_recording() {
     sched_yield();
   }
   return current == Recording ? recorder_pointer : nullptr;
+}
+
+// Before this library's other constructors and its C++ runtime's (and those of
+// libhotscope-run.so, hotscope_heap_own_object): a recorder built earlier (an allocation by the
+// loader or another library) has its fast paths turned off until the end.
+__attribute__((constructor(101))) void begin_library_loading() {
+  library_loading.store(true);
+  if (fast_paths_on.exchange(false)) {
+    sampling_fast.store(false);
+    full_fast.store(false);
+  }
 }
 
 void end_library_loading() {

@@ -32,6 +32,7 @@ extern std::atomic<bool> full_fast;
 // process's life) at its bottom made glibc's malloc_consolidate two to three times slower in
 // perl, a tenth of its run time, whatever the mode. The fast paths wait for the end.
 extern std::atomic<bool> library_loading;
+void begin_library_loading();
 void end_library_loading();
 extern __thread Sampler thread_sampler asm("hotscope_thread_sampler")
     __attribute__((tls_model("initial-exec")));
