@@ -14,7 +14,8 @@ cd "$(dirname "$0")/.."
 source scripts/lib.sh
 install_packages scripts/packages.txt
 
-step() { printf '\n=== %s ===\n' "$*"; }
+# Each step says when it starts, so that a run's log tells where its time went.
+step() { printf '\n=== %s (at %d s) ===\n' "$*" "$SECONDS"; }
 # Each configuration is a preset of CMakePresets.json: `cmake --preset asan && cmake --build
 # --preset asan && ctest --preset asan` runs one of them alone.
 configure() { # configure PRESET
@@ -66,3 +67,4 @@ step "release build: every test"
 configure release
 cmake --build --preset release
 ctest --preset release
+step "all passed"
