@@ -4,6 +4,7 @@
 #include "clock/clock.hpp"
 #include "locks/locks.hpp"
 #include "names/names.hpp"
+#include "objects/objects.hpp"
 #include "threads/threads.hpp"
 #include "trace/trace.hpp"
 
@@ -128,7 +129,11 @@ Resolver in_process_resolver() {
         }
         return text;
       },
-      [](std::uint64_t ref) { return std::string(reinterpret_cast<const char*>(ref)); }};
+      [](std::uint64_t ref) { return std::string(reinterpret_cast<const char*>(ref)); },
+      [](std::uint64_t address) {
+        objects::FunctionName function = objects::function_at(address);
+        return LocationText{std::move(function.name), std::move(function.file), function.line, 0};
+      }};
 }
 
 class Collector {

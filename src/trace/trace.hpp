@@ -40,11 +40,14 @@ struct LocationText {
 };
 
 // Turns a record's `ref` into text: a hotscope_source_location for scopes and counters, a
-// NUL-terminated string for static messages. In-process this reads the program's own static
-// data; a guest's resolver reads guest memory with bounds checks.
+// NUL-terminated string for static messages, a function's entry address for an instrumented
+// function's scope (docs/instrument.md; without `function`, the address in hex). In-process this
+// reads the program's own static data and symbols; a guest's resolver reads guest memory with
+// bounds checks.
 struct Resolver {
   std::function<LocationText(std::uint64_t ref)> location;
   std::function<std::string(std::uint64_t ref)> text;
+  std::function<LocationText(std::uint64_t address)> function = {};
 };
 
 // The time base a snapshot converts ticks with.
@@ -204,7 +207,9 @@ private:
   };
   static constexpr std::size_t kInternCacheSlots = 1024;
 
-  std::uint32_t intern_location(std::uint64_t ref);
+  // `ref` is a location, or with `function` a function's entry address (its name, once, from
+  // the resolver's symbols).
+  std::uint32_t intern_location(std::uint64_t ref, bool function = false);
   std::uint32_t intern_text(std::uint64_t ref);
   // The id of a name read at `ref`: by address and text, so ids outlive forget_addresses().
   std::uint32_t intern(std::uint64_t ref, LocationText text, char kind);

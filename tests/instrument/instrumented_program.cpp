@@ -1,0 +1,93 @@
+// A program built with -finstrument-functions (hotscope_instrument) and no hotscope macro but
+// one: known call counts, recursion, an exception through instrumented frames, threads, a
+// function of a shared library, one called before main. tests/instrument/instrument_test.cpp
+// checks what hotscope recorded, and what uftrace records of the same program.
+#include "instrumented_library.hpp"
+
+#include <hotscope/hotscope.hpp>
+
+#include <cstdlib>
+#include <cstring>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+namespace {
+
+volatile int sink = 0;
+
+__attribute__((noinline)) void leaf(int value) {
+  sink = sink + value;
+}
+
+__attribute__((noinline)) int countdown(int depth) {
+  sink = sink + 1;
+  return depth == 0 ? 0 : 1 + countdown(depth - 1);
+}
+
+__attribute__((noinline)) void thrower(int value) {
+  if (value >= 0) {
+    throw std::runtime_error("thrown through instrumented frames");
+  }
+  sink = sink + value;
+}
+
+__attribute__((noinline)) void middle(int value) {
+  thrower(value);
+  sink = sink + 1;
+}
+
+__attribute__((noinline)) void after_catch() {
+  sink = sink + 2;
+}
+
+__attribute__((noinline)) void catcher() {
+  try {
+    middle(1);
+  } catch (const std::runtime_error&) {
+    after_catch();
+  }
+}
+
+__attribute__((noinline)) void worker() {
+  for (int i = 0; i < 100; ++i) {
+    leaf(i);
+  }
+}
+
+__attribute__((noinline)) void with_macro() {
+  HOTSCOPE_SCOPE("macro_block");
+  leaf(1);
+}
+
+__attribute__((noinline)) void before_main() {
+  sink = sink + 3;
+}
+
+struct Early {
+  Early() { before_main(); }
+} early;
+
+} // namespace
+
+// Calls: leaf 1000 + 4 * 100 + 1 = 1401, countdown 11, thrower, middle, after_catch, catcher 1,
+// worker 4, library::twice 5, with_macro 1, before_main 1.
+int main() {
+  for (int i = 0; i < 1000; ++i) {
+    leaf(i);
+  }
+  countdown(10);
+  catcher();
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back(worker);
+  }
+  for (std::thread& thread : threads) {
+    thread.join();
+  }
+  for (int i = 0; i < 5; ++i) {
+    sink = sink + library::twice(i);
+  }
+  with_macro();
+  return 0;
+}
