@@ -9,6 +9,7 @@
 #include "support/scratch_dir.hpp"
 #include "support/stats.hpp"
 
+#include <cctype>
 #include <cstdlib>
 #include <filesystem>
 #include <map>
@@ -73,6 +74,44 @@ TEST(Instrument, EveryFunctionCalledIsCountedAndNamed) {
             std::string::npos)
       << twice->dump();
   EXPECT_EQ(stats.at("records").at("dropped"), 0) << stats.at("records").dump();
+}
+
+// uftrace records the same program (its sources and flags, without libhotscope: see
+// CMakeLists.txt): every function it counts, hotscope counts as often.
+TEST(Instrument, CountsAsUftrace) {
+#ifndef UFTRACE
+  GTEST_SKIP() << "uftrace is not installed (scripts/packages.txt installs it)";
+#else
+  const hotscope::testing::ScratchDir scratch("instrument-uftrace");
+  const fs::path data = scratch.path() / "uftrace.data";
+  const fs::path report = scratch.path() / "uftrace.txt";
+  const std::string record = std::string("timeout 60 ") + UFTRACE + " record --no-libcall " +
+                             "--no-event -d " + data.string() + " " + PLAIN_PROGRAM + " 2>" +
+                             (scratch.path() / "uftrace.err").string();
+  ASSERT_EQ(std::system(record.c_str()), 0) << slurp(scratch.path() / "uftrace.err");
+  const std::string list = std::string(UFTRACE) + " report -f call -d " + data.string() + " >" +
+                           report.string() + " 2>&1";
+  ASSERT_EQ(std::system(list.c_str()), 0) << slurp(report);
+  const Json stats = Json::parse(slurp(run_program(scratch) / "stats.json"));
+  std::size_t compared = 0;
+  for (const std::string& line : lines_of(slurp(report))) {
+    // "        1401  _GLOBAL__N_1::leaf": a count, then the name (after the two header lines).
+    const std::size_t first = line.find_first_not_of(' ');
+    if (first == std::string::npos || !std::isdigit(static_cast<unsigned char>(line[first]))) {
+      continue;
+    }
+    const std::size_t gap = line.find("  ", first);
+    const std::uint64_t calls = std::stoull(line.substr(first, gap - first));
+    std::string name = line.substr(line.find_first_not_of(' ', gap));
+    // uftrace names the anonymous namespace by its mangled name.
+    if (const std::size_t anonymous = name.find("_GLOBAL__N_1"); anonymous != std::string::npos) {
+      name.replace(anonymous, 12, "(anonymous namespace)");
+    }
+    EXPECT_EQ(calls_of(stats, name), calls) << name;
+    ++compared;
+  }
+  EXPECT_GE(compared, 14u) << slurp(report);
+#endif
 }
 
 // The folded stacks of the trace: every slice closed where it belongs, the exception's frames
