@@ -84,6 +84,9 @@ __cyg_profile_func_enter(void* function, void*) {
   if (__builtin_expect(hotscope::locks::detail::tls_locks.quiet != 0, 0)) {
     return; // the profiler's own thread, or its code on this one
   }
+  if (hotscope::instrument::filtered(call.entry)) {
+    return;
+  }
   call.ring = hotscope::detail::open_slice(call.entry, hotscope::detail::stack_pointer(),
                                            HOTSCOPE_RECORD_FUNCTION_BEGIN);
 }

@@ -36,8 +36,25 @@ void Aggregator::Stats::merge(const Stats& other) {
   cpu_total += other.cpu_total;
 }
 
-Aggregator::Aggregator(std::size_t window_bytes, Resolver resolver, const SlowCallSettings& slow)
-    : resolver_(std::move(resolver)), window_(window_bytes), slow_(slow) {}
+Aggregator::Aggregator(std::size_t window_bytes, Resolver resolver, const SlowCallSettings& slow,
+                       FunctionFilter filter)
+    : resolver_(std::move(resolver)), window_(window_bytes), slow_(slow),
+      filter_(std::move(filter)) {}
+
+void Aggregator::maybe_filter(std::uint32_t location, std::uint64_t entry) {
+  if (filter_.min_ticks == 0 || !filter_.apply) {
+    return;
+  }
+  const Stats& figures = stats_[location];
+  if (figures.calls < filter_.after_calls || figures.max >= filter_.min_ticks ||
+      filtered_locations_.count(location) != 0) {
+    return;
+  }
+  if (filter_.apply(entry)) {
+    filtered_locations_.insert(location);
+    filtered_.emplace_back(location, entry);
+  }
+}
 
 std::uint32_t Aggregator::add_thread(std::int64_t os_tid, std::string name) {
   const std::uint32_t index = next_thread_++;
@@ -274,6 +291,9 @@ void Aggregator::consume_record(std::uint32_t thread_index, ThreadState& thread,
     const std::uint32_t location =
         intern_location(record.ref, record.kind == HOTSCOPE_RECORD_FUNCTION_END);
     end(thread, location, record.ticks);
+    if (record.kind == HOTSCOPE_RECORD_FUNCTION_END) {
+      maybe_filter(location, record.ref);
+    }
     window_.push({record.ticks, thread_index, *row.event, location, 0});
     slow_.end(thread.slow, record.ticks, slow_figures(thread_index, thread));
     break;

@@ -45,8 +45,9 @@ const Json* function_named(const Json& stats, const std::string& name) {
 
 TEST(Instrument, EveryFunctionCalledIsCountedAndNamed) {
   const hotscope::testing::ScratchDir scratch("instrument-counts");
-  const fs::path out = run_program(scratch);
+  const fs::path out = run_program(scratch, "HOTSCOPE_MIN_NS=0");
   const Json stats = Json::parse(slurp(out / "stats.json"));
+  EXPECT_TRUE(stats.at("filtered_functions").empty());
   const std::map<std::string, std::uint64_t> expected{{"main", 1},
                                                       {"(anonymous namespace)::leaf", 1401},
                                                       {"(anonymous namespace)::countdown", 11},
@@ -92,7 +93,7 @@ TEST(Instrument, CountsAsUftrace) {
   const std::string list = std::string(UFTRACE) + " report -f call -d " + data.string() + " >" +
                            report.string() + " 2>&1";
   ASSERT_EQ(std::system(list.c_str()), 0) << slurp(report);
-  const Json stats = Json::parse(slurp(run_program(scratch) / "stats.json"));
+  const Json stats = Json::parse(slurp(run_program(scratch, "HOTSCOPE_MIN_NS=0") / "stats.json"));
   std::size_t compared = 0;
   for (const std::string& line : lines_of(slurp(report))) {
     // "        1401  _GLOBAL__N_1::leaf": a count, then the name (after the two header lines).
@@ -114,11 +115,32 @@ TEST(Instrument, CountsAsUftrace) {
 #endif
 }
 
+// leaf's first 1000 calls are all shorter than 100 ms: its later ones are counted, not recorded,
+// and the report lists it. No other function is called 1000 times.
+TEST(Instrument, FunctionsWhoseCallsAreAllShortAreFiltered) {
+  const hotscope::testing::ScratchDir scratch("instrument-filter");
+  const fs::path out = run_program(scratch, "HOTSCOPE_MIN_NS=100000000 PAUSE_MS=500");
+  const Json stats = Json::parse(slurp(out / "stats.json"));
+  const Json& filtered = stats.at("filtered_functions");
+  ASSERT_EQ(filtered.size(), 1u) << filtered.dump(1);
+  EXPECT_EQ(filtered[0].at("name"), "(anonymous namespace)::leaf");
+  const auto recorded = filtered[0].at("recorded_calls").get<std::uint64_t>();
+  const auto skipped = filtered[0].at("skipped_calls").get<std::uint64_t>();
+  EXPECT_GE(recorded, 1000u) << "filtered only once the collector saw 1000 calls";
+  EXPECT_GT(skipped, 0u) << "the worker threads' calls come after the collector's pass (PAUSE_MS)";
+  EXPECT_EQ(recorded + skipped, 1401u);
+  EXPECT_EQ(calls_of(stats, "(anonymous namespace)::leaf"), recorded);
+  EXPECT_EQ(calls_of(stats, "(anonymous namespace)::countdown"), 11u) << "not filtered";
+  const std::string report = slurp(out / "report.txt");
+  EXPECT_NE(report.find("Filtered functions"), std::string::npos) << report;
+  EXPECT_NE(report.find("(anonymous namespace)::leaf"), std::string::npos) << report;
+}
+
 // The folded stacks of the trace: every slice closed where it belongs, the exception's frames
 // too, and the macro scope inside the instrumented function that opened it.
 TEST(Instrument, ExceptionsRecursionAndMacrosNestInOneTree) {
   const hotscope::testing::ScratchDir scratch("instrument-tree");
-  const fs::path out = run_program(scratch);
+  const fs::path out = run_program(scratch, "HOTSCOPE_MIN_NS=0");
   std::map<std::string, std::uint64_t> stacks;
   for (const std::string& line : lines_of(slurp(out / "trace.folded"))) {
     const std::size_t space = line.rfind(' ');

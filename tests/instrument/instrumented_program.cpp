@@ -6,6 +6,7 @@
 
 #include <hotscope/hotscope.hpp>
 
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <stdexcept>
@@ -75,6 +76,10 @@ struct Early {
 int main() {
   for (int i = 0; i < 1000; ++i) {
     leaf(i);
+  }
+  // The filter's test lets the collector see these calls before the threads call leaf again.
+  if (const char* pause = std::getenv("PAUSE_MS")) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(std::atoi(pause)));
   }
   countdown(10);
   catcher();
