@@ -81,7 +81,8 @@ TEST(Instrument, EveryFunctionCalledIsCountedAndNamed) {
 // CMakeLists.txt): every function it counts, hotscope counts as often.
 TEST(Instrument, CountsAsUftrace) {
 #ifndef UFTRACE
-  GTEST_SKIP() << "uftrace is not installed (scripts/packages.txt installs it)";
+  GTEST_SKIP() << "uftrace is not installed (scripts/packages.txt installs it), or this is a "
+                  "sanitizer build";
 #else
   const hotscope::testing::ScratchDir scratch("instrument-uftrace");
   const fs::path data = scratch.path() / "uftrace.data";
