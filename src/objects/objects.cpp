@@ -214,6 +214,12 @@ FunctionName function_at(std::uint64_t entry) {
     found.name = name_from_dynamic_symbols(entry, code_mappings());
   }
   found.name = names::short_function_name(found.name);
+  // "handle_get[abi:cxx11]": the ABI tag of a function returning std::string, which the macros'
+  // names (__PRETTY_FUNCTION__) do not carry.
+  for (std::size_t tag = found.name.find("[abi:"); tag != std::string::npos;
+       tag = found.name.find("[abi:", tag)) {
+    found.name.erase(tag, found.name.find(']', tag) + 1 - tag);
+  }
   return found;
 }
 

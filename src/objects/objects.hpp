@@ -52,7 +52,8 @@ std::string name_from_dynamic_symbols(std::uint64_t address,
                                       const std::vector<CodeMapping>& mappings);
 
 // A function named by its entry address (an instrumented function's, docs/instrument.md): its
-// qualified name without parameters (names::short_function_name of the demangled symbol), and
+// qualified name without parameters and ABI tags (names::short_function_name of the demangled
+// symbol), and
 // the file and line of its entry where debug information gives them. Through the symbolizer
 // module, else the dynamic symbol (no file), else as name_from_dynamic_symbols.
 struct FunctionName {

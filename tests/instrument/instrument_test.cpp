@@ -59,7 +59,8 @@ TEST(Instrument, EveryFunctionCalledIsCountedAndNamed) {
                                                       {"library::twice", 5},
                                                       {"(anonymous namespace)::with_macro", 1},
                                                       {"(anonymous namespace)::before_main", 1},
-                                                      {"macro_block", 1}};
+                                                      {"macro_block", 1},
+                                                      {"(anonymous namespace)::label", 1}};
   for (const auto& [name, calls] : expected) {
     EXPECT_EQ(calls_of(stats, name), calls) << name << "\n" << stats.at("functions").dump(1);
   }

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <stdexcept>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -56,6 +57,11 @@ __attribute__((noinline)) void worker() {
   }
 }
 
+// Its symbol carries the ABI tag [abi:cxx11]; its name does not.
+__attribute__((noinline)) std::string label(int length) {
+  return std::string(static_cast<std::size_t>(length), 'x');
+}
+
 __attribute__((noinline)) void with_macro() {
   HOTSCOPE_SCOPE("macro_block");
   leaf(1);
@@ -72,7 +78,7 @@ struct Early {
 } // namespace
 
 // Calls: leaf 1000 + 4 * 100 + 1 = 1401, countdown 11, thrower, middle, after_catch, catcher 1,
-// worker 4, library::twice 5, with_macro 1, before_main 1.
+// worker 4, library::twice 5, with_macro 1, before_main 1, label 1.
 int main() {
   for (int i = 0; i < 1000; ++i) {
     leaf(i);
@@ -94,5 +100,6 @@ int main() {
     sink = sink + library::twice(i);
   }
   with_macro();
+  sink = sink + static_cast<int>(label(3).size());
   return 0;
 }
