@@ -223,8 +223,8 @@ void write_filtered(const std::vector<FilteredFunction>& filtered, std::ostream&
   if (filtered.empty()) {
     return;
   }
-  out << "\nFiltered functions (instrumented; every recorded call shorter than HOTSCOPE_MIN_NS, "
-         "later calls counted, not recorded)\n";
+  out << "\nFiltered functions (instrumented; their first 1000 calls were all shorter than "
+         "HOTSCOPE_MIN_NS: later calls are counted, not recorded; Max = longest recorded call)\n";
   Rows rows{{"Function", "Recorded", "Skipped", "Max"}};
   for (const FilteredFunction& function : filtered) {
     rows.push_back({shorten(function.name), text::cat(function.recorded_calls),
