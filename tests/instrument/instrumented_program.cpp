@@ -6,6 +6,7 @@
 
 #include <hotscope/hotscope.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -16,14 +17,15 @@
 
 namespace {
 
-volatile int sink = 0;
+// Written by every thread: the calls have an effect the compiler keeps.
+std::atomic<int> sink{0};
 
 __attribute__((noinline)) void leaf(int value) {
-  sink = sink + value;
+  sink.fetch_add(value, std::memory_order_relaxed);
 }
 
 __attribute__((noinline)) int countdown(int depth) {
-  sink = sink + 1;
+  sink.fetch_add(1, std::memory_order_relaxed);
   return depth == 0 ? 0 : 1 + countdown(depth - 1);
 }
 
@@ -31,16 +33,16 @@ __attribute__((noinline)) void thrower(int value) {
   if (value >= 0) {
     throw std::runtime_error("thrown through instrumented frames");
   }
-  sink = sink + value;
+  sink.fetch_add(value, std::memory_order_relaxed);
 }
 
 __attribute__((noinline)) void middle(int value) {
   thrower(value);
-  sink = sink + 1;
+  sink.fetch_add(1, std::memory_order_relaxed);
 }
 
 __attribute__((noinline)) void after_catch() {
-  sink = sink + 2;
+  sink.fetch_add(2, std::memory_order_relaxed);
 }
 
 __attribute__((noinline)) void catcher() {
@@ -68,7 +70,7 @@ __attribute__((noinline)) void with_macro() {
 }
 
 __attribute__((noinline)) void before_main() {
-  sink = sink + 3;
+  sink.fetch_add(3, std::memory_order_relaxed);
 }
 
 struct Early {
@@ -97,9 +99,9 @@ int main() {
     thread.join();
   }
   for (int i = 0; i < 5; ++i) {
-    sink = sink + library::twice(i);
+    sink.fetch_add(library::twice(i), std::memory_order_relaxed);
   }
   with_macro();
-  sink = sink + static_cast<int>(label(3).size());
+  sink.fetch_add(static_cast<int>(label(3).size()), std::memory_order_relaxed);
   return 0;
 }
