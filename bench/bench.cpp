@@ -2,6 +2,7 @@
 // of operations with steady_clock (manual time) and the per-operation cost is reported as the
 // counter ns_per_op, so cases compare as ratios within one run. See docs/performance.md.
 #include "clock/clock.hpp"
+#include "instrument/instrument.hpp"
 #include "locks/locks.hpp"
 #include "trace/trace.hpp"
 #include "workload.hpp"
@@ -141,6 +142,44 @@ void hotscope_scope(benchmark::State& state) {
   check_nothing_dropped(state);
 }
 BENCHMARK(hotscope_scope)->UseManualTime()->Threads(1)->Threads(2);
+
+// An instrumented function's call (docs/instrument.md): the compiler's entry and exit hooks, as
+// -finstrument-functions calls them, against a macro scope. Run with HOTSCOPE_MIN_NS=0, or the
+// collector filters this function (its calls are short) and the row reports it.
+extern "C" void __cyg_profile_func_enter(void* function, void* call_site);
+extern "C" void __cyg_profile_func_exit(void* function, void* call_site);
+
+void instrumented_call(benchmark::State& state) {
+  if (!prepare_ring(state)) {
+    return;
+  }
+  void* const function = reinterpret_cast<void*>(&instrumented_call);
+  run_batches(state, kPairsPerBatch, [function] {
+    for (std::int64_t i = 0; i < kPairsPerBatch; ++i) {
+      __cyg_profile_func_enter(function, nullptr);
+      __cyg_profile_func_exit(function, nullptr);
+    }
+  });
+  check_nothing_dropped(state);
+  if (hotscope::instrument::skipped_calls(reinterpret_cast<std::uintptr_t>(function)) != 0) {
+    state.SkipWithError("the function was filtered: run with HOTSCOPE_MIN_NS=0");
+  }
+}
+BENCHMARK(instrumented_call)->UseManualTime()->Threads(1);
+
+// A filtered function's call: the hooks find it in the filter's table and record nothing.
+void instrumented_call_filtered(benchmark::State& state) {
+  void (*const self)(benchmark::State&) = &instrumented_call_filtered;
+  void* const function = reinterpret_cast<void*>(self);
+  hotscope::instrument::filter(reinterpret_cast<std::uintptr_t>(function));
+  run_batches(state, kPairsPerBatch, [function] {
+    for (std::int64_t i = 0; i < kPairsPerBatch; ++i) {
+      __cyg_profile_func_enter(function, nullptr);
+      __cyg_profile_func_exit(function, nullptr);
+    }
+  });
+}
+BENCHMARK(instrumented_call_filtered)->UseManualTime()->Threads(1);
 
 // What the heap hooks add per allocated block for memory per function: one ALLOCATION record
 // into the thread's existing ring (no clock read), from inside an open scope as in real use.

@@ -34,7 +34,7 @@ configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/hotscopeConfig.cmake.i
 write_basic_package_version_file(${PROJECT_BINARY_DIR}/hotscopeConfigVersion.cmake
   COMPATIBILITY SameMajorVersion)
 install(FILES ${PROJECT_BINARY_DIR}/hotscopeConfig.cmake ${PROJECT_BINARY_DIR}/hotscopeConfigVersion.cmake
-  DESTINATION ${HOTSCOPE_INSTALL_CMAKEDIR})
+  ${PROJECT_SOURCE_DIR}/cmake/hotscopeInstrument.cmake DESTINATION ${HOTSCOPE_INSTALL_CMAKEDIR})
 
 # pkg-config: paths relative to the .pc file, so `cmake --install --prefix` anywhere works.
 if(IS_ABSOLUTE "${CMAKE_INSTALL_LIBDIR}")

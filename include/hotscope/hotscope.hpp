@@ -69,6 +69,10 @@ template <typename Name> struct LiteralQueueName {
 namespace hotscope {
 namespace detail {
 
+// The record writers are never instrumented themselves (docs/instrument.md): a compiler's entry
+// hook in them would write its record between their read of the ring's head and their write.
+#define HOTSCOPE_NOT_INSTRUMENTED __attribute__((no_instrument_function))
+
 // One thread's single-producer ring. The producer (the measured thread) owns `head`,
 // `cached_tail` and `reserved_ends`; the collector owns `tail`. Nothing here is ever locked.
 struct Ring {
@@ -99,7 +103,7 @@ Ring* register_thread() noexcept;
 void message_copy(std::string_view text) noexcept;
 void set_thread_name(std::string_view name) noexcept;
 
-inline std::uint64_t now() noexcept {
+HOTSCOPE_NOT_INSTRUMENTED inline std::uint64_t now() noexcept {
 #if defined(__x86_64__)
   if (__builtin_expect(clock_is_tsc, 1)) {
     return __rdtsc();
@@ -108,7 +112,7 @@ inline std::uint64_t now() noexcept {
   return fallback_ticks();
 }
 
-inline Ring* current_ring() noexcept {
+HOTSCOPE_NOT_INSTRUMENTED inline Ring* current_ring() noexcept {
   Ring* ring = tls_ring;
   if (__builtin_expect(ring == nullptr, 0)) {
     ring = register_thread();
@@ -121,7 +125,8 @@ inline Ring* current_ring() noexcept {
 bool has_room_slow(Ring* ring, std::uint64_t head, std::uint64_t needed) noexcept;
 
 // True when `needed` more records fit beside the slots reserved for pending ENDs.
-inline bool has_room(Ring* ring, std::uint64_t head, std::uint64_t needed) noexcept {
+HOTSCOPE_NOT_INSTRUMENTED inline bool has_room(Ring* ring, std::uint64_t head,
+                                               std::uint64_t needed) noexcept {
   if (__builtin_expect(head - ring->cached_tail + ring->reserved_ends + needed <= ring->fast_limit,
                        1)) {
     return true;
@@ -130,13 +135,14 @@ inline bool has_room(Ring* ring, std::uint64_t head, std::uint64_t needed) noexc
 }
 
 // Only the owning thread writes `dropped`, so a relaxed load+store is an exact count.
-inline void count_dropped(Ring* ring, std::uint64_t records) noexcept {
+HOTSCOPE_NOT_INSTRUMENTED inline void count_dropped(Ring* ring, std::uint64_t records) noexcept {
   ring->dropped.store(ring->dropped.load(std::memory_order_relaxed) + records,
                       std::memory_order_relaxed);
 }
 
-inline void put(Ring* ring, std::uint64_t head, std::uint64_t ticks, std::uint64_t ref,
-                std::uint64_t value, std::uint32_t kind) noexcept {
+HOTSCOPE_NOT_INSTRUMENTED inline void put(Ring* ring, std::uint64_t head, std::uint64_t ticks,
+                                          std::uint64_t ref, std::uint64_t value,
+                                          std::uint32_t kind) noexcept {
   hotscope_record& record = ring->slots[head & (ring->capacity - 1)];
   record.ticks = ticks;
   record.ref = ref;
@@ -148,7 +154,8 @@ inline void put(Ring* ring, std::uint64_t head, std::uint64_t ticks, std::uint64
 
 // Opens a slice on this thread (a scope's BEGIN, a task's RESUME) only if the record that closes
 // it fits too, and holds that slot. Returns the ring, or nullptr when the record was dropped.
-inline Ring* open_slice(std::uint64_t ref, std::uint64_t value, std::uint32_t kind) noexcept {
+HOTSCOPE_NOT_INSTRUMENTED inline Ring* open_slice(std::uint64_t ref, std::uint64_t value,
+                                                  std::uint32_t kind) noexcept {
   Ring* ring = current_ring();
   const std::uint64_t head = ring->head.load(std::memory_order_relaxed);
   if (__builtin_expect(!has_room(ring, head, 2), 0)) {
@@ -161,8 +168,8 @@ inline Ring* open_slice(std::uint64_t ref, std::uint64_t value, std::uint32_t ki
 }
 
 // Closes what open_slice opened, on the same thread, into the slot it held.
-inline void close_slice(Ring* ring, std::uint64_t ref, std::uint64_t value,
-                        std::uint32_t kind) noexcept {
+HOTSCOPE_NOT_INSTRUMENTED inline void
+close_slice(Ring* ring, std::uint64_t ref, std::uint64_t value, std::uint32_t kind) noexcept {
   const std::uint64_t ticks = now();
   --ring->reserved_ends;
   put(ring, ring->head.load(std::memory_order_relaxed), ticks, ref, value, kind);
@@ -171,7 +178,7 @@ inline void close_slice(Ring* ring, std::uint64_t ref, std::uint64_t value,
 // The calling function's stack pointer, which places a scope among the native frames of a CPU
 // sample (docs/cpu.md). One register move; always inlined, so that even unoptimized, it is the
 // stack pointer of the function that opens the scope.
-[[gnu::always_inline]] inline std::uint64_t stack_pointer() noexcept {
+[[gnu::always_inline]] HOTSCOPE_NOT_INSTRUMENTED inline std::uint64_t stack_pointer() noexcept {
 #if defined(__x86_64__)
   std::uint64_t sp;
   asm("mov %%rsp, %0" : "=r"(sp));
@@ -183,18 +190,20 @@ inline void close_slice(Ring* ring, std::uint64_t ref, std::uint64_t value,
 
 // Returns the ring the BEGIN went into, or nullptr when it was dropped. `stack_address`: the
 // stack pointer of the function that opens the scope.
-inline Ring* begin_scope(const hotscope_source_location* location,
-                         std::uint64_t stack_address) noexcept {
+HOTSCOPE_NOT_INSTRUMENTED inline Ring* begin_scope(const hotscope_source_location* location,
+                                                   std::uint64_t stack_address) noexcept {
   return open_slice(reinterpret_cast<std::uintptr_t>(location), stack_address,
                     HOTSCOPE_RECORD_BEGIN);
 }
 
-inline void end_scope(Ring* ring, const hotscope_source_location* location) noexcept {
+HOTSCOPE_NOT_INSTRUMENTED inline void end_scope(Ring* ring,
+                                                const hotscope_source_location* location) noexcept {
   close_slice(ring, reinterpret_cast<std::uintptr_t>(location), 0, HOTSCOPE_RECORD_END);
 }
 
-inline void write_single_at(std::uint64_t ticks, std::uint64_t ref, std::uint64_t value,
-                            std::uint32_t kind) noexcept {
+HOTSCOPE_NOT_INSTRUMENTED inline void write_single_at(std::uint64_t ticks, std::uint64_t ref,
+                                                      std::uint64_t value,
+                                                      std::uint32_t kind) noexcept {
   Ring* ring = current_ring();
   const std::uint64_t head = ring->head.load(std::memory_order_relaxed);
   if (__builtin_expect(!has_room(ring, head, 1), 0)) {
@@ -204,7 +213,8 @@ inline void write_single_at(std::uint64_t ticks, std::uint64_t ref, std::uint64_
   put(ring, head, ticks, ref, value, kind);
 }
 
-inline void write_single(std::uint64_t ref, std::uint64_t value, std::uint32_t kind) noexcept {
+HOTSCOPE_NOT_INSTRUMENTED inline void write_single(std::uint64_t ref, std::uint64_t value,
+                                                   std::uint32_t kind) noexcept {
   write_single_at(now(), ref, value, kind);
 }
 
@@ -220,7 +230,7 @@ void write_stack(const std::uint64_t* frames, std::uint32_t count) noexcept;
 // ring (no record yet, or past its exit handler) has no open scope to attribute to, and its
 // allocation is not recorded. It respects the slots reserved for pending ENDs like any record,
 // and a full ring counts it as dropped. The record carries no timestamp (ticks = 0).
-inline void record_allocation(std::size_t bytes) noexcept {
+HOTSCOPE_NOT_INSTRUMENTED inline void record_allocation(std::size_t bytes) noexcept {
   Ring* ring = tls_ring;
   if (ring == nullptr) {
     return;
@@ -236,9 +246,10 @@ inline void record_allocation(std::size_t bytes) noexcept {
 class Scope {
 public:
   // Always inlined: stack_pointer() is then the enclosing function's.
-  [[gnu::always_inline]] explicit Scope(const hotscope_source_location* location) noexcept
+  [[gnu::always_inline]] HOTSCOPE_NOT_INSTRUMENTED explicit Scope(
+      const hotscope_source_location* location) noexcept
       : location_(location), ring_(begin_scope(location, stack_pointer())) {}
-  ~Scope() {
+  HOTSCOPE_NOT_INSTRUMENTED ~Scope() {
     if (ring_ != nullptr) {
       end_scope(ring_, location_);
     } else {
@@ -255,41 +266,44 @@ private:
 
 // `is_literal` comes from __builtin_constant_p at the call site: string literals are kept by
 // address, anything else is copied into the ring.
-inline void message(bool is_literal, const char* text) noexcept {
+HOTSCOPE_NOT_INSTRUMENTED inline void message(bool is_literal, const char* text) noexcept {
   if (is_literal && text != nullptr) {
     write_single(reinterpret_cast<std::uintptr_t>(text), 0, HOTSCOPE_RECORD_MESSAGE_STATIC);
   } else {
     message_copy(text != nullptr ? std::string_view(text) : std::string_view("(null)"));
   }
 }
-inline void message(bool, std::string_view text) noexcept {
+HOTSCOPE_NOT_INSTRUMENTED inline void message(bool, std::string_view text) noexcept {
   message_copy(text);
 }
 
-inline void counter(const hotscope_source_location* location, std::int64_t value) noexcept {
+HOTSCOPE_NOT_INSTRUMENTED inline void counter(const hotscope_source_location* location,
+                                              std::int64_t value) noexcept {
   write_single(reinterpret_cast<std::uintptr_t>(location), static_cast<std::uint64_t>(value),
                HOTSCOPE_RECORD_COUNTER);
 }
 
 // A queue item's id: any integer, or a pointer's address.
-inline std::uint64_t queue_item(const volatile void* item) noexcept {
+HOTSCOPE_NOT_INSTRUMENTED inline std::uint64_t queue_item(const volatile void* item) noexcept {
   return reinterpret_cast<std::uintptr_t>(item);
 }
 template <typename T,
           typename = std::enable_if_t<std::is_integral_v<T> || std::is_enum_v<T>, std::uint64_t>>
-inline std::uint64_t queue_item(T item) noexcept {
+HOTSCOPE_NOT_INSTRUMENTED inline std::uint64_t queue_item(T item) noexcept {
   return static_cast<std::uint64_t>(item);
 }
 
 // Queue records are single records, like counters: a push or a pop costs what a counter does.
-inline void queue_event(const hotscope_source_location* queue, std::uint64_t value,
-                        std::uint32_t kind) noexcept {
+HOTSCOPE_NOT_INSTRUMENTED inline void queue_event(const hotscope_source_location* queue,
+                                                  std::uint64_t value,
+                                                  std::uint32_t kind) noexcept {
   write_single(reinterpret_cast<std::uintptr_t>(queue), value, kind);
 }
 
 // The name when `Name` is a literal's (`is_literal_name`), else nullptr: LiteralQueueName has
 // already said why it does not compile, and no second error follows.
-template <typename Name> constexpr const char* literal_name(const Name& name) noexcept {
+template <typename Name>
+HOTSCOPE_NOT_INSTRUMENTED constexpr const char* literal_name(const Name& name) noexcept {
   if constexpr (is_literal_name<const Name&>::value) {
     return name;
   } else {
@@ -303,19 +317,21 @@ const hotscope_source_location* queue_location(std::string_view name) noexcept;
 
 // Tasks (hotscope/task.hpp, hotscope/asio_handler_tracking.hpp). A task's records name it by
 // its location and carry its id; its running slices open and close like scopes.
-inline std::uint64_t new_task_id() noexcept {
+HOTSCOPE_NOT_INSTRUMENTED inline std::uint64_t new_task_id() noexcept {
   return ++current_ring()->task_ids;
 }
-inline void task_event(const hotscope_source_location* task, std::uint64_t id, std::uint32_t kind,
-                       std::uint64_t ticks) noexcept {
+HOTSCOPE_NOT_INSTRUMENTED inline void task_event(const hotscope_source_location* task,
+                                                 std::uint64_t id, std::uint32_t kind,
+                                                 std::uint64_t ticks) noexcept {
   write_single_at(ticks, reinterpret_cast<std::uintptr_t>(task), id, kind);
 }
-inline Ring* task_resume(const hotscope_source_location* task, std::uint64_t id) noexcept {
+HOTSCOPE_NOT_INSTRUMENTED inline Ring* task_resume(const hotscope_source_location* task,
+                                                   std::uint64_t id) noexcept {
   return open_slice(reinterpret_cast<std::uintptr_t>(task), id, HOTSCOPE_RECORD_TASK_RESUME);
 }
 // `kind`: HOTSCOPE_RECORD_TASK_SUSPEND or _COMPLETE. `ring` is task_resume's, on this thread.
-inline void task_close(Ring* ring, const hotscope_source_location* task, std::uint64_t id,
-                       std::uint32_t kind) noexcept {
+HOTSCOPE_NOT_INSTRUMENTED inline void task_close(Ring* ring, const hotscope_source_location* task,
+                                                 std::uint64_t id, std::uint32_t kind) noexcept {
   if (ring == nullptr) {
     count_dropped(tls_ring, 1); // the close of a dropped resume is dropped too
     return;
@@ -331,15 +347,16 @@ inline void task_close(Ring* ring, const hotscope_source_location* task, std::ui
 // whichever way they are named. Keep the object rather than constructing one per operation.
 class Queue {
 public:
-  explicit Queue(std::string_view name) noexcept : location_(detail::queue_location(name)) {}
+  HOTSCOPE_NOT_INSTRUMENTED explicit Queue(std::string_view name) noexcept
+      : location_(detail::queue_location(name)) {}
 
-  template <typename Item> void push(Item item) const noexcept {
+  template <typename Item> HOTSCOPE_NOT_INSTRUMENTED void push(Item item) const noexcept {
     detail::queue_event(location_, detail::queue_item(item), HOTSCOPE_RECORD_QUEUE_PUSH);
   }
-  template <typename Item> void pop(Item item) const noexcept {
+  template <typename Item> HOTSCOPE_NOT_INSTRUMENTED void pop(Item item) const noexcept {
     detail::queue_event(location_, detail::queue_item(item), HOTSCOPE_RECORD_QUEUE_POP);
   }
-  void set_capacity(std::uint64_t capacity) const noexcept {
+  HOTSCOPE_NOT_INSTRUMENTED void set_capacity(std::uint64_t capacity) const noexcept {
     detail::queue_event(location_, capacity, HOTSCOPE_RECORD_QUEUE_CAPACITY);
   }
 

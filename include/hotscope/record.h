@@ -51,11 +51,15 @@ enum hotscope_record_kind {
   HOTSCOPE_RECORD_LOCK_TRY_FAIL = 24, /* a try-lock failed, or a timed wait gave up (ends it) */
   HOTSCOPE_RECORD_LOCK_HOLDER = 25,   /* ref: the OS thread id the lock names as its holder when
                                          the wait before it began (0: unknown); value: the lock */
-  HOTSCOPE_RECORD_LOCK_ORDER = 26 /* ref: the address of a lock the thread holds; value: the lock
-                                     it acquires while holding it */
+  HOTSCOPE_RECORD_LOCK_ORDER = 26, /* ref: the address of a lock the thread holds; value: the lock
+                                      it acquires while holding it */
+  /* Whole-program instrumentation (docs/instrument.md): a compiler-inserted hook's scope, named by
+   * the function's code address, not by a location. */
+  HOTSCOPE_RECORD_FUNCTION_BEGIN = 27, /* ref: the function's entry address; value: as BEGIN's */
+  HOTSCOPE_RECORD_FUNCTION_END = 28    /* ref: the function's entry address; closes as END does */
 };
 /* The highest kind: a new kind takes the next value and raises this. */
-#define HOTSCOPE_RECORD_KIND_LAST 26u
+#define HOTSCOPE_RECORD_KIND_LAST 28u
 
 /* Longest inline text (runtime messages, thread names); longer text is cut. */
 #define HOTSCOPE_INLINE_TEXT_MAX 128u

@@ -129,6 +129,8 @@ Parsed parse(const Getenv& getenv) {
   read_number(getenv, "HOTSCOPE_SLOWEST_MIB", 1, 4096, "a size in MiB", false, slowest_mib,
               parsed.errors);
   config.slowest_bytes = slowest_mib << 20;
+  read_number(getenv, "HOTSCOPE_MIN_NS", 0, 1'000'000'000, "a duration in nanoseconds", false,
+              config.min_ns, parsed.errors);
   read_locks(getenv, config.locks, parsed.errors);
   read_agent(getenv, config, parsed.errors);
   read_on_crash(getenv, config.report_on_crash, parsed.errors);

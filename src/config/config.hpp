@@ -26,8 +26,9 @@ struct Config {
   unsigned cpu_hz = 0;                         // HOTSCOPE_CPU_HZ: CPU samples per second, 0 off
   unsigned slowest = 4;                        // HOTSCOPE_SLOWEST: calls kept per function, 0 off
   std::size_t slowest_bytes = 16u << 20;       // HOTSCOPE_SLOWEST_MIB: their budget (docs/slow.md)
-  locks::Mode locks = locks::Mode::Off;        // HOTSCOPE_LOCKS=0|1|hold (docs/locks.md)
-  bool agent = true;                           // HOTSCOPE_AGENT=0 turns the live agent off
+  std::uint64_t min_ns = 200; // HOTSCOPE_MIN_NS: instrumented functions' filter (instrument.md)
+  locks::Mode locks = locks::Mode::Off; // HOTSCOPE_LOCKS=0|1|hold (docs/locks.md)
+  bool agent = true;                    // HOTSCOPE_AGENT=0 turns the live agent off
   // HOTSCOPE_RUNTIME_DIR, else $XDG_RUNTIME_DIR/hotscope, else /tmp/hotscope-<uid>
   std::string runtime_dir;
   // HOTSCOPE_AGENT_TCP=HOST:PORT (a numeric address, IPv6 in brackets): a TCP listener serving

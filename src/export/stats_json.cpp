@@ -380,6 +380,18 @@ void write_stats(std::string& out, int indent, const Snapshot& snapshot, StatsLa
   } else {
     write_function_columns(json, snapshot.functions);
   }
+  json.key("filtered_functions").begin_array();
+  for (const FilteredFunction& function : snapshot.filtered_functions) {
+    json.begin_object()
+        .member("name", function.name)
+        .member("file", function.file)
+        .member("line", function.line)
+        .member("recorded_calls", function.recorded_calls)
+        .member("skipped_calls", function.skipped_calls)
+        .member("max_ns", function.max_ns)
+        .end_object();
+  }
+  json.end_array();
   json.key("threads");
   write_threads(json, snapshot, layout);
   json.key("counters");

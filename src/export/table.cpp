@@ -218,6 +218,21 @@ void write_counters(const std::vector<CounterStats>& counters, std::ostream& out
   write_rows(out, rows);
 }
 
+// Instrumented functions no longer recorded (docs/instrument.md, "Cost control").
+void write_filtered(const std::vector<FilteredFunction>& filtered, std::ostream& out) {
+  if (filtered.empty()) {
+    return;
+  }
+  out << "\nFiltered functions (instrumented; their first 1000 calls were all shorter than "
+         "HOTSCOPE_MIN_NS: later calls are counted, not recorded; Max = longest recorded call)\n";
+  Rows rows{{"Function", "Recorded", "Skipped", "Max"}};
+  for (const FilteredFunction& function : filtered) {
+    rows.push_back({shorten(function.name), text::cat(function.recorded_calls),
+                    text::cat(function.skipped_calls), text::cat(function.max_ns, " ns")});
+  }
+  write_rows(out, rows);
+}
+
 // "a, b, c", or "-" for none.
 std::string joined(const std::vector<std::string>& labels) {
   if (labels.empty()) {
@@ -359,6 +374,7 @@ void write_table(const Snapshot& snapshot, std::ostream& out) {
   }
   write_rows(out, function_rows(snapshot.functions, snapshot.functions.size(), snapshot.duration_ns,
                                 with));
+  write_filtered(snapshot.filtered_functions, out);
   write_threads(snapshot, with, out);
   write_counters(snapshot.counters, out);
   write_queues(snapshot, out);

@@ -305,6 +305,7 @@ std::optional<std::string> BatchValidator::State::check_record(std::size_t index
   case RecordRef::None:
   case RecordRef::LockName: // lock kinds never come from a guest (checked before)
   case RecordRef::Number:
+  case RecordRef::Function: // nor do function kinds
     break;
   }
   if (row->payload == RecordPayload::InlineText) {
@@ -505,6 +506,8 @@ void BatchValidator::State::commit() {
     case HOTSCOPE_RECORD_LOCK_TRY_FAIL:
     case HOTSCOPE_RECORD_LOCK_HOLDER:
     case HOTSCOPE_RECORD_LOCK_ORDER:
+    case HOTSCOPE_RECORD_FUNCTION_BEGIN:
+    case HOTSCOPE_RECORD_FUNCTION_END:
       break; // not from a guest: check() rejected them
     }
     i += 1 + record.payload_records;

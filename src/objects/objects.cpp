@@ -196,6 +196,33 @@ std::vector<std::vector<std::string>> native_frame_names(std::span<const std::ui
   return names;
 }
 
+FunctionName function_at(std::uint64_t entry) {
+  FunctionName found;
+  if (const Symbolize symbolize = symbolizer_module()) {
+    symbolize(
+        &entry, 1,
+        [](void* context, std::size_t, const char* function, const char* file, unsigned line) {
+          auto& first = *static_cast<FunctionName*>(context);
+          // The outermost frame is the function itself; the others are inlined into it.
+          if (first.name.empty() && function != nullptr && *function != '\0') {
+            first = {function, file != nullptr ? file : "", line};
+          }
+        },
+        &found);
+  }
+  if (found.name.empty()) {
+    found.name = name_from_dynamic_symbols(entry, code_mappings());
+  }
+  found.name = names::short_function_name(found.name);
+  // "handle_get[abi:cxx11]": the ABI tag of a function returning std::string, which the macros'
+  // names (__PRETTY_FUNCTION__) do not carry.
+  for (std::size_t tag = found.name.find("[abi:"); tag != std::string::npos;
+       tag = found.name.find("[abi:", tag)) {
+    found.name.erase(tag, found.name.find(']', tag) + 1 - tag);
+  }
+  return found;
+}
+
 std::string data_name(std::uint64_t address) {
   Dl_info info{};
   void* entry = nullptr;

@@ -51,6 +51,18 @@ std::vector<std::vector<std::string>> native_frame_names(std::span<const std::ui
 std::string name_from_dynamic_symbols(std::uint64_t address,
                                       const std::vector<CodeMapping>& mappings);
 
+// A function named by its entry address (an instrumented function's, docs/instrument.md): its
+// qualified name without parameters and ABI tags (names::short_function_name of the demangled
+// symbol), and
+// the file and line of its entry where debug information gives them. Through the symbolizer
+// module, else the dynamic symbol (no file), else as name_from_dynamic_symbols.
+struct FunctionName {
+  std::string name;
+  std::string file;
+  std::uint32_t line = 0;
+};
+FunctionName function_at(std::uint64_t entry);
+
 // The name of the static variable holding `address` (a lock in a loaded object's data),
 // demangled: the symbolizer module's (every symbol of the object, file-local ones too), else the
 // dynamic symbol containing it (dladdr); "" when no symbol does, or no object holds the address

@@ -153,7 +153,8 @@ void start_once() {
   trace::start({s.config.ring_records,
                 s.config.trace_window_bytes,
                 s.config.collect_period_ms,
-                {s.config.slowest, s.config.slowest_bytes}});
+                {s.config.slowest, s.config.slowest_bytes},
+                s.config.min_ns});
   if (s.reports_enabled && s.config.report_on_crash) {
     if (const std::string problem = crash::install(s.config.out_dir, crash_heap_figures);
         !problem.empty()) {

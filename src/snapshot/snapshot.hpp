@@ -80,6 +80,17 @@ struct AllocationCounts {
   bool operator==(const AllocationCounts&) const = default;
 };
 
+// An instrumented function no longer recorded (docs/instrument.md, "Cost control"): its first
+// calls were all shorter than HOTSCOPE_MIN_NS.
+struct FilteredFunction {
+  std::string name;
+  std::string file;
+  std::uint32_t line = 0;
+  std::uint64_t recorded_calls = 0; // before it was filtered (in the functions' figures)
+  std::uint64_t skipped_calls = 0;  // since
+  std::uint64_t max_ns = 0;         // the longest recorded call
+};
+
 struct FunctionStats {
   std::string name; // short display name, e.g. "Parser::parse"
   std::string file;
@@ -433,7 +444,8 @@ struct Snapshot {
   ProfilerMemory memory;
 
   std::vector<FunctionStats> functions; // over all threads, sorted by total_ns descending
-  std::vector<ThreadInfo> threads;      // live threads, the newest exited ones, the merged entry
+  std::vector<FilteredFunction> filtered_functions; // in the order they were filtered
+  std::vector<ThreadInfo> threads; // live threads, the newest exited ones, the merged entry
   // Exited threads merged into the "(N ended threads)" entry whose events are still in
   // the trace window: only index, os_tid, name and exited are set, for the trace outputs.
   std::vector<ThreadInfo> trace_threads;

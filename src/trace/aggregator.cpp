@@ -1,5 +1,7 @@
 #include "trace/trace.hpp"
 
+#include "text/text.hpp"
+
 #include <algorithm>
 #include <cstring>
 #include <unordered_set>
@@ -34,8 +36,25 @@ void Aggregator::Stats::merge(const Stats& other) {
   cpu_total += other.cpu_total;
 }
 
-Aggregator::Aggregator(std::size_t window_bytes, Resolver resolver, const SlowCallSettings& slow)
-    : resolver_(std::move(resolver)), window_(window_bytes), slow_(slow) {}
+Aggregator::Aggregator(std::size_t window_bytes, Resolver resolver, const SlowCallSettings& slow,
+                       FunctionFilter filter)
+    : resolver_(std::move(resolver)), window_(window_bytes), slow_(slow),
+      filter_(std::move(filter)) {}
+
+void Aggregator::maybe_filter(std::uint32_t location, std::uint64_t entry) {
+  if (filter_.min_ticks == 0 || !filter_.apply) {
+    return;
+  }
+  const Stats& figures = stats_[location];
+  if (figures.calls < filter_.after_calls || figures.max >= filter_.min_ticks ||
+      filtered_locations_.count(location) != 0) {
+    return;
+  }
+  if (filter_.apply(entry)) {
+    filtered_locations_.insert(location);
+    filtered_.emplace_back(location, entry);
+  }
+}
 
 std::uint32_t Aggregator::add_thread(std::int64_t os_tid, std::string name) {
   const std::uint32_t index = next_thread_++;
@@ -45,15 +64,24 @@ std::uint32_t Aggregator::add_thread(std::int64_t os_tid, std::string name) {
   return index;
 }
 
-std::uint32_t Aggregator::intern_location(std::uint64_t ref) {
-  // Locations are 24-byte structs: the low bits of their addresses say little.
+std::uint32_t Aggregator::intern_location(std::uint64_t ref, bool function) {
+  // Locations are 24-byte structs: the low bits of their addresses say little. A function's code
+  // and a location's static data never share an address, so both share the cache.
   InternedRef& cached = intern_cache_[((ref >> 3) ^ (ref >> 13)) % kInternCacheSlots];
   if (cached.ref == ref && cached.id != UINT32_MAX) {
     return cached.id;
   }
   const auto found = name_ids_.find(ref);
-  const std::uint32_t id =
-      found != name_ids_.end() ? found->second : intern(ref, resolver_.location(ref), 'L');
+  const auto resolve = [&] {
+    if (!function) {
+      return intern(ref, resolver_.location(ref), 'L');
+    }
+    return intern(ref,
+                  resolver_.function ? resolver_.function(ref)
+                                     : LocationText{"0x" + text::hex(ref), "", 0, 0},
+                  'F');
+  };
+  const std::uint32_t id = found != name_ids_.end() ? found->second : resolve();
   cached = {ref, id};
   return id;
 }
@@ -249,16 +277,23 @@ void Aggregator::consume_record(std::uint32_t thread_index, ThreadState& thread,
     push_event({record.ticks, thread_index, *row.event, name, value});
   };
   switch (row.kind) {
-  case HOTSCOPE_RECORD_BEGIN: {
-    const std::uint32_t location = intern_location(record.ref);
+  case HOTSCOPE_RECORD_BEGIN:
+  case HOTSCOPE_RECORD_FUNCTION_BEGIN: {
+    const std::uint32_t location =
+        intern_location(record.ref, record.kind == HOTSCOPE_RECORD_FUNCTION_BEGIN);
     begin(thread, location, record.ticks, record.value);
     window_.push({record.ticks, thread_index, *row.event, location, 0});
     slow_.begin(thread.slow, location, record.ticks, slow_figures(thread_index, thread));
     break;
   }
-  case HOTSCOPE_RECORD_END: {
-    const std::uint32_t location = intern_location(record.ref);
+  case HOTSCOPE_RECORD_END:
+  case HOTSCOPE_RECORD_FUNCTION_END: {
+    const std::uint32_t location =
+        intern_location(record.ref, record.kind == HOTSCOPE_RECORD_FUNCTION_END);
     end(thread, location, record.ticks);
+    if (record.kind == HOTSCOPE_RECORD_FUNCTION_END) {
+      maybe_filter(location, record.ref);
+    }
     window_.push({record.ticks, thread_index, *row.event, location, 0});
     slow_.end(thread.slow, record.ticks, slow_figures(thread_index, thread));
     break;

@@ -2,8 +2,10 @@
 // rings on one thread of its own, and feeds the Aggregator. Measured threads never take a lock
 // here after registration.
 #include "clock/clock.hpp"
+#include "instrument/instrument.hpp"
 #include "locks/locks.hpp"
 #include "names/names.hpp"
+#include "objects/objects.hpp"
 #include "threads/threads.hpp"
 #include "trace/trace.hpp"
 
@@ -128,14 +130,25 @@ Resolver in_process_resolver() {
         }
         return text;
       },
-      [](std::uint64_t ref) { return std::string(reinterpret_cast<const char*>(ref)); }};
+      [](std::uint64_t ref) { return std::string(reinterpret_cast<const char*>(ref)); },
+      [](std::uint64_t address) {
+        objects::FunctionName function = objects::function_at(address);
+        return LocationText{std::move(function.name), std::move(function.file), function.line, 0};
+      }};
+}
+
+// Instrumented functions are filtered in instrument's table (docs/instrument.md).
+FunctionFilter function_filter(std::uint64_t min_ns) {
+  const double ticks_per_ns = clock::info().ticks_per_second / 1e9;
+  return {static_cast<std::uint64_t>(static_cast<double>(min_ns) * ticks_per_ns), 1000,
+          instrument::filter, instrument::skipped_calls};
 }
 
 class Collector {
 public:
   explicit Collector(const Settings& settings)
-      : settings_(settings),
-        aggregator_(settings.window_bytes, in_process_resolver(), settings.slow),
+      : settings_(settings), aggregator_(settings.window_bytes, in_process_resolver(),
+                                         settings.slow, function_filter(settings.function_min_ns)),
         start_ticks_(clock::now_ticks()),
         start_unix_ns_(
             static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(

@@ -23,6 +23,7 @@ enum class RecordRef : std::uint8_t {
   Block,      // a guest heap block's address
   LockName,   // a hotscope_source_location naming a lock, or 0 (the lock is named by its address)
   Number,     // a number the reader never dereferences: a thread id, a lock's address
+  Function,   // a function's entry address, named through its object's symbols
 };
 
 // The payload records that follow the record.
@@ -96,6 +97,9 @@ inline constexpr RecordKind kRows[] = {
     {HOTSCOPE_RECORD_LOCK_TRY_FAIL, "LOCK_TRY_FAIL", R::LockName, P::None, S::None, {}, false},
     {HOTSCOPE_RECORD_LOCK_HOLDER, "LOCK_HOLDER", R::Number, P::None, S::None, {}, false},
     {HOTSCOPE_RECORD_LOCK_ORDER, "LOCK_ORDER", R::Number, P::None, S::None, {}, false},
+    {HOTSCOPE_RECORD_FUNCTION_BEGIN, "FUNCTION_BEGIN", R::Function, P::None, S::Opens, E::Begin,
+     false},
+    {HOTSCOPE_RECORD_FUNCTION_END, "FUNCTION_END", R::Function, P::None, S::Closes, E::End, false},
 };
 } // namespace record_kind_table
 

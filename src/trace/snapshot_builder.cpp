@@ -213,6 +213,15 @@ void Aggregator::capture_functions_and_threads(const Figures& figures, std::uint
     snapshot.allocations += thread.allocations;
   }
   snapshot.functions = figures.functions(stats_, open_in_all);
+  for (const auto& [location, entry] : filtered_) {
+    const LocationText& where = names_[location];
+    const auto found = stats_.find(location); // gone after a reset
+    const Stats* recorded = found != stats_.end() ? &found->second : nullptr;
+    snapshot.filtered_functions.push_back(
+        {where.name, where.file, where.line, recorded != nullptr ? recorded->calls : 0,
+         filter_.skipped ? filter_.skipped(entry) : 0,
+         recorded != nullptr ? figures.convert().duration(recorded->max) : 0});
+  }
   snapshot.records = folded_records_;
   for (const auto& [index, thread] : threads_) {
     if (thread.stats_folded) {

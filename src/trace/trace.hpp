@@ -24,6 +24,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 namespace hotscope::detail {
@@ -40,11 +41,24 @@ struct LocationText {
 };
 
 // Turns a record's `ref` into text: a hotscope_source_location for scopes and counters, a
-// NUL-terminated string for static messages. In-process this reads the program's own static
-// data; a guest's resolver reads guest memory with bounds checks.
+// NUL-terminated string for static messages, a function's entry address for an instrumented
+// function's scope (docs/instrument.md; without `function`, the address in hex). In-process this
+// reads the program's own static data and symbols; a guest's resolver reads guest memory with
+// bounds checks.
 struct Resolver {
   std::function<LocationText(std::uint64_t ref)> location;
   std::function<std::string(std::uint64_t ref)> text;
+  std::function<LocationText(std::uint64_t address)> function = {};
+};
+
+// Instrumented functions whose first `after_calls` calls were all shorter than `min_ticks` are
+// filtered (docs/instrument.md, "Cost control"): `apply` stops their recording (false: it could
+// not), `skipped` counts their calls since. min_ticks 0: none is.
+struct FunctionFilter {
+  std::uint64_t min_ticks = 0;
+  std::uint64_t after_calls = 1000;
+  std::function<bool(std::uint64_t entry)> apply;
+  std::function<std::uint64_t(std::uint64_t entry)> skipped;
 };
 
 // The time base a snapshot converts ticks with.
@@ -97,7 +111,8 @@ protected:
 // Turns records into statistics and a bounded trace. Not thread-safe: the collector owns it.
 class Aggregator {
 public:
-  Aggregator(std::size_t window_bytes, Resolver resolver, const SlowCallSettings& slow = {});
+  Aggregator(std::size_t window_bytes, Resolver resolver, const SlowCallSettings& slow = {},
+             FunctionFilter filter = {});
 
   std::uint32_t add_thread(std::int64_t os_tid, std::string name);
   // Consumes one thread's records in order. A batch must not end inside a record's payload.
@@ -204,7 +219,9 @@ private:
   };
   static constexpr std::size_t kInternCacheSlots = 1024;
 
-  std::uint32_t intern_location(std::uint64_t ref);
+  // `ref` is a location, or with `function` a function's entry address (its name, once, from
+  // the resolver's symbols).
+  std::uint32_t intern_location(std::uint64_t ref, bool function = false);
   std::uint32_t intern_text(std::uint64_t ref);
   // The id of a name read at `ref`: by address and text, so ids outlive forget_addresses().
   std::uint32_t intern(std::uint64_t ref, LocationText text, char kind);
@@ -228,6 +245,8 @@ private:
   void cpu_sample(ThreadState* thread, const cpu::Sample& sample);
   // Returns the duration of the frame it closed (0 when none was open).
   std::uint64_t end(ThreadState& thread, std::uint32_t location, std::uint64_t ticks);
+  // After an instrumented function's call closed: filters it when its calls so far qualify.
+  void maybe_filter(std::uint32_t location, std::uint64_t entry);
   static void allocate(ThreadState& thread, std::uint64_t bytes);
   // One record of a known kind, its payload records after it.
   void consume_record(std::uint32_t thread_index, ThreadState& thread, const RecordKind& row,
@@ -289,6 +308,10 @@ private:
   cpu::Figures cpu_at_reset_;
   std::uint64_t cpu_period_ns_ = 0;
   SlowCalls slow_;
+  FunctionFilter filter_;
+  // The filtered functions' locations, in the order they were filtered, and their entries.
+  std::vector<std::pair<std::uint32_t, std::uint64_t>> filtered_;
+  std::unordered_set<std::uint32_t> filtered_locations_;
   std::uint32_t consuming_ = UINT32_MAX; // the thread consume() is at, and its buffer
   SlowThread* consuming_slow_ = nullptr;
 };
@@ -308,6 +331,7 @@ struct Settings {
   std::size_t window_bytes = 32u << 20;
   unsigned period_ms = 10;
   SlowCallSettings slow;
+  std::uint64_t function_min_ns = 0; // HOTSCOPE_MIN_NS: instrumented functions' filter, 0 off
 };
 
 // Starts the collector thread (once; later calls are ignored).

@@ -530,3 +530,66 @@ TEST(Aggregator, ItsMemoryIsReportedAndTheWindowStaysWithinItsLimit) {
   EXPECT_GT(s.memory.statistics, 50 * trace::Histogram::kSubBuckets * sizeof(std::uint64_t));
   EXPECT_GT(s.memory.statistics, empty.memory.statistics);
 }
+
+// An instrumented function's records (docs/instrument.md): named once through the resolver's
+// `function`, nested with the macros' scopes.
+TEST(Aggregator, FunctionRecordsAreNamedByAddressOnceAndNestWithScopes) {
+  int named = 0;
+  trace::Resolver resolver = numbered_resolver();
+  resolver.function = [&named](std::uint64_t address) {
+    ++named;
+    return trace::LocationText{"fn" + std::to_string(address), "code.cpp", 7};
+  };
+  Aggregator aggregator(1 << 20, resolver);
+  const auto t = aggregator.add_thread(1, "t");
+  constexpr std::uint64_t kCode = 0x401000;
+  aggregator.consume(t, std::vector{rec(HOTSCOPE_RECORD_FUNCTION_BEGIN, 0, kCode), begin(2, 1),
+                                    end(5, 1), rec(HOTSCOPE_RECORD_FUNCTION_END, 10, kCode),
+                                    rec(HOTSCOPE_RECORD_FUNCTION_BEGIN, 20, kCode),
+                                    rec(HOTSCOPE_RECORD_FUNCTION_END, 24, kCode)});
+  const Snapshot s = aggregator.snapshot(manual_time_at(100));
+  EXPECT_EQ(named, 1);
+  const FunctionStats& function = find(s.functions, "fn" + std::to_string(kCode));
+  EXPECT_EQ(function.file, "code.cpp");
+  EXPECT_EQ(function.line, 7u);
+  EXPECT_EQ(function.stats.calls, 2u);
+  EXPECT_EQ(function.stats.total_ns, 14u);
+  EXPECT_EQ(function.stats.self_ns, 11u) << "the macro scope inside is its child";
+  EXPECT_EQ(find(s.functions, "f1").stats.calls, 1u);
+  EXPECT_TRUE(s.filtered_functions.empty());
+}
+
+// A function whose first calls were all shorter than the threshold is handed to the filter once;
+// one with a longer call never is.
+TEST(Aggregator, FunctionsWhoseFirstCallsAreAllShortAreFiltered) {
+  std::vector<std::uint64_t> applied;
+  trace::FunctionFilter filter{10, 3,
+                               [&applied](std::uint64_t entry) {
+                                 applied.push_back(entry);
+                                 return true;
+                               },
+                               [](std::uint64_t entry) { return entry == 0x500 ? 42 : 0; }};
+  trace::Resolver resolver = numbered_resolver();
+  resolver.function = [](std::uint64_t address) {
+    return trace::LocationText{"fn" + std::to_string(address), "", 0};
+  };
+  Aggregator aggregator(1 << 20, resolver, {}, filter);
+  const auto t = aggregator.add_thread(1, "t");
+  std::vector<hotscope_record> records;
+  std::uint64_t ticks = 0;
+  for (int call = 0; call < 4; ++call) {
+    records.push_back(rec(HOTSCOPE_RECORD_FUNCTION_BEGIN, ticks, 0x500));
+    records.push_back(rec(HOTSCOPE_RECORD_FUNCTION_END, ticks + 9, 0x500)); // short
+    records.push_back(rec(HOTSCOPE_RECORD_FUNCTION_BEGIN, ticks + 20, 0x600));
+    records.push_back(rec(HOTSCOPE_RECORD_FUNCTION_END, ticks + 20 + (call == 1 ? 10 : 1), 0x600));
+    ticks += 100;
+  }
+  aggregator.consume(t, records);
+  EXPECT_EQ(applied, std::vector<std::uint64_t>{0x500});
+  const Snapshot s = aggregator.snapshot(manual_time_at(1000));
+  ASSERT_EQ(s.filtered_functions.size(), 1u);
+  EXPECT_EQ(s.filtered_functions[0].name, "fn" + std::to_string(0x500));
+  EXPECT_EQ(s.filtered_functions[0].recorded_calls, 4u);
+  EXPECT_EQ(s.filtered_functions[0].skipped_calls, 42u);
+  EXPECT_EQ(s.filtered_functions[0].max_ns, 9u);
+}

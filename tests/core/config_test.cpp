@@ -71,6 +71,19 @@ TEST(Config, SlowestCallsAndTheirBudget) {
   EXPECT_EQ(bad.config.slowest_bytes, 16u << 20);
 }
 
+// Instrumented functions' filter (docs/instrument.md): 200 ns unless told, 0 filters nothing.
+TEST(Config, InstrumentedFunctionsFilter) {
+  EXPECT_EQ(parse({}).config.min_ns, 200u);
+  const auto off = parse({{"HOTSCOPE_MIN_NS", "0"}});
+  EXPECT_TRUE(off.errors.empty());
+  EXPECT_EQ(off.config.min_ns, 0u);
+  EXPECT_EQ(parse({{"HOTSCOPE_MIN_NS", "5000"}}).config.min_ns, 5000u);
+  const auto bad = parse({{"HOTSCOPE_MIN_NS", "-1"}});
+  ASSERT_EQ(bad.errors.size(), 1u);
+  EXPECT_NE(bad.errors[0].find("HOTSCOPE_MIN_NS=\"-1\""), std::string::npos) << bad.errors[0];
+  EXPECT_EQ(bad.config.min_ns, 200u);
+}
+
 TEST(Config, LocksAreInterposedOnlyWhenAskedAndABadValueIsNamed) {
   using hotscope::locks::Mode;
   EXPECT_EQ(parse({}).config.locks, Mode::Off);

@@ -63,19 +63,22 @@ TEST(RecordKinds, GuestsSendAllButTaskAndLockKinds) { // docs/guest.md, "Validat
 }
 
 TEST(RecordKinds, SlicesOpenAndCloseAsTheirEvents) {
-  const std::set<std::uint32_t> opens{HOTSCOPE_RECORD_BEGIN, HOTSCOPE_RECORD_TASK_RESUME};
+  const std::set<std::uint32_t> opens{HOTSCOPE_RECORD_BEGIN, HOTSCOPE_RECORD_TASK_RESUME,
+                                      HOTSCOPE_RECORD_FUNCTION_BEGIN};
   const std::set<std::uint32_t> closes{HOTSCOPE_RECORD_END, HOTSCOPE_RECORD_TASK_SUSPEND,
-                                       HOTSCOPE_RECORD_TASK_COMPLETE};
+                                       HOTSCOPE_RECORD_TASK_COMPLETE, HOTSCOPE_RECORD_FUNCTION_END};
   EXPECT_EQ(kinds_where([](const RecordKind& row) { return row.slice == SliceEffect::Opens; }),
             opens);
   EXPECT_EQ(kinds_where([](const RecordKind& row) { return row.slice == SliceEffect::Closes; }),
             closes);
   // The aggregator makes an event of these, reading its kind from the row.
   const std::set<std::uint32_t> events{
-      HOTSCOPE_RECORD_BEGIN,          HOTSCOPE_RECORD_END,         HOTSCOPE_RECORD_MESSAGE_STATIC,
-      HOTSCOPE_RECORD_MESSAGE_INLINE, HOTSCOPE_RECORD_COUNTER,     HOTSCOPE_RECORD_QUEUE_PUSH,
-      HOTSCOPE_RECORD_QUEUE_POP,      HOTSCOPE_RECORD_TASK_RESUME, HOTSCOPE_RECORD_TASK_SUSPEND,
-      HOTSCOPE_RECORD_TASK_COMPLETE};
+      HOTSCOPE_RECORD_BEGIN,          HOTSCOPE_RECORD_END,
+      HOTSCOPE_RECORD_MESSAGE_STATIC, HOTSCOPE_RECORD_MESSAGE_INLINE,
+      HOTSCOPE_RECORD_COUNTER,        HOTSCOPE_RECORD_QUEUE_PUSH,
+      HOTSCOPE_RECORD_QUEUE_POP,      HOTSCOPE_RECORD_TASK_RESUME,
+      HOTSCOPE_RECORD_TASK_SUSPEND,   HOTSCOPE_RECORD_TASK_COMPLETE,
+      HOTSCOPE_RECORD_FUNCTION_BEGIN, HOTSCOPE_RECORD_FUNCTION_END};
   EXPECT_EQ(kinds_where([](const RecordKind& row) { return row.event.has_value(); }), events);
   EXPECT_EQ(record_kind(HOTSCOPE_RECORD_BEGIN)->event, EventKind::Begin);
   EXPECT_EQ(record_kind(HOTSCOPE_RECORD_TASK_SUSPEND)->event, EventKind::TaskSuspend);
@@ -101,6 +104,9 @@ TEST(RecordKinds, PayloadsAndRefsAsRecordHSays) {
             (std::set<std::uint32_t>{HOTSCOPE_RECORD_LOCK_WAIT, HOTSCOPE_RECORD_LOCK_ACQUIRE,
                                      HOTSCOPE_RECORD_LOCK_ACQUIRE_SHARED,
                                      HOTSCOPE_RECORD_LOCK_RELEASE, HOTSCOPE_RECORD_LOCK_TRY_FAIL}));
+  EXPECT_EQ(
+      kinds_where([](const RecordKind& row) { return row.ref == RecordRef::Function; }),
+      (std::set<std::uint32_t>{HOTSCOPE_RECORD_FUNCTION_BEGIN, HOTSCOPE_RECORD_FUNCTION_END}));
 }
 
 } // namespace

@@ -1,5 +1,5 @@
-# Builds and runs tests/package/consumer against the hotscope installed in PREFIX, with
-# nlohmann_json out of its reach. With
+# Builds and runs tests/package/consumer (and its copy built with hotscope_instrument) against the
+# hotscope installed in PREFIX, with nlohmann_json out of its reach. With
 # -DHEAP=linked, tests/package/consumer-heap (hotscope::heap) instead, and checks its heap profile;
 # with -DHEAP=missing (a package without the heap library), checks that consumer-heap's
 # find_package(... COMPONENTS heap) fails and says why.
@@ -27,4 +27,5 @@ else()
   # cannot find it must still find hotscope.
   build_and_run_consumer(${CMAKE_CURRENT_LIST_DIR}/consumer ${SCRATCH}/find-package
     -DCMAKE_PREFIX_PATH=${PREFIX} -DCMAKE_DISABLE_FIND_PACKAGE_nlohmann_json=TRUE)
+  run(${SCRATCH}/find-package/consumer_instrumented)
 endif()

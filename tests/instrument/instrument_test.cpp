@@ -1,0 +1,171 @@
+// Runs instrumented_program (built with hotscope_instrument) and checks what hotscope recorded of
+// its functions, which carry no macro: call counts, names with file and line (in the PIE
+// executable and in a shared library), recursion, an exception unwinding through instrumented
+// frames, threads, a function called before main and one macro scope in the same tree.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "support/files.hpp"
+#include "support/scratch_dir.hpp"
+#include "support/stats.hpp"
+
+#include <cctype>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <string>
+
+namespace {
+
+namespace fs = std::filesystem;
+using hotscope::test_support::calls_of;
+using hotscope::test_support::lines_of;
+using hotscope::test_support::slurp;
+using Json = nlohmann::json;
+
+// Runs the program with `environment` and returns the directory of its reports.
+fs::path run_program(const hotscope::testing::ScratchDir& scratch,
+                     const std::string& environment = "") {
+  const fs::path out = scratch.path() / "out";
+  const std::string command = "timeout 60 env HOTSCOPE_OUT=" + out.string() + " " + environment +
+                              " " + INSTRUMENTED_PROGRAM + " 2>" +
+                              (scratch.path() / "stderr").string();
+  EXPECT_EQ(std::system(command.c_str()), 0) << slurp(scratch.path() / "stderr");
+  return out;
+}
+
+const Json* function_named(const Json& stats, const std::string& name) {
+  for (const Json& function : stats.at("functions")) {
+    if (function.at("name") == name) {
+      return &function;
+    }
+  }
+  return nullptr;
+}
+
+TEST(Instrument, EveryFunctionCalledIsCountedAndNamed) {
+  const hotscope::testing::ScratchDir scratch("instrument-counts");
+  const fs::path out = run_program(scratch, "HOTSCOPE_MIN_NS=0");
+  const Json stats = Json::parse(slurp(out / "stats.json"));
+  EXPECT_TRUE(stats.at("filtered_functions").empty());
+  const std::map<std::string, std::uint64_t> expected{{"main", 1},
+                                                      {"(anonymous namespace)::leaf", 1401},
+                                                      {"(anonymous namespace)::countdown", 11},
+                                                      {"(anonymous namespace)::thrower", 1},
+                                                      {"(anonymous namespace)::middle", 1},
+                                                      {"(anonymous namespace)::after_catch", 1},
+                                                      {"(anonymous namespace)::catcher", 1},
+                                                      {"(anonymous namespace)::worker", 4},
+                                                      {"library::twice", 5},
+                                                      {"(anonymous namespace)::with_macro", 1},
+                                                      {"(anonymous namespace)::before_main", 1},
+                                                      {"macro_block", 1},
+                                                      {"(anonymous namespace)::label", 1}};
+  for (const auto& [name, calls] : expected) {
+    EXPECT_EQ(calls_of(stats, name), calls) << name << "\n" << stats.at("functions").dump(1);
+  }
+  // Named from the debug information: the executable (PIE) and the shared library.
+  const Json* leaf = function_named(stats, "(anonymous namespace)::leaf");
+  ASSERT_NE(leaf, nullptr);
+  EXPECT_NE(leaf->at("file").get<std::string>().find("instrumented_program.cpp"), std::string::npos)
+      << leaf->dump();
+  EXPECT_GT(leaf->at("line").get<int>(), 0);
+  const Json* twice = function_named(stats, "library::twice");
+  ASSERT_NE(twice, nullptr);
+  EXPECT_NE(twice->at("file").get<std::string>().find("instrumented_library.cpp"),
+            std::string::npos)
+      << twice->dump();
+  EXPECT_EQ(stats.at("records").at("dropped"), 0) << stats.at("records").dump();
+}
+
+// uftrace records the same program (its sources and flags, without libhotscope: see
+// CMakeLists.txt): every function it counts, hotscope counts as often.
+TEST(Instrument, CountsAsUftrace) {
+#ifndef UFTRACE
+  GTEST_SKIP() << "uftrace is not installed (scripts/packages.txt installs it), or this is a "
+                  "sanitizer build";
+#else
+  const hotscope::testing::ScratchDir scratch("instrument-uftrace");
+  const fs::path data = scratch.path() / "uftrace.data";
+  const fs::path report = scratch.path() / "uftrace.txt";
+  const std::string record = std::string("timeout 60 ") + UFTRACE + " record --no-libcall " +
+                             "--no-event -d " + data.string() + " " + PLAIN_PROGRAM + " 2>" +
+                             (scratch.path() / "uftrace.err").string();
+  ASSERT_EQ(std::system(record.c_str()), 0) << slurp(scratch.path() / "uftrace.err");
+  const std::string list = std::string(UFTRACE) + " report -f call -d " + data.string() + " >" +
+                           report.string() + " 2>&1";
+  ASSERT_EQ(std::system(list.c_str()), 0) << slurp(report);
+  const Json stats = Json::parse(slurp(run_program(scratch, "HOTSCOPE_MIN_NS=0") / "stats.json"));
+  std::size_t compared = 0;
+  for (const std::string& line : lines_of(slurp(report))) {
+    // "        1401  _GLOBAL__N_1::leaf": a count, then the name (after the two header lines).
+    const std::size_t first = line.find_first_not_of(' ');
+    if (first == std::string::npos || !std::isdigit(static_cast<unsigned char>(line[first]))) {
+      continue;
+    }
+    const std::size_t gap = line.find("  ", first);
+    const std::uint64_t calls = std::stoull(line.substr(first, gap - first));
+    std::string name = line.substr(line.find_first_not_of(' ', gap));
+    // uftrace names the anonymous namespace by its mangled name.
+    if (const std::size_t anonymous = name.find("_GLOBAL__N_1"); anonymous != std::string::npos) {
+      name.replace(anonymous, 12, "(anonymous namespace)");
+    }
+    EXPECT_EQ(calls_of(stats, name), calls) << name;
+    ++compared;
+  }
+  EXPECT_GE(compared, 14u) << slurp(report);
+#endif
+}
+
+// leaf's first 1000 calls are all shorter than 100 ms: its later ones are counted, not recorded,
+// and the report lists it. No other function is called 1000 times.
+TEST(Instrument, FunctionsWhoseCallsAreAllShortAreFiltered) {
+  const hotscope::testing::ScratchDir scratch("instrument-filter");
+  const fs::path out = run_program(scratch, "HOTSCOPE_MIN_NS=100000000 PAUSE_MS=500");
+  const Json stats = Json::parse(slurp(out / "stats.json"));
+  const Json& filtered = stats.at("filtered_functions");
+  ASSERT_EQ(filtered.size(), 1u) << filtered.dump(1);
+  EXPECT_EQ(filtered[0].at("name"), "(anonymous namespace)::leaf");
+  const auto recorded = filtered[0].at("recorded_calls").get<std::uint64_t>();
+  const auto skipped = filtered[0].at("skipped_calls").get<std::uint64_t>();
+  EXPECT_GE(recorded, 1000u) << "filtered only once the collector saw 1000 calls";
+  EXPECT_GT(skipped, 0u) << "the worker threads' calls come after the collector's pass (PAUSE_MS)";
+  EXPECT_EQ(recorded + skipped, 1401u);
+  EXPECT_EQ(calls_of(stats, "(anonymous namespace)::leaf"), recorded);
+  EXPECT_EQ(calls_of(stats, "(anonymous namespace)::countdown"), 11u) << "not filtered";
+  const std::string report = slurp(out / "report.txt");
+  EXPECT_NE(report.find("Filtered functions"), std::string::npos) << report;
+  EXPECT_NE(report.find("(anonymous namespace)::leaf"), std::string::npos) << report;
+}
+
+// The folded stacks of the trace: every slice closed where it belongs, the exception's frames
+// too, and the macro scope inside the instrumented function that opened it.
+TEST(Instrument, ExceptionsRecursionAndMacrosNestInOneTree) {
+  const hotscope::testing::ScratchDir scratch("instrument-tree");
+  const fs::path out = run_program(scratch, "HOTSCOPE_MIN_NS=0");
+  std::map<std::string, std::uint64_t> stacks;
+  for (const std::string& line : lines_of(slurp(out / "trace.folded"))) {
+    const std::size_t space = line.rfind(' ');
+    const std::string stack = line.substr(0, space);
+    // The process's and the thread's names come first.
+    stacks[stack.substr(stack.find(';', stack.find(';') + 1) + 1)] += 1;
+  }
+  const std::string ns = "(anonymous namespace)::";
+  const auto has = [&](const std::string& stack) { return stacks.count(stack) != 0; };
+  EXPECT_TRUE(has("main;" + ns + "catcher;" + ns + "middle;" + ns + "thrower"));
+  EXPECT_TRUE(has("main;" + ns + "catcher;" + ns + "after_catch"))
+      << "the unwound calls closed before the handler ran";
+  EXPECT_TRUE(has("main;" + ns + "with_macro;macro_block;" + ns + "leaf"));
+  std::string deepest = "main";
+  for (int depth = 0; depth <= 10; ++depth) {
+    deepest += ";" + ns + "countdown";
+  }
+  EXPECT_TRUE(has(deepest));
+  EXPECT_TRUE(has(ns + "worker;" + ns + "leaf")) << "on the worker threads";
+  for (const auto& [stack, count] : stacks) {
+    EXPECT_EQ(stack.find("after_catch;"), std::string::npos) << stack;
+    EXPECT_EQ(stack.find("thrower;"), std::string::npos) << stack;
+  }
+}
+
+} // namespace
