@@ -188,13 +188,14 @@ profiles::Profile queues_before() {
   return stats(
       {function("slow", 200, 1000)}, "base/stats.json", nullptr,
       {{"queues", {queue("jobs", 1000, 100000, 10), queue("idle", 1000, 50000, 4)}},
-       {"locks", {lock("cache", 1000, 1000, 500, 20000), lock("calm", 1000, 1000, 0, 0)}}});
+       {"locks", {lock("cache", 2000, 1000, 1000, 20000), lock("calm", 1000, 1000, 0, 0)}}});
 }
 
 profiles::Profile queues_after() {
-  return stats({function("slow", 200, 2000)}, "new/stats.json", nullptr,
-               {{"queues", {queue("idle", 1000, 50500, 4), queue("jobs", 1000, 300000, 40)}},
-                {"locks", {lock("cache", 1000, 2000, 500, 5000), lock("calm", 1000, 1010, 0, 0)}}});
+  return stats(
+      {function("slow", 200, 2000)}, "new/stats.json", nullptr,
+      {{"queues", {queue("idle", 1000, 50500, 4), queue("jobs", 1000, 300000, 40)}},
+       {"locks", {lock("cache", 2000, 2000, 1000, 5000), lock("calm", 1000, 1010, 0, 0)}}});
 }
 
 const diff::Row& named(const std::vector<diff::Row>& rows, const std::string& name) {

@@ -5,8 +5,8 @@
 #include "diff.hpp"
 
 #include <algorithm>
+#include <iterator>
 #include <map>
-#include <span>
 #include <tuple>
 
 namespace hotscope::cli::diff {
@@ -73,9 +73,9 @@ const Figure<LockStats> kLockFigures[] = {
     {{"hold_max", "Hold max", kNs, 0, Noise::Max}, &LockStats::hold_max_ns, From::Holds},
 };
 
-template <typename Stats> std::vector<Column> columns_of(std::span<const Figure<Stats>> figures) {
+template <typename Figures> std::vector<Column> columns_of(const Figures& figures) {
   std::vector<Column> all;
-  for (const Figure<Stats>& figure : figures) {
+  for (const auto& figure : figures) {
     all.push_back(figure.column);
   }
   return all;
@@ -126,15 +126,15 @@ Entry side_of(const LockStats& lock) {
   return side;
 }
 
-template <typename Stats>
-Row row_of(std::span<const Figure<Stats>> figures, const Entry* base, const Entry* now) {
+template <typename Figures>
+Row row_of(const Figures& figures, const Entry* base, const Entry* now) {
   const Entry& any = now != nullptr ? *now : *base;
   Row row;
   row.name = any.name;
   row.side = base == nullptr  ? diff::Side::NewOnly
              : now == nullptr ? diff::Side::BaseOnly
                               : diff::Side::Both;
-  for (std::size_t i = 0; i < figures.size(); ++i) {
+  for (std::size_t i = 0; i < std::size(figures); ++i) {
     Cell cell;
     if (base != nullptr) {
       cell.base = base->values[i];
@@ -157,9 +157,8 @@ Row row_of(std::span<const Figure<Stats>> figures, const Entry* base, const Entr
 }
 
 // Sides matched by key, the first of a key in BASE with the first in NEW, and so on.
-template <typename Stats>
-std::vector<Row> rows_of(std::span<const Figure<Stats>> figures,
-                         const std::optional<std::vector<Stats>>* base,
+template <typename Figures, typename Stats>
+std::vector<Row> rows_of(const Figures& figures, const std::optional<std::vector<Stats>>* base,
                          const std::optional<std::vector<Stats>>& now) {
   std::vector<Entry> before, after;
   if (base != nullptr && *base) {
@@ -198,22 +197,21 @@ std::vector<Row> rows_of(std::span<const Figure<Stats>> figures,
 } // namespace
 
 const std::vector<Column>& queue_columns() {
-  static const std::vector<Column> all = columns_of(std::span(kQueueFigures));
+  static const std::vector<Column> all = columns_of(kQueueFigures);
   return all;
 }
 
 const std::vector<Column>& lock_columns() {
-  static const std::vector<Column> all = columns_of(std::span(kLockFigures));
+  static const std::vector<Column> all = columns_of(kLockFigures);
   return all;
 }
 
 std::vector<Row> queue_rows(const profiles::Stats* base, const profiles::Stats& now) {
-  return rows_of(std::span(kQueueFigures), base != nullptr ? &base->queues : nullptr, now.queues);
+  return rows_of(kQueueFigures, base != nullptr ? &base->queues : nullptr, now.queues);
 }
 
 std::vector<Row> lock_rows(const profiles::Stats* base, const profiles::Stats& now) {
-  return rows_of(std::span(kLockFigures), base != nullptr ? &base->locks.locks : nullptr,
-                 now.locks.locks);
+  return rows_of(kLockFigures, base != nullptr ? &base->locks.locks : nullptr, now.locks.locks);
 }
 
 } // namespace hotscope::cli::diff
