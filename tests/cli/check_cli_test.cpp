@@ -77,7 +77,7 @@ TEST(CheckCli, FailuresAreOneLine) {
   };
   refused({"check", "-p", "999999999", "--policy", policy}, 3, "999999999");
   refused({"check", "-n", "no-such-program", "--policy", policy}, 3, "no-such-program");
-  refused({"check", "--policy", policy}, 2, "check: say what to read");
+  refused({"check", "--policy", policy}, 2, "check: say what to judge");
   refused({"check", policy, "-p", pid, "--policy", policy}, 2,
           "check: give one of NEW, -p PID and -n NAME");
 }

@@ -194,9 +194,10 @@ struct ProfileSource {
   void add_options(CLI::App& command, const char* path_help);
 };
 // The profile `target` names (a process's of `kind`); a Failure (kUsage) for `command` ("diff")
-// unless exactly one of the three is given, or as find_by_pid and find_by_name fail.
-profiles::Profile new_profile(const ProfileSource& target, profiles::Kind kind,
-                              const char* command);
+// unless exactly one of the three is given ("say what to WHAT"), or as find_by_pid and
+// find_by_name fail.
+profiles::Profile new_profile(const ProfileSource& target, profiles::Kind kind, const char* command,
+                              const char* what);
 
 class DiffCommand {
 public:

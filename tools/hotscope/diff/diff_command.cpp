@@ -27,14 +27,14 @@ profiles::Profile live_profile(profiles::Kind kind, const AgentProcess& process)
   return profile;
 }
 
-profiles::Profile new_profile(const ProfileSource& target, profiles::Kind kind,
-                              const char* command) {
+profiles::Profile new_profile(const ProfileSource& target, profiles::Kind kind, const char* command,
+                              const char* what) {
   const int given = (target.path.empty() ? 0 : 1) + (target.pid ? 1 : 0) + (target.name ? 1 : 0);
   if (given != 1) {
     throw Failure(kUsage, given == 0
-                              ? fmt::format("{}: say what to read: a file NEW, or a "
+                              ? fmt::format("{}: say what to {}: a file NEW, or a "
                                             "process with -p PID or -n NAME",
-                                            command)
+                                            command, what)
                               : fmt::format("{}: give one of NEW, -p PID and -n NAME", command));
   }
   if (!target.path.empty()) {
@@ -82,7 +82,7 @@ std::optional<int> DiffCommand::run() const {
     const std::optional<policy::Policy> rules =
         policy_.empty() ? std::nullopt : std::optional(policy::read_policy(policy_));
     const profiles::Profile base = profiles::read_profile(base_);
-    const profiles::Profile now = new_profile(new_, base.kind, "diff");
+    const profiles::Profile now = new_profile(new_, base.kind, "diff", "compare BASE with");
     Comparison comparison = compare(base, now, rules_);
     if (rules) {
       policy::judge(*rules, comparison);

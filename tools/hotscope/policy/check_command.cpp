@@ -29,7 +29,7 @@ std::optional<int> CheckCommand::run() const {
   }
   try {
     const Policy policy = read_policy(policy_);
-    const profiles::Profile now = diff::new_profile(new_, profiles::Kind::Stats, "check");
+    const profiles::Profile now = diff::new_profile(new_, profiles::Kind::Stats, "check", "judge");
     diff::Comparison comparison = diff::one_run(now);
     judge(policy, comparison);
     if (json_) {
