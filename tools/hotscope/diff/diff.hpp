@@ -1,8 +1,9 @@
 // `hotscope diff BASE NEW`: two profiles of one program compared, row by row, to catch
 // regressions (docs/diff-and-report.md). Two stats.json (or a stats.json and a live process):
 // per function, calls, mean, p50/p95/p99, self and total time per call, allocations per call,
-// sorted by impact. Two heap.json: per allocation site (frames matched by function and file),
-// bytes and blocks in total, at t-gmax and at t-end. `--fail-on` rules make it a CI gate.
+// sorted by impact, then the queues' and locks' figures. Two heap.json: per allocation site
+// (frames matched by function and file), bytes and blocks in total, at t-gmax and at t-end.
+// `--fail-on` rules make it a CI gate.
 #pragma once
 
 #include "agent_client.hpp"
