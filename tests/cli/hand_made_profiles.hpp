@@ -34,9 +34,9 @@ inline Json function(const std::string& name, std::uint64_t calls, double mean, 
               {"p99_ns", ns},          {"alloc_bytes_total", 0}, {"alloc_blocks_total", 0}};
 }
 
-// `cpu`: stats.json's "cpu" object, none when null.
+// `cpu`: stats.json's "cpu" object, none when null; `more`: further keys ("queues", "locks").
 inline profiles::Profile stats(const std::vector<Json>& functions, const std::string& source,
-                               const Json& cpu = nullptr) {
+                               const Json& cpu = nullptr, const Json& more = Json::object()) {
   Json document{{"hotscope_version", "0.1.0"},
                 {"pid", 1},
                 {"process_name", "w"},
@@ -45,7 +45,41 @@ inline profiles::Profile stats(const std::vector<Json>& functions, const std::st
   if (!cpu.is_null()) {
     document["cpu"] = cpu;
   }
+  document.update(more);
   return profiles::classify(document, source);
+}
+
+// A queue whose `waits` items each waited `wait_ns` (its percentiles, max and mean), and whose
+// depth peaked at `max_depth`.
+inline Json queue(const std::string& name, std::uint64_t waits, std::uint64_t wait_ns,
+                  std::uint64_t max_depth) {
+  return Json{{"name", name},           {"pushed", waits},
+              {"popped", waits},        {"depth", 0},
+              {"max_depth", max_depth}, {"capacity", 0},
+              {"waits", waits},         {"wait_total_ns", waits * wait_ns},
+              {"wait_p50_ns", wait_ns}, {"wait_p95_ns", wait_ns},
+              {"wait_p99_ns", wait_ns}, {"wait_max_ns", wait_ns},
+              {"pending", 0},           {"oldest_pending_ns", 0}};
+}
+
+// A mutex acquired `acquisitions` times, held `hold_ns` each time, `waits` of them contended
+// and waiting `wait_ns` each.
+inline Json lock(const std::string& name, std::uint64_t acquisitions, std::uint64_t hold_ns,
+                 std::uint64_t waits, std::uint64_t wait_ns) {
+  Json out{{"name", name},
+           {"kind", "mutex"},
+           {"acquisitions", acquisitions},
+           {"contended", waits},
+           {"try_failed", 0},
+           {"holds", acquisitions},
+           {"hold_total_ns", acquisitions * hold_ns},
+           {"waits", waits},
+           {"wait_total_ns", waits * wait_ns}};
+  for (const char* q : {"p50", "p95", "p99", "max"}) {
+    out[fmt::format("hold_{}_ns", q)] = hold_ns;
+    out[fmt::format("wait_{}_ns", q)] = wait_ns;
+  }
+  return out;
 }
 
 // `function` with `self` and `total` CPU samples of 10 ms.

@@ -111,8 +111,9 @@ TEST(Policy, BadInputIsNamedWithItsLine) {
   refused("ignore = [\"x\"]\nmin_call = 3\n", "p.toml:2: unknown key 'min_call'");
   refused("[functions.\"f\"]\np99 = \"2ms\"\n", "p.toml:2: p99 = \"2ms\": starts with none of");
   refused("[functions.\"f\"]\np99 = \"< +10%\"\n", "a percent is a change: write p99_change");
-  refused("[queues.\"q\"]\nwait_p99_change = \"< +10%\"\n",
-          "p.toml:2: unknown key 'wait_p99_change'");
+  refused("[queues.\"q\"]\nwait_p99_change = \"< +10%\"\nwait_max_change = \"< +10%\"\n",
+          "p.toml:3: wait_max_change: a maximum is one item's, its change never beyond noise");
+  refused("[locks.\"l\"]\nwaits_p99 = \"< 1ms\"\n", "p.toml:2: unknown key 'waits_p99' in [locks.");
   refused("[functions.\"f\"\np99 = \"< 2ms\"\n", "p.toml:1: ");
   refused("[functions.\"f\"]\np99 = 2\n", "p.toml:2: p99: a rule is a string");
 }
@@ -139,7 +140,7 @@ mean = "< 1ns"
                                        function("test_a", 200, 1000), function("few", 5, 1000)},
                                       "new/stats.json");
   diff::Comparison comparison = diff::one_run(now);
-  policy::judge(rules, now, comparison);
+  policy::judge(rules, comparison);
   // slow's absolute budget breaks; its change has no base; test_a is ignored; few has too few
   // calls; gone is not in the run: a warning.
   ASSERT_EQ(comparison.judgements.size(), 3U) << diff::policy_text(comparison);
@@ -165,7 +166,7 @@ warn = true
 mean_change = "<= +0.1%"
 )");
   diff::Comparison comparison = diff::compare(before(), after(), {});
-  policy::judge(policy::read_policy(file), after(), comparison);
+  policy::judge(policy::read_policy(file), comparison);
   std::vector<std::string> broken;
   for (const diff::Judgement& judgement : comparison.judgements) {
     if (judgement.broken) {
@@ -178,6 +179,119 @@ mean_change = "<= +0.1%"
   const std::string text = diff::as_markdown(comparison);
   at(text, "; policy: 1 broken, 0 warnings.");
   at(text, "| **fails** | `function slow` | `mean_change = \"< +10%\"` | +100.0% | 2 |");
+}
+
+// Queues and locks beside the functions: `jobs` waits three times longer and its depth peaks
+// four times higher, `cache` is held twice as long and waited for a quarter as long; `idle` and
+// `calm` move within noise.
+profiles::Profile queues_before() {
+  return stats(
+      {function("slow", 200, 1000)}, "base/stats.json", nullptr,
+      {{"queues", {queue("jobs", 1000, 100000, 10), queue("idle", 1000, 50000, 4)}},
+       {"locks", {lock("cache", 2000, 1000, 1000, 20000), lock("calm", 1000, 1000, 0, 0)}}});
+}
+
+profiles::Profile queues_after() {
+  return stats(
+      {function("slow", 200, 2000)}, "new/stats.json", nullptr,
+      {{"queues", {queue("idle", 1000, 50500, 4), queue("jobs", 1000, 300000, 40)}},
+       {"locks", {lock("cache", 2000, 2000, 1000, 5000), lock("calm", 1000, 1010, 0, 0)}}});
+}
+
+const diff::Row& named(const std::vector<diff::Row>& rows, const std::string& name) {
+  const auto found = std::find_if(rows.begin(), rows.end(),
+                                  [&](const diff::Row& row) { return row.name == name; });
+  EXPECT_NE(found, rows.end()) << name;
+  return *found;
+}
+
+TEST(QueuesAndLocks, ComparedAsFunctionsAreInEveryFormat) {
+  const diff::Comparison comparison = diff::compare(queues_before(), queues_after(), {});
+  // By impact, the added wait time: jobs first, cache (which waits less) last.
+  ASSERT_EQ(comparison.queues.size(), 2U);
+  EXPECT_EQ(comparison.queues.front().name, "jobs");
+  ASSERT_EQ(comparison.locks.size(), 2U);
+  EXPECT_EQ(comparison.locks.back().name, "cache");
+  const auto cell = [](const diff::Row& row, const std::vector<diff::Column>& all,
+                       const std::string& key) {
+    const auto found =
+        std::find_if(all.begin(), all.end(), [&](const diff::Column& c) { return key == c.key; });
+    return row.cells.at(static_cast<std::size_t>(found - all.begin()));
+  };
+  const auto& queues = diff::queue_columns();
+  const auto& locks = diff::lock_columns();
+  EXPECT_TRUE(cell(named(comparison.queues, "jobs"), queues, "wait_p99").significant);
+  EXPECT_TRUE(cell(named(comparison.queues, "jobs"), queues, "max_depth").significant);
+  // One item's maximum is never beyond noise; 1 % is within the drift between runs.
+  EXPECT_FALSE(cell(named(comparison.queues, "jobs"), queues, "wait_max").significant);
+  EXPECT_FALSE(named(comparison.queues, "idle").significant());
+  EXPECT_TRUE(cell(named(comparison.locks, "cache"), locks, "hold_p50").significant);
+  EXPECT_TRUE(cell(named(comparison.locks, "cache"), locks, "wait_p99").significant);
+  EXPECT_FALSE(named(comparison.locks, "calm").significant());
+
+  const std::string text = diff::as_text(comparison);
+  EXPECT_LT(at(text, "  Function"), at(text, "Queues by impact"));
+  EXPECT_LT(at(text, "Queues by impact"), at(text, "Locks by impact"));
+  at(text, "  jobs");
+
+  const nlohmann::json json = diff::as_json(comparison);
+  EXPECT_EQ(json["queues"][0]["name"], "jobs");
+  EXPECT_EQ(json["queues"][0]["columns"]["wait_p99"]["percent"], 200.0);
+  EXPECT_EQ(json["locks"][1]["columns"]["wait_p50"]["significant"], true);
+
+  const std::string markdown = diff::as_markdown(comparison);
+  EXPECT_EQ(markdown, diff::as_markdown(diff::compare(queues_before(), queues_after(), {})));
+  const std::size_t regressions = at(markdown, "#### Regressions");
+  const std::size_t improvements = at(markdown, "#### Improvements");
+  // Regressions: the function's table, then the queue's, then the lock's.
+  const std::size_t function = at(markdown, "| Function | Figure |");
+  const std::size_t queue = at(markdown, "| Queue | Figure |");
+  const std::size_t lock = at(markdown, "| Lock | Figure |");
+  EXPECT_LT(regressions, function);
+  EXPECT_LT(function, queue);
+  EXPECT_LT(queue, lock);
+  EXPECT_LT(lock, improvements);
+  EXPECT_LT(at(markdown, "| `jobs` | wait_p99 |"), improvements);
+  EXPECT_LT(at(markdown, "| `jobs` | max_depth | 10 → 40 | +300.0% | beyond noise |"),
+            improvements);
+  EXPECT_LT(at(markdown, "| `cache` | hold_p50 |"), improvements);
+  EXPECT_GT(markdown.find("| `cache` | wait_p50 |", improvements), at(markdown, "| Lock |"));
+  const std::size_t details = at(markdown, "<details>");
+  EXPECT_GT(at(markdown, "| `idle` | wait_p99 |"), details);
+  EXPECT_GT(at(markdown, "| `calm` | wait_p99 |"), details);
+}
+
+TEST(QueuesAndLocks, PolicyChangesOnThemAreJudgedAgainstTheBase) {
+  const hotscope::testing::ScratchDir dir("policy-queues");
+  const fs::path file = write(dir.path(), "p.toml", R"([queues."jobs"]
+wait_p99_change = "< +50%"
+[queues."idle"]
+wait_p99_change = "< +0.5%"
+[locks."cache"]
+hold_p99_change = "< +10%"
+wait_p99_change = "< +10%"
+[locks."calm"]
+hold_p99_change = "< +0.5%"
+)");
+  const policy::Policy rules = policy::read_policy(file);
+  diff::Comparison comparison = diff::compare(queues_before(), queues_after(), {});
+  policy::judge(rules, comparison);
+  std::vector<std::string> judged;
+  for (const diff::Judgement& judgement : comparison.judgements) {
+    judged.push_back(fmt::format("{} {} {}", judgement.subject, judgement.value,
+                                 judgement.broken ? "broken" : "held"));
+  }
+  // idle's +1 % and calm's +1 % are within noise: their strict rules hold.
+  EXPECT_EQ(judged,
+            (std::vector<std::string>{"queue jobs +200.0% broken", "queue idle (+1.0%) held",
+                                      "lock cache +100.0% broken", "lock cache -75.0% held",
+                                      "lock calm (+1.0%) held"}));
+  EXPECT_TRUE(comparison.failed());
+  // One run has no base: its changes are not judged, and these rules have no budget.
+  diff::Comparison one = diff::one_run(queues_after());
+  policy::judge(rules, one);
+  EXPECT_TRUE(one.judgements.empty()) << diff::policy_text(one);
+  EXPECT_FALSE(one.failed());
 }
 
 mcp::Json rpc(const std::string& method, const mcp::Json& params, int id = 1) {

@@ -28,6 +28,14 @@ std::string preload_library(const char* variable, const char* installed_path,
   if (chosen != nullptr && *chosen != '\0') {
     return chosen;
   }
+  if (*build_tree_path == '\0') {
+    // In the child, before exec: no exception can reach the command.
+    std::fprintf(stderr,
+                 "hotscope: this hotscope was built without its preload libraries (a sanitizer "
+                 "build): name one with %s\n",
+                 variable);
+    _exit(127);
+  }
   std::error_code error;
   const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", error);
   if (!error) {

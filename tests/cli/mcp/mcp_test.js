@@ -5,9 +5,10 @@
 // errors: a process that does not exist (a tool error a person can act on) and bad arguments (an
 // invalid-params error).
 //
-// usage: node mcp_test.js --hotscope PATH --demo PATH --node-dir DIR --work DIR
+// usage: node mcp_test.js --hotscope PATH --demo PATH --node-dir DIR --work DIR [--heap yes|no]
 //   --node-dir  where `npm ci` installed package.json (holds node_modules/)
 //   --work      scratch directory: the runtime directory, the base run's stats.json
+//   --heap no   the demo has no heap profiler (a sanitizer build): heap_top must say so
 
 const fs = require('fs');
 const path = require('path');
@@ -54,7 +55,8 @@ async function callJson(client, name, args) {
   return JSON.parse(text(result));
 }
 
-async function checkTools(client, demo, base) {
+// `heapProfiler`: whether the demo was built with hotscope::heap (--heap yes|no).
+async function checkTools(client, demo, base, heapProfiler) {
   const pid = String(demo.pid);
   const listed = await client.callTool({ name: 'list_processes', arguments: {} });
   assert.match(text(listed), new RegExp(`^\\s*${pid}\\s+hotscope-demo\\s`, 'm'));
@@ -74,11 +76,18 @@ async function checkTools(client, demo, base) {
   assert.strictEqual(threads.stuck_threads, 0);
   assert.deepStrictEqual(threads.deadlocks, []);
 
-  const heap = await callJson(client, 'heap_top', { limit: 2, sort: 'total_bytes' });
-  assert.strictEqual(heap.sites.length, 2);
-  assert.ok(heap.all_sites.total_bytes >= heap.sites[0].total_bytes);
-  assert.ok(heap.sites[0].total_bytes >= heap.sites[1].total_bytes);
-  assert.match(heap.shown, /^2 of \d+ sites shown/);
+  if (heapProfiler) {
+    const heap = await callJson(client, 'heap_top', { limit: 2, sort: 'total_bytes' });
+    assert.strictEqual(heap.sites.length, 2);
+    assert.ok(heap.all_sites.total_bytes >= heap.sites[0].total_bytes);
+    assert.ok(heap.sites[0].total_bytes >= heap.sites[1].total_bytes);
+    assert.match(heap.shown, /^2 of \d+ sites shown/);
+  } else {
+    // A sanitizer build's demo has no heap profiler: the tool says what would give it one.
+    const heap = await client.callTool({ name: 'heap_top', arguments: { limit: 2 } });
+    assert.strictEqual(heap.isError, true);
+    assert.match(text(heap), /this program has no heap profiler: link it with/);
+  }
 
   const window = await callJson(client, 'cpu_top', { limit: 5 });
   assert.ok(window.total > 0 && window.top_functions_self.length > 0, JSON.stringify(window));
@@ -156,7 +165,7 @@ async function main() {
     assert.deepStrictEqual(tools.map((t) => t.name).sort(),
       ['cpu_top', 'diff', 'function_stats', 'heap_top', 'list_processes', 'slowest_calls',
         'threads', 'trace_summary']);
-    await checkTools(client, demo, path.join(baseDir, 'stats.json'));
+    await checkTools(client, demo, path.join(baseDir, 'stats.json'), args.heap !== 'no');
     await checkErrors(client, McpError);
     console.log(`mcp_test: ${tools.length} tools called through the SDK client, errors checked`);
   } finally {

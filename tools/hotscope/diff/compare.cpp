@@ -1,6 +1,6 @@
 // Rows of a comparison: functions matched by name, file and line (then by name and file, when
-// the line moved), allocation sites by their frames' functions and files; each figure's
-// significance, the rows' impact, and the rules they match.
+// the line moved), allocation sites by their frames' functions and files (queues and locks:
+// queues_locks.cpp); each figure's significance, the rows' impact, and the rules they match.
 #include "diff.hpp"
 
 #include "agent_client.hpp"
@@ -294,6 +294,8 @@ Comparison one_run(const profiles::Profile& run) {
     for (const FunctionFigures& side : function_sides(run)) {
       comparison.rows.push_back(timing_row(nullptr, &side));
     }
+    comparison.queues = queue_rows(nullptr, run.stats);
+    comparison.locks = lock_rows(nullptr, run.stats);
   } else {
     // The sites against themselves, then their BASE side dropped; by total bytes, largest first.
     comparison.totals.emplace();
@@ -324,6 +326,8 @@ Comparison compare(const profiles::Profile& base, const profiles::Profile& now,
   if (base.kind == Kind::Stats) {
     comparison.cpu = has_samples(base.stats) && has_samples(now.stats);
     comparison.rows = timing_rows(base, now);
+    comparison.queues = queue_rows(&base.stats, now.stats);
+    comparison.locks = lock_rows(&base.stats, now.stats);
   } else {
     comparison.totals.emplace();
     comparison.rows = heap_rows(base, now, *comparison.totals);

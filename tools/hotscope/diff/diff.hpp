@@ -1,8 +1,9 @@
 // `hotscope diff BASE NEW`: two profiles of one program compared, row by row, to catch
 // regressions (docs/diff-and-report.md). Two stats.json (or a stats.json and a live process):
 // per function, calls, mean, p50/p95/p99, self and total time per call, allocations per call,
-// sorted by impact. Two heap.json: per allocation site (frames matched by function and file),
-// bytes and blocks in total, at t-gmax and at t-end. `--fail-on` rules make it a CI gate.
+// sorted by impact, then the queues' and locks' figures. Two heap.json: per allocation site
+// (frames matched by function and file), bytes and blocks in total, at t-gmax and at t-end.
+// `--fail-on` rules make it a CI gate.
 #pragma once
 
 #include "agent_client.hpp"
@@ -26,6 +27,8 @@ enum class Noise {
   Self,       // self time per call: the mean's noise, the drift floor of the mean
   Percentile, // a percentile, Column::quantile
   Samples,    // CPU time per call: samples, Poisson (Spread::cpu_period_ns)
+  Events,     // a count of chance events (contended acquisitions, a queue's depth): Poisson
+  Max,        // the slowest one: another run's may be anything above it, never beyond noise
 };
 
 // One compared figure.
@@ -35,12 +38,16 @@ struct Column {
   Unit unit;
   std::uint64_t min_calls; // fewer calls on either side: not significant (timing only)
   Noise noise = Noise::Exact;
-  double quantile = 0; // Noise::Percentile: 0.5 for P50
+  double quantile = 0;  // Noise::Percentile: 0.5 for P50
+  bool neutral = false; // a change is neither a regression nor an improvement (calls, items pushed)
   // Shown only when both sides have CPU samples (Comparison::cpu).
   bool sampled() const { return noise == Noise::Samples; }
 };
 // The columns compared for profiles of `kind`, in table order.
 const std::vector<Column>& columns(profiles::Kind kind);
+// The columns of a stats.json's queues and locks (docs/diff-and-report.md, "Queues and locks").
+const std::vector<Column>& queue_columns();
+const std::vector<Column>& lock_columns();
 
 // A side's call durations as stats.json gives them (ns): what its noise is estimated from. A
 // percentile the file lacks is left out (negative); min and max then default to the nearest
@@ -127,21 +134,38 @@ struct Judgement {
   bool fails() const { return broken && !warn; }
 };
 
+// One table of a comparison: its rows, the columns of their cells, and the column that stands
+// for a row that did not move.
+struct Table {
+  const char* subject; // "function", "queue", "lock", "heap site"
+  const std::vector<Column>& columns;
+  const std::vector<Row>& rows;
+  std::size_t headline;
+};
+
 struct Comparison {
   profiles::Kind kind = profiles::Kind::Stats;
   std::string base_source, new_source;
   std::string base_summary, new_summary; // "workload (pid 4242), 1.20 s"
   std::vector<std::string> rules;
-  std::vector<Row> rows;     // by impact, largest first
-  std::optional<Row> totals; // heap: the sums over every site (rules apply to it too)
-  bool cpu = false;          // timing: both sides have CPU samples, the CPU columns compared
-  std::string policy;        // the policy file judged by, "" for none
+  std::vector<Row> rows;          // by impact, largest first
+  std::optional<Row> totals;      // heap: the sums over every site (rules apply to it too)
+  std::vector<Row> queues, locks; // timing: a stats.json's queues and locks, by impact
+  bool cpu = false;               // timing: both sides have CPU samples, the CPU columns compared
+  std::string policy;             // the policy file judged by, "" for none
   std::vector<Judgement> judgements;
   // Whether a row fails a --fail-on rule or a judgement fails.
   bool failed() const;
   // Whether `column` is in the table and the JSON.
   bool shows(const Column& column) const { return cpu || !column.sampled(); }
+  // Functions, queues and locks; or heap sites (the totals are not in it).
+  std::vector<Table> tables() const;
 };
+
+// A stats.json's queues and locks compared, matched by name (locks by name and kind), in the
+// files' order among equals; by impact, the added wait time. No BASE: one run's, NEW only.
+std::vector<Row> queue_rows(const profiles::Stats* base, const profiles::Stats& now);
+std::vector<Row> lock_rows(const profiles::Stats* base, const profiles::Stats& now);
 
 // BASE and NEW compared; a Failure (kUsage) when they are of different kinds or malformed.
 Comparison compare(const profiles::Profile& base, const profiles::Profile& now,
@@ -162,6 +186,20 @@ std::string change_text(Unit unit, const Cell& cell);
 // NEW as `process` is now: its statistics, or its heap profile when BASE is a heap profile.
 profiles::Profile live_profile(profiles::Kind kind, const AgentProcess& process);
 
+// NEW as a command line names it: a file, or a live process by pid or by name.
+struct ProfileSource {
+  std::string path;
+  std::optional<std::int64_t> pid;
+  std::optional<std::string> name;
+  // NEW (path_help says what it is), -p PID and -n NAME added to `command`.
+  void add_options(CLI::App& command, const char* path_help);
+};
+// The profile `target` names (a process's of `kind`); a Failure (kUsage) for `command` ("diff")
+// unless exactly one of the three is given ("say what to WHAT"), or as find_by_pid and
+// find_by_name fail.
+profiles::Profile new_profile(const ProfileSource& target, profiles::Kind kind, const char* command,
+                              const char* what);
+
 class DiffCommand {
 public:
   explicit DiffCommand(CLI::App& app);
@@ -171,9 +209,8 @@ public:
 
 private:
   CLI::App* command_ = nullptr;
-  std::string base_, new_;
-  std::int64_t pid_ = 0;
-  std::string name_;
+  std::string base_;
+  ProfileSource new_;
   std::vector<std::string> rules_;
   bool json_ = false;
   std::string format_ = "text";

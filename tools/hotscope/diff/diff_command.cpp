@@ -27,15 +27,36 @@ profiles::Profile live_profile(profiles::Kind kind, const AgentProcess& process)
   return profile;
 }
 
+profiles::Profile new_profile(const ProfileSource& target, profiles::Kind kind, const char* command,
+                              const char* what) {
+  const int given = (target.path.empty() ? 0 : 1) + (target.pid ? 1 : 0) + (target.name ? 1 : 0);
+  if (given != 1) {
+    throw Failure(kUsage, given == 0
+                              ? fmt::format("{}: say what to {}: a file NEW, or a "
+                                            "process with -p PID or -n NAME",
+                                            command, what)
+                              : fmt::format("{}: give one of NEW, -p PID and -n NAME", command));
+  }
+  if (!target.path.empty()) {
+    return profiles::read_profile(target.path);
+  }
+  return live_profile(kind, target.pid ? find_by_pid(runtime_dir(), *target.pid)
+                                       : find_by_name(runtime_dir(), *target.name));
+}
+
+void ProfileSource::add_options(CLI::App& command, const char* path_help) {
+  command.add_option("new", path, path_help);
+  command.add_option("-p,--pid", pid, "NEW is the process with this pid, now");
+  command.add_option("-n,--name", name, "NEW is the process with this name, now");
+}
+
 DiffCommand::DiffCommand(CLI::App& app) {
   command_ = app.add_subcommand(
       "diff", "Compare two profiles (stats.json or heap.json), or a stats.json and a running "
               "process: what got slower or allocates more");
   command_->add_option("base", base_, "The earlier profile: a stats.json or a heap.json")
       ->required();
-  command_->add_option("new", new_, "The later profile of the same kind (or -p/-n)");
-  command_->add_option("-p,--pid", pid_, "NEW is the process with this pid, now");
-  command_->add_option("-n,--name", name_, "NEW is the process with this name, now");
+  new_.add_options(*command_, "The later profile of the same kind (or -p/-n)");
   command_
       ->add_option("--fail-on", rules_,
                    "Exit 1 when a significant change matches RULE, e.g. 'p99>+10%', "
@@ -58,23 +79,13 @@ std::optional<int> DiffCommand::run() const {
     return std::nullopt;
   }
   try {
-    const int targets = (new_.empty() ? 0 : 1) + (command_->count("--pid") > 0 ? 1 : 0) +
-                        (command_->count("--name") > 0 ? 1 : 0);
-    if (targets != 1) {
-      throw Failure(kUsage, targets == 0 ? "diff: say what to compare BASE with: a file NEW, or a "
-                                           "process with -p PID or -n NAME"
-                                         : "diff: give one of NEW, -p PID and -n NAME");
-    }
     const std::optional<policy::Policy> rules =
         policy_.empty() ? std::nullopt : std::optional(policy::read_policy(policy_));
     const profiles::Profile base = profiles::read_profile(base_);
-    const profiles::Profile now =
-        new_.empty() ? live_profile(base.kind, pid_ != 0 ? find_by_pid(runtime_dir(), pid_)
-                                                         : find_by_name(runtime_dir(), name_))
-                     : profiles::read_profile(new_);
+    const profiles::Profile now = new_profile(new_, base.kind, "diff", "compare BASE with");
     Comparison comparison = compare(base, now, rules_);
     if (rules) {
-      policy::judge(*rules, now, comparison);
+      policy::judge(*rules, comparison);
     }
     const std::string format = json_ ? "json" : format_;
     write_output("", format == "json"       ? as_json(comparison).dump(2) + "\n"

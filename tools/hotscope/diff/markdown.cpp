@@ -37,17 +37,12 @@ std::string row_name(const Comparison& comparison, const Row& row) {
                      row.line);
 }
 
-// One figure of one row: what moved, from what to what.
+// One figure of one row of a table: what moved, from what to what.
 struct Line {
+  const Table* table;
   const Row* row;
   std::size_t column;
 };
-
-// Whether a significant change of `column` is a regression: more time, bytes or blocks. A change
-// in calls is neither better nor worse.
-bool grows_worse(const Column& column) {
-  return std::string_view(column.key) != "calls";
-}
 
 std::string figures_cell(const Column& column, const Cell& cell) {
   const auto side = [&](const std::optional<double>& value) {
@@ -56,13 +51,14 @@ std::string figures_cell(const Column& column, const Cell& cell) {
   return side(cell.base) + " → " + side(cell.now);
 }
 
-std::string noise_cell(const Column& column, const Row& row, const Cell& cell) {
+std::string noise_cell(const Table& table, const Column& column, const Row& row, const Cell& cell) {
   if (cell.significant) {
     return "beyond noise";
   }
+  // A function's first cell is its calls (a queue's or a lock's count of waits is not a cell).
   const double calls = std::min(row.cells[0].base.value_or(0), row.cells[0].now.value_or(0));
-  if (row.side == Side::Both && calls < static_cast<double>(column.min_calls) &&
-      column.noise != Noise::Exact) {
+  if (std::string_view(table.subject) == "function" && row.side == Side::Both &&
+      calls < static_cast<double>(column.min_calls) && column.noise != Noise::Exact) {
     return fmt::format("too few calls (< {})", column.min_calls);
   }
   return row.side == Side::Both      ? "within noise"
@@ -70,23 +66,48 @@ std::string noise_cell(const Column& column, const Row& row, const Cell& cell) {
                                      : "only in base";
 }
 
-void table(std::string& out, const Comparison& comparison, const std::vector<Line>& lines) {
-  const std::vector<Column>& all = columns(comparison.kind);
+// The lines of one table (their first column `subject`: "Function", "Queue"...), at most
+// kMaxLines.
+void table(std::string& out, const Comparison& comparison, const std::string& subject,
+           const std::vector<Line>& lines) {
   out += fmt::format("| {} | Figure | Base → New | Change | Significance |\n"
                      "| --- | --- | ---: | ---: | --- |\n",
-                     comparison.kind == profiles::Kind::Stats ? "Function" : "Heap site");
+                     subject);
   for (std::size_t i = 0; i < std::min(lines.size(), kMaxLines); ++i) {
-    const Column& column = all[lines[i].column];
+    const Column& column = lines[i].table->columns[lines[i].column];
     const Cell& cell = lines[i].row->cells[lines[i].column];
     out += fmt::format("| {} | {} | {} | {} | {} |\n", row_name(comparison, *lines[i].row),
                        column.key, figures_cell(column, cell),
                        cell.base && cell.now ? change_text(column.unit, cell) : "-",
-                       noise_cell(column, *lines[i].row, cell));
+                       noise_cell(*lines[i].table, column, *lines[i].row, cell));
   }
   if (lines.size() > kMaxLines) {
     out += fmt::format("\n{} more not shown (`hotscope diff --json` has every row).\n",
                        lines.size() - kMaxLines);
   }
+}
+
+// One table per kind of row that has lines (functions, queues, locks; heap sites), in that order.
+void tables(std::string& out, const Comparison& comparison, const std::vector<Line>& lines) {
+  const Table* current = nullptr;
+  std::vector<Line> part;
+  const auto flush = [&] {
+    if (!part.empty()) {
+      std::string subject = current->subject;
+      subject[0] = static_cast<char>(subject[0] - 'a' + 'A');
+      out += current == lines.front().table ? "" : "\n";
+      table(out, comparison, subject, part);
+      part.clear();
+    }
+  };
+  for (const Line& line : lines) {
+    if (line.table != current) {
+      flush();
+      current = line.table;
+    }
+    part.push_back(line);
+  }
+  flush();
 }
 
 std::string plural(std::size_t count, const char* one, const char* many) {
@@ -142,29 +163,34 @@ std::string verdict(const Comparison& comparison, std::size_t regressions,
 } // namespace
 
 std::string as_markdown(const Comparison& comparison) {
-  const std::vector<Column>& all = columns(comparison.kind);
   std::vector<Line> regressions, improvements, rest;
-  std::vector<const Row*> rows;
-  if (comparison.totals) {
-    rows.push_back(&*comparison.totals);
-  }
-  for (const Row& row : comparison.rows) {
-    rows.push_back(&row);
-  }
-  for (const Row* row : rows) {
-    bool moved = false;
-    for (std::size_t i = 0; i < all.size(); ++i) {
-      const Cell& cell = row->cells[i];
-      if (!comparison.shows(all[i]) || !cell.significant || !cell.base || !cell.now) {
-        continue;
-      }
-      moved = true;
-      const bool worse = cell.change() > 0;
-      (!grows_worse(all[i]) ? rest : worse ? regressions : improvements).push_back({row, i});
+  const std::vector<Table> all_tables = comparison.tables();
+  for (const Table& table : all_tables) {
+    std::vector<const Row*> rows;
+    if (comparison.totals) {
+      rows.push_back(&*comparison.totals);
     }
-    if (!moved) {
-      // The headline figure of a row that did not move: the mean call, or the bytes in total.
-      rest.push_back({row, comparison.kind == profiles::Kind::Stats ? 1U : 0U});
+    for (const Row& row : table.rows) {
+      rows.push_back(&row);
+    }
+    for (const Row* row : rows) {
+      bool moved = false;
+      for (std::size_t i = 0; i < table.columns.size(); ++i) {
+        const Cell& cell = row->cells[i];
+        const Column& column = table.columns[i];
+        if (!comparison.shows(column) || !cell.significant || !cell.base || !cell.now) {
+          continue;
+        }
+        moved = true;
+        // More time, bytes, blocks, depth or contention is worse; more calls neither.
+        (column.neutral      ? rest
+         : cell.change() > 0 ? regressions
+                             : improvements)
+            .push_back({&table, row, i});
+      }
+      if (!moved) {
+        rest.push_back({&table, row, table.headline});
+      }
     }
   }
   std::string out = verdict(comparison, regressions.size(), improvements.size());
@@ -172,11 +198,11 @@ std::string as_markdown(const Comparison& comparison) {
                      comparison.base_summary, code(comparison.new_source), comparison.new_summary);
   if (!regressions.empty()) {
     out += "\n#### Regressions\n\n";
-    table(out, comparison, regressions);
+    tables(out, comparison, regressions);
   }
   if (!improvements.empty()) {
     out += "\n#### Improvements\n\n";
-    table(out, comparison, improvements);
+    tables(out, comparison, improvements);
   }
   if (!comparison.judgements.empty()) {
     policy_section(out, comparison);
@@ -184,7 +210,7 @@ std::string as_markdown(const Comparison& comparison) {
   if (!rest.empty()) {
     out += fmt::format("\n<details><summary>{} not moved beyond noise</summary>\n\n",
                        plural(rest.size(), "other figure", "other figures"));
-    table(out, comparison, rest);
+    tables(out, comparison, rest);
     out += "\n</details>\n";
   }
   return out;

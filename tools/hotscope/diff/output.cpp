@@ -1,5 +1,5 @@
-// A comparison as a table (three lines per row: base, new, change) and as JSON
-// (docs/diff-and-report.md).
+// A comparison as tables (three lines per row: base, new, change; functions or heap sites, then
+// queues and locks) and as JSON (docs/diff-and-report.md).
 #include "diff.hpp"
 
 #include "export/common.hpp"
@@ -67,10 +67,9 @@ std::string impact_text(Unit unit, double impact) {
   return impact == 0 ? "=" : (impact > 0 ? "+" : "-") + value_text(unit, std::fabs(impact));
 }
 
-// Base, new and change lines of `row`, their first column `label`.
-void add_lines(const Comparison& comparison, const Row& row, const std::string& label,
-               std::vector<std::vector<std::string>>& lines) {
-  const std::vector<Column>& all = columns(comparison.kind);
+// Base, new and change lines of `row`, whose cells are `all`'s, their first column `label`.
+void add_lines(const Comparison& comparison, const std::vector<Column>& all, const Row& row,
+               const std::string& label, std::vector<std::vector<std::string>>& lines) {
   const bool timing = comparison.kind == profiles::Kind::Stats;
   std::vector<std::string> base{(row.failed.empty() ? "  " : "! ") + cut(label, kNameWidth),
                                 "base"};
@@ -143,6 +142,27 @@ std::string row_label(const Row& row) {
                      slash == std::string::npos ? row.file : row.file.substr(slash + 1), row.line);
 }
 
+// `table` as three lines per row under a heading, `subject` its first column's; the heap's
+// totals first.
+std::string table_text(const Comparison& comparison, const Table& table, const char* subject) {
+  std::vector<std::vector<std::string>> lines;
+  std::vector<std::string> heading{fmt::format("  {}", subject), ""};
+  for (const Column& column : table.columns) {
+    if (comparison.shows(column)) {
+      heading.emplace_back(column.heading);
+    }
+  }
+  heading.emplace_back("Impact");
+  lines.push_back(heading);
+  if (comparison.totals) {
+    add_lines(comparison, table.columns, *comparison.totals, comparison.totals->name, lines);
+  }
+  for (const Row& row : table.rows) {
+    add_lines(comparison, table.columns, row, row_label(row), lines);
+  }
+  return aligned(lines, heading.size() - 3);
+}
+
 } // namespace
 
 std::string policy_text(const Comparison& comparison) {
@@ -185,24 +205,18 @@ std::string as_text(const Comparison& comparison) {
   if (!comparison.rules.empty()) {
     text += "! marks a row that fails a --fail-on rule.\n";
   }
-  std::vector<std::vector<std::string>> lines;
-  std::vector<std::string> heading{timing ? "  Function" : "  Site", ""};
-  for (const Column& column : columns(comparison.kind)) {
-    if (comparison.shows(column)) {
-      heading.emplace_back(column.heading);
-    }
-  }
-  heading.emplace_back("Impact");
-  lines.push_back(heading);
-  if (comparison.totals) {
-    add_lines(comparison, *comparison.totals, comparison.totals->name, lines);
-  }
-  for (const Row& row : comparison.rows) {
-    add_lines(comparison, row, timing ? row_label(row) : row.name, lines);
-  }
-  text += aligned(lines, heading.size() - 3);
+  const std::vector<Table> tables = comparison.tables();
+  text += table_text(comparison, tables.front(), timing ? "Function" : "Site");
   if (comparison.rows.empty()) {
     text += timing ? "(no function on either side)\n" : "(no allocation site on either side)\n";
+  }
+  for (std::size_t i = 1; i < tables.size(); ++i) {
+    if (!tables[i].rows.empty()) {
+      const bool queues = &tables[i].rows == &comparison.queues;
+      text += fmt::format("\n{} by impact: the {} added wait time, largest first.\n",
+                          queues ? "Queues" : "Locks", queues ? "items'" : "waiting threads'");
+      text += table_text(comparison, tables[i], queues ? "Queue" : "Lock");
+    }
   }
   if (!comparison.rules.empty()) {
     std::size_t failing = 0;
@@ -230,7 +244,8 @@ nlohmann::json cell_json(const Cell& cell) {
   return out;
 }
 
-nlohmann::json row_json(const Comparison& comparison, const Row& row) {
+nlohmann::json row_json(const Comparison& comparison, const std::vector<Column>& all,
+                        const Row& row) {
   nlohmann::json out = nlohmann::json::object();
   out["name"] = row.name;
   if (comparison.kind == profiles::Kind::Stats) {
@@ -243,7 +258,6 @@ nlohmann::json row_json(const Comparison& comparison, const Row& row) {
   out["impact"] = row.impact;
   out["significant"] = row.significant();
   out["fails"] = row.failed;
-  const std::vector<Column>& all = columns(comparison.kind);
   for (std::size_t i = 0; i < all.size(); ++i) {
     if (comparison.shows(all[i])) {
       out["columns"][all[i].key] = cell_json(row.cells[i]);
@@ -272,12 +286,19 @@ nlohmann::json as_json(const Comparison& comparison) {
                                              {"warn", judgement.warn}});
     }
   }
+  const std::vector<Table> tables = comparison.tables();
   if (comparison.totals) {
-    out["totals"] = row_json(comparison, *comparison.totals);
+    out["totals"] = row_json(comparison, tables.front().columns, *comparison.totals);
   }
-  out["rows"] = nlohmann::json::array();
-  for (const Row& row : comparison.rows) {
-    out["rows"].push_back(row_json(comparison, row));
+  // "rows": the functions or the sites; then "queues" and "locks".
+  for (const Table& table : tables) {
+    const char* key = &table.rows == &comparison.queues  ? "queues"
+                      : &table.rows == &comparison.locks ? "locks"
+                                                         : "rows";
+    out[key] = nlohmann::json::array();
+    for (const Row& row : table.rows) {
+      out[key].push_back(row_json(comparison, table.columns, row));
+    }
   }
   return out;
 }

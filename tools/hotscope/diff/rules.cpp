@@ -123,7 +123,7 @@ Amount parse_amount(std::string_view text, const Column& column) {
 
 const std::vector<Column>& columns(profiles::Kind kind) {
   static const std::vector<Column> timing{
-      {"calls", "Calls", Unit::Count, 1},
+      {"calls", "Calls", Unit::Count, 1, Noise::Exact, 0, true},
       {"mean", "Mean", Unit::Nanoseconds, 10, Noise::Mean},
       {"p50", "P50", Unit::Nanoseconds, 10, Noise::Percentile, 0.5},
       {"p95", "P95", Unit::Nanoseconds, 20, Noise::Percentile, 0.95},
@@ -252,6 +252,12 @@ Interval noise_interval(const Column& column, const Spread& side, double value) 
     const double half = kNoiseZ * std::sqrt(std::max(samples, 1.0)) * period / calls;
     return {value - half, value + half};
   }
+  case Noise::Events: {
+    const double half = kNoiseZ * std::sqrt(std::max(value, 1.0));
+    return {value - half, value + half};
+  }
+  case Noise::Max:
+    return {value, HUGE_VAL};
   case Noise::Percentile:
     break;
   }
@@ -312,6 +318,21 @@ bool matches(const Rule& rule, const Cell& cell) {
 
 bool Row::significant() const {
   return std::any_of(cells.begin(), cells.end(), [](const Cell& cell) { return cell.significant; });
+}
+
+std::vector<Table> Comparison::tables() const {
+  if (kind == profiles::Kind::Heap) {
+    return {{"heap site", columns(kind), rows, 0}};
+  }
+  const auto at = [](const std::vector<Column>& all, std::string_view key) {
+    return static_cast<std::size_t>(
+        std::find_if(all.begin(), all.end(), [&](const Column& c) { return key == c.key; }) -
+        all.begin());
+  };
+  // The headline: the mean call; an item's or a waiter's P99 wait.
+  return {{"function", columns(kind), rows, at(columns(kind), "mean")},
+          {"queue", queue_columns(), queues, at(queue_columns(), "wait_p99")},
+          {"lock", lock_columns(), locks, at(lock_columns(), "wait_p99")}};
 }
 
 bool Comparison::failed() const {

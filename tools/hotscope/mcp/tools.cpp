@@ -501,12 +501,15 @@ std::string diff_tool(const Json& arguments) {
     return diff::as_markdown(comparison);
   }
   Json out = diff::as_json(comparison);
-  const std::size_t rows = out["rows"].size();
-  if (rows > 20) {
-    out["rows"].erase(out["rows"].begin() + 20, out["rows"].end());
-    out["rows_cut"] = fmt::format("20 of {} rows shown, by impact; the markdown format lists every "
-                                  "significant change",
-                                  rows);
+  for (const char* key : {"rows", "queues", "locks"}) {
+    const std::size_t rows = out.contains(key) ? out[key].size() : 0;
+    if (rows > 20) {
+      out[key].erase(out[key].begin() + 20, out[key].end());
+      out[fmt::format("{}_cut", key)] =
+          fmt::format("20 of {} {} shown, by impact; the markdown format lists every significant "
+                      "change",
+                      rows, key);
+    }
   }
   return out.dump();
 }

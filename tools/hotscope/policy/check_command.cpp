@@ -10,14 +10,17 @@
 namespace hotscope::cli::policy {
 
 CheckCommand::CheckCommand(CLI::App& app) {
-  command_ = app.add_subcommand(
-      "check", "Judge one profile (stats.json or heap.json) by a policy file's absolute budgets");
-  command_->add_option("new", new_, "The profile: a stats.json or a heap.json")->required();
+  command_ = app.add_subcommand("check", "Judge one profile (stats.json or heap.json), or a "
+                                         "running process's statistics, by a policy file's "
+                                         "absolute budgets");
+  new_.add_options(*command_, "The profile: a stats.json or a heap.json (or -p/-n)");
   command_->add_option("--policy", policy_, "The policy file (TOML)")->required();
   command_->add_flag("--json", json_, "Print the judgements as JSON");
-  command_->footer("Rules on a change (KEY_change) need a base: `hotscope diff BASE NEW --policy "
-                   "FILE`. Exit codes: 0 within the policy, 1 a budget broken, 2 bad input. "
-                   "The file's keys: docs/ci.md.");
+  command_->footer("NEW is a file, or the process named by -p or -n (its statistics, as GET "
+                   "/v1/stats gives them). Rules on a change (KEY_change) need a base: `hotscope "
+                   "diff BASE NEW --policy FILE`. Exit codes: 0 within the policy, 1 a budget "
+                   "broken, 2 bad input; with -p/-n as in docs/agent.md. The file's keys: "
+                   "docs/ci.md.");
 }
 
 std::optional<int> CheckCommand::run() const {
@@ -26,14 +29,16 @@ std::optional<int> CheckCommand::run() const {
   }
   try {
     const Policy policy = read_policy(policy_);
-    const profiles::Profile now = profiles::read_profile(new_);
+    const profiles::Profile now = diff::new_profile(new_, profiles::Kind::Stats, "check", "judge");
     diff::Comparison comparison = diff::one_run(now);
-    judge(policy, now, comparison);
+    judge(policy, comparison);
     if (json_) {
       nlohmann::json out = diff::as_json(comparison);
       out.erase("base");
       out.erase("rows");
       out.erase("totals");
+      out.erase("queues");
+      out.erase("locks");
       out.erase("rules");
       write_output("", out.dump(2) + "\n");
     } else {

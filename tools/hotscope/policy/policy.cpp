@@ -1,5 +1,5 @@
-// The policy file read with toml++ and its rules judged on a comparison's rows (functions, heap
-// sites) and on a stats.json's queues and locks (docs/ci.md, "The policy file").
+// The policy file read with toml++ and its rules judged on a comparison's rows: functions, queues
+// and locks, or heap sites (docs/ci.md, "The policy file").
 #include "policy.hpp"
 
 #include "agent_client.hpp"
@@ -18,41 +18,6 @@ namespace {
 using diff::Column;
 using diff::Unit;
 
-const std::vector<Column>& queue_figures() {
-  static const std::vector<Column> figures{
-      {"pushed", "", Unit::Count, 0},         {"popped", "", Unit::Count, 0},
-      {"max_depth", "", Unit::Count, 0},      {"pending", "", Unit::Count, 0},
-      {"wait_p50", "", Unit::Nanoseconds, 0}, {"wait_p99", "", Unit::Nanoseconds, 0},
-      {"wait_max", "", Unit::Nanoseconds, 0}, {"oldest_pending", "", Unit::Nanoseconds, 0},
-  };
-  return figures;
-}
-
-std::vector<double> queue_values(const profiles::QueueStats& queue) {
-  const auto d = [](std::uint64_t value) { return static_cast<double>(value); };
-  return {d(queue.pushed),      d(queue.popped),           d(queue.max_depth),
-          d(queue.pending),     d(queue.wait_p50_ns),      d(queue.wait_p99_ns),
-          d(queue.wait_max_ns), d(queue.oldest_pending_ns)};
-}
-
-const std::vector<Column>& lock_figures() {
-  static const std::vector<Column> figures{
-      {"acquisitions", "", Unit::Count, 0},   {"contended", "", Unit::Count, 0},
-      {"wait_p50", "", Unit::Nanoseconds, 0}, {"wait_p95", "", Unit::Nanoseconds, 0},
-      {"wait_p99", "", Unit::Nanoseconds, 0}, {"wait_max", "", Unit::Nanoseconds, 0},
-      {"hold_p50", "", Unit::Nanoseconds, 0}, {"hold_p95", "", Unit::Nanoseconds, 0},
-      {"hold_p99", "", Unit::Nanoseconds, 0}, {"hold_max", "", Unit::Nanoseconds, 0},
-  };
-  return figures;
-}
-
-std::vector<double> lock_values(const profiles::LockStats& lock) {
-  const auto d = [](std::uint64_t value) { return static_cast<double>(value); };
-  return {d(lock.acquisitions), d(lock.contended),   d(lock.wait_p50_ns), d(lock.wait_p95_ns),
-          d(lock.wait_p99_ns),  d(lock.wait_max_ns), d(lock.hold_p50_ns), d(lock.hold_p95_ns),
-          d(lock.hold_p99_ns),  d(lock.hold_max_ns)};
-}
-
 const std::vector<Column>& figures(Section section) {
   switch (section) {
   case Section::Functions:
@@ -60,11 +25,11 @@ const std::vector<Column>& figures(Section section) {
   case Section::Sites:
     return diff::columns(profiles::Kind::Heap);
   case Section::Queues:
-    return queue_figures();
+    return diff::queue_columns();
   case Section::Locks:
     break;
   }
-  return lock_figures();
+  return diff::lock_columns();
 }
 
 constexpr std::string_view kSections[] = {"functions", "sites", "queues", "locks"};
@@ -136,7 +101,6 @@ Target read_target(const std::string& path, Section section, const std::string& 
   target.pattern = pattern;
   target.line = static_cast<int>(table.source().begin.line);
   const std::vector<Column>& all = figures(section);
-  const bool compared = section == Section::Functions || section == Section::Sites;
   for (auto&& [key_node, node] : table) {
     const std::string key(key_node.str());
     const auto line = key_node.source().begin.line;
@@ -156,18 +120,21 @@ Target read_target(const std::string& path, Section section, const std::string& 
       target.min_calls = static_cast<std::uint64_t>(*calls);
       continue;
     }
-    const bool change = compared && key.size() > 7 && key.ends_with("_change");
+    const bool change = key.size() > 7 && key.ends_with("_change");
     const std::string name = change ? key.substr(0, key.size() - 7) : key;
     const auto figure = std::find_if(
         all.begin(), all.end(), [&](const Column& column) { return figure_name(column) == name; });
     if (figure == all.end()) {
       bad(path, line,
-          fmt::format("unknown key '{}' in [{}.\"{}\"] (keys: warn, {}{}{})", key,
-                      kSections[static_cast<int>(section)], pattern,
-                      section == Section::Functions ? "min_calls, " : "", figure_names(section),
-                      compared ? ", and each with _change"
-                               : "; no _change: diff compares "
-                                 "functions and heap sites"));
+          fmt::format("unknown key '{}' in [{}.\"{}\"] (keys: warn, {}{}, and each with _change)",
+                      key, kSections[static_cast<int>(section)], pattern,
+                      section == Section::Functions ? "min_calls, " : "", figure_names(section)));
+    }
+    if (change && figure->noise == diff::Noise::Max) {
+      bad(path, line,
+          fmt::format("{}: a maximum is one item's, its change never beyond noise: give {} a "
+                      "budget",
+                      key, name));
     }
     target.budgets.push_back(parse_budget(
         path, key, node, static_cast<std::size_t>(figure - all.begin()), change, *figure));
@@ -295,19 +262,9 @@ void judge_row(const Judging& judging, const diff::Row& row) {
   }
 }
 
-// The target's budgets on one queue's or lock's figures.
-void judge_values(const Judging& judging, const std::vector<double>& values) {
-  const std::vector<Column>& all = figures(judging.target.section);
-  for (const Budget& budget : judging.target.budgets) {
-    const double value = values[budget.figure];
-    add(judging, budget, diff::value_text(all[budget.figure].unit, value),
-        !holds(budget.op, value, budget.amount.value));
-  }
-}
-
 } // namespace
 
-void judge(const Policy& policy, const profiles::Profile& now, diff::Comparison& comparison) {
+void judge(const Policy& policy, diff::Comparison& comparison) {
   comparison.policy = policy.path;
   const auto ignored = [&](const std::string& name) {
     return std::any_of(policy.ignore.begin(), policy.ignore.end(),
@@ -315,42 +272,29 @@ void judge(const Policy& policy, const profiles::Profile& now, diff::Comparison&
   };
   const bool timing = comparison.kind == profiles::Kind::Stats;
   for (const Target& target : policy.targets) {
+    // Functions, queues and locks in a stats.json's comparison, heap sites in a heap profile's.
+    if (timing == (target.section == Section::Sites)) {
+      continue;
+    }
     const std::string_view section = kSections[static_cast<int>(target.section)];
     Judging judging{policy, comparison, target, ""};
+    std::vector<const diff::Row*> rows;
+    if (comparison.totals) {
+      rows.push_back(&*comparison.totals);
+    }
+    const std::vector<diff::Row>& named = target.section == Section::Queues  ? comparison.queues
+                                          : target.section == Section::Locks ? comparison.locks
+                                                                             : comparison.rows;
+    for (const diff::Row& row : named) {
+      rows.push_back(&row);
+    }
     std::size_t matched = 0;
-    const auto judge_named = [&](const std::string& name, const auto& judge_one) {
-      if (matches(target.pattern, name) && !ignored(name)) {
+    for (const diff::Row* row : rows) {
+      if (matches(target.pattern, row->name) && !ignored(row->name)) {
         ++matched;
-        judging.subject = fmt::format("{} {}", section.substr(0, section.size() - 1), name);
-        judge_one();
+        judging.subject = fmt::format("{} {}", section.substr(0, section.size() - 1), row->name);
+        judge_row(judging, *row);
       }
-    };
-    if (target.section == Section::Functions || target.section == Section::Sites) {
-      if (timing != (target.section == Section::Functions)) {
-        continue;
-      }
-      std::vector<const diff::Row*> rows;
-      if (comparison.totals) {
-        rows.push_back(&*comparison.totals);
-      }
-      for (const diff::Row& row : comparison.rows) {
-        rows.push_back(&row);
-      }
-      for (const diff::Row* row : rows) {
-        judge_named(row->name, [&] { judge_row(judging, *row); });
-      }
-    } else if (timing && target.section == Section::Queues) {
-      for (const profiles::QueueStats& queue :
-           now.stats.queues.value_or(std::vector<profiles::QueueStats>{})) {
-        judge_named(queue.name, [&] { judge_values(judging, queue_values(queue)); });
-      }
-    } else if (timing) {
-      for (const profiles::LockStats& lock :
-           now.stats.locks.locks.value_or(std::vector<profiles::LockStats>{})) {
-        judge_named(lock.name, [&] { judge_values(judging, lock_values(lock)); });
-      }
-    } else {
-      continue;
     }
     // A name without a glob that the run does not have: renamed or gone, worth a warning.
     if (matched == 0 && target.pattern.find_first_of("*?[") == std::string::npos &&

@@ -52,13 +52,13 @@ struct Policy {
 // malformed rule or duration, or the TOML syntax error.
 Policy read_policy(const std::string& path);
 
-// `comparison` (of `now` against a base, or diff::one_run(now)) judged by `policy`: fills its
+// `comparison` (of NEW against a base, or diff::one_run(NEW)) judged by `policy`: fills its
 // policy and judgements. Rules on a change are judged only where the comparison has both sides,
 // and break only on a significant change (docs/diff-and-report.md#significance).
-void judge(const Policy& policy, const profiles::Profile& now, diff::Comparison& comparison);
+void judge(const Policy& policy, diff::Comparison& comparison);
 
-// `hotscope check NEW --policy FILE [--json]`: exit 0 within the policy, 1 a budget broken, 2 bad
-// input.
+// `hotscope check (NEW | -p PID | -n NAME) --policy FILE [--json]`: exit 0 within the policy, 1 a
+// budget broken, 2 bad input.
 class CheckCommand {
 public:
   explicit CheckCommand(CLI::App& app);
@@ -66,7 +66,8 @@ public:
 
 private:
   CLI::App* command_ = nullptr;
-  std::string new_, policy_;
+  diff::ProfileSource new_;
+  std::string policy_;
   bool json_ = false;
 };
 

@@ -82,7 +82,8 @@ struct Clock {
 struct QueueStats {
   std::string name;
   std::uint64_t pushed = 0, popped = 0, depth = 0, max_depth = 0, capacity = 0, pending = 0;
-  std::uint64_t wait_p50_ns = 0, wait_p99_ns = 0, wait_max_ns = 0, oldest_pending_ns = 0;
+  std::uint64_t waits = 0, wait_total_ns = 0, wait_p50_ns = 0, wait_p95_ns = 0, wait_p99_ns = 0,
+                wait_max_ns = 0, oldest_pending_ns = 0;
   std::vector<std::string> push_threads, pop_threads; // a name that is no string reads as "?"
 };
 

@@ -190,7 +190,10 @@ QueueStats queue_of(const Json& queue) {
                              {"max_depth", &QueueStats::max_depth},
                              {"capacity", &QueueStats::capacity},
                              {"pending", &QueueStats::pending},
+                             {"waits", &QueueStats::waits},
+                             {"wait_total_ns", &QueueStats::wait_total_ns},
                              {"wait_p50_ns", &QueueStats::wait_p50_ns},
+                             {"wait_p95_ns", &QueueStats::wait_p95_ns},
                              {"wait_p99_ns", &QueueStats::wait_p99_ns},
                              {"wait_max_ns", &QueueStats::wait_max_ns},
                              {"oldest_pending_ns", &QueueStats::oldest_pending_ns}}) {
