@@ -335,17 +335,28 @@ TEST(CrashCommand, NamesTheFramesFromBinariesGivenByBuildId) {
   EXPECT_NE(named(dir / "rebuilt.json").find("another build"), std::string::npos);
 }
 
-// A damaged report (an address written as a fraction, a pid past any integer) is an error that
-// names the field, not an undefined conversion.
+// A damaged report (a pid past any integer, an address written as a fraction) is an error that
+// names the file and the key, not an undefined conversion.
 TEST(CrashCommand, ADamagedReportIsAnErrorNamingTheField) {
   const hotscope::testing::ScratchDir scratch("crash-cli-damaged");
   const fs::path& dir = scratch.path();
   json r = report(run_program(dir, "worker"));
+  const json pid = r.at("pid");
   r["pid"] = 4.3e95;
+  std::ofstream(dir / "pid.json") << r.dump();
+  const std::string pid_text = named(dir / "pid.json");
+  EXPECT_NE(pid_text.find("pid.json: \"pid\" is 4.3e+95, not a count (an integer from 0 to "
+                          "2^64-1): the file is not a crash report as hotscope writes it"),
+            std::string::npos)
+      << pid_text;
+  r["pid"] = pid;
   r.at("backtrace").at(0)["address"] = 1.5e30;
-  std::ofstream(dir / "damaged.json") << r.dump();
-  const std::string text = named(dir / "damaged.json");
-  EXPECT_NE(text.find("\"address\" is 1.5e+30, not an address"), std::string::npos) << text;
+  std::ofstream(dir / "address.json") << r.dump();
+  const std::string address_text = named(dir / "address.json");
+  EXPECT_NE(address_text.find("address.json: \"backtrace\"[0].\"address\" is 1.5e+30, not a "
+                              "count"),
+            std::string::npos)
+      << address_text;
 }
 
 #if defined(HOTSCOPE_RUN_BUILT) // the preload libraries are not built under sanitizers

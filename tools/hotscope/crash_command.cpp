@@ -1,5 +1,6 @@
 #include "crash_command.hpp"
 
+#include "agent_client.hpp"
 #include "conventions.hpp"
 #include "names/names.hpp"
 #include "profiles/profiles.hpp"
@@ -12,7 +13,6 @@
 #include <fstream>
 #include <map>
 #include <memory>
-#include <stdexcept>
 
 namespace hotscope::cli {
 namespace {
@@ -60,26 +60,16 @@ private:
   std::map<std::string, std::unique_ptr<symbols::SymbolTable>> tables_;
 };
 
-// An address or an offset: a JSON integer from 0 up (a fraction or a sign is a damaged report,
-// and converting it would be undefined).
-std::uint64_t address_at(const json& object, const char* key) {
-  const json& value = object.at(key);
-  if (!value.is_number_unsigned()) {
-    throw std::invalid_argument(fmt::format("\"{}\" is {}, not an address", key, value.dump()));
-  }
-  return value.get<std::uint64_t>();
-}
-
 std::string heading(const json& report) {
   std::string text = fmt::format("{} (pid {}): ", report.value("process", "?"),
-                                 profiles::integer_at(report, "pid"));
+                                 report.value("pid", std::uint64_t{0}));
   if (const auto guest = report.find("guest");
       guest != report.end()) { // how it ended, signal included
     text += fmt::format("guest ({}): {}", guest->value("transport", "?"), guest->value("exit", ""));
   } else if (const auto signal = report.find("signal"); signal != report.end()) {
     text += fmt::format("{} ({})", signal->value("name", "?"), signal->value("code_name", ""));
     if (signal->contains("address")) {
-      text += fmt::format(" at {:#x}", address_at(*signal, "address"));
+      text += fmt::format(" at {:#x}", signal->at("address").get<std::uint64_t>());
     }
   } else {
     const json& terminate = report.at("terminate");
@@ -94,18 +84,18 @@ std::string heading(const json& report) {
   }
   const json& thread = report.at("thread");
   return text + fmt::format(", in thread {} (tid {})\n", thread.value("name", ""),
-                            profiles::integer_at(thread, "tid"));
+                            thread.value("tid", std::uint64_t{0}));
 }
 
 std::string backtrace(const json& report, Objects& objects) {
   std::string text = "\nbacktrace:\n";
   std::size_t index = 0;
   for (const json& frame : report.at("backtrace")) {
-    const auto address = address_at(frame, "address");
+    const auto address = frame.at("address").get<std::uint64_t>();
     text += fmt::format("  #{:<2} {:#x}", index, address);
     if (frame.contains("module")) {
       const std::string module = frame.at("module");
-      const auto offset = address_at(frame, "offset");
+      const auto offset = frame.at("offset").get<std::uint64_t>();
       std::string why;
       const symbols::SymbolTable* table = objects.find(module, frame.value("build_id", ""), why);
       // A return address is after its call: the call's own address names the caller.
@@ -118,7 +108,7 @@ std::string backtrace(const json& report, Objects& objects) {
       }
     } else if (frame.contains("function")) { // a guest's, named by the host from its image
       text += fmt::format(" {}+{:#x} (guest)", frame.at("function").get<std::string>(),
-                          address_at(frame, "function_offset"));
+                          frame.at("function_offset").get<std::uint64_t>());
     }
     text += "\n";
     ++index;
@@ -130,7 +120,7 @@ std::string threads(const json& report) {
   std::string text = "\nthreads:\n";
   for (const json& thread : report.at("threads")) {
     text += fmt::format("  {} (tid {}){}", thread.value("name", ""),
-                        profiles::integer_at(thread, "tid"),
+                        thread.value("tid", std::uint64_t{0}),
                         thread.value("crashed", false) ? ", crashed" : "");
     std::string scopes;
     for (const json& scope : thread.at("open_scopes")) {
@@ -170,8 +160,12 @@ std::optional<int> CrashCommand::run() const {
     return 1;
   }
   try {
+    profiles::check_crash_report(report, file_);
     std::fputs(crash_text(report, binaries_).c_str(), stdout);
-  } catch (const std::exception& error) { // a damaged report: JSON of the wrong shape
+  } catch (const Failure& damaged) { // names the file and the key
+    std::fprintf(stderr, "hotscope: %s\n", damaged.what());
+    return 1;
+  } catch (const json::exception& error) { // a key the checks leave to the reader
     std::fprintf(stderr, "hotscope: %s: %s\n", file_.c_str(), error.what());
     return 1;
   }

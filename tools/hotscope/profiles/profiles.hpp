@@ -227,6 +227,9 @@ Profile classify(nlohmann::json document, const std::string& source);
 // The checks classify() makes on a heap profile: for the agent's answers, which the console reads
 // (`source` names the request).
 void check_heap(const nlohmann::json& document, const std::string& source);
+// The checks `hotscope crash` needs of a crash report (docs/crash.md): a Failure (kUsage) naming
+// `source` and the first wrong key when it is damaged.
+void check_crash_report(const nlohmann::json& report, const std::string& source);
 
 // The one reader of stats.json. A stats.json (hotscope_version and functions required) checked
 // and read; a Failure (kUsage) naming `source` and the first wrong key when malformed.
