@@ -26,12 +26,12 @@ std::size_t SlowThread::buffered_bytes() const {
 void SlowThread::materialize() {
   Open& call = open_.front();
   call.offset = events_.size();
-  put(events_, call.start_ticks, thread_, EventKind::Begin, call.location, 0);
+  put(call.start_ticks, thread_, EventKind::Begin, call.location, 0);
   pending_ = false;
 }
 
 void SlowThread::append(const WindowEvent& event, const std::string* text) {
-  put(events_, event.ticks, event.thread, event.kind, event.name, event.value);
+  put(event.ticks, event.thread, event.kind, event.name, event.value);
   if (text != nullptr) { // the event's value indexes texts_ until the call is kept
     events_.back().value = static_cast<std::int64_t>(texts_.size());
     texts_.emplace_back(events_.size() - 1, *text);
@@ -85,12 +85,12 @@ std::optional<SlowThread::KeptInside> SlowCalls::keep(SlowThread& thread,
   const std::size_t kept = std::min<std::uint64_t>(seen, thread.cap_);
   auto storage = std::make_shared<SlowStorage>();
   if (buffered) {
-    const auto first = thread.events_.begin() + static_cast<long>(call.offset);
+    const WindowEvent* first = thread.events_.begin() + call.offset;
     storage->events.reserve(kept);
     storage->events.assign(first, first + static_cast<long>(kept - 1));
   } else { // nothing happened inside it
-    SlowThread::put(storage->events, call.start_ticks, figures.index, EventKind::Begin,
-                    call.location, 0);
+    storage->events.push_back(
+        {call.start_ticks, figures.index, EventKind::Begin, call.location, 0});
   }
   for (WindowEvent& event : storage->events) {
     if (event.name == kInlineText) {
@@ -98,7 +98,7 @@ std::optional<SlowThread::KeptInside> SlowCalls::keep(SlowThread& thread,
       event.value = static_cast<std::int64_t>(storage->texts.size() - 1);
     }
   }
-  SlowThread::put(storage->events, ticks, figures.index, EventKind::End, call.location, 0);
+  storage->events.push_back({ticks, figures.index, EventKind::End, call.location, 0});
   KeptCall kept_call;
   kept_call.id = next_id_++;
   kept_call.location = call.location;

@@ -6,6 +6,7 @@
 #include "snapshot/snapshot.hpp"
 #include "trace/window.hpp"
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -13,6 +14,7 @@
 #include <set>
 #include <string>
 #include <tuple>
+#include <type_traits>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -61,6 +63,42 @@ struct SlowThreadFigures {
   const std::uint64_t* cpu_periods = nullptr;  // not null
 };
 
+// A growable array of trivially copyable items whose push() hands out an uninitialized slot: a
+// vector's emplace_back was an out-of-line call that zeroed the item before it was written.
+template <class T> class GrowingArray {
+  static_assert(std::is_trivially_copyable_v<T>);
+
+public:
+  std::size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  std::size_t capacity() const { return capacity_; }
+  const T* begin() const { return data_.get(); }
+  T& front() { return data_[0]; }
+  T& back() { return data_[size_ - 1]; }
+  const T& back() const { return data_[size_ - 1]; }
+  T& push() {
+    if (size_ == capacity_) {
+      grow();
+    }
+    return data_[size_++];
+  }
+  void pop_back() { --size_; }
+  // Keeps the first `items` (at most size()).
+  void shrink_to(std::size_t items) { size_ = items; }
+  void clear() { size_ = 0; }
+
+private:
+  [[gnu::noinline]] void grow() {
+    capacity_ = std::max<std::size_t>(16, capacity_ * 2);
+    auto data = std::make_unique_for_overwrite<T[]>(capacity_);
+    std::copy(data_.get(), data_.get() + size_, data.get());
+    data_ = std::move(data);
+  }
+  std::unique_ptr<T[]> data_;
+  std::size_t size_ = 0;
+  std::size_t capacity_ = 0;
+};
+
 // One thread's open calls and the events seen since its outermost one began. Each open call is a
 // candidate: its first `cap - 1` events are buffered (an inner call's are a part of its outer's).
 // An outermost call with nothing inside it yet has nothing buffered: its Begin is put in the
@@ -102,12 +140,11 @@ private:
     std::size_t offset;
     std::size_t count;
   };
-  // Appends an event written field by field. Copying a WindowEvent just built on the stack
-  // reads it back whole before its field stores have retired, which the processor cannot
-  // forward: a stall on every event buffered.
-  static void put(std::vector<WindowEvent>& events, std::uint64_t ticks, std::uint32_t thread,
-                  EventKind kind, std::uint32_t name, std::int64_t value) {
-    WindowEvent& event = events.emplace_back();
+  // Buffers an event written field by field: copying a WindowEvent just built on the stack reads
+  // it back whole before its field stores have retired, which the processor cannot forward.
+  void put(std::uint64_t ticks, std::uint32_t thread, EventKind kind, std::uint32_t name,
+           std::int64_t value) {
+    WindowEvent& event = events_.push();
     event.ticks = ticks;
     event.thread = thread;
     event.kind = kind;
@@ -121,7 +158,7 @@ private:
     if (events_.size() <= events) {
       return;
     }
-    events_.resize(events);
+    events_.shrink_to(events);
     while (!texts_.empty() && texts_.back().first >= events) {
       texts_.pop_back();
     }
@@ -130,9 +167,9 @@ private:
 
   std::size_t cap_ = kSlowCallEvents;
   std::uint32_t thread_ = 0; // ThreadInfo::index
-  std::vector<Open> open_;
+  GrowingArray<Open> open_;
   bool pending_ = false; // open_'s one call has no event in the buffer, not even its Begin
-  std::vector<WindowEvent> events_;
+  GrowingArray<WindowEvent> events_;
   std::vector<std::pair<std::size_t, std::string>> texts_; // (position in events_, text)
   std::vector<KeptInside> kept_inside_;                    // by depth, innermost last
   std::uint64_t seen_ = 0;
@@ -205,7 +242,7 @@ inline void SlowCalls::begin(SlowThread& thread, std::uint32_t location, std::ui
   } else if (thread.pending_) {
     thread.materialize(); // this call is inside it
   }
-  SlowThread::Open& call = thread.open_.emplace_back();
+  SlowThread::Open& call = thread.open_.push();
   call.location = location;
   call.offset = thread.events_.size();
   call.seen = thread.seen_++;
@@ -214,7 +251,7 @@ inline void SlowCalls::begin(SlowThread& thread, std::uint32_t location, std::ui
   call.allocated_blocks = figures.allocated->blocks;
   call.cpu_periods = *figures.cpu_periods;
   if (!thread.pending_) {
-    SlowThread::put(thread.events_, ticks, figures.index, EventKind::Begin, location, 0);
+    thread.put(ticks, figures.index, EventKind::Begin, location, 0);
   }
 }
 
@@ -236,7 +273,7 @@ inline void SlowCalls::end(SlowThread& thread, std::uint64_t ticks,
   }
   ++thread.seen_;
   if (!thread.pending_ && thread.events_.size() - open.offset + 1 < thread.cap_) {
-    SlowThread::put(thread.events_, ticks, figures.index, EventKind::End, open.location, 0);
+    thread.put(ticks, figures.index, EventKind::End, open.location, 0);
   }
   if (enters || thread.open_.size() == 1 || !thread.kept_inside_.empty()) {
     end_call(thread, ticks, figures, enters);
