@@ -396,27 +396,48 @@ bool Symbolizer::refresh() {
 }
 
 const std::vector<Frame>& Symbolizer::resolve(std::uintptr_t address) {
-  const auto cached = cache_.find(address);
-  if (cached != cache_.end()) {
-    return cached->second;
+  resolve_all({&address, 1});
+  return cache_.at(address);
+}
+
+void Symbolizer::resolve_all(std::span<const std::uintptr_t> addresses) {
+  // The addresses not cached, by module (nullptr: no object's), each module's in one batch.
+  std::unordered_map<Dwfl_Module*, std::vector<std::uintptr_t>> by_module;
+  for (const std::uintptr_t address : addresses) {
+    if (cache_.contains(address)) {
+      continue;
+    }
+    // libdw's module may reach past the object's last segment, where another object can be
+    // loaded later: such an address is no object's until the map is read again.
+    Dwfl_Module* module =
+        session_->dwfl == nullptr || (session_->loaded.known && !session_->loaded.covers(address))
+            ? nullptr
+            : dwfl_addrmodule(session_->dwfl, address);
+    by_module[module].push_back(address);
   }
-  // Built aside and cached only when complete: an exception midway (no memory) caches nothing.
-  std::vector<Frame> frames;
-  // libdw's module may reach past the object's last segment, where another object can be loaded
-  // later: such an address is no object's until the map is read again.
-  Dwfl_Module* module =
-      session_->dwfl == nullptr || (session_->loaded.known && !session_->loaded.covers(address))
-          ? nullptr
-          : dwfl_addrmodule(session_->dwfl, address);
-  std::string object = "???";
-  const SymbolTable* table = nullptr;
-  if (module != nullptr) {
-    if (const char* name = dwfl_module_info(module, nullptr, nullptr, nullptr, nullptr, nullptr,
-                                            nullptr, nullptr)) {
-      object = name;
-      table = &session_->table(module);
+  for (auto& [module, batch] : by_module) {
+    std::sort(batch.begin(), batch.end());
+    batch.erase(std::unique(batch.begin(), batch.end()), batch.end());
+    const SymbolTable* table = module == nullptr ? nullptr : &session_->table(module);
+    const std::vector<std::string_view> names = table == nullptr
+                                                    ? std::vector<std::string_view>(batch.size())
+                                                    : table->names_at({batch.data(), batch.size()});
+    for (std::size_t i = 0; i < batch.size(); ++i) {
+      // Built aside and cached only when complete: an exception midway (no memory) caches none.
+      cache_.emplace(batch[i], frames_at(batch[i], module, table, names[i]));
     }
   }
+}
+
+// The frames at `address`, in `module` (nullptr: no object's), whose symbol table `table`
+// names it `symbol_name` ("": no symbol).
+std::vector<Frame> Symbolizer::frames_at(std::uintptr_t address, Dwfl_Module* module,
+                                         const SymbolTable* table, std::string_view symbol_name) {
+  std::vector<Frame> frames;
+  const char* name = module == nullptr ? nullptr
+                                       : dwfl_module_info(module, nullptr, nullptr, nullptr,
+                                                          nullptr, nullptr, nullptr, nullptr);
+  const std::string object = name == nullptr ? "???" : name;
   // The innermost source position, then one frame per enclosing inlined subroutine, whose
   // call site is the position in the next frame out.
   std::string file;
@@ -429,9 +450,8 @@ const std::vector<Frame>& Symbolizer::resolve(std::uintptr_t address) {
       line = static_cast<unsigned>(line_number);
     }
   }
-  // The function containing the address, as the ELF symbol table names it: unlike DWARF it
-  // carries the enclosing namespaces and parameter types of every function, as valgrind shows.
-  const std::string_view symbol_name = table == nullptr ? "" : table->name_at(address);
+  // The function containing the address is named as the ELF symbol table names it: unlike DWARF
+  // it carries the enclosing namespaces and parameter types of every function, as valgrind shows.
   Dwarf_Addr bias = 0;
   Dwarf_Die* cu = module == nullptr ? nullptr : dwfl_module_addrdie(module, address, &bias);
   std::string subprogram; // the DWARF name, for objects without a symbol table
@@ -454,7 +474,7 @@ const std::vector<Frame>& Symbolizer::resolve(std::uintptr_t address) {
     function = unnamed_code(object, address - table->bias()); // never dropped
   }
   frames.push_back(Frame{std::move(function), file, line, object});
-  return cache_.emplace(address, std::move(frames)).first->second;
+  return frames;
 }
 
 } // namespace hotscope::symbols
