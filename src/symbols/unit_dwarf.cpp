@@ -71,10 +71,12 @@ UnitDwarf::UnitDwarf(Dwarf* dwarf) {
     GElf_Shdr header;
     const char* name =
         gelf_getshdr(scn, &header) == nullptr ? nullptr : elf_strptr(elf, names, header.sh_name);
-    // Compressed sections are read through libdw's whole-module lookup, which inflates them.
-    if (name == nullptr || std::strncmp(name, ".debug_", 7) != 0 || header.sh_type == SHT_NOBITS ||
-        (header.sh_flags & SHF_COMPRESSED) != 0) {
+    if (name == nullptr || std::strncmp(name, ".debug_", 7) != 0 || header.sh_type == SHT_NOBITS) {
       continue;
+    }
+    if ((header.sh_flags & SHF_COMPRESSED) != 0) {
+      sections_.clear(); // left to libdw's whole-module lookup, which inflates them
+      return;
     }
     Elf_Data* data = elf_getdata(scn, nullptr);
     if (data != nullptr && data->d_buf != nullptr) {
@@ -159,39 +161,28 @@ UnitDwarf::Found UnitDwarf::unit_at(Dwarf_Addr address, Dwarf_Die* unit) {
   return Found::unit;
 }
 
-// An ELF image in memory (never written) with the module's sections, .debug_info cut down to the
-// unit's bytes, and no .debug_aranges (whose offsets would point past it).
-std::unique_ptr<UnitDwarf::Unit> UnitDwarf::open_unit(std::uint64_t offset) const {
-  if (offset >= info_->size) {
-    return nullptr;
-  }
-  const auto* const info = static_cast<const unsigned char*>(info_->bytes);
-  const unsigned char* at = info + offset;
-  std::uint64_t length = 0;
-  std::size_t offset_size = 0;
-  if (!unit_length(at, info + info_->size, length, offset_size)) {
-    return nullptr;
-  }
-  auto unit = std::make_unique<Unit>();
+// `unit`'s ELF image in memory (never written): the module's sections, .debug_info cut down to
+// `info_size` bytes at `info`, no .debug_aranges (whose offsets would point past them).
+bool UnitDwarf::make_image(Unit& unit, const void* info, std::size_t info_size) const {
   // libelf keeps the descriptor of an image to write, and never uses it for one never written.
   const int fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
-  unit->elf = fd < 0 ? nullptr : elf_begin(fd, ELF_C_WRITE, nullptr);
+  unit.elf = fd < 0 ? nullptr : elf_begin(fd, ELF_C_WRITE, nullptr);
   if (fd >= 0) {
     close(fd);
   }
-  if (unit->elf == nullptr || gelf_newehdr(unit->elf, module_class_) == nullptr) {
-    return nullptr;
+  if (unit.elf == nullptr || gelf_newehdr(unit.elf, module_class_) == nullptr) {
+    return false;
   }
   std::vector<std::size_t> name_offsets;
-  unit->section_names.assign(1, '\0');
+  unit.section_names.assign(1, '\0');
   for (const Section& section : sections_) {
-    name_offsets.push_back(unit->section_names.size());
-    unit->section_names += section.name + '\0';
+    name_offsets.push_back(unit.section_names.size());
+    unit.section_names += section.name + '\0';
   }
-  const std::size_t names_name = unit->section_names.size();
-  unit->section_names += std::string(".shstrtab") + '\0';
+  const std::size_t names_name = unit.section_names.size();
+  unit.section_names += std::string(".shstrtab") + '\0';
   const auto add = [&](std::size_t name, GElf_Word type, const void* bytes, std::size_t size) {
-    Elf_Scn* scn = elf_newscn(unit->elf);
+    Elf_Scn* scn = elf_newscn(unit.elf);
     Elf_Data* data = scn == nullptr ? nullptr : elf_newdata(scn);
     if (data == nullptr) {
       return false;
@@ -213,28 +204,46 @@ std::unique_ptr<UnitDwarf::Unit> UnitDwarf::open_unit(std::uint64_t offset) cons
       continue;
     }
     const bool is_info = &section == info_;
-    if (!add(name_offsets[i], SHT_PROGBITS, is_info ? info + offset : section.bytes,
-             is_info ? static_cast<std::size_t>(at - (info + offset)) + length : section.size)) {
-      return nullptr;
+    if (!add(name_offsets[i], SHT_PROGBITS, is_info ? info : section.bytes,
+             is_info ? info_size : section.size)) {
+      return false;
     }
   }
-  if (!add(names_name, SHT_STRTAB, unit->section_names.data(), unit->section_names.size())) {
-    return nullptr;
+  if (!add(names_name, SHT_STRTAB, unit.section_names.data(), unit.section_names.size())) {
+    return false;
   }
   GElf_Ehdr header;
   std::size_t count = 0;
-  if (gelf_getehdr(unit->elf, &header) == nullptr || elf_getshdrnum(unit->elf, &count) != 0) {
-    return nullptr;
+  if (gelf_getehdr(unit.elf, &header) == nullptr || elf_getshdrnum(unit.elf, &count) != 0) {
+    return false;
   }
   header.e_ident[EI_DATA] = module_header_.e_ident[EI_DATA];
   header.e_machine = module_header_.e_machine;
   header.e_type = ET_REL;
   header.e_version = EV_CURRENT;
   header.e_shstrndx = static_cast<GElf_Half>(count - 1); // the last section added
+  return gelf_update_ehdr(unit.elf, &header) != 0;
+}
+
+// The unit at `offset` of .debug_info with its DIE, or nullptr when it cannot stand alone.
+std::unique_ptr<UnitDwarf::Unit> UnitDwarf::open_unit(std::uint64_t offset) const {
+  if (offset >= info_->size) {
+    return nullptr;
+  }
+  const auto* const info = static_cast<const unsigned char*>(info_->bytes);
+  const unsigned char* at = info + offset;
+  std::uint64_t length = 0;
+  std::size_t offset_size = 0;
+  if (!unit_length(at, info + info_->size, length, offset_size)) {
+    return nullptr;
+  }
+  auto unit = std::make_unique<Unit>();
+  if (!make_image(*unit, info + offset, static_cast<std::size_t>(at - (info + offset)) + length)) {
+    return nullptr;
+  }
   Dwarf_Off next = 0;
   std::size_t header_size = 0;
-  if (gelf_update_ehdr(unit->elf, &header) == 0 ||
-      (unit->dwarf = dwarf_begin_elf(unit->elf, DWARF_C_READ, nullptr)) == nullptr ||
+  if ((unit->dwarf = dwarf_begin_elf(unit->elf, DWARF_C_READ, nullptr)) == nullptr ||
       dwarf_nextcu(unit->dwarf, 0, &next, &header_size, nullptr, nullptr, nullptr) != 0 ||
       dwarf_offdie(unit->dwarf, header_size, &unit->die) == nullptr ||
       dwarf_tag(&unit->die) != DW_TAG_compile_unit) {

@@ -50,6 +50,7 @@ private:
   struct Unit; // its ELF image and Dwarf
   void read_aranges(const Section& aranges);
   std::unique_ptr<Unit> open_unit(std::uint64_t offset) const;
+  bool make_image(Unit& unit, const void* info, std::size_t info_size) const;
 
   GElf_Ehdr module_header_{};
   int module_class_ = 0;
