@@ -4,8 +4,9 @@
 //    10,000 distinct code addresses spread over the C++ runtime this program has loaded
 //    (Debian's libstdc++ is stripped: .dynsym only);
 // 2. a stripped program's file (by default GCC's cc1plus, 30,000 .dynsym symbols): 10,000
-//    addresses spread over its code, looked up in a SymbolTable read from it, then with libdw's
-//    dwfl_module_addrinfo, what the symbolizer used before (it scans the table per address).
+//    addresses spread over its code, looked up in one batch in a SymbolTable of it, then with
+//    libdw's dwfl_module_addrinfo, what the symbolizer used before (it scans the table per
+//    address).
 //   hotscope-symbolize-bench [PROGRAM]
 #include "heap/engine.hpp"
 #include "heap/profile.hpp"
@@ -146,11 +147,11 @@ void program_file(const std::string& path) {
   const double read = seconds_since(start);
   start = Clock::now();
   std::size_t named = 0;
-  for (const std::uintptr_t address : addresses) {
-    named += table.name_at(address).empty() ? 0 : 1;
+  for (const std::string_view name : table.names_at(addresses)) {
+    named += name.empty() ? 0 : 1;
   }
   const double looked_up = seconds_since(start);
-  std::printf("%s: %zu symbols read and sorted in %.3f s; %zu addresses looked up in %.4f s "
+  std::printf("%s: %zu symbols, opened in %.3f s; %zu addresses looked up in one scan in %.4f s "
               "(%zu named)\n",
               path.c_str(), table.size(), read, addresses.size(), looked_up, named);
 

@@ -219,6 +219,20 @@ HeapProfile ProfileBuilder::make_profile(const RawProfile& raw, std::string comm
   // Each raw site's site: known for the stacks added ahead, made now for the others. The
   // profile's sites come in the order of their first raw site, as when built at once.
   // All sites are found before any site's frames are handed over: finding a site compares frames.
+  // The calls of the stacks not added ahead, each once, resolved in one batch: each object's
+  // symbol table is read once for all of them.
+  std::vector<std::uintptr_t> calls;
+  AddressIndex distinct;
+  for (const RawSite& site : raw.sites) {
+    if (site.id >= state_->stacks.size() || state_->stacks[site.id].key != stack_key(site.stack)) {
+      for (const std::uintptr_t return_address : site.stack) {
+        if (distinct.find_or_add(return_address).second) {
+          calls.push_back(return_address - 1);
+        }
+      }
+    }
+  }
+  symbolizer.resolve_all(calls);
   std::vector<std::uint32_t> sites(raw.sites.size());
   for (std::size_t i = 0; i < raw.sites.size(); ++i) {
     sites[i] = site_of(raw.sites[i].id, raw.sites[i].stack, symbolizer);

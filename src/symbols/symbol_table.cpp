@@ -1,18 +1,23 @@
-// SymbolTable (symbols.hpp): one object's symbols, as libdw reads them, sorted once.
+// SymbolTable (symbols.hpp): one object's symbols, as libdw reads them, scanned once a batch.
 #include "symbols/symbols.hpp"
 
 #include <elfutils/libdwfl.h>
 #include <gelf.h>
 
 #include <algorithm>
+#include <memory>
+#include <string>
 #include <tuple>
 
 namespace hotscope::symbols {
 namespace {
 
-// dwfl_module_addrinfo's preference among symbols of one range.
+// dwfl_module_addrinfo's preference among symbols of one range; -1: a local symbol, which only
+// counts where no other symbol contains the address.
 int binding_rank(const GElf_Sym& symbol) {
   switch (GELF_ST_BIND(symbol.st_info)) {
+  case STB_LOCAL:
+    return -1;
   case STB_GLOBAL:
     return 3;
   case STB_GNU_UNIQUE:
@@ -24,45 +29,84 @@ int binding_rank(const GElf_Sym& symbol) {
   }
 }
 
-struct Candidate {
-  std::uint64_t low;
-  std::uint64_t high;
-  const char* name;
-  int rank;
-  int index;
+// The best symbol found so far for one address, of one kind (global or local ranges).
+struct Best {
+  std::uint64_t low = 0;
+  std::uint64_t high = 0;
+  const char* name = nullptr;
+  int rank = 0;
+
+  // dwfl_module_addrinfo's order: the closest start, then the smallest, then the strongest
+  // binding; of equals the first in the table, which is seen first.
+  bool worse_than(std::uint64_t l, std::uint64_t h, int r) const {
+    return name == nullptr || std::tie(l, high, r) > std::tie(low, h, rank);
+  }
+};
+
+// A sizeless label: counts for the addresses after it up to its section's end.
+struct Label {
+  std::uint64_t address = 0;
+  std::uint64_t section_end = 0;
+  const char* name = nullptr;
 };
 
 } // namespace
 
-SymbolTable::SymbolTable(Dwfl_Module* module) {
-  add(module);
-  index();
+SymbolTable::SymbolTable(Dwfl_Module* module) : module_(module) {
+  Dwarf_Addr low = 0;
+  dwfl_module_info(module, nullptr, &low, nullptr, nullptr, nullptr, nullptr, nullptr);
+  GElf_Addr main_bias = 0;
+  bias_ = dwfl_module_getelf(module, &main_bias) != nullptr ? main_bias : low;
 }
 
-SymbolTable SymbolTable::of_file(const std::string& path, const std::string& debug_directories) {
-  std::string directories = debug_directories; // libdw keeps the pointer, not a copy
-  char* debuginfo_path = directories.data();
+std::size_t SymbolTable::size() const {
+  const int count = module_ == nullptr ? 0 : dwfl_module_getsymtab(module_);
+  return count < 0 ? 0 : static_cast<std::size_t>(count);
+}
+
+namespace {
+
+// A libdw session on one file, with what libdw keeps pointers to: it reads the symbol table when
+// first asked, after of_file returned.
+struct FileSession {
+  std::string directories;
+  char* debuginfo_path = nullptr;
   Dwfl_Callbacks callbacks{};
-  callbacks.find_elf = dwfl_build_id_find_elf;
-  callbacks.find_debuginfo = dwfl_build_id_find_debuginfo;
-  callbacks.section_address = dwfl_offline_section_address;
-  callbacks.debuginfo_path = &debuginfo_path;
-  const std::shared_ptr<Dwfl> dwfl(dwfl_begin(&callbacks), [](Dwfl* session) {
-    if (session != nullptr) {
-      dwfl_end(session);
+  Dwfl* dwfl = nullptr;
+
+  explicit FileSession(const std::string& debug_directories)
+      : directories(debug_directories), debuginfo_path(directories.data()) {
+    callbacks.find_elf = dwfl_build_id_find_elf;
+    callbacks.find_debuginfo = dwfl_build_id_find_debuginfo;
+    callbacks.section_address = dwfl_offline_section_address;
+    callbacks.debuginfo_path = &debuginfo_path;
+    dwfl = dwfl_begin(&callbacks);
+  }
+  ~FileSession() {
+    if (dwfl != nullptr) {
+      dwfl_end(dwfl);
     }
-  });
+  }
+  FileSession(const FileSession&) = delete;
+  FileSession& operator=(const FileSession&) = delete;
+};
+
+} // namespace
+
+SymbolTable SymbolTable::of_file(const std::string& path, const std::string& debug_directories) {
+  const auto session = std::make_shared<FileSession>(debug_directories);
+  Dwfl* dwfl = session->dwfl;
   if (dwfl == nullptr) {
     return {};
   }
-  dwfl_report_begin(dwfl.get());
+  dwfl_report_begin(dwfl);
   // At base 0: a shared object or position-independent program keeps its link-time addresses.
-  Dwfl_Module* module = dwfl_report_elf(dwfl.get(), path.c_str(), path.c_str(), -1, 0, false);
-  dwfl_report_end(dwfl.get(), nullptr, nullptr);
+  Dwfl_Module* module = dwfl_report_elf(dwfl, path.c_str(), path.c_str(), -1, 0, false);
+  dwfl_report_end(dwfl, nullptr, nullptr);
   SymbolTable table;
   if (module != nullptr) {
     table = SymbolTable(module);
-    table.file_ = dwfl;
+    table.file_ = session;
     const unsigned char* bits = nullptr;
     GElf_Addr vaddr = 0;
     if (const int size = dwfl_module_build_id(module, &bits, &vaddr); size > 0) {
@@ -72,128 +116,127 @@ SymbolTable SymbolTable::of_file(const std::string& path, const std::string& deb
   return table;
 }
 
-// Every symbol dwfl_module_addrinfo would consider: named, defined, not a section, file or
-// thread-local symbol. "Named" is judged by the offset of the name (0 is the empty string), not by
-// reading it.
-void SymbolTable::add(Dwfl_Module* module) {
-  Dwarf_Addr low = 0;
-  dwfl_module_info(module, nullptr, &low, nullptr, nullptr, nullptr, nullptr, nullptr);
-  GElf_Addr main_bias = 0;
-  bias_ = dwfl_module_getelf(module, &main_bias) != nullptr ? main_bias : low;
-  const int count = dwfl_module_getsymtab(module);
-  std::vector<Candidate> globals;
-  std::vector<Candidate> locals;
+// Calls `visit(low, high, label_section_end, name, binding)` for every symbol
+// dwfl_module_addrinfo would consider: named, defined, not a section, file or thread-local symbol
+// ("named" judged by the offset of the name, 0 being the empty string). A sized symbol has
+// label_section_end 0; a label (no size) has high == low and counts only within its own section.
+template <class Visit> void SymbolTable::each_symbol(Visit&& visit) const {
+  const int count = module_ == nullptr ? 0 : dwfl_module_getsymtab(module_);
   for (int i = 0; i < count; ++i) {
     GElf_Sym symbol;
     GElf_Addr value = 0;
     GElf_Word section = 0;
     Elf* elf = nullptr;
     Dwarf_Addr bias = 0;
-    const char* name = dwfl_module_getsym_info(module, i, &symbol, &value, &section, &elf, &bias);
+    const char* name = dwfl_module_getsym_info(module_, i, &symbol, &value, &section, &elf, &bias);
     const int type = GELF_ST_TYPE(symbol.st_info);
     if (name == nullptr || symbol.st_name == 0 || symbol.st_shndx == SHN_UNDEF ||
         type == STT_SECTION || type == STT_FILE || type == STT_TLS) {
       continue;
     }
-    if (symbol.st_size == 0) {
-      // A label counts only within its own section.
-      GElf_Shdr header;
-      Elf_Scn* scn = elf == nullptr || section == SHN_ABS ? nullptr : elf_getscn(elf, section);
-      if (scn == nullptr || gelf_getshdr(scn, &header) == nullptr) {
-        continue;
-      }
-      labels_.push_back(Label{value, header.sh_addr + bias + header.sh_size, name});
-    } else {
-      (GELF_ST_BIND(symbol.st_info) == STB_LOCAL ? locals : globals)
-          .push_back(Candidate{value, value + symbol.st_size, name, binding_rank(symbol), i});
+    if (symbol.st_size > 0) {
+      visit(value, value + symbol.st_size, 0, name, binding_rank(symbol));
+      continue;
     }
-  }
-  // By low, the largest first; of equal ranges the one dwfl_module_addrinfo picks (the strongest
-  // binding, then the first in the table) last, and kept alone.
-  const auto keep = [](std::vector<Candidate>& candidates, std::vector<Range>& ranges) {
-    std::sort(candidates.begin(), candidates.end(), [](const Candidate& a, const Candidate& b) {
-      return std::tie(a.low, b.high, a.rank, b.index) < std::tie(b.low, a.high, b.rank, a.index);
-    });
-    for (std::size_t i = 0; i < candidates.size(); ++i) {
-      const bool superseded = i + 1 < candidates.size() &&
-                              candidates[i + 1].low == candidates[i].low &&
-                              candidates[i + 1].high == candidates[i].high;
-      if (!superseded) {
-        ranges.push_back(Range{candidates[i].low, candidates[i].high, candidates[i].name});
-      }
-    }
-  };
-  keep(globals, globals_);
-  keep(locals, locals_);
-  std::sort(labels_.begin(), labels_.end(),
-            [](const Label& a, const Label& b) { return a.address < b.address; });
-}
-
-void SymbolTable::index() {
-  // Ranges may nest or overlap: a lookup that misses the range starting closest below the address
-  // goes on to the nearest earlier one that ends later (the only ones that can still contain it).
-  for (std::vector<Range>* ranges : {&globals_, &locals_}) {
-    std::vector<std::int32_t> open;
-    for (std::size_t i = 0; i < ranges->size(); ++i) {
-      Range& range = (*ranges)[i];
-      while (!open.empty() && range.high > (*ranges)[open.back()].high) {
-        open.pop_back();
-      }
-      range.enclosing = open.empty() ? -1 : open.back();
-      open.push_back(static_cast<std::int32_t>(i));
-    }
-  }
-  // Both kinds are sorted by low already: merged, not sorted again (the order among equal lows
-  // does not change the reach).
-  std::vector<Range> starts(globals_.size() + locals_.size());
-  std::merge(globals_.begin(), globals_.end(), locals_.begin(), locals_.end(), starts.begin(),
-             [](const Range& a, const Range& b) { return a.low < b.low; });
-  std::uint64_t reach = 0;
-  for (const Range& range : starts) {
-    const std::uint64_t low = range.low;
-    reach = std::max(reach, range.high);
-    if (!reach_.empty() && reach_.back().first == low) {
-      reach_.back().second = reach;
-    } else {
-      reach_.emplace_back(low, reach);
+    GElf_Shdr header;
+    Elf_Scn* scn = elf == nullptr || section == SHN_ABS ? nullptr : elf_getscn(elf, section);
+    if (scn != nullptr && gelf_getshdr(scn, &header) != nullptr) {
+      visit(value, value, header.sh_addr + bias + header.sh_size, name, 0);
     }
   }
 }
 
-const SymbolTable::Range* SymbolTable::containing(const std::vector<Range>& ranges,
-                                                  std::uint64_t address) {
-  const auto after =
-      std::upper_bound(ranges.begin(), ranges.end(), address,
-                       [](std::uint64_t value, const Range& range) { return value < range.low; });
-  std::int32_t i = static_cast<std::int32_t>(after - ranges.begin()) - 1;
-  while (i >= 0 && address >= ranges[i].high) {
-    i = ranges[i].enclosing;
+std::vector<std::string_view>
+SymbolTable::names_at(std::span<const std::uint64_t> addresses) const {
+  if (++batches_ == indexed_from_batch && module_ != nullptr) {
+    index_boundaries();
   }
-  return i < 0 ? nullptr : &ranges[i];
+  std::vector<std::string_view> names(addresses.size());
+  if (!boundaries_.empty()) {
+    for (std::size_t i = 0; i < addresses.size(); ++i) {
+      const auto after = std::upper_bound(
+          boundaries_.begin(), boundaries_.end(), addresses[i],
+          [](std::uint64_t value, const auto& entry) { return value < entry.first; });
+      names[i] = after == boundaries_.begin() ? std::string_view() : std::prev(after)->second;
+    }
+    return names;
+  }
+  std::vector<std::uint64_t> sorted(addresses.begin(), addresses.end());
+  std::sort(sorted.begin(), sorted.end());
+  sorted.erase(std::unique(sorted.begin(), sorted.end()), sorted.end());
+  const std::vector<std::string_view> found = scan(sorted);
+  for (std::size_t i = 0; i < addresses.size(); ++i) {
+    names[i] = found[static_cast<std::size_t>(
+        std::lower_bound(sorted.begin(), sorted.end(), addresses[i]) - sorted.begin())];
+  }
+  return names;
 }
 
-std::string_view SymbolTable::name_at(std::uint64_t address) const {
-  const Range* range = containing(globals_, address);
-  if (range == nullptr) {
-    range = containing(locals_, address);
+// The name is the same from one boundary to the next (a start or end of a symbol, a label, a
+// label's section end): the names at the boundaries, found by one scan, answer every address.
+void SymbolTable::index_boundaries() const {
+  std::vector<std::uint64_t> points;
+  each_symbol(
+      [&](std::uint64_t low, std::uint64_t high, std::uint64_t section_end, const char*, int) {
+        points.push_back(low);
+        points.push_back(section_end == 0 ? high : section_end);
+      });
+  std::sort(points.begin(), points.end());
+  points.erase(std::unique(points.begin(), points.end()), points.end());
+  const std::vector<std::string_view> found = scan(points);
+  boundaries_.reserve(points.size());
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    if (boundaries_.empty() || boundaries_.back().second.data() != found[i].data()) {
+      boundaries_.emplace_back(points[i], found[i]);
+    }
   }
-  if (range != nullptr) {
-    return range->name;
+}
+
+// The names at `sorted` (ascending, distinct addresses), in one pass over the symbols. A sized
+// symbol updates each address inside it; a label and the reach of sized symbols (the largest end
+// of those starting at or before an address, which hides a label it passes) are noted at the
+// first address at or after their start, and carried over to the later addresses afterwards.
+std::vector<std::string_view> SymbolTable::scan(const std::vector<std::uint64_t>& sorted) const {
+  std::vector<Best> globals(sorted.size());
+  std::vector<Best> locals(sorted.size());
+  std::vector<Label> labels(sorted.size());
+  std::vector<std::uint64_t> reach(sorted.size());
+  each_symbol([&](std::uint64_t low, std::uint64_t high, std::uint64_t section_end,
+                  const char* name, int rank) {
+    const auto first = static_cast<std::size_t>(
+        std::lower_bound(sorted.begin(), sorted.end(), low) - sorted.begin());
+    if (first == sorted.size()) {
+      return;
+    }
+    if (section_end != 0) {
+      if (labels[first].name == nullptr || low > labels[first].address) {
+        labels[first] = Label{low, section_end, name};
+      }
+      return;
+    }
+    reach[first] = std::max(reach[first], high);
+    std::vector<Best>& best = rank < 0 ? locals : globals;
+    for (std::size_t a = first; a < sorted.size() && sorted[a] < high; ++a) {
+      if (best[a].worse_than(low, high, rank)) {
+        best[a] = Best{low, high, name, rank};
+      }
+    }
+  });
+  std::vector<std::string_view> found(sorted.size());
+  Label label;
+  std::uint64_t reached = 0;
+  for (std::size_t a = 0; a < sorted.size(); ++a) {
+    if (labels[a].name != nullptr && (label.name == nullptr || labels[a].address > label.address)) {
+      label = labels[a];
+    }
+    reached = std::max(reached, reach[a]);
+    if (globals[a].name != nullptr || locals[a].name != nullptr) {
+      found[a] = globals[a].name != nullptr ? globals[a].name : locals[a].name;
+    } else if (label.name != nullptr && sorted[a] < label.section_end && reached <= label.address) {
+      found[a] = label.name; // no sized symbol starts before the address and ends after the label
+    }
   }
-  const auto label = std::upper_bound(
-      labels_.begin(), labels_.end(), address,
-      [](std::uint64_t value, const Label& label) { return value < label.address; });
-  if (label == labels_.begin() || address >= std::prev(label)->section_end) {
-    return {};
-  }
-  // A sized symbol starting before the address and ending after the label hides it.
-  const auto reach =
-      std::upper_bound(reach_.begin(), reach_.end(), address,
-                       [](std::uint64_t value, const auto& entry) { return value < entry.first; });
-  if (reach != reach_.begin() && std::prev(reach)->second > std::prev(label)->address) {
-    return {};
-  }
-  return std::prev(label)->name;
+  return found;
 }
 
 } // namespace hotscope::symbols

@@ -2,6 +2,7 @@
 
 #include "names/names.hpp"
 #include "symbols/inflated_debug.hpp"
+#include "symbols/unit_dwarf.hpp"
 
 #include <dwarf.h>
 #include <elfutils/libdw.h>
@@ -281,6 +282,23 @@ struct Symbolizer::Session {
   // the same name and addresses), dropped with the others, whose ELF data their names point into.
   // A module freed at one reread cannot share its address with a module kept at a later one.
   std::unordered_map<Dwfl_Module*, SymbolTable> tables;
+  // By module, each module's DWARF (its bias and its units opened one by one); dropped whenever the
+  // map is read again, with the units' scopes.
+  struct ModuleDwarf {
+    Dwarf_Addr bias = 0;
+    std::unique_ptr<UnitDwarf> units;
+  };
+  std::unordered_map<Dwfl_Module*, ModuleDwarf> dwarfs;
+
+  ModuleDwarf& dwarf(Dwfl_Module* module) {
+    auto found = dwarfs.find(module);
+    if (found == dwarfs.end()) {
+      ModuleDwarf opened;
+      opened.units = std::make_unique<UnitDwarf>(dwfl_module_getdwarf(module, &opened.bias));
+      found = dwarfs.emplace(module, std::move(opened)).first;
+    }
+    return found->second;
+  }
 
   const SymbolTable& table(Dwfl_Module* module) {
     auto found = tables.find(module);
@@ -321,6 +339,7 @@ Symbolizer::Symbolizer(SymbolizerOptions options)
 
 Symbolizer::~Symbolizer() {
   if (session_->dwfl != nullptr) {
+    session_->dwarfs.clear(); // their units point into the modules' files
     dwfl_end(session_->dwfl);
   }
 }
@@ -331,6 +350,7 @@ Symbolizer::~Symbolizer() {
 void Symbolizer::read_memory_map() {
   if (session_->dwfl != nullptr) {
     session_->units.clear(); // modules no longer reported are freed with their units
+    session_->dwarfs.clear();
     dwfl_report_begin(session_->dwfl);
     dwfl_linux_proc_report(session_->dwfl, getpid());
     dwfl_report_end(session_->dwfl, nullptr, nullptr);
@@ -396,44 +416,82 @@ bool Symbolizer::refresh() {
 }
 
 const std::vector<Frame>& Symbolizer::resolve(std::uintptr_t address) {
-  const auto cached = cache_.find(address);
-  if (cached != cache_.end()) {
-    return cached->second;
+  resolve_all({&address, 1});
+  return cache_.at(address);
+}
+
+void Symbolizer::resolve_all(std::span<const std::uintptr_t> addresses) {
+  // The addresses not cached, by module (nullptr: no object's), each module's in one batch.
+  std::unordered_map<Dwfl_Module*, std::vector<std::uintptr_t>> by_module;
+  for (const std::uintptr_t address : addresses) {
+    if (cache_.contains(address)) {
+      continue;
+    }
+    // libdw's module may reach past the object's last segment, where another object can be
+    // loaded later: such an address is no object's until the map is read again.
+    Dwfl_Module* module =
+        session_->dwfl == nullptr || (session_->loaded.known && !session_->loaded.covers(address))
+            ? nullptr
+            : dwfl_addrmodule(session_->dwfl, address);
+    by_module[module].push_back(address);
   }
-  // Built aside and cached only when complete: an exception midway (no memory) caches nothing.
-  std::vector<Frame> frames;
-  // libdw's module may reach past the object's last segment, where another object can be loaded
-  // later: such an address is no object's until the map is read again.
-  Dwfl_Module* module =
-      session_->dwfl == nullptr || (session_->loaded.known && !session_->loaded.covers(address))
-          ? nullptr
-          : dwfl_addrmodule(session_->dwfl, address);
-  std::string object = "???";
-  const SymbolTable* table = nullptr;
-  if (module != nullptr) {
-    if (const char* name = dwfl_module_info(module, nullptr, nullptr, nullptr, nullptr, nullptr,
-                                            nullptr, nullptr)) {
-      object = name;
-      table = &session_->table(module);
+  for (auto& [module, batch] : by_module) {
+    std::sort(batch.begin(), batch.end());
+    batch.erase(std::unique(batch.begin(), batch.end()), batch.end());
+    const SymbolTable* table = module == nullptr ? nullptr : &session_->table(module);
+    const std::vector<std::string_view> names = table == nullptr
+                                                    ? std::vector<std::string_view>(batch.size())
+                                                    : table->names_at({batch.data(), batch.size()});
+    for (std::size_t i = 0; i < batch.size(); ++i) {
+      // Built aside and cached only when complete: an exception midway (no memory) caches none.
+      cache_.emplace(batch[i], frames_at(batch[i], module, table, names[i]));
     }
   }
+}
+
+// The frames at `address`, in `module` (nullptr: no object's), whose symbol table `table`
+// names it `symbol_name` ("": no symbol).
+std::vector<Frame> Symbolizer::frames_at(std::uintptr_t address, Dwfl_Module* module,
+                                         const SymbolTable* table, std::string_view symbol_name) {
+  std::vector<Frame> frames;
+  const char* name = module == nullptr ? nullptr
+                                       : dwfl_module_info(module, nullptr, nullptr, nullptr,
+                                                          nullptr, nullptr, nullptr, nullptr);
+  const std::string object = name == nullptr ? "???" : name;
   // The innermost source position, then one frame per enclosing inlined subroutine, whose
   // call site is the position in the next frame out.
+  // The unit is opened alone where .debug_aranges lists it; libdw finds it (reading the whole
+  // module's units) where the module has no .debug_aranges.
   std::string file;
   unsigned line = 0;
-  if (Dwfl_Line* source = module == nullptr ? nullptr : dwfl_module_getsrc(module, address)) {
-    int line_number = 0;
-    if (const char* path =
-            dwfl_lineinfo(source, nullptr, &line_number, nullptr, nullptr, nullptr)) {
-      file = base_name(path);
-      line = static_cast<unsigned>(line_number);
+  Dwarf_Addr bias = 0;
+  Dwarf_Die alone;
+  Dwarf_Die* cu = nullptr;
+  const char* path = nullptr;
+  int line_number = 0;
+  if (module != nullptr) {
+    Session::ModuleDwarf& dwarf = session_->dwarf(module);
+    const UnitDwarf::Found found = dwarf.units->unit_at(address - dwarf.bias, &alone);
+    if (found == UnitDwarf::Found::unit) {
+      cu = &alone;
+      bias = dwarf.bias;
+      if (Dwarf_Line* source = dwarf_getsrc_die(cu, address - bias)) {
+        path = dwarf_linesrc(source, nullptr, nullptr);
+        dwarf_lineno(source, &line_number);
+      }
+    } else if (found == UnitDwarf::Found::ask_libdw) {
+      cu = dwfl_module_addrdie(module, address, &bias);
+      if (Dwfl_Line* source = dwfl_module_getsrc(module, address)) {
+        path = dwfl_lineinfo(source, nullptr, &line_number, nullptr, nullptr, nullptr);
+      }
     }
   }
-  // The function containing the address, as the ELF symbol table names it: unlike DWARF it
-  // carries the enclosing namespaces and parameter types of every function, as valgrind shows.
-  const std::string_view symbol_name = table == nullptr ? "" : table->name_at(address);
-  Dwarf_Addr bias = 0;
-  Dwarf_Die* cu = module == nullptr ? nullptr : dwfl_module_addrdie(module, address, &bias);
+  if (path != nullptr) {
+    file = base_name(path);
+    line = static_cast<unsigned>(line_number);
+  }
+  // The function containing the address is named as the ELF symbol table names it: unlike DWARF
+  // it carries the enclosing namespaces and parameter types of every function, as valgrind shows.
   std::string subprogram; // the DWARF name, for objects without a symbol table
   if (cu != nullptr) {
     auto unit = session_->units.find(cu->addr);
@@ -454,7 +512,7 @@ const std::vector<Frame>& Symbolizer::resolve(std::uintptr_t address) {
     function = unnamed_code(object, address - table->bias()); // never dropped
   }
   frames.push_back(Frame{std::move(function), file, line, object});
-  return cache_.emplace(address, std::move(frames)).first->second;
+  return frames;
 }
 
 } // namespace hotscope::symbols

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -14,21 +15,22 @@ struct Dwfl_Module; // libdw's
 
 namespace hotscope::symbols {
 
-// One object's symbols, read once and sorted: address to symbol name by binary search. libdw's
-// own lookup (dwfl_module_addrinfo) scans the whole table for every address, which on a stripped
-// program of 30,000 .dynsym symbols costs more than the program's run.
+// One object's symbols, looked up for a batch of addresses in one pass over its symbol table:
+// nothing of the table is kept between the first batches, so a profile naming a few addresses of
+// a 10,000-symbol library costs one scan and memory for those addresses only (docs/heap.md,
+// "Stacks and symbols"). A table asked again and again (the full mode's profile built ahead) is
+// indexed at its third batch: the name from each symbol boundary on, found by one scan.
+// libdw's own lookup (dwfl_module_addrinfo) scans the whole table for every address.
 // The symbols are those libdw finds for the module: the .symtab of the separate debug file (by
 // build id) or of the object itself, else its .dynsym plus the .gnu_debugdata MiniDebugInfo
 // (xz-compressed) where there is one. The choice among them follows dwfl_module_addrinfo: a
 // global symbol containing the address, else a local one, the closest start first, the smallest
 // first at equal starts; else the closest sizeless label in the same section with no sized symbol
-// between it and the address. The names are not read while the table is built: they stay in
-// libdw's string tables, and only the names looked up are touched (reading each name of a 1.4 MB
-// string table in symbol order misses the cache for nearly every one).
+// between it and the address. Only the names found are read: they stay in libdw's string tables.
 class SymbolTable {
 public:
   SymbolTable() = default;
-  // The names point into the module's ELF data: the table must not outlive the module.
+  // The names point into the module's ELF data: they must not outlive the module.
   explicit SymbolTable(Dwfl_Module* module);
   // The symbols of the ELF file at `path`, at its link-time addresses; the table keeps the file
   // open. Separate debug files are looked for by build id under `debug_directories`
@@ -36,35 +38,27 @@ public:
   static SymbolTable of_file(const std::string& path,
                              const std::string& debug_directories = "/usr/lib/debug");
 
-  // The (mangled) name of the symbol containing `address`, NUL-terminated; empty when none does.
-  std::string_view name_at(std::uint64_t address) const;
+  // The (mangled) name of the symbol containing each of `addresses` (in any order),
+  // NUL-terminated; empty where none does.
+  std::vector<std::string_view> names_at(std::span<const std::uint64_t> addresses) const;
   // The file's GNU build id in lowercase hex (of_file's; "" when it has none).
   const std::string& build_id() const { return build_id_; }
   // Loaded address minus link-time address.
   std::uint64_t bias() const { return bias_; }
-  std::size_t size() const { return globals_.size() + locals_.size() + labels_.size(); }
+  // How many entries the table has (symbols of every kind).
+  std::size_t size() const;
 
 private:
-  struct Range {
-    std::uint64_t low;
-    std::uint64_t high;
-    const char* name;
-    std::int32_t enclosing = -1; // the nearest earlier range ending later; -1: none
-  };
-  struct Label { // a symbol without a size (hand-written assembly)
-    std::uint64_t address;
-    std::uint64_t section_end;
-    const char* name;
-  };
-  static const Range* containing(const std::vector<Range>& ranges, std::uint64_t address);
-  void add(Dwfl_Module* module);
-  void index();
+  // From this batch on, names come from an index of the table (one repeated scan costs more).
+  static constexpr unsigned indexed_from_batch = 3;
+  template <class Visit> void each_symbol(Visit&& visit) const;
+  std::vector<std::string_view> scan(const std::vector<std::uint64_t>& sorted) const;
+  void index_boundaries() const;
 
-  std::vector<Range> globals_; // by low, then high descending
-  std::vector<Range> locals_;
-  std::vector<Label> labels_; // by address
-  // By low, over both kinds of range: the largest high of those starting at or before it.
-  std::vector<std::pair<std::uint64_t, std::uint64_t>> reach_;
+  Dwfl_Module* module_ = nullptr;
+  mutable unsigned batches_ = 0;
+  // The name from each boundary on, by address (indexed_from_batch's); empty before.
+  mutable std::vector<std::pair<std::uint64_t, std::string_view>> boundaries_;
   std::uint64_t bias_ = 0;
   std::string build_id_;
   std::shared_ptr<void> file_; // of_file's: the libdw session the names point into
@@ -107,6 +101,10 @@ public:
   // The frames at a code address, innermost (most deeply inlined) first; never empty. Results
   // are cached. For return addresses pass the address of the call instruction (return - 1).
   const std::vector<Frame>& resolve(std::uintptr_t address);
+  // Resolves and caches each of `addresses` not cached yet, reading each object's symbol table
+  // once for all of them: a caller with many addresses at hand passes them here before
+  // resolve(), which then finds them cached.
+  void resolve_all(std::span<const std::uintptr_t> addresses);
 
   // When objects were loaded or unloaded (dlopen, dlclose) since the memory map was read:
   // rereads it, forgets the cached results it may change (all after an unload, those of
@@ -131,6 +129,8 @@ public:
 private:
   struct Session;
   void read_memory_map();
+  std::vector<Frame> frames_at(std::uintptr_t address, Dwfl_Module* module,
+                               const SymbolTable* table, std::string_view symbol_name);
   std::unique_ptr<Session> session_;
   // Hashed: a profile looks up every frame of every site. Its elements stay where they are as it
   // grows, so references from resolve() stay valid.

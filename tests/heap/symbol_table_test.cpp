@@ -1,8 +1,8 @@
-// The sorted symbol tables (symbols::SymbolTable) against elfutils' own lookup, eu-addr2line
-// (dwfl_module_addrinfo, what the symbolizer called before): a few thousand addresses of a
-// stripped system binary (GCC's cc1plus, .dynsym only), of the C++ runtime, and of this project's
-// test program with and without its debug information, from a separate debug file by build id
-// and from MiniDebugInfo (.gnu_debugdata).
+// The symbol tables (symbols::SymbolTable, scanned and indexed) against elfutils' own lookup,
+// eu-addr2line (dwfl_module_addrinfo, what the symbolizer called before): a few thousand addresses
+// of a stripped system binary (GCC's cc1plus, .dynsym only), of the C++ runtime, and of this
+// project's test program with and without its debug information, from a separate debug file by
+// build id and from MiniDebugInfo (.gnu_debugdata).
 #include "support/child_process.hpp"
 #include "support/scratch_dir.hpp"
 #include "symbols/symbols.hpp"
@@ -17,6 +17,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace {
@@ -96,18 +97,24 @@ std::string disagreements(const SymbolTable& table, const fs::path& reference,
            std::to_string(addresses.size()) + " addresses";
   }
   std::ostringstream out;
-  std::size_t wrong = 0;
-  named = 0;
-  for (std::size_t i = 0; i < addresses.size(); ++i) {
-    const std::string got(table.name_at(addresses[i]));
-    named += got.empty() ? 0 : 1;
-    if (got != expected[i] && ++wrong <= 10) {
-      out << "0x" << std::hex << addresses[i] << ": '" << got << "', eu-addr2line '" << expected[i]
-          << "'\n";
+  // The first batch is a scan of the table, the third is answered from its index.
+  const std::vector<std::string_view> scanned = table.names_at(addresses);
+  table.names_at({});
+  const std::vector<std::string_view> indexed = table.names_at(addresses);
+  for (const auto* got : {&scanned, &indexed}) {
+    std::size_t wrong = 0;
+    named = 0;
+    for (std::size_t i = 0; i < addresses.size(); ++i) {
+      named += (*got)[i].empty() ? 0 : 1;
+      if ((*got)[i] != expected[i] && ++wrong <= 10) {
+        out << "0x" << std::hex << addresses[i] << ": '" << (*got)[i] << "', eu-addr2line '"
+            << expected[i] << "'\n";
+      }
     }
-  }
-  if (wrong > 0) {
-    out << std::dec << wrong << " of " << addresses.size() << " addresses differ";
+    if (wrong > 0) {
+      out << std::dec << wrong << " of " << addresses.size() << " addresses differ "
+          << (got == &scanned ? "scanned" : "indexed") << "\n";
+    }
   }
   return out.str();
 }
@@ -213,7 +220,7 @@ TEST_F(OwnProgram, StrippedWithMiniDebugInfo) {
 TEST(SymbolTable, UnreadableFileIsEmpty) {
   const SymbolTable table = SymbolTable::of_file("/nonexistent/program");
   EXPECT_EQ(table.size(), 0u);
-  EXPECT_EQ(table.name_at(0x1000), "");
+  EXPECT_EQ(table.names_at(std::vector<std::uint64_t>{0x1000}), std::vector<std::string_view>{""});
 }
 
 } // namespace

@@ -99,8 +99,9 @@ std::string backtrace(const json& report, Objects& objects) {
       std::string why;
       const symbols::SymbolTable* table = objects.find(module, frame.value("build_id", ""), why);
       // A return address is after its call: the call's own address names the caller.
+      const std::uint64_t at = index == 0 ? offset : offset - 1;
       const std::string_view symbol =
-          table == nullptr ? std::string_view() : table->name_at(index == 0 ? offset : offset - 1);
+          table == nullptr ? std::string_view() : table->names_at({&at, 1}).front();
       const std::string name = symbol.empty() ? "??" : names::demangle(std::string(symbol).c_str());
       text += fmt::format(" {} in {}+{:#x}", name, module, offset);
       if (!why.empty()) {

@@ -26,6 +26,7 @@ hotscope_symbolize(const std::uint64_t* addresses, std::size_t count,
   // Kept for the process's life: repeated profiles resolve each address once.
   static hotscope::symbols::Symbolizer* const symbolizer = new hotscope::symbols::Symbolizer;
   symbolizer->refresh();
+  symbolizer->resolve_all({addresses, count});
   for (std::size_t i = 0; i < count; ++i) {
     const auto& frames = symbolizer->resolve(addresses[i]);
     for (auto frame = frames.rbegin(); frame != frames.rend(); ++frame) {

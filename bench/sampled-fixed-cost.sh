@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# The sampled mode's fixed cost: `python3 -c pass` natively and under `hotscope run --heap` in the
+# sampled mode (the preload library, the runtime's live agent, the profile at exit), rounds
+# interleaved, each round also running the native command a second time (the A/A noise of
+# bench/real-programs.sh). Prints the medians of the program's CPU time (user + system) and peak
+# RSS, measured inside the run (the program alone, not the launcher: getrusage of its process by
+# wait4, as GNU time's CPU times have 10 ms steps), and their ratios and differences to native.
+# The debug cache is warmed first, as every run after a program's first finds it.
+#   bench/sampled-fixed-cost.sh [--build DIR] [--rounds N] [-- COMMAND...]
+# --build: a CMake build dir (default build-bench, configured as scripts/bench.sh does), or a
+#          directory with another build's tools/hotscope/hotscope and src/libhotscope-*.so (a
+#          change's before);
+# --rounds: interleaved rounds (default 15); COMMAND: the program (default python3 -c pass).
+set -euo pipefail
+
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+build="$repo/build-bench"
+rounds=15
+command=(/usr/bin/python3 -c pass)
+while (($#)); do
+  case "$1" in
+    --build) build="$2"; shift 2 ;;
+    --rounds) rounds="$2"; shift 2 ;;
+    --) shift; command=("$@"); break ;;
+    *) echo "bench/sampled-fixed-cost.sh: unknown argument '$1' (see the comment at the top)" >&2
+      exit 2 ;;
+  esac
+done
+
+# shellcheck source=scripts/lib.sh
+source "$repo/scripts/lib.sh"
+install_packages "$repo/scripts/packages.txt"
+install_packages <(printf '%s\n' python3)
+if [[ -f "$build/CMakeCache.txt" || ! -x "$build/tools/hotscope/hotscope" ]]; then
+  configure_bench_build "$build"
+  cmake --build "$build" --target hotscope_cli hotscope_preload hotscope_run hotscope_pprof >/dev/null
+fi
+
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+# Copies: a rebuild during the run must not change the libraries under test.
+cp "$build/tools/hotscope/hotscope" "$build"/src/libhotscope-{preload,run,pprof}.so "$work/"
+export HOTSCOPE_PRELOAD="$work/libhotscope-preload.so"
+export HOTSCOPE_RUN_PRELOAD="$work/libhotscope-run.so"
+export XDG_CACHE_HOME="$work/cache"
+# The program's own CPU time and peak RSS (KiB), from the rusage wait4 returns.
+cat >"$work/measure.py" <<'PY'
+import os, subprocess, sys
+child = subprocess.Popen(sys.argv[2:], stdout=subprocess.DEVNULL)
+_, status, usage = os.wait4(child.pid, 0)
+with open(sys.argv[1], "w") as out:
+    out.write("%.6f %d\n" % (usage.ru_utime + usage.ru_stime, usage.ru_maxrss))
+sys.exit(1 if status else 0)
+PY
+echo "load average at the start: $(cut -d' ' -f1-3 /proc/loadavg) ($(nproc) cores)"
+
+run() { # tool -> "cpu_s peak_kib" of the program alone
+  local prefix=()
+  rm -rf "$work/out"
+  if [[ "$1" == sampled ]]; then
+    prefix=(env HOTSCOPE_HEAP_MODE=sampled "$work/hotscope" run --heap --no-summary
+      --out "$work/out" --)
+  fi
+  "${prefix[@]}" /usr/bin/python3 "$work/measure.py" "$work/time" "${command[@]}"
+  cat "$work/time"
+}
+
+run sampled >/dev/null # warms the debug cache
+compgen -G "$work/out/heap.*.json" >/dev/null ||
+  { echo "bench/sampled-fixed-cost.sh: the program wrote no heap profile" >&2; exit 1; }
+tools=(native native-again sampled)
+for ((round = 0; round < rounds; ++round)); do
+  for ((i = 0; i < ${#tools[@]}; ++i)); do
+    tool="${tools[(i + round) % ${#tools[@]}]}"
+    echo "$tool $(run "$tool")" >>"$work/results"
+  done
+done
+
+python3 - "$work/results" "${command[*]}" <<'PY'
+import statistics, sys
+runs = {}
+for line in open(sys.argv[1]):
+    tool, cpu, rss = line.split()
+    runs.setdefault(tool, []).append((float(cpu), int(rss)))
+median = lambda tool, i: statistics.median(r[i] for r in runs[tool])
+cpu0, rss0 = median("native", 0), median("native", 1)
+print("%s, medians of %d rounds:" % (sys.argv[2], len(runs["native"])))
+print("| run | CPU | × native | peak RSS | + native |")
+print("| --- | ---: | ---: | ---: | ---: |")
+for tool in ("native", "native-again", "sampled"):
+    cpu, rss = median(tool, 0), median(tool, 1)
+    print("| %s | %.1f ms | %.3f | %.1f MiB | %+.1f MiB |"
+          % (tool, cpu * 1e3, cpu / cpu0, rss / 1024, (rss - rss0) / 1024))
+PY
