@@ -254,7 +254,9 @@ TEST(SymbolizerCosts, AFewCLibraryAddressesReadTheirUnitsNotTheWholeDebugFile) {
     }
   });
   ASSERT_GE(growth, 0) << "the child failed, or found few lines";
-  EXPECT_LT(growth, 8 * 1024) << "KiB of peak RSS for " << addresses.size() << " addresses";
+  // 7 MiB here; the bound leaves room for another machine's page sizes and allocator, and still
+  // fails the whole-file reading (12 MiB).
+  EXPECT_LT(growth, 10 * 1024) << "KiB of peak RSS for " << addresses.size() << " addresses";
 }
 
 } // namespace
