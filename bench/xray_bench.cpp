@@ -41,16 +41,16 @@ std::uint64_t fibonacci_calls(int n) {
 
 struct Case {
   const char* name;
-  // Runs the workload of one copy (sleds or not) `times` times; returns a checksum.
-  std::function<std::uint64_t(bool sleds, int times)> run;
+  // Runs the workload of one copy (sleds or not) once; returns a checksum.
+  std::function<std::uint64_t(bool sleds)> run;
   std::uint64_t calls; // of one time
 };
 
-double ns_per_call(const Case& c, bool sleds, int times, std::uint64_t& sink) {
+double ns_per_call(const Case& c, bool sleds, std::uint64_t& sink) {
   const auto start = Clock::now();
-  sink += c.run(sleds, times);
+  sink += c.run(sleds);
   const std::chrono::duration<double, std::nano> took = Clock::now() - start;
-  return took.count() / static_cast<double>(c.calls * static_cast<std::uint64_t>(times));
+  return took.count() / static_cast<double>(c.calls);
 }
 
 double median(std::vector<double> values) {
@@ -58,22 +58,23 @@ double median(std::vector<double> values) {
   return values[values.size() / 2];
 }
 
-// Sleds unpatched against no sleds, rounds of `times` runs interleaved; then patched, in rounds
-// of one run that the collector drains between them (no record dropped).
-void measure(const Case& c, int times, std::uint64_t& sink) {
+// Sleds unpatched against no sleds, in interleaved rounds of one run (tens of microseconds: few
+// are preempted on a loaded machine, and the median leaves those out); then patched, in rounds
+// that the collector drains between them (no record dropped).
+void measure(const Case& c, std::uint64_t& sink) {
   constexpr int kRounds = 21;
   hotscope::instrument::switch_xray(0, false);
   std::vector<double> without, off;
-  for (int round = 0; round < kRounds; ++round) { // which goes first alternates
+  for (int round = 0; round < 100 * kRounds; ++round) { // which goes first alternates
     const bool sleds_first = round % 2 == 1;
-    (sleds_first ? off : without).push_back(ns_per_call(c, sleds_first, times, sink));
-    (sleds_first ? without : off).push_back(ns_per_call(c, !sleds_first, times, sink));
+    (sleds_first ? off : without).push_back(ns_per_call(c, sleds_first, sink));
+    (sleds_first ? without : off).push_back(ns_per_call(c, !sleds_first, sink));
   }
   hotscope::instrument::switch_xray(0, true);
   std::vector<double> bare, on;
   for (int round = 0; round < 10 * kRounds; ++round) {
-    bare.push_back(ns_per_call(c, false, 1, sink));
-    on.push_back(ns_per_call(c, true, 1, sink));
+    bare.push_back(ns_per_call(c, false, sink));
+    on.push_back(ns_per_call(c, true, sink));
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   hotscope::instrument::switch_xray(0, false);
@@ -92,28 +93,18 @@ int main() {
   }
   std::uint64_t sink = 0;
   // Fibonacci(18): 8,361 calls of a few instructions each, the worst case of a sled.
-  const Case fibonacci{"fibonacci",
-                       [](bool sleds, int times) {
-                         std::uint64_t sum = 0;
-                         for (int i = 0; i < times; ++i) {
-                           sum += sleds ? sleds::fibonacci(18) : plain::fibonacci(18);
-                         }
-                         return sum;
-                       },
-                       fibonacci_calls(18)};
+  const Case fibonacci{
+      "fibonacci", [](bool sleds) { return sleds ? sleds::fibonacci(18) : plain::fibonacci(18); },
+      fibonacci_calls(18)};
   // 4,096 words of 16 bytes: a call of about 10 ns each (and one call around them).
   static const std::string text(4096 * 16, 'x');
   const Case words{"hash_words",
-                   [](bool sleds, int times) {
-                     std::uint64_t sum = 0;
-                     for (int i = 0; i < times; ++i) {
-                       sum += sleds ? sleds::hash_words(text.data(), text.size())
-                                    : plain::hash_words(text.data(), text.size());
-                     }
-                     return sum;
+                   [](bool sleds) {
+                     return sleds ? sleds::hash_words(text.data(), text.size())
+                                  : plain::hash_words(text.data(), text.size());
                    },
                    4097};
-  measure(fibonacci, 300, sink);
-  measure(words, 100, sink);
+  measure(fibonacci, sink);
+  measure(words, sink);
   return sink == 0 ? 1 : 0;
 }
