@@ -134,7 +134,7 @@ TEST(Instrument, CountsAsUftrace) {
 }
 
 // ranked_program's functions, recorded by uftrace and by hotscope: the 20 with the most
-// inclusive time in the same order (their times are 1.3 times apart, ranked_program.cpp).
+// inclusive time in the same order (their times are 20 ms apart, ranked_program.cpp).
 TEST(Instrument, TopTwentyRankedAsUftrace) {
 #ifndef UFTRACE
   GTEST_SKIP() << "uftrace is not installed (scripts/packages.txt installs it), or this is a "
