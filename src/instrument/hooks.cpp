@@ -19,6 +19,7 @@ using hotscope::detail::Ring;
 struct OpenCall {
   std::uint64_t entry;
   Ring* ring;
+  std::uint64_t stack; // the stack pointer in the entry's hook
 };
 
 // Zero-initialised, as a __thread variable must be. `depth` counts the calls past kDepthMax too.
@@ -65,8 +66,10 @@ HOTSCOPE_HOOK __attribute__((noinline)) void too_deep() noexcept {
   }
 }
 
-// A call's entry, by -finstrument-functions' hook or XRay's handler.
-HOTSCOPE_HOOK inline __attribute__((always_inline)) void enter(std::uint64_t entry) noexcept {
+// A call's entry, by -finstrument-functions' hook or XRay's handler, `stack` the stack pointer
+// in it.
+HOTSCOPE_HOOK inline __attribute__((always_inline)) void enter(std::uint64_t entry,
+                                                               std::uint64_t stack) noexcept {
   auto& calls = tls_calls;
   const std::uint32_t depth = calls.depth++;
   if (__builtin_expect(depth >= kDepthMax, 0)) {
@@ -76,14 +79,14 @@ HOTSCOPE_HOOK inline __attribute__((always_inline)) void enter(std::uint64_t ent
   auto& call = calls.open[depth];
   call.entry = entry;
   call.ring = nullptr;
+  call.stack = stack;
   if (__builtin_expect(hotscope::locks::detail::tls_locks.quiet != 0, 0)) {
     return; // the profiler's own thread, or its code on this one
   }
   if (filtered(entry)) {
     return;
   }
-  call.ring = hotscope::detail::open_slice(entry, hotscope::detail::stack_pointer(),
-                                           HOTSCOPE_RECORD_FUNCTION_BEGIN);
+  call.ring = hotscope::detail::open_slice(entry, stack, HOTSCOPE_RECORD_FUNCTION_BEGIN);
 }
 
 // A call's exit (XRay: a return or a tail call).
@@ -105,6 +108,17 @@ HOTSCOPE_HOOK inline __attribute__((always_inline)) void leave(std::uint64_t ent
   calls.depth = depth;
 }
 
+// XRay has no exit on unwinding: at an entry, the open calls whose hooks ran at or above this
+// stack pointer have left the stack, unwound by an exception (docs/instrument.md, "XRay").
+HOTSCOPE_HOOK __attribute__((noinline)) void close_unwound(Calls& calls,
+                                                           std::uint64_t stack) noexcept {
+  std::uint32_t depth = calls.depth;
+  while (depth != 0 && calls.open[depth - 1].stack <= stack) {
+    close(calls.open[--depth]);
+  }
+  calls.depth = depth;
+}
+
 } // namespace
 
 HOTSCOPE_HOOK void xray_event(std::int32_t id, XrayEvent event) noexcept {
@@ -113,7 +127,14 @@ HOTSCOPE_HOOK void xray_event(std::int32_t id, XrayEvent event) noexcept {
   }
   const std::uint64_t entry = xray_entries[id - 1];
   if (event == kXrayEntry) {
-    enter(entry);
+    const std::uint64_t stack = hotscope::detail::stack_pointer();
+    auto& calls = tls_calls;
+    const std::uint32_t depth = calls.depth;
+    if (__builtin_expect(depth != 0 && depth <= kDepthMax && calls.open[depth - 1].stack <= stack,
+                         0)) {
+      close_unwound(calls, stack);
+    }
+    enter(entry, stack);
   } else if (event == kXrayExit || event == kXrayTail) {
     leave(entry);
   }
@@ -123,7 +144,8 @@ HOTSCOPE_HOOK void xray_event(std::int32_t id, XrayEvent event) noexcept {
 
 extern "C" HOTSCOPE_HOOK __attribute__((visibility("default"))) void
 __cyg_profile_func_enter(void* function, void*) {
-  hotscope::instrument::enter(reinterpret_cast<std::uintptr_t>(function));
+  hotscope::instrument::enter(reinterpret_cast<std::uintptr_t>(function),
+                              hotscope::detail::stack_pointer());
 }
 
 extern "C" HOTSCOPE_HOOK __attribute__((visibility("default"))) void

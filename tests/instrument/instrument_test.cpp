@@ -133,14 +133,11 @@ TEST(Instrument, CountsAsUftrace) {
 #endif
 }
 
-// ranked_program's functions, recorded by uftrace and by hotscope: the 20 with the most
-// inclusive time in the same order (their times are 20 ms apart, ranked_program.cpp).
-TEST(Instrument, TopTwentyRankedAsUftrace) {
-#ifndef UFTRACE
-  GTEST_SKIP() << "uftrace is not installed (scripts/packages.txt installs it), or this is a "
-                  "sanitizer build";
-#else
-  const hotscope::testing::ScratchDir scratch("instrument-ranked");
+#ifdef UFTRACE
+// ranked_program recorded by uftrace and by hotscope: each one's 20 functions with the most
+// inclusive time, the most first.
+std::pair<std::vector<std::string>, std::vector<std::string>> ranked_tops(int attempt) {
+  const hotscope::testing::ScratchDir scratch("instrument-ranked-" + std::to_string(attempt));
   std::vector<std::string> uftrace_top;
   for (const auto& [name, calls] : uftrace_report(scratch, RANKED_PLAIN_PROGRAM, "total")) {
     uftrace_top.push_back(name);
@@ -157,8 +154,29 @@ TEST(Instrument, TopTwentyRankedAsUftrace) {
   for (std::size_t rank = 0; rank < by_total.size() && rank < 20; ++rank) {
     hotscope_top.push_back(by_total[rank].second);
   }
-  ASSERT_EQ(uftrace_top.size(), 20u);
-  EXPECT_EQ(hotscope_top, uftrace_top) << stats.at("functions").dump(1);
+  return {hotscope_top, uftrace_top};
+}
+#endif
+
+// The 20 functions with the most inclusive time come in the same order in hotscope's figures as
+// in uftrace's (ranked_program's are 20 ms apart). On a machine loaded enough that a wake-up
+// waits longer than that (tens of milliseconds: seen at a load of 9 on 2 cores) either recording
+// can swap two neighbours, so a mismatch is recorded again, up to three times: a difference in
+// how either tool measures shows in every attempt.
+TEST(Instrument, TopTwentyRankedAsUftrace) {
+#ifndef UFTRACE
+  GTEST_SKIP() << "uftrace is not installed (scripts/packages.txt installs it), or this is a "
+                  "sanitizer build";
+#else
+  std::pair<std::vector<std::string>, std::vector<std::string>> tops;
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    tops = ranked_tops(attempt);
+    ASSERT_EQ(tops.second.size(), 20u);
+    if (tops.first == tops.second) {
+      break;
+    }
+  }
+  EXPECT_EQ(tops.first, tops.second) << "hotscope's top 20, then uftrace's, in three attempts";
 #endif
 }
 
