@@ -167,6 +167,29 @@ void instrumented_call(benchmark::State& state) {
 }
 BENCHMARK(instrumented_call)->UseManualTime()->Threads(1);
 
+// An XRay function's call as hotscope's handler sees it (docs/instrument.md, "XRay"): ENTRY and
+// EXIT of function 1, named by a table of one entry this benchmark fills as start_xray would.
+// Without XRay's trampoline (it saves and restores the registers around the handler):
+// hotscope-xray-bench measures a whole call.
+void instrumented_call_xray(benchmark::State& state) {
+  if (!prepare_ring(state)) {
+    return;
+  }
+  static const std::uint64_t entries[] = {
+      reinterpret_cast<std::uintptr_t>(&instrumented_call_xray)};
+  hotscope::instrument::xray_entries = entries;
+  hotscope::instrument::xray_count = 1;
+  run_batches(state, kPairsPerBatch, [] {
+    for (std::int64_t i = 0; i < kPairsPerBatch; ++i) {
+      hotscope::instrument::xray_event(1, hotscope::instrument::kXrayEntry);
+      hotscope::instrument::xray_event(1, hotscope::instrument::kXrayExit);
+    }
+  });
+  check_nothing_dropped(state);
+  hotscope::instrument::xray_count = 0;
+}
+BENCHMARK(instrumented_call_xray)->UseManualTime()->Threads(1);
+
 // A filtered function's call: the hooks find it in the filter's table and record nothing.
 void instrumented_call_filtered(benchmark::State& state) {
   void (*const self)(benchmark::State&) = &instrumented_call_filtered;

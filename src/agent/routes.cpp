@@ -8,6 +8,8 @@
 #include "export/formats.hpp"
 #include "export/writers.hpp"
 #include "heap_link/heap_link.hpp"
+#include "instrument/instrument.hpp"
+#include "objects/objects.hpp"
 #include "text/text.hpp"
 #include "trace/trace.hpp"
 
@@ -19,6 +21,7 @@
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
+#include <fnmatch.h>
 #include <mutex>
 #include <optional>
 #include <sstream>
@@ -51,6 +54,7 @@ constexpr Endpoint kEndpoints[] = {
     {"/v1/heap", "GET", {"format"}, false},
     {"/v1/cpu", "GET", {"format"}, false},
     {"/v1/reset", "POST", {}, false},
+    {"/v1/instrument", "POST", {"state", "function"}, false},
     {"/debug/pprof/heap", "GET", {}, true},
     {"/debug/pprof/profile", "GET", {"format", "seconds"}, true},
     {"/debug/pprof/wall", "GET", {"seconds"}, true},
@@ -67,6 +71,7 @@ std::string usage(const Endpoint& endpoint) {
       line += text::cat(separator, name, "=",
                         name == "format"     ? exporters::format_names(endpoint.path, "|")
                         : name == "function" ? "NAME"
+                        : name == "state"    ? "on|off"
                                              : "N");
       separator = '&';
     }
@@ -429,6 +434,49 @@ Response cpu_profile(const Request& request) {
   return written(format->format, std::move(after));
 }
 
+// POST /v1/instrument?state=on|off[&function=PATTERN] (docs/agent.md): XRay's sleds patched or
+// unpatched, all or those of the functions whose name PATTERN matches (fnmatch); without a
+// function, the -finstrument-functions hooks too (they have no per-function switch).
+Response switch_instrumentation(const Request& request) {
+  const std::optional<std::string> state = parameter(request, "state");
+  if (!state || (*state != "on" && *state != "off")) {
+    return error_response(400, text::cat("state=\"", state.value_or(""),
+                                         "\" is not on or off (POST "
+                                         "/v1/instrument?state=on|off&function=PATTERN)"));
+  }
+  const bool on = *state == "on";
+  const std::optional<std::string> pattern = parameter(request, "function");
+  if (pattern && pattern->empty()) {
+    return error_response(400, "function= is empty: give a name pattern (*, ?, [...]) or leave "
+                               "it out to switch every function");
+  }
+  const std::vector<instrument::XrayFunction> functions = instrument::xray_functions();
+  if (pattern && functions.empty()) {
+    return error_response(409, "this process has no XRay function: only XRay's sleds are "
+                               "switched one function at a time (docs/instrument.md)");
+  }
+  std::size_t switched = 0;
+  if (!pattern) {
+    instrument::hooks_off.store(!on, std::memory_order_relaxed);
+    if (!functions.empty() && !instrument::switch_xray(0, on)) {
+      return error_response(500, "XRay could not patch the sleds");
+    }
+    switched = functions.size();
+  } else {
+    for (const instrument::XrayFunction& function : functions) {
+      const std::string name = objects::function_at(function.entry).name;
+      if (fnmatch(pattern->c_str(), name.c_str(), 0) == 0 &&
+          instrument::switch_xray(function.id, on)) {
+        ++switched;
+      }
+    }
+  }
+  return json_response(200, [&](text::JsonWriter& json) {
+    json.begin_object().member("state", *state).member("xray_functions", functions.size());
+    json.member("switched", switched).end_object();
+  });
+}
+
 Response not_found(Listener listener, const std::string& path) {
   return json_response(404, [&](text::JsonWriter& json) {
     json.begin_object()
@@ -572,6 +620,9 @@ Response answer(const Process& process, Listener listener, const Request& reques
   }
   if (path == "/debug/pprof/wall") {
     return wall_profile(process, request);
+  }
+  if (path == "/v1/instrument") {
+    return switch_instrumentation(request);
   }
   trace::reset();
   heap_link::reset();

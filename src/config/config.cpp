@@ -65,17 +65,19 @@ void read_locks(const Getenv& getenv, locks::Mode& mode, std::vector<std::string
 }
 
 // HOTSCOPE_ON_CRASH: report (the default) or off.
-void read_on_crash(const Getenv& getenv, bool& report, std::vector<std::string>& errors) {
-  const char* text = getenv("HOTSCOPE_ON_CRASH");
+// A variable of two values, `yes` and `no`: `flag` is whether it says `yes`; unset, it is left.
+void read_choice(const Getenv& getenv, const char* name, std::string_view yes, std::string_view no,
+                 bool& flag, std::vector<std::string>& errors) {
+  const char* text = getenv(name);
   if (text == nullptr) {
     return;
   }
   const std::string_view value = text;
-  if (value == "report" || value == "off") {
-    report = value == "report";
+  if (value == yes || value == no) {
+    flag = value == yes;
   } else {
-    errors.push_back(text::cat("hotscope: HOTSCOPE_ON_CRASH=\"", value,
-                               "\" is not report or off; using report"));
+    errors.push_back(text::cat("hotscope: ", name, "=\"", value, "\" is not ", yes, " or ", no,
+                               "; using ", flag ? yes : no));
   }
 }
 
@@ -133,7 +135,8 @@ Parsed parse(const Getenv& getenv) {
               config.min_ns, parsed.errors);
   read_locks(getenv, config.locks, parsed.errors);
   read_agent(getenv, config, parsed.errors);
-  read_on_crash(getenv, config.report_on_crash, parsed.errors);
+  read_choice(getenv, "HOTSCOPE_ON_CRASH", "report", "off", config.report_on_crash, parsed.errors);
+  read_choice(getenv, "HOTSCOPE_XRAY", "on", "off", config.xray_patch, parsed.errors);
   config.report_on_signal = read_on_signal(getenv, parsed.on_signal_errors);
   return parsed;
 }

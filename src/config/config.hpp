@@ -27,6 +27,7 @@ struct Config {
   unsigned slowest = 4;                        // HOTSCOPE_SLOWEST: calls kept per function, 0 off
   std::size_t slowest_bytes = 16u << 20;       // HOTSCOPE_SLOWEST_MIB: their budget (docs/slow.md)
   std::uint64_t min_ns = 200; // HOTSCOPE_MIN_NS: instrumented functions' filter (instrument.md)
+  bool xray_patch = true;     // HOTSCOPE_XRAY=on|off: XRay's sleds patched at start (instrument.md)
   locks::Mode locks = locks::Mode::Off; // HOTSCOPE_LOCKS=0|1|hold (docs/locks.md)
   bool agent = true;                    // HOTSCOPE_AGENT=0 turns the live agent off
   // HOTSCOPE_RUNTIME_DIR, else $XDG_RUNTIME_DIR/hotscope, else /tmp/hotscope-<uid>

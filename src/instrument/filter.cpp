@@ -5,6 +5,7 @@ namespace hotscope::instrument {
 
 FilterSlot filter_slots[kFilterSlots];
 std::atomic<std::uint32_t> filtered_count{0};
+std::atomic<bool> hooks_off{false};
 
 namespace {
 
@@ -25,6 +26,9 @@ FilterSlot* slot_of(std::uint64_t entry, bool take) noexcept {
 } // namespace
 
 bool filter(std::uint64_t entry) noexcept {
+  if (const std::int32_t id = xray_id(entry); id != 0) {
+    return filter_xray(id);
+  }
   FilterSlot* slot = slot_of(entry, true);
   if (slot == nullptr) {
     return false;

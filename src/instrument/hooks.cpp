@@ -1,7 +1,7 @@
-// The -finstrument-functions hooks (docs/instrument.md). Hot path: no lock, no allocation, no
-// system call once the thread has its ring; nothing here is instrumented (the attribute, and
-// libhotscope is built without the flag), and the ring's registration runs under locks::Quiet,
-// which the hooks check first, so a hook never records from inside the profiler.
+// The -finstrument-functions hooks and XRay's handler (docs/instrument.md). Hot path: no lock, no
+// allocation, no system call once the thread has its ring; nothing here is instrumented (the
+// attribute, and libhotscope is built without the flag), and the ring's registration runs under
+// locks::Quiet, which the hooks check first, so a hook never records from inside the profiler.
 #include "instrument/instrument.hpp"
 #include "locks/locks.hpp"
 
@@ -19,6 +19,7 @@ using hotscope::detail::Ring;
 struct OpenCall {
   std::uint64_t entry;
   Ring* ring;
+  std::uint64_t stack; // the stack pointer in the entry's hook
 };
 
 // Zero-initialised, as a __thread variable must be. `depth` counts the calls past kDepthMax too.
@@ -65,48 +66,89 @@ HOTSCOPE_HOOK __attribute__((noinline)) void too_deep() noexcept {
   }
 }
 
-} // namespace
-} // namespace hotscope::instrument
-
-using hotscope::instrument::tls_calls;
-
-extern "C" HOTSCOPE_HOOK __attribute__((visibility("default"))) void
-__cyg_profile_func_enter(void* function, void*) {
+// A call's entry, by -finstrument-functions' hook or XRay's handler, `stack` the stack pointer
+// in it.
+HOTSCOPE_HOOK inline __attribute__((always_inline)) void enter(std::uint64_t entry,
+                                                               std::uint64_t stack) noexcept {
   auto& calls = tls_calls;
   const std::uint32_t depth = calls.depth++;
-  if (__builtin_expect(depth >= hotscope::instrument::kDepthMax, 0)) {
-    hotscope::instrument::too_deep();
+  if (__builtin_expect(depth >= kDepthMax, 0)) {
+    too_deep();
     return;
   }
   auto& call = calls.open[depth];
-  call.entry = reinterpret_cast<std::uintptr_t>(function);
+  call.entry = entry;
   call.ring = nullptr;
+  call.stack = stack;
   if (__builtin_expect(hotscope::locks::detail::tls_locks.quiet != 0, 0)) {
     return; // the profiler's own thread, or its code on this one
   }
-  if (hotscope::instrument::filtered(call.entry)) {
+  if (filtered(entry)) {
     return;
   }
-  call.ring = hotscope::detail::open_slice(call.entry, hotscope::detail::stack_pointer(),
-                                           HOTSCOPE_RECORD_FUNCTION_BEGIN);
+  call.ring = hotscope::detail::open_slice(entry, stack, HOTSCOPE_RECORD_FUNCTION_BEGIN);
+}
+
+// A call's exit (XRay: a return or a tail call).
+HOTSCOPE_HOOK inline __attribute__((always_inline)) void leave(std::uint64_t entry) noexcept {
+  auto& calls = tls_calls;
+  if (__builtin_expect(calls.depth == 0, 0)) {
+    return; // its entry came before this thread's calls were followed (XRay: before patching)
+  }
+  std::uint32_t depth = calls.depth - 1;
+  if (__builtin_expect(depth < kDepthMax, 1)) {
+    if (__builtin_expect(calls.open[depth].entry != entry, 0)) {
+      depth = unwound(calls, entry, depth);
+      if (depth == kNone) {
+        return;
+      }
+    }
+    close(calls.open[depth]);
+  }
+  calls.depth = depth;
+}
+
+// XRay has no exit on unwinding: at an entry, the open calls whose hooks ran at or above this
+// stack pointer have left the stack, unwound by an exception (docs/instrument.md, "XRay").
+HOTSCOPE_HOOK __attribute__((noinline)) void close_unwound(Calls& calls,
+                                                           std::uint64_t stack) noexcept {
+  std::uint32_t depth = calls.depth;
+  while (depth != 0 && calls.open[depth - 1].stack <= stack) {
+    close(calls.open[--depth]);
+  }
+  calls.depth = depth;
+}
+
+} // namespace
+
+HOTSCOPE_HOOK void xray_event(std::int32_t id, XrayEvent event) noexcept {
+  if (__builtin_expect(id <= 0 || id > xray_count, 0)) {
+    return;
+  }
+  const std::uint64_t entry = xray_entries[id - 1];
+  if (event == kXrayEntry) {
+    const std::uint64_t stack = hotscope::detail::stack_pointer();
+    auto& calls = tls_calls;
+    const std::uint32_t depth = calls.depth;
+    if (__builtin_expect(depth != 0 && depth <= kDepthMax && calls.open[depth - 1].stack <= stack,
+                         0)) {
+      close_unwound(calls, stack);
+    }
+    enter(entry, stack);
+  } else if (event == kXrayExit || event == kXrayTail) {
+    leave(entry);
+  }
+}
+
+} // namespace hotscope::instrument
+
+extern "C" HOTSCOPE_HOOK __attribute__((visibility("default"))) void
+__cyg_profile_func_enter(void* function, void*) {
+  hotscope::instrument::enter(reinterpret_cast<std::uintptr_t>(function),
+                              hotscope::detail::stack_pointer());
 }
 
 extern "C" HOTSCOPE_HOOK __attribute__((visibility("default"))) void
 __cyg_profile_func_exit(void* function, void*) {
-  auto& calls = tls_calls;
-  if (__builtin_expect(calls.depth == 0, 0)) {
-    return; // its entry came before this thread's calls were followed (cannot happen in order)
-  }
-  std::uint32_t depth = calls.depth - 1;
-  if (__builtin_expect(depth < hotscope::instrument::kDepthMax, 1)) {
-    const auto entry = reinterpret_cast<std::uintptr_t>(function);
-    if (__builtin_expect(calls.open[depth].entry != entry, 0)) {
-      depth = hotscope::instrument::unwound(calls, entry, depth);
-      if (depth == hotscope::instrument::kNone) {
-        return;
-      }
-    }
-    hotscope::instrument::close(calls.open[depth]);
-  }
-  calls.depth = depth;
+  hotscope::instrument::leave(reinterpret_cast<std::uintptr_t>(function));
 }

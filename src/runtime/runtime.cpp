@@ -5,6 +5,7 @@
 #include "crash/crash.hpp"
 #include "export/export.hpp"
 #include "heap_link/heap_link.hpp"
+#include "instrument/instrument.hpp"
 #include "locks/locks.hpp"
 #include "signals/signals.hpp"
 #include "text/text.hpp"
@@ -155,6 +156,7 @@ void start_once() {
                 s.config.collect_period_ms,
                 {s.config.slowest, s.config.slowest_bytes},
                 s.config.min_ns});
+  instrument::start_xray(s.config.xray_patch); // after the collector: the handler records
   if (s.reports_enabled && s.config.report_on_crash) {
     if (const std::string problem = crash::install(s.config.out_dir, crash_heap_figures);
         !problem.empty()) {

@@ -7,6 +7,7 @@
 #include "export/export.hpp"
 #include "export/formats.hpp"
 #include "export/snapshot_fixture.hpp"
+#include "instrument/instrument.hpp"
 #include "trace/trace.hpp"
 
 #include <hotscope/hotscope.hpp>
@@ -267,7 +268,7 @@ TEST(Routes, EveryEndpointAnswers) {
 TEST(Routes, ErrorsNameTheProblem) {
   const auto missing = get("/v2/info");
   EXPECT_EQ(missing.status, 404u);
-  EXPECT_EQ(nlohmann::json::parse(missing.body).at("endpoints").size(), 14u);
+  EXPECT_EQ(nlohmann::json::parse(missing.body).at("endpoints").size(), 15u);
   EXPECT_EQ(get("/v1/stats", {{"format", "xml"}}).status, 400u);
   EXPECT_EQ(get("/v1/stats", {{"colour", "red"}}).status, 400u);
   for (const char* bad : {"0", "-1", "x", "1e400", "nan", "2s", ""}) {
@@ -305,6 +306,46 @@ TEST(Routes, ErrorsNameTheProblem) {
   EXPECT_NE(off.body.find("HOTSCOPE_TRACE_MIB"), std::string::npos);
   const auto body = agent::route(no_trace, agent::Listener::Unix, {"POST", "/v1/reset", {}, true});
   EXPECT_EQ(body.status, 413u);
+}
+
+// POST /v1/instrument (docs/agent.md): a state of on or off, a non-empty pattern, and a pattern
+// only where there are XRay functions (this test program has none); GET is refused. Without a
+// pattern, the -finstrument-functions hooks are switched: the filter says so.
+TEST(Routes, InstrumentRefusesBadRequests) {
+  const auto post = [](std::vector<std::pair<std::string, std::string>> query) {
+    return agent::route(agent::Process{}, agent::Listener::Unix,
+                        {"POST", "/v1/instrument", std::move(query), false});
+  };
+  const auto error = [](const agent::Response& response) {
+    return nlohmann::json::parse(response.body).at("error").get<std::string>();
+  };
+  for (const char* bad : {"", "yes", "ON", "1"}) {
+    const auto response = post({{"state", bad}});
+    EXPECT_EQ(response.status, 400u) << bad;
+    EXPECT_EQ(error(response), fmt::format("state=\"{}\" is not on or off (POST "
+                                           "/v1/instrument?state=on|off&function=PATTERN)",
+                                           bad));
+  }
+  EXPECT_EQ(post({}).status, 400u);
+  EXPECT_EQ(post({{"state", "on"}, {"function", ""}}).status, 400u);
+  const auto no_xray = post({{"state", "off"}, {"function", "*"}});
+  EXPECT_EQ(no_xray.status, 409u);
+  EXPECT_NE(error(no_xray).find("no XRay function"), std::string::npos);
+  EXPECT_EQ(post({{"state", "on"}, {"colour", "red"}}).status, 400u);
+  const auto wrong_method = get("/v1/instrument", {{"state", "on"}});
+  EXPECT_EQ(wrong_method.status, 405u);
+  EXPECT_EQ(wrong_method.allow, "POST");
+
+  const auto off = post({{"state", "off"}});
+  ASSERT_EQ(off.status, 200u) << off.body;
+  const auto answer = nlohmann::json::parse(off.body);
+  EXPECT_EQ(answer.at("state"), "off");
+  EXPECT_EQ(answer.at("xray_functions"), 0);
+  EXPECT_TRUE(instrument::hooks_off.load());
+  EXPECT_TRUE(instrument::filtered(0x1234)) << "every function's calls skipped";
+  ASSERT_EQ(post({{"state", "on"}}).status, 200u);
+  EXPECT_FALSE(instrument::hooks_off.load());
+  EXPECT_FALSE(instrument::filtered(0x1234));
 }
 
 // Each format of export/formats.hpp is answered at its path, by its name, with its MIME type; the
@@ -351,7 +392,8 @@ TEST(Routes, NotFoundListsEveryEndpointsUsage) {
            "GET /v1/threads?format=json|text&stuck_ms=N",
            "GET /v1/slow?format=text|json&function=NAME&top=N", "GET /v1/locks", "GET /v1/metrics",
            "GET /v1/heap?format=dhat|pprof", "GET /v1/cpu?format=folded|pprof", "POST /v1/reset",
-           "GET /debug/pprof/heap", "GET /debug/pprof/profile?format=pprof|folded&seconds=N",
+           "POST /v1/instrument?state=on|off&function=NAME", "GET /debug/pprof/heap",
+           "GET /debug/pprof/profile?format=pprof|folded&seconds=N",
            "GET /debug/pprof/wall?seconds=N", "GET /debug/pprof/mutex"}));
   EXPECT_EQ(nlohmann::json::parse(get("/v1/trace", {{"colour", "red"}}).body).at("error"),
             "/v1/trace takes no parameter \"colour\" (see GET "

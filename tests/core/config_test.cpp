@@ -130,6 +130,17 @@ TEST(Config, CrashReportsAreOnUnlessSwitchedOff) {
             "hotscope: HOTSCOPE_ON_CRASH=\"0\" is not report or off; using report");
 }
 
+// HOTSCOPE_XRAY=off leaves XRay's sleds unpatched at start (docs/instrument.md, "XRay").
+TEST(Config, XraySledsArePatchedUnlessSwitchedOff) {
+  EXPECT_TRUE(parse({}).config.xray_patch);
+  EXPECT_TRUE(parse({{"HOTSCOPE_XRAY", "on"}}).config.xray_patch);
+  EXPECT_FALSE(parse({{"HOTSCOPE_XRAY", "off"}}).config.xray_patch);
+  const auto parsed = parse({{"HOTSCOPE_XRAY", "no"}});
+  EXPECT_TRUE(parsed.config.xray_patch);
+  ASSERT_EQ(parsed.errors.size(), 1u);
+  EXPECT_EQ(parsed.errors[0], "hotscope: HOTSCOPE_XRAY=\"no\" is not on or off; using on");
+}
+
 TEST(Config, EachBadValueGetsOneLineNamingTheVariableAndKeepsTheDefault) {
   const auto parsed = parse({{"HOTSCOPE_OUT", ""},
                              {"HOTSCOPE_CLOCK", "sundial"},

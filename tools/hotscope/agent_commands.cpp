@@ -249,6 +249,22 @@ template <typename Read> auto read_reply(Read read) {
   }
 }
 
+// What `hotscope instrument` prints of the agent's answer to POST /v1/instrument.
+std::string instrument_text(const AgentProcess& process, const std::string& answer) {
+  const std::string source =
+      fmt::format("the answer of process {} to POST /v1/instrument", process.pid);
+  const nlohmann::json json = read_reply([&] { return profiles::parse_json(answer, source); });
+  try {
+    return fmt::format("process {} ({}): instrumentation {}: {} of its {} XRay functions "
+                       "switched\n",
+                       process.pid, process.name(), json.at("state").get<std::string>(),
+                       json.at("switched").get<std::uint64_t>(),
+                       json.at("xray_functions").get<std::uint64_t>());
+  } catch (const nlohmann::json::exception& error) {
+    throw Failure(kFailed, fmt::format("{}: {}", source, error.what()));
+  }
+}
+
 } // namespace
 
 AgentCommands::AgentCommands(CLI::App& app) {
@@ -308,6 +324,17 @@ AgentCommands::AgentCommands(CLI::App& app) {
   add_targeted(app, "reset",
                "Start a new measuring window for the statistics, the trace and the heap totals "
                "(blocks still live are kept)");
+  CLI::App* instrument = add_targeted(
+      app, "instrument",
+      "Switch the recording of instrumented functions on or off: XRay's sleds patched or "
+      "unpatched, the -finstrument-functions hooks on or off (docs/instrument.md)");
+  instrument->add_option("state", instrument_state_, "on or off")
+      ->required()
+      ->check(CLI::IsMember({"on", "off"}));
+  instrument
+      ->add_option("--function", instrument_function_,
+                   "Only the XRay functions whose name this pattern matches (*, ?, [...])")
+      ->check([](const std::string& value) { return value.empty() ? "an empty pattern" : ""; });
 }
 
 CLI::App* AgentCommands::add_targeted(CLI::App& app, const std::string& name,
@@ -374,6 +401,12 @@ int AgentCommands::run_targeted(const CLI::App& command) const {
     path = exporters::agent_target(*exporters::find_format(path, heap_format_));
   } else if (name == "reset") {
     method = "POST";
+  } else if (name == "instrument") {
+    method = "POST";
+    path += "?state=" + instrument_state_;
+    if (!instrument_function_.empty()) {
+      path += "&function=" + query_value(instrument_function_);
+    }
   }
   const std::string dir = runtime_dir();
   const AgentProcess process =
@@ -392,6 +425,8 @@ int AgentCommands::run_targeted(const CLI::App& command) const {
   if (name == "reset") {
     text = fmt::format("process {} ({}): a new measuring window starts now\n", process.pid,
                        process.name());
+  } else if (name == "instrument") {
+    text = instrument_text(process, text);
   }
   write_output(file, text);
   return kOk;

@@ -1,6 +1,7 @@
 // The commands that talk to a running process's agent (docs/agent.md):
 //   hotscope list
-//   hotscope info|stats|heap|trace|threads|slow|locks|cpu|metrics|reset (-p PID | -n NAME)
+//   hotscope info|stats|heap|trace|threads|slow|locks|cpu|metrics|reset|instrument (-p PID | -n
+//   NAME)
 //   [-o FILE]
 #pragma once
 
@@ -59,7 +60,9 @@ private:
   bool locks_json_ = false;
   bool inversions_ = false;
   SlowOptions slow_;
-  CpuOptions cpu_; // its output is target_.output
+  CpuOptions cpu_;                  // its output is target_.output
+  std::string instrument_state_;    // on|off
+  std::string instrument_function_; // a name pattern; "" is every function
 };
 
 } // namespace hotscope::cli

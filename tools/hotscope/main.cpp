@@ -2,7 +2,8 @@
 //   hotscope run [--heap] [--out DIR] [--no-summary] -- prog args...
 // starts `prog` with HOTSCOPE_OUT set (and with --heap the heap profiler preloaded), passes
 // signals on to it and ends as it ended (run_command.hpp).
-//   hotscope list | info | stats | heap | trace | threads | slow | cpu | metrics | reset
+//   hotscope list | info | stats | heap | trace | threads | slow | cpu | metrics | reset |
+//     instrument
 // ask a running process's agent (agent_commands.hpp).
 //   hotscope exporter [--listen ADDRESS:PORT] [--allow-remote] [--timeout-ms N]
 // serves every agent's metrics as one Prometheus target (exporter.hpp).
