@@ -20,6 +20,10 @@ bool sampling = false;
 std::atomic<bool> sampling_fast{false};
 std::atomic<bool> full_fast{false};
 std::atomic<bool> library_loading{false};
+const bool loaded_for_attach = [] {
+  const char* attach = getenv("HOTSCOPE_HEAP_ATTACH");
+  return attach != nullptr && attach[0] == '1';
+}();
 __thread Sampler thread_sampler;
 SamplingPlan plan;
 SampledAddresses sampled_addresses;
@@ -182,9 +186,15 @@ inline void append_event(Recorder& recorder, HeapEvent::Kind kind, std::uintptr_
   }
 }
 
+// Set by start_attached_recording: until then a library loaded for an attach records nothing.
+std::atomic<bool> attach_started{false};
+
 } // namespace
 
 __attribute__((noinline)) Recorder* start_recording() {
+  if (loaded_for_attach && !attach_started.load(std::memory_order_acquire)) {
+    return nullptr;
+  }
   int current = phase.load(std::memory_order_acquire);
   if (current == NotStarted && phase.compare_exchange_strong(current, Starting)) {
     config::ParsedHeap parsed =
@@ -236,6 +246,24 @@ __attribute__((constructor(101))) void begin_library_loading() {
     sampling_fast.store(false);
     full_fast.store(false);
   }
+}
+
+Recorder* start_attached_recording() {
+  attach_started.store(true, std::memory_order_release);
+  int current = phase.load(std::memory_order_acquire);
+  if (current == Off) {
+    // After a detach: a new recorder in the same storage (the old one's memory is left behind;
+    // calls still inside it saw phase Off and touch it no more), the fast paths off until it is.
+    fast_paths_on.store(false);
+    sampling = false;
+    phase.compare_exchange_strong(current, NotStarted);
+  }
+  Recorder* recorder = start_recording();
+  if (recorder != nullptr) {
+    prepare_capture(recorder->options().unwinder);
+    start_collector();
+  }
+  return recorder;
 }
 
 void end_library_loading() {
