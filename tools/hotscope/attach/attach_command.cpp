@@ -218,7 +218,10 @@ std::string inject(pid_t pid, const Functions& functions, const AttachSettings& 
   if (heap == 0 || failing_after("load")) {
     return fail_line(pid, "load", heap == 0 ? problem : "HOTSCOPE_ATTACH_FAIL_AT, a test hook");
   }
-  if (load(tracee, pid, functions, run_preload_path(), RTLD_NOW, problem) == 0 ||
+  // Its own definitions first (RTLD_DEEPBIND), as when it is preloaded: its calls of the pthread
+  // functions it defines reach them, not the C library's oldest versions (for pthread_cond_wait,
+  // glibc 2.2.5's, whose waiters pthread_cond_signal@@GLIBC_2.3.2 never wakes).
+  if (load(tracee, pid, functions, run_preload_path(), RTLD_NOW | RTLD_DEEPBIND, problem) == 0 ||
       failing_after("runtime")) {
     return fail_line(pid, "runtime",
                      problem.empty() ? "HOTSCOPE_ATTACH_FAIL_AT, a test hook" : problem);
