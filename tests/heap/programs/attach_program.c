@@ -19,7 +19,7 @@ static const char* path(const char* dir, const char* name) {
 }
 
 static int write_file(const char* dir, const char* name, unsigned long value) {
-  char temporary[4096];
+  char temporary[4096 + 8];
   snprintf(temporary, sizeof temporary, "%s.tmp", path(dir, name));
   FILE* out = fopen(temporary, "w");
   if (out == NULL) {
