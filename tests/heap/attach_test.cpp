@@ -162,6 +162,27 @@ TEST(HeapAttach, ProfilesFromTheAttachServesLiveAndAttachesAgainAfterDetach) {
   EXPECT_EQ(program.end(), 0) << slurp(dir / "program.txt");
 }
 
+// --until-exit: the program writes the profile at its exit, and the command returns then.
+TEST(HeapAttach, UntilExitTheProgramWritesTheProfileAtItsExit) {
+  const hotscope::testing::ScratchDir scratch("heap-attach-exit");
+  const fs::path& dir = scratch.path();
+  Program program(dir);
+  ASSERT_TRUE(program.steps_on(200)) << slurp(dir / "program.txt");
+  const pid_t command = start_command(
+      {"/usr/bin/env", "HOTSCOPE_RUNTIME_DIR=" + (dir / "rt").string(), HOTSCOPE_CLI, "attach",
+       "-p", program.pid(), "--heap", "full", "--until-exit", "--out", (dir / "out").string()},
+      dir / "command.txt");
+  ASSERT_FALSE(hotscope::test_support::wait_for_text(dir / "command.txt", "attached in").empty())
+      << slurp(dir / "command.txt");
+  ASSERT_TRUE(program.steps_on(2 * 1000));
+  EXPECT_EQ(program.end(), 0);
+  const int status = wait_for_child(command);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << slurp(dir / "command.txt");
+  const auto profile = profile_in(dir / "out" / "heap.json");
+  EXPECT_TRUE(profile.contains("attached"));
+  EXPECT_EQ(site_sum(profile, "churn", "ebk"), 1000u);
+}
+
 TEST(HeapAttach, AFailureAtAnyStepLeavesTheProgramRunningUnharmed) {
   const hotscope::testing::ScratchDir scratch("heap-attach-fail");
   const fs::path& dir = scratch.path();

@@ -173,6 +173,8 @@ bool own_definitions(Patching& patching) {
     return false;
   }
   patching.own_base = reinterpret_cast<std::uintptr_t>(self.dli_fbase);
+  // Kept: this library is never unloaded, and dlclose would bring libhotscope's interposed one
+  // (src/trace) into it.
   void* handle = dlopen(self.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
   if (handle == nullptr) {
     return false;
@@ -180,11 +182,9 @@ bool own_definitions(Patching& patching) {
   for (std::size_t hook = 0; hook < hooked_count; ++hook) {
     patching.ours[hook] = reinterpret_cast<std::uintptr_t>(dlsym(handle, hooked_names[hook]));
     if (patching.ours[hook] == 0) {
-      dlclose(handle);
       return false;
     }
   }
-  dlclose(handle); // the NOLOAD reference only
   return true;
 }
 
