@@ -151,13 +151,15 @@ TEST(HeapAttach, ProfilesFromTheAttachServesLiveAndAttachesAgainAfterDetach) {
   EXPECT_NE(errors.find("not attached"), std::string::npos) << errors;
 
   ASSERT_TRUE(program.steps_on(500));
-  ASSERT_EQ(program.cli("attach -p " + program.pid() + " --heap sampled --seconds 1 --out " +
+  // The second recording of the full mode: each thread's events in a ring of its own.
+  ASSERT_EQ(program.cli("attach -p " + program.pid() + " --heap full --seconds 1 --out " +
                             (dir / "two").string(),
                         &errors),
             0)
       << errors;
   const auto two = profile_in(dir / "two" / "heap.json");
   EXPECT_TRUE(two.contains("attached"));
+  EXPECT_EQ(site_sum(two, "churn", "ebk"), 1000u) << "a second of steps turns the ring over";
   ASSERT_TRUE(program.steps_on(500)) << "it runs on after the second detach";
   EXPECT_EQ(program.end(), 0) << slurp(dir / "program.txt");
 }
