@@ -82,6 +82,8 @@ struct HeapOptions {
   std::uint64_t sample_bytes = 512 * 1024; // HOTSCOPE_HEAP_SAMPLE_BYTES: mean interval, >= 1
   std::uint64_t seed = 0;                  // HOTSCOPE_HEAP_SAMPLE_SEED
   bool seed_set = false;                   // else a seed from the clock and the pid
+  // HOTSCOPE_HEAP_ATTACH=1: loaded by `hotscope attach` into a running process (docs/heap.md).
+  bool attached = false;
   // Where inflated copies of compressed debug files are kept: $XDG_CACHE_HOME/hotscope/debug,
   // else $HOME/.cache/hotscope/debug; "" with HOTSCOPE_HEAP_DEBUG_CACHE=0 or neither set.
   std::string debug_cache;

@@ -103,6 +103,7 @@ ParsedHeap parse_heap(const Getenv& getenv, HeapMode default_mode) {
   read_mode(getenv, options.mode, parsed.errors);
   read_sampling(getenv, options, parsed.errors);
   read_debug_cache(getenv, options, parsed.errors);
+  variables::read_switch(getenv, "HOTSCOPE_HEAP_ATTACH", options.attached, parsed.errors);
   return parsed;
 }
 

@@ -112,6 +112,14 @@ void append_dhat_json(const HeapProfile& profile, std::string& out, std::size_t 
     text.add(profile.end_us);
     text.add("\n,\"tg\":");
     text.add(profile.gmax_us);
+    if (profile.attached) {
+      // hotscope's own key (DHAT's viewer ignores it): what `hotscope attach` could not see.
+      text.add("\n,\"attached\":{\"freesBeforeAttach\":");
+      text.add(profile.frees_before_attach);
+      text.add(",\"reallocsBeforeAttach\":");
+      text.add(profile.reallocs_before_attach);
+      text.add("}");
+    }
     text.add("\n,\"pps\":\n [");
   }
   bool first = true;
@@ -199,6 +207,10 @@ void write_heap_summary(const HeapProfile& profile, std::string_view prefix, std
   if (profile.unknown_frees + profile.unknown_reallocs > 0) {
     out << prefix << "Unknown pointers: " << grouped(profile.unknown_frees) << " frees, "
         << grouped(profile.unknown_reallocs) << " reallocs (passed on)\n";
+  }
+  if (profile.frees_before_attach + profile.reallocs_before_attach > 0) {
+    out << prefix << "Blocks allocated before the attach: " << grouped(profile.frees_before_attach)
+        << " frees, " << grouped(profile.reallocs_before_attach) << " reallocs (not profiled)\n";
   }
 }
 

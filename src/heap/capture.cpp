@@ -247,6 +247,7 @@ struct StackCache {
   bool may_learn() const { return learned < 64 + hits / 32 + unwound / 256; }
   // Of the entries replaced, across the threads that used this cache (RememberedStack).
   std::uint32_t generation = 0;
+  std::uint32_t table = 0;           // the stack table its remembered ids are of (stack_table)
   StackCache* next_unused = nullptr; // in unused_caches
 
   // Empty, for a new thread; the generations go on.
@@ -256,6 +257,9 @@ struct StackCache {
     hits = learned = unwound = 0;
   }
 };
+
+// Bumped by forget_remembered_stacks: every cache is emptied before its next use.
+std::atomic<std::uint32_t> stack_table{0};
 
 __thread StackCache* thread_cache __attribute__((tls_model("initial-exec"))) = nullptr;
 pthread_key_t cache_key;
@@ -304,6 +308,11 @@ StackCache* current_cache() {
     if (thread_cache != nullptr) {
       pthread_setspecific(cache_key, thread_cache); // kept for reuse when the thread ends
     }
+  }
+  const std::uint32_t table = stack_table.load(std::memory_order_relaxed);
+  if (thread_cache != nullptr && thread_cache->table != table) {
+    thread_cache->clear(); // its ids are of another table
+    thread_cache->table = table;
   }
   return thread_cache;
 }
@@ -467,6 +476,10 @@ std::size_t capture_stack(Unwinder unwinder, const CodeRanges& skip, std::span<s
     *remembered = cached;
   }
   return kept;
+}
+
+void forget_remembered_stacks() {
+  stack_table.fetch_add(1, std::memory_order_relaxed);
 }
 
 void prepare_capture(Unwinder unwinder) {

@@ -72,6 +72,10 @@ private:
 // come from one StackTable.
 std::size_t capture_stack(Unwinder unwinder, const CodeRanges& skip, std::span<std::uintptr_t> out,
                           RememberedStack* remembered = nullptr);
+// The ids remembered from here on are of a new StackTable (a recorder built again after a
+// detach, docs/heap.md "Attach to a running program"): each thread's cache forgets its stacks
+// before its next capture.
+void forget_remembered_stacks();
 // The capture's one-time work, done now on the calling thread rather than at its first capture:
 // finding the thread's stack (glibc reads /proc/self/maps for the main thread's) and, for the
 // Libunwind unwinder, loading libgcc's. What that allocates stays for the process's life.

@@ -71,7 +71,7 @@ void Engine::alloc(std::uintptr_t address, std::size_t size, StackId stack, std:
 bool Engine::free(std::uintptr_t address, std::uint64_t now) {
   LiveBlock block;
   if (!live_.take(address, block)) {
-    ++unknown_frees_;
+    ++(attached_ ? frees_before_attach_ : unknown_frees_);
     return false;
   }
   retire(block, now);
@@ -113,7 +113,7 @@ void Engine::realloc_end(std::uint64_t key, std::uintptr_t new_address, std::siz
     reallocating_.erase(found);
   }
   if (entry.old_address == 0) {
-    ++unknown_reallocs_;
+    ++(attached_ ? reallocs_before_attach_ : unknown_reallocs_);
     if (new_address != 0) {
       alloc(new_address, size, stack, now);
     }
@@ -148,6 +148,7 @@ void Engine::restart(std::uint64_t now) {
   total_blocks_ = max_blocks_ = curr_blocks_;
   gmax_time_ = now;
   unknown_frees_ = unknown_reallocs_ = 0;
+  frees_before_attach_ = reallocs_before_attach_ = 0;
   for (SiteCounts& site : sites_) {
     site.total_bytes = site.max_bytes = site.gmax_bytes = site.curr_bytes;
     site.total_blocks = site.max_blocks = site.gmax_blocks = site.curr_blocks;
@@ -174,6 +175,8 @@ RawProfile Engine::snapshot(std::uint64_t now) const {
   raw.gmax_time = gmax_time_;
   raw.unknown_frees = unknown_frees_;
   raw.unknown_reallocs = unknown_reallocs_;
+  raw.frees_before_attach = frees_before_attach_;
+  raw.reallocs_before_attach = reallocs_before_attach_;
   raw.sites.reserve(stacks_.size());
   const bool at_peak = curr_bytes_ == max_bytes_; // the exit-time check_for_peak
   for (StackId id = 0; id < stacks_.size(); ++id) {

@@ -57,6 +57,10 @@ struct RawProfile {
   std::uint64_t gmax_time = 0; // tg
   std::uint64_t unknown_frees = 0;
   std::uint64_t unknown_reallocs = 0;
+  bool attached = false; // the process was attached to while it ran (set by the recorder)
+  // Attached (count_unknown_as_before_attach): the frees and reallocs of blocks never seen.
+  std::uint64_t frees_before_attach = 0;
+  std::uint64_t reallocs_before_attach = 0;
   std::vector<RawSite> sites;
 };
 
@@ -110,6 +114,9 @@ public:
   // A new measuring window from `now`: the totals restart, and the blocks still live stay, as
   // if allocated when the window starts (their lifetimes still count from their allocation).
   void restart(std::uint64_t now);
+  // The profile of a process attached to while it ran (docs/heap.md, "Attach to a running
+  // program"): a free or realloc of a block never seen is one allocated before the attach.
+  void count_unknown_as_before_attach() { attached_ = true; }
 
 private:
   void grow(SiteCounts& site, std::uint64_t size, std::uint64_t now);
@@ -140,6 +147,9 @@ private:
   std::uint64_t gmax_time_ = 0;
   std::uint64_t unknown_frees_ = 0;
   std::uint64_t unknown_reallocs_ = 0;
+  bool attached_ = false;
+  std::uint64_t frees_before_attach_ = 0;
+  std::uint64_t reallocs_before_attach_ = 0;
 };
 
 } // namespace hotscope::heap

@@ -213,6 +213,9 @@ HeapProfile ProfileBuilder::make_profile(const RawProfile& raw, std::string comm
   profile.gmax_us = raw.gmax_time;
   profile.unknown_frees = raw.unknown_frees;
   profile.unknown_reallocs = raw.unknown_reallocs;
+  profile.attached = raw.attached;
+  profile.frees_before_attach = raw.frees_before_attach;
+  profile.reallocs_before_attach = raw.reallocs_before_attach;
 
   symbolizer.refresh();
   forget_if_stale(symbolizer);

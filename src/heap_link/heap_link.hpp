@@ -50,6 +50,19 @@ struct hotscope_heap_live {
 int hotscope_heap_read_live(struct hotscope_heap_live* out);
 // Restarts the totals; the blocks still live stay (Engine::restart).
 void hotscope_heap_reset(void);
+// `hotscope attach` and `hotscope detach` call these in the target, with the preload library
+// loaded by dlopen (docs/heap.md, "Attach to a running program"). Attach starts recording and
+// points the loaded modules' GOT entries of the allocation functions at the library's; detach
+// points them back and writes the profile. Both return one of these.
+enum {
+  HOTSCOPE_ATTACH_DONE = 0,
+  HOTSCOPE_ATTACH_ALREADY = 1,      // attach: it is attached already
+  HOTSCOPE_ATTACH_PRELOADED = 2,    // attach: the library was preloaded (`hotscope run --heap`)
+  HOTSCOPE_ATTACH_OFF = 3,          // attach: recording did not start (HOTSCOPE_HEAP_MODE=off)
+  HOTSCOPE_ATTACH_NOT_ATTACHED = 4, // detach: nothing to detach
+};
+int hotscope_heap_attach(void);
+int hotscope_heap_detach(void);
 // The loaded object containing `address` (libhotscope-run.so, preloaded with the preload library)
 // is the profiler's too, from now on: what its code allocates is not recorded, and its large
 // blocks while it loads (its C++ runtime's) are kept out of the program's heap, as the heap

@@ -525,6 +525,11 @@ struct HeapProfile {
   std::vector<HeapSite> sites;
   std::uint64_t unknown_frees = 0;    // frees of pointers the profiler never saw allocated
   std::uint64_t unknown_reallocs = 0; // reallocs of such pointers, counted as new allocations
+  // Attached to a running process (`hotscope attach`): the profile covers the time from the
+  // attach, and frees and reallocs of blocks allocated before it are counted here instead.
+  bool attached = false;
+  std::uint64_t frees_before_attach = 0;
+  std::uint64_t reallocs_before_attach = 0;
 };
 
 } // namespace hotscope

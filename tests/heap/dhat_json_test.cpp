@@ -104,6 +104,21 @@ TEST(DhatJson, SummaryAddsUpTheSitesLikeDhat) {
                        "==4242== hotscope heap: At t-end:  480 bytes in 10 blocks\n");
 }
 
+TEST(DhatJson, AnAttachedProfileSaysWhatItCouldNotSee) {
+  hotscope::HeapProfile profile = sample_profile();
+  EXPECT_EQ(hotscope::exporters::dhat_json(profile).find("\"attached\""), std::string::npos);
+  profile.attached = true;
+  profile.frees_before_attach = 1234;
+  profile.reallocs_before_attach = 5;
+  const std::string json = hotscope::exporters::dhat_json(profile);
+  EXPECT_NE(json.find("\"attached\":{\"freesBeforeAttach\":1234,\"reallocsBeforeAttach\":5}"),
+            std::string::npos);
+  std::ostringstream out;
+  hotscope::exporters::write_heap_summary(profile, "hotscope heap: ", out);
+  EXPECT_NE(out.str().find("Blocks allocated before the attach: 1,234 frees, 5 reallocs"),
+            std::string::npos);
+}
+
 TEST(DhatJson, SummaryNamesUnknownPointers) {
   hotscope::HeapProfile profile = sample_profile();
   profile.unknown_frees = 3;

@@ -195,6 +195,24 @@ TEST(HeapEngine, UnknownReallocsAreCountedAndTheirBlocksRecorded) {
   EXPECT_EQ(engine.live_bytes(), 24u);
 }
 
+// Attached to a running process, a free or realloc of a block never seen is one allocated before
+// the attach (docs/heap.md, "Attach to a running program"), not an unknown pointer.
+TEST(HeapEngine, AttachedUnknownPointersAreBlocksAllocatedBeforeTheAttach) {
+  Engine engine;
+  engine.count_unknown_as_before_attach();
+  const StackId a = engine.intern(stack_a);
+  engine.alloc(0x10, 8, a, 0);
+  EXPECT_FALSE(engine.free(0x999, 1));
+  engine.realloc_begin(1, 0x998);
+  engine.realloc_end(1, 0x40, 16, a, 1);
+  EXPECT_TRUE(engine.free(0x10, 2));
+  const RawProfile raw = engine.snapshot(3);
+  EXPECT_EQ(raw.frees_before_attach, 1u);
+  EXPECT_EQ(raw.reallocs_before_attach, 1u);
+  EXPECT_EQ(raw.unknown_frees + raw.unknown_reallocs, 0u);
+  EXPECT_EQ(engine.live_bytes(), 16u);
+}
+
 // A failed realloc leaves the block as it was; realloc(p, 0) that returns null freed it.
 TEST(HeapEngine, FailedReallocsKeepTheBlockAndReallocToZeroFreesIt) {
   Engine engine;

@@ -19,9 +19,13 @@
 // serves the agent commands' views to an assistant over stdio (mcp/mcp.hpp).
 //   hotscope report DIR [-o FILE] | hotscope flame FILE [-o FILE]
 // draw them: one HTML page, an SVG flame graph (report/report.hpp).
+//   hotscope attach (-p PID | -n NAME) [--heap [sampled|full]] [--seconds N | --until-exit]
+//   [--out DIR] | hotscope detach (-p PID | -n NAME)
+// load the heap profiler into a running process and take it out (attach/attach_command.hpp).
 //   hotscope version | --version
 #include "agent_client.hpp"
 #include "agent_commands.hpp"
+#include "attach/attach_command.hpp"
 #include "console/console.hpp"
 #include "conventions.hpp"
 #include "crash_command.hpp"
@@ -81,6 +85,7 @@ int main(int argc, char** argv) {
   const hotscope::cli::mcp::McpCommand mcp_command(app);
   const hotscope::cli::report::ReportCommands report_commands(app);
   const hotscope::cli::CrashCommand crash_command(app);
+  const hotscope::cli::attach::AttachCommands attach_commands(app);
   CLI::App* run_command = app.add_subcommand("run", "Run a program under the profiler");
   hotscope::cli::RunOptions options;
   std::vector<std::string> command;
@@ -151,6 +156,9 @@ int main(int argc, char** argv) {
     return *status;
   }
   if (const auto status = crash_command.run()) {
+    return *status;
+  }
+  if (const auto status = attach_commands.run()) {
     return *status;
   }
   return hotscope::cli::run_program(command, options);

@@ -29,7 +29,7 @@ std::string preload_library(const char* variable, const char* installed_path,
     return chosen;
   }
   if (*build_tree_path == '\0') {
-    // In the child, before exec: no exception can reach the command.
+    // In `hotscope run`'s child before exec, where no exception can reach the command.
     std::fprintf(stderr,
                  "hotscope: this hotscope was built without its preload libraries (a sanitizer "
                  "build): name one with %s\n",
@@ -80,12 +80,10 @@ void preload(const std::string& library) {
   // libhotscope-run.so under every option: the live agent and the crash reports (it stands
   // down in a program linked with hotscope, which has them already).
   if (options.cpu || options.locks || options.heap) {
-    preload(preload_library("HOTSCOPE_RUN_PRELOAD", HOTSCOPE_INSTALLED_RUN_PRELOAD,
-                            HOTSCOPE_DEFAULT_RUN_PRELOAD));
+    preload(run_preload_path());
   }
   if (options.heap) {
-    preload(
-        preload_library("HOTSCOPE_PRELOAD", HOTSCOPE_INSTALLED_PRELOAD, HOTSCOPE_DEFAULT_PRELOAD));
+    preload(heap_preload_path());
     setenv("HOTSCOPE_HEAP_PID", std::to_string(getpid()).c_str(), 1);
   }
   std::vector<char*> argv;
@@ -126,6 +124,15 @@ int end_as(int signal) {
 }
 
 } // namespace
+
+std::string heap_preload_path() {
+  return preload_library("HOTSCOPE_PRELOAD", HOTSCOPE_INSTALLED_PRELOAD, HOTSCOPE_DEFAULT_PRELOAD);
+}
+
+std::string run_preload_path() {
+  return preload_library("HOTSCOPE_RUN_PRELOAD", HOTSCOPE_INSTALLED_RUN_PRELOAD,
+                         HOTSCOPE_DEFAULT_RUN_PRELOAD);
+}
 
 int run_program(const std::vector<std::string>& command, const RunOptions& options) {
   std::signal(SIGCHLD, SIG_DFL); // an inherited SIG_IGN would reap the program for us

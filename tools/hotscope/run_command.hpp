@@ -17,6 +17,12 @@ struct RunOptions {
   std::string out_dir;
 };
 
+// The preload libraries `hotscope run` and `hotscope attach` load: HOTSCOPE_PRELOAD (the heap
+// library) and HOTSCOPE_RUN_PRELOAD (libhotscope-run.so) when set, else the installed ones, else
+// the build tree's.
+std::string heap_preload_path();
+std::string run_preload_path();
+
 // The program's exit status, or (re-raised) the signal that ended it; 127 when it cannot start.
 int run_program(const std::vector<std::string>& command, const RunOptions& options);
 

@@ -26,6 +26,7 @@ namespace {
 // (a burst) wakes it at once and waits for room, rather than doing the accounting itself. It ends
 // with recording.
 void* collect_events(void* pointer) {
+  ++in_profiler; // started by the C library's pthread_create when the library was attached
   Recorder& recorder = *static_cast<Recorder*>(pointer);
   recorder.set_collector_running(true);
   prctl(PR_SET_TIMERSLACK, 1000); // 1 µs: sleeps of 20 µs, not of the default slack's 50 µs
@@ -76,10 +77,16 @@ void* collect_events(void* pointer) {
   return nullptr;
 }
 
-// Starts the collector when the program's own code starts (the first allocations may come
-// earlier, from inside the dynamic loader, where starting a thread is not safe). Without it
-// (no thread could be started) the allocating threads drain the events themselves.
-__attribute__((constructor)) void start_collector() {
+// When the program's own code starts (the first allocations may come earlier, from inside the
+// dynamic loader, where starting a thread is not safe).
+__attribute__((constructor)) void start_collector_at_load() {
+  start_collector();
+}
+
+} // namespace
+
+// Without it (no thread could be started) the allocating threads drain the events themselves.
+void start_collector() {
   if (!resolve_real()) {
     return;
   }
@@ -94,6 +101,4 @@ __attribute__((constructor)) void start_collector() {
     pthread_detach(thread);
   }
 }
-
-} // namespace
 } // namespace hotscope::heap::interposer

@@ -20,6 +20,10 @@ bool sampling = false;
 std::atomic<bool> sampling_fast{false};
 std::atomic<bool> full_fast{false};
 std::atomic<bool> library_loading{false};
+const bool loaded_for_attach = [] {
+  const char* attach = getenv("HOTSCOPE_HEAP_ATTACH");
+  return attach != nullptr && attach[0] == '1';
+}();
 __thread Sampler thread_sampler;
 SamplingPlan plan;
 SampledAddresses sampled_addresses;
@@ -146,8 +150,20 @@ pthread_key_t ring_key;
 // gets a ring of its own, closed again at once. nullptr without memory.
 __thread bool thread_ended __attribute__((tls_model("initial-exec"))) = false;
 
+// Which recorder the rings belong to: an attach after a detach builds a new one (its threads'
+// rings of the old one are left behind, unclosed).
+std::atomic<unsigned> recorder_generation{0};
+__thread unsigned thread_ring_generation __attribute__((tls_model("initial-exec"))) = 0;
+
+inline bool ring_is_current(const EventLog::Ring* ring) {
+  return ring != nullptr &&
+         thread_ring_generation == recorder_generation.load(std::memory_order_relaxed);
+}
+
 void close_thread_ring(void* ring) {
-  recorder_pointer->close_ring(*static_cast<EventLog::Ring*>(ring));
+  if (thread_ring_generation == recorder_generation.load(std::memory_order_relaxed)) {
+    recorder_pointer->close_ring(*static_cast<EventLog::Ring*>(ring));
+  }
   thread_ring = nullptr;
   thread_ended = true;
 }
@@ -157,6 +173,7 @@ __attribute__((noinline)) EventLog::Ring* open_thread_ring(Recorder& recorder) {
   EventLog::Ring* ring = recorder.open_ring();
   if (ring != nullptr && !thread_ended && keyed) {
     thread_ring = ring;
+    thread_ring_generation = recorder_generation.load(std::memory_order_relaxed);
     pthread_setspecific(ring_key, ring); // closed when the thread ends
   }
   return ring;
@@ -168,7 +185,8 @@ enum class Stack { None, Captured }; // whether an event carries the calling thr
 inline void append_event(Recorder& recorder, HeapEvent::Kind kind, std::uintptr_t address,
                          std::uint64_t size = 0, Stack stack = Stack::None) {
   EventLog::Ring* ring = thread_ring;
-  if (__builtin_expect(ring == nullptr, 0) && (ring = open_thread_ring(recorder)) == nullptr) {
+  if (__builtin_expect(!ring_is_current(ring), 0) &&
+      (ring = open_thread_ring(recorder)) == nullptr) {
     recorder.count_event_without_ring();
     return;
   }
@@ -182,9 +200,15 @@ inline void append_event(Recorder& recorder, HeapEvent::Kind kind, std::uintptr_
   }
 }
 
+// Set by start_attached_recording: until then a library loaded for an attach records nothing.
+std::atomic<bool> attach_started{false};
+
 } // namespace
 
 __attribute__((noinline)) Recorder* start_recording() {
+  if (loaded_for_attach && !attach_started.load(std::memory_order_acquire)) {
+    return nullptr;
+  }
   int current = phase.load(std::memory_order_acquire);
   if (current == NotStarted && phase.compare_exchange_strong(current, Starting)) {
     config::ParsedHeap parsed =
@@ -236,6 +260,26 @@ __attribute__((constructor(101))) void begin_library_loading() {
     sampling_fast.store(false);
     full_fast.store(false);
   }
+}
+
+Recorder* start_attached_recording() {
+  attach_started.store(true, std::memory_order_release);
+  int current = phase.load(std::memory_order_acquire);
+  if (current == Off) {
+    // After a detach: a new recorder in the same storage (the old one's memory is left behind;
+    // calls still inside it saw phase Off and touch it no more), the fast paths off until it is.
+    fast_paths_on.store(false);
+    sampling = false;
+    recorder_generation.fetch_add(1, std::memory_order_relaxed);
+    forget_remembered_stacks();
+    phase.compare_exchange_strong(current, NotStarted);
+  }
+  Recorder* recorder = start_recording();
+  if (recorder != nullptr) {
+    prepare_capture(recorder->options().unwinder);
+    start_collector();
+  }
+  return recorder;
 }
 
 void end_library_loading() {

@@ -55,6 +55,14 @@ inline Recorder* recording_state() {
 // From here on every call passes through.
 void stop_recording();
 
+// Loaded by `hotscope attach` (HOTSCOPE_HEAP_ATTACH=1 at load): recording waits for
+// start_attached_recording, which starts it, or starts it again after a detach's report.
+extern const bool loaded_for_attach;
+Recorder* start_attached_recording();
+
+// The full mode's collector thread (collector.cpp), for the recorder just built.
+void start_collector();
+
 // A block of the bootstrap arena was handed out (see enable_sampling_fast in recording.cpp).
 void note_arena_block(void* block);
 

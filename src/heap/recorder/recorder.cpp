@@ -13,6 +13,9 @@ Recorder::Recorder(config::HeapOptions options, SampledAddresses& addresses, Cod
   if (sampling()) {
     sampled_ = SampledEngine(static_cast<double>(options_.sample_bytes));
   }
+  if (options_.attached) {
+    engine_.count_unknown_as_before_attach();
+  }
 }
 
 std::uint64_t Recorder::time_of(std::uint64_t ticks) {
@@ -189,6 +192,7 @@ std::optional<Recorder::Taken> Recorder::take(void (*stop)()) {
   taken.lost_events = events_.lost() + events_without_ring_.load(std::memory_order_relaxed);
   const std::uint64_t end_time = now();
   taken.raw = sampling() ? sampled_.snapshot(end_time) : engine_.snapshot(end_time);
+  taken.raw.attached = options_.attached;
   if (stop != nullptr) {
     stop();
   }

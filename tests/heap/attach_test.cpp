@@ -1,0 +1,250 @@
+// `hotscope attach` and `hotscope detach` against a running C program (docs/heap.md, "Attach to a
+// running program"): the profile from the attach on, its figures, the frees of blocks allocated
+// before it counted apart, attaching again, the refusals, and the program unharmed by an attach
+// that fails at any step.
+#include "support/child_process.hpp"
+#include "support/files.hpp"
+#include "support/scratch_dir.hpp"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <thread>
+
+namespace {
+
+namespace fs = std::filesystem;
+
+using hotscope::test_support::output_of;
+using hotscope::test_support::slurp;
+using hotscope::test_support::start_command;
+using hotscope::test_support::wait_for_child;
+
+template <class Check> bool eventually(Check check) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (!check()) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      return false;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return true;
+}
+
+// attach_program.c, started by the test (not under hotscope), its agent's socket (once attached)
+// in a runtime directory of the test's own.
+class Program {
+public:
+  explicit Program(const fs::path& dir) : dir_(dir) {
+    fs::create_directories(dir / "rt");
+    child_ = start_command({ATTACH_PROGRAM, dir.string()}, dir / "program.txt");
+    eventually([&] { return slurp(dir / "ready").find('\n') != std::string::npos; });
+    pid_ = std::to_string(child_);
+  }
+  ~Program() {
+    if (child_ > 0) {
+      end();
+    }
+  }
+  Program(const Program&) = delete;
+  Program& operator=(const Program&) = delete;
+
+  // `hotscope ARGUMENTS` with `variable` ("NAME=VALUE") set: its exit status; what it wrote to
+  // stderr in `errors`.
+  int cli(const std::string& arguments, std::string* errors = nullptr,
+          const std::string& variable = "") const {
+    const fs::path err = dir_ / "cli-err.txt";
+    const std::string command = "env HOTSCOPE_RUNTIME_DIR=" + (dir_ / "rt").string() + " " +
+                                variable + " " + HOTSCOPE_CLI + " " + arguments + " >/dev/null 2>" +
+                                err.string();
+    const int status = std::system(command.c_str());
+    if (errors != nullptr) {
+      *errors = slurp(err);
+    }
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  }
+  unsigned long count() const {
+    const std::string text = slurp(dir_ / "count");
+    return text.empty() ? 0 : std::stoul(text);
+  }
+  // True once it made `steps` more steps than now.
+  bool steps_on(unsigned long steps) const {
+    const unsigned long from = count();
+    return eventually([&] { return count() >= from + steps; });
+  }
+  // Its exit status after DIR/stop: 0 when every block kept its bytes.
+  int end() {
+    std::ofstream(dir_ / "stop").close();
+    const int status = wait_for_child(child_);
+    child_ = 0;
+    return status;
+  }
+  const std::string& pid() const { return pid_; }
+
+private:
+  fs::path dir_;
+  pid_t child_ = 0;
+  std::string pid_;
+};
+
+nlohmann::json profile_in(const fs::path& file) {
+  return nlohmann::json::parse(slurp(file));
+}
+
+// The sum of `key` over the sites whose frames name `function`.
+std::uint64_t site_sum(const nlohmann::json& profile, const std::string& function,
+                       const char* key) {
+  std::uint64_t sum = 0;
+  const auto& frames = profile.at("ftbl");
+  for (const auto& pp : profile.at("pps")) {
+    for (const auto& frame : pp.at("fs")) {
+      if (frames.at(frame.get<std::size_t>()).get<std::string>().find(function) !=
+          std::string::npos) {
+        sum += pp.at(key).get<std::uint64_t>();
+        break;
+      }
+    }
+  }
+  return sum;
+}
+
+TEST(HeapAttach, ProfilesFromTheAttachServesLiveAndAttachesAgainAfterDetach) {
+  const hotscope::testing::ScratchDir scratch("heap-attach");
+  const fs::path& dir = scratch.path();
+  Program program(dir);
+  ASSERT_TRUE(program.steps_on(1000)) << slurp(dir / "program.txt");
+  std::string errors;
+  ASSERT_EQ(
+      program.cli("attach -p " + program.pid() + " --heap full --out " + (dir / "one").string(),
+                  &errors),
+      0)
+      << errors;
+  EXPECT_NE(errors.find("attached in"), std::string::npos) << errors;
+  // Twice the ring: every block live at the end was allocated after the attach.
+  ASSERT_TRUE(program.steps_on(2 * 1000)) << slurp(dir / "program.txt");
+
+  EXPECT_EQ(
+      program.cli("heap -p " + program.pid() + " -o " + (dir / "live.json").string(), &errors), 0)
+      << errors;
+  const auto live = profile_in(dir / "live.json");
+  EXPECT_GT(site_sum(live, "churn", "eb"), 0u) << live.dump().substr(0, 2000);
+  EXPECT_EQ(program.cli("attach -p " + program.pid(), &errors), 1);
+  EXPECT_NE(errors.find("attached already"), std::string::npos) << errors;
+
+  ASSERT_EQ(program.cli("detach -p " + program.pid(), &errors), 0) << errors;
+  const auto one = profile_in(dir / "one" / "heap.json");
+  // The ring's 1,000 blocks of 1,000 bytes, all from churn().
+  EXPECT_EQ(site_sum(one, "churn", "eb"), 1000u * 1000u);
+  EXPECT_EQ(site_sum(one, "churn", "ebk"), 1000u);
+  ASSERT_TRUE(one.contains("attached")) << one.dump().substr(0, 2000);
+  // The blocks live at the attach were freed after it: not unknown frees of a broken profile.
+  EXPECT_GE(one.at("attached").at("freesBeforeAttach").get<std::uint64_t>(), 1000u);
+  EXPECT_EQ(program.cli("detach -p " + program.pid(), &errors), 1);
+  EXPECT_NE(errors.find("not attached"), std::string::npos) << errors;
+
+  ASSERT_TRUE(program.steps_on(500));
+  // The second recording of the full mode: each thread's events in a ring of its own.
+  ASSERT_EQ(program.cli("attach -p " + program.pid() + " --heap full --seconds 1 --out " +
+                            (dir / "two").string(),
+                        &errors),
+            0)
+      << errors;
+  const auto two = profile_in(dir / "two" / "heap.json");
+  EXPECT_TRUE(two.contains("attached"));
+  EXPECT_EQ(site_sum(two, "churn", "ebk"), 1000u) << "a second of steps turns the ring over";
+  ASSERT_TRUE(program.steps_on(500)) << "it runs on after the second detach";
+  EXPECT_EQ(program.end(), 0) << slurp(dir / "program.txt");
+}
+
+// --until-exit: the program writes the profile at its exit, and the command returns then.
+TEST(HeapAttach, UntilExitTheProgramWritesTheProfileAtItsExit) {
+  const hotscope::testing::ScratchDir scratch("heap-attach-exit");
+  const fs::path& dir = scratch.path();
+  Program program(dir);
+  ASSERT_TRUE(program.steps_on(200)) << slurp(dir / "program.txt");
+  const pid_t command = start_command(
+      {"/usr/bin/env", "HOTSCOPE_RUNTIME_DIR=" + (dir / "rt").string(), HOTSCOPE_CLI, "attach",
+       "-p", program.pid(), "--heap", "full", "--until-exit", "--out", (dir / "out").string()},
+      dir / "command.txt");
+  ASSERT_FALSE(hotscope::test_support::wait_for_text(dir / "command.txt", "attached in").empty())
+      << slurp(dir / "command.txt");
+  ASSERT_TRUE(program.steps_on(2 * 1000));
+  EXPECT_EQ(program.end(), 0);
+  const int status = wait_for_child(command);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << slurp(dir / "command.txt");
+  const auto profile = profile_in(dir / "out" / "heap.json");
+  EXPECT_TRUE(profile.contains("attached"));
+  EXPECT_EQ(site_sum(profile, "churn", "ebk"), 1000u);
+}
+
+TEST(HeapAttach, AFailureAtAnyStepLeavesTheProgramRunningUnharmed) {
+  const hotscope::testing::ScratchDir scratch("heap-attach-fail");
+  const fs::path& dir = scratch.path();
+  Program program(dir);
+  ASSERT_TRUE(program.steps_on(200)) << slurp(dir / "program.txt");
+  for (const std::string step : {"seize", "stop", "registers", "environment", "load", "runtime"}) {
+    std::string errors;
+    EXPECT_EQ(
+        program.cli("attach -p " + program.pid() + " --heap full --out " + (dir / "out").string(),
+                    &errors, "HOTSCOPE_ATTACH_FAIL_AT=" + step),
+        1)
+        << step;
+    EXPECT_NE(errors.find("(" + step + "); it goes on unprofiled"), std::string::npos) << errors;
+    EXPECT_TRUE(program.steps_on(300))
+        << "after failing at " << step << ": " << slurp(dir / "program.txt");
+  }
+  // What a failed attach left behind (its libraries loaded, idle) lets a later one work whole.
+  std::string errors;
+  ASSERT_EQ(
+      program.cli("attach -p " + program.pid() + " --heap full --out " + (dir / "out").string(),
+                  &errors),
+      0)
+      << errors;
+  ASSERT_TRUE(program.steps_on(2 * 1000));
+  ASSERT_EQ(program.cli("detach -p " + program.pid(), &errors), 0) << errors;
+  const auto profile = profile_in(dir / "out" / "heap.json");
+  EXPECT_EQ(site_sum(profile, "churn", "ebk"), 1000u);
+  EXPECT_EQ(program.end(), 0) << "every block kept its bytes: " << slurp(dir / "program.txt");
+}
+
+TEST(HeapAttach, RefusesAStaticProgramAndAnEndedOneInOneLine) {
+  const hotscope::testing::ScratchDir scratch("heap-attach-refused");
+  const fs::path& dir = scratch.path();
+  const pid_t static_program = start_command({STATIC_PROGRAM, "30"}, dir / "static.txt");
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  const std::string refused = output_of(std::string(HOTSCOPE_CLI) + " attach -p " +
+                                        std::to_string(static_program) + " 2>&1; echo status $?");
+  EXPECT_NE(refused.find("no dlopen"), std::string::npos) << refused;
+  EXPECT_NE(refused.find("status 1"), std::string::npos) << refused;
+  EXPECT_EQ(std::count(refused.begin(), refused.end(), '\n'), 2) << refused;
+  kill(static_program, SIGKILL);
+  wait_for_child(static_program);
+  const std::string gone = output_of(std::string(HOTSCOPE_CLI) + " attach -p " +
+                                     std::to_string(static_program) + " 2>&1");
+  EXPECT_NE(gone.find("no such process"), std::string::npos) << gone;
+}
+
+// As root: a process of root's, attached by hotscope run as nobody (setpriv).
+TEST(HeapAttach, RefusesAnotherUsersProcess) {
+  if (geteuid() != 0 || access("/usr/bin/setpriv", X_OK) != 0) {
+    GTEST_SKIP() << "needs root and setpriv to act as a second user";
+  }
+  const hotscope::testing::ScratchDir scratch("heap-attach-user");
+  const fs::path& dir = scratch.path();
+  Program program(dir);
+  const std::string refused =
+      output_of("/usr/bin/setpriv --reuid=65534 --regid=65534 --clear-groups " +
+                std::string(HOTSCOPE_CLI) + " attach -p " + program.pid() + " --out /tmp 2>&1");
+  EXPECT_NE(refused.find("belongs to user 0"), std::string::npos) << refused;
+  EXPECT_TRUE(program.steps_on(100));
+}
+
+} // namespace
