@@ -6,20 +6,24 @@
 # RSS, measured inside the run (the program alone, not the launcher: getrusage of its process by
 # wait4, as GNU time's CPU times have 10 ms steps), and their ratios and differences to native.
 # The debug cache is warmed first, as every run after a program's first finds it.
-#   bench/sampled-fixed-cost.sh [--build DIR] [--rounds N] [-- COMMAND...]
+#   bench/sampled-fixed-cost.sh [--build DIR] [--before DIR] [--rounds N] [-- COMMAND...]
 # --build: a CMake build dir (default build-bench, configured as scripts/bench.sh does), or a
 #          directory with another build's tools/hotscope/hotscope and src/libhotscope-*.so (a
 #          change's before);
+# --before: such a directory of another build, run sampled in the same rounds (a change's before
+#           and after side by side, under the same load);
 # --rounds: interleaved rounds (default 15); COMMAND: the program (default python3 -c pass).
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="$repo/build-bench"
+before=""
 rounds=15
 command=(/usr/bin/python3 -c pass)
 while (($#)); do
   case "$1" in
     --build) build="$2"; shift 2 ;;
+    --before) before="$2"; shift 2 ;;
     --rounds) rounds="$2"; shift 2 ;;
     --) shift; command=("$@"); break ;;
     *) echo "bench/sampled-fixed-cost.sh: unknown argument '$1' (see the comment at the top)" >&2
@@ -40,8 +44,6 @@ work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 # Copies: a rebuild during the run must not change the libraries under test.
 cp "$build/tools/hotscope/hotscope" "$build"/src/libhotscope-{preload,run,pprof}.so "$work/"
-export HOTSCOPE_PRELOAD="$work/libhotscope-preload.so"
-export HOTSCOPE_RUN_PRELOAD="$work/libhotscope-run.so"
 export XDG_CACHE_HOME="$work/cache"
 # The program's own CPU time and peak RSS (KiB), from the rusage wait4 returns.
 cat >"$work/measure.py" <<'PY'
@@ -54,11 +56,19 @@ sys.exit(1 if status else 0)
 PY
 echo "load average at the start: $(cut -d' ' -f1-3 /proc/loadavg) ($(nproc) cores)"
 
+if [[ -n "$before" ]]; then
+  mkdir "$work/before"
+  cp "$before/tools/hotscope/hotscope" "$before"/src/libhotscope-{preload,run,pprof}.so \
+    "$work/before/"
+fi
+
 run() { # tool -> "cpu_s peak_kib" of the program alone
-  local prefix=()
+  local prefix=() from="$work"
   rm -rf "$work/out"
-  if [[ "$1" == sampled ]]; then
-    prefix=(env HOTSCOPE_HEAP_MODE=sampled "$work/hotscope" run --heap --no-summary
+  [[ "$1" == sampled-before ]] && from="$work/before"
+  if [[ "$1" == sampled* ]]; then
+    prefix=(env HOTSCOPE_HEAP_MODE=sampled HOTSCOPE_PRELOAD="$from/libhotscope-preload.so"
+      HOTSCOPE_RUN_PRELOAD="$from/libhotscope-run.so" "$from/hotscope" run --heap --no-summary
       --out "$work/out" --)
   fi
   "${prefix[@]}" /usr/bin/python3 "$work/measure.py" "$work/time" "${command[@]}"
@@ -69,6 +79,10 @@ run sampled >/dev/null # warms the debug cache
 compgen -G "$work/out/heap.*.json" >/dev/null ||
   { echo "bench/sampled-fixed-cost.sh: the program wrote no heap profile" >&2; exit 1; }
 tools=(native native-again sampled)
+if [[ -n "$before" ]]; then
+  run sampled-before >/dev/null
+  tools+=(sampled-before)
+fi
 for ((round = 0; round < rounds; ++round)); do
   for ((i = 0; i < ${#tools[@]}; ++i)); do
     tool="${tools[(i + round) % ${#tools[@]}]}"
@@ -87,7 +101,9 @@ cpu0, rss0 = median("native", 0), median("native", 1)
 print("%s, medians of %d rounds:" % (sys.argv[2], len(runs["native"])))
 print("| run | CPU | × native | peak RSS | + native |")
 print("| --- | ---: | ---: | ---: | ---: |")
-for tool in ("native", "native-again", "sampled"):
+for tool in ("native", "native-again", "sampled-before", "sampled"):
+    if tool not in runs:
+        continue
     cpu, rss = median(tool, 0), median(tool, 1)
     print("| %s | %.1f ms | %.3f | %.1f MiB | %+.1f MiB |"
           % (tool, cpu * 1e3, cpu / cpu0, rss / 1024, (rss - rss0) / 1024))

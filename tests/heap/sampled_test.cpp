@@ -246,6 +246,20 @@ TEST(HeapSampled, FullModeWritesTheExactFiguresAsPprofToo) {
   EXPECT_EQ(pprof_total(dir / "heap.pb.gz", "inuse_objects"), totals.end_blocks);
 }
 
+// The report at exit loads libhotscope-pprof.so to write heap.pb.gz, and no C++ runtime with it:
+// loading libstdc++.so into a C program was most of the report's cost for a short program
+// (docs/performance.md). The loader's LD_DEBUG=files lines name each object it loads.
+TEST(HeapSampled, TheReportLoadsNoCxxRuntimeIntoACProgram) {
+  const hotscope::testing::ScratchDir scratch("sampled-no-libstdcxx");
+  const fs::path& dir = scratch.path();
+  ASSERT_EQ(run_sampled(dir, SAMPLED_PROGRAM, "LD_DEBUG=files"), 0) << slurp(dir / "err.txt");
+  const std::string loaded = slurp(dir / "err.txt");
+  ASSERT_NE(loaded.find("libhotscope-pprof.so [0];  dynamically loaded"), std::string::npos)
+      << loaded;
+  EXPECT_EQ(loaded.find("libstdc++"), std::string::npos) << loaded;
+  EXPECT_GT(fs::file_size(dir / "heap.pb.gz"), 0u);
+}
+
 // The bootstrap arena serves the heap library's own start-up (a C library whose dlsym allocates
 // while the real allocator is looked up): free's short path must send those blocks to the hooks,
 // never to the real free, which would abort the program.
