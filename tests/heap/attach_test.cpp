@@ -235,6 +235,13 @@ TEST(HeapAttach, SampledLiveBytesPerSiteAreWithinTheSampledModesBound) {
                   &errors),
       0)
       << errors;
+  // Its one thread, not the threads the attach started in it (the agent's).
+  const std::string threads =
+      hotscope::test_support::output_of("env HOTSCOPE_RUNTIME_DIR=" + (dir / "rt").string() + " " +
+                                        HOTSCOPE_CLI + " threads -p " + program.pid() + " --json");
+  const auto listed = nlohmann::json::parse(threads);
+  EXPECT_TRUE(listed.value("unmodified_program", false)) << threads;
+  EXPECT_EQ(listed.at("threads").size(), 1u) << threads;
   std::ofstream(dir / "go").close();
   ASSERT_TRUE(eventually([&] { return fs::exists(dir / "done"); })) << slurp(dir / "program.txt");
   ASSERT_EQ(program.cli("detach -p " + program.pid(), &errors), 0) << errors;
