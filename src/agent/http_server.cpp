@@ -217,6 +217,7 @@ bool Server::check_own_descriptors() {
 
 void Server::run_io() {
   pthread_setname_np(pthread_self(), "hotscope-agent");
+  const threads::OwnThread own;
   try {
     while (!stopping_ && poll_once(polled_)) {
     }
@@ -527,6 +528,7 @@ void Server::dispatch(Connection& connection) {
 
 void Server::run_worker() {
   pthread_setname_np(pthread_self(), "hotscope-answer");
+  const threads::OwnThread own;
   std::unique_lock lock(jobs_mutex_);
   ++workers_running_;
   while (!stopping_) {

@@ -245,6 +245,7 @@ private:
 
   void run() {
     pthread_setname_np(pthread_self(), "hotscope-cpu");
+    const threads::OwnThread own;
     const auto own_tid = static_cast<pid_t>(syscall(SYS_gettid));
     std::unique_lock lock(mutex_);
     while (!stopping_) {

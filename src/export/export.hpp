@@ -30,6 +30,9 @@ std::string stats_columns(const Snapshot& snapshot);
 // been open longer than `stuck_ns` come first, marked stuck. As JSON, and as indented text.
 void write_threads_json(const Snapshot& snapshot, std::uint64_t stuck_ns, std::ostream& out);
 void write_threads_text(const Snapshot& snapshot, std::uint64_t stuck_ns, std::ostream& out);
+// Said once where an unmodified program's threads are listed (Snapshot::unmodified_program).
+inline constexpr const char* kUnmodifiedProgram =
+    "an unmodified program: threads without scopes, their CPU and state only";
 
 // The locks (GET /v1/locks, docs/locks.md): stats.json's "locks", "deadlocks", "lock_inversions"
 // and "lock_figures" as one object.

@@ -92,8 +92,11 @@ void write_thread_head(JsonWriter& json, const ThreadInfo& thread) {
       .member("cpu_user_ns", thread.os.cpu_user_ns)
       .member("cpu_system_ns", thread.os.cpu_system_ns)
       .member("voluntary_switches", thread.os.voluntary_switches)
-      .member("involuntary_switches", thread.os.involuntary_switches)
-      .key("records");
+      .member("involuntary_switches", thread.os.involuntary_switches);
+  if (thread.os_only) {
+    json.member("os_only", true); // no records, no scopes: an unmodified program's thread
+  }
+  json.key("records");
   detail::write_records(json, thread.records);
 }
 
@@ -372,7 +375,11 @@ void write_stats(std::string& out, int indent, const Snapshot& snapshot, StatsLa
   detail::write_clock(json, snapshot.clock);
   json.key("records");
   detail::write_records(json, snapshot.records);
-  json.member("threads_folded", snapshot.threads_folded).key("allocations");
+  json.member("threads_folded", snapshot.threads_folded);
+  if (snapshot.unmodified_program) {
+    json.member("unmodified_program", true);
+  }
+  json.key("allocations");
   write_allocations(json, snapshot.allocations);
   json.key("functions");
   if (layout == StatsLayout::Full) {
@@ -440,9 +447,11 @@ void write_threads_json(const Snapshot& snapshot, std::uint64_t stuck_ns, std::o
       .member("pid", snapshot.pid)
       .member("process_name", snapshot.process_name)
       .member("now_ns", snapshot.duration_ns)
-      .member("stuck_threshold_ns", stuck_ns)
-      .key("threads")
-      .begin_array();
+      .member("stuck_threshold_ns", stuck_ns);
+  if (snapshot.unmodified_program) {
+    json.member("unmodified_program", true);
+  }
+  json.key("threads").begin_array();
   for (const ThreadInfo* thread : detail::stuck_first(snapshot, stuck_ns)) {
     json.begin_object();
     write_thread_head(json, *thread);

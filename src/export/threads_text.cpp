@@ -1,5 +1,6 @@
 // `hotscope threads`: the deadlocks standing, then one block per thread, its open scopes as an
-// indented stack with how long each has been open, stuck threads first.
+// indented stack with how long each has been open, stuck threads first. An unmodified program's
+// threads have their state and CPU time only.
 #include "export/common.hpp"
 #include "export/export.hpp"
 #include "text/text.hpp"
@@ -26,6 +27,9 @@ void write_threads_text(const Snapshot& snapshot, std::uint64_t stuck_ns, std::o
                    " into the window\n");
   out << text::cat(stuck, " of ", threads.size(),
                    " threads stuck (innermost scope open longer than ", duration(stuck_ns), ")\n");
+  if (snapshot.unmodified_program) {
+    out << kUnmodifiedProgram << '\n';
+  }
   if (!snapshot.deadlocks.empty()) {
     out << '\n' << detail::deadlocks_text(snapshot.deadlocks, "");
   }
@@ -42,6 +46,9 @@ void write_threads_text(const Snapshot& snapshot, std::uint64_t stuck_ns, std::o
                        duration(os.cpu_system_ns), " system, context switches ",
                        os.voluntary_switches, " voluntary + ", os.involuntary_switches,
                        " involuntary\n");
+    }
+    if (thread->os_only) {
+      continue; // no records, no scopes
     }
     out << text::cat("records: ", detail::records_summary(thread->records), "\n");
     if (thread->open_scopes.empty()) {

@@ -19,6 +19,7 @@ __attribute__((weak)) void hotscope_heap_reset(void);
 __attribute__((weak)) int hotscope_heap_read_totals(hotscope::HeapTotals* out);
 __attribute__((weak)) int hotscope_heap_read_live(hotscope_heap_live* out);
 __attribute__((weak)) void hotscope_heap_own_object(const void* address);
+__attribute__((weak)) int hotscope_heap_own_thread(int64_t tid);
 __attribute__((weak)) void
 hotscope_heap_observe_allocations(hotscope_heap_allocation_observer observer);
 __attribute__((weak)) void hotscope_heap_report_on_signal(void (*write)(void));
@@ -70,6 +71,10 @@ void own_object(const void* address) {
   if (hotscope_heap_own_object != nullptr) {
     hotscope_heap_own_object(address);
   }
+}
+
+bool own_thread(std::int64_t tid) {
+  return hotscope_heap_own_thread != nullptr && hotscope_heap_own_thread(tid) != 0;
 }
 
 bool observe_allocations(hotscope_heap_allocation_observer observer) {

@@ -68,6 +68,9 @@ int hotscope_heap_detach(void);
 // blocks while it loads (its C++ runtime's) are kept out of the program's heap, as the heap
 // library's own. Called from that object's first constructor.
 void hotscope_heap_own_object(const void* address);
+// 1 when the thread `tid` is one of the heap library's own (its collector, the threads it started
+// inside the profiler), else 0.
+int hotscope_heap_own_thread(int64_t tid);
 // Memory per function: in the full mode, `observer` receives the size of every block recorded
 // (allocations and reallocs, as DHAT counts them), on the allocating thread and inside the
 // profiler. libhotscope registers hotscope::detail::record_allocation. Null stops it.
@@ -96,6 +99,9 @@ public:
 // Makes the loaded object containing `address` the profiler's (hotscope_heap_own_object). Does
 // nothing without a heap library.
 void own_object(const void* address);
+
+// True when the thread `tid` is the heap library's own; false without one.
+bool own_thread(std::int64_t tid);
 
 // Hands the heap library `observer` for memory per function; false without a heap library.
 bool observe_allocations(hotscope_heap_allocation_observer observer);

@@ -9,6 +9,7 @@
 #include "locks/locks.hpp"
 #include "signals/signals.hpp"
 #include "text/text.hpp"
+#include "threads/threads.hpp"
 #include "trace/trace.hpp"
 #if HOTSCOPE_WITH_AGENT
 #include "agent/agent.hpp"
@@ -124,6 +125,12 @@ crash::HeapLive crash_heap_figures() noexcept {
   return figures;
 }
 
+// Preloaded (or attached), the program has no scopes: its threads are listed from /proc, all but
+// the profiler's own, this library's and the heap library's (docs/heap.md).
+bool profiler_thread(std::int64_t tid) {
+  return threads::own_threads().contains(tid) || heap_link::own_thread(tid);
+}
+
 void start_once() {
   // The collector and the agent, and their threads, are the profiler's own.
   const ProfilerSection section;
@@ -155,7 +162,8 @@ void start_once() {
                 s.config.trace_window_bytes,
                 s.config.collect_period_ms,
                 {s.config.slowest, s.config.slowest_bytes},
-                s.config.min_ns});
+                s.config.min_ns,
+                preloaded() ? &profiler_thread : nullptr});
   instrument::start_xray(s.config.xray_patch); // after the collector: the handler records
   if (s.reports_enabled && s.config.report_on_crash) {
     if (const std::string problem = crash::install(s.config.out_dir, crash_heap_figures);

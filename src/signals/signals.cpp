@@ -50,6 +50,7 @@ void on_signal(int signal) {
 
 void* run_reporter(void*) {
   locks::own_thread();
+  const threads::OwnThread own;
   on_reporter = true;
   while (sem_wait(&wake) != 0 && errno == EINTR) {
   }

@@ -181,6 +181,9 @@ struct ThreadInfo {
   OsThreadFigures os;
   std::optional<BatchCounts> batches; // external tracks whose producer reports them
   std::uint64_t cpu_samples = 0;      // sampling periods of on-CPU time (CpuProfile)
+  // An unmodified program's thread, known from /proc only (Snapshot::unmodified_program): it has
+  // no ring, so no records and no scopes.
+  bool os_only = false;
 };
 
 // The CPU samples of the measuring window (docs/cpu.md): stacks of native frames with the scopes
@@ -434,10 +437,13 @@ struct Snapshot {
   std::int64_t pid = 0;
   std::string process_name;
   ClockInfo clock;
-  std::uint64_t start_unix_ns = 0;      // wall-clock time of the start, for humans
-  std::uint64_t duration_ns = 0;        // from the start of the measuring window to this snapshot
-  RecordCounts records;                 // over all threads
-  std::uint64_t threads_folded = 0;     // exited threads merged into one entry, to bound memory
+  std::uint64_t start_unix_ns = 0;  // wall-clock time of the start, for humans
+  std::uint64_t duration_ns = 0;    // from the start of the measuring window to this snapshot
+  RecordCounts records;             // over all threads
+  std::uint64_t threads_folded = 0; // exited threads merged into one entry, to bound memory
+  // The runtime was preloaded into (or attached to) a program not linked with hotscope: no
+  // scopes; `threads` adds its other live threads, os_only (docs/heap.md).
+  bool unmodified_program = false;
   Allocations allocations;              // over all threads
   std::optional<HeapFigures> heap;      // filled by the agent for /v1/metrics, else empty
   std::vector<GuestImage> guest_images; // filled by hotscope vm run, else empty

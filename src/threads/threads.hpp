@@ -85,6 +85,60 @@ inline bool in_signal_handler() noexcept {
   return found;
 }
 
+// The profiler's own threads of one library, by thread id, while they run: a listing of an
+// unmodified program's threads leaves them out (docs/heap.md, "Live: a program under `hotscope run
+// --heap`"). Fixed room, no lock, no allocation: a thread finding it full goes unmarked.
+class OwnThreads {
+public:
+  static constexpr int capacity = 64;
+  // Marks the calling thread; unmark() with the slot returned (-1: not marked).
+  int mark() noexcept {
+    const auto tid = static_cast<std::int32_t>(syscall(SYS_gettid));
+    for (int slot = 0; slot < capacity; ++slot) {
+      std::int32_t free_slot = 0;
+      if (tids_[slot].compare_exchange_strong(free_slot, tid, std::memory_order_acq_rel)) {
+        return slot;
+      }
+    }
+    return -1;
+  }
+  void unmark(int slot) noexcept {
+    if (slot >= 0) {
+      tids_[slot].store(0, std::memory_order_release);
+    }
+  }
+  bool contains(std::int64_t tid) const noexcept {
+    for (const std::atomic<std::int32_t>& each : tids_) {
+      if (tid != 0 && each.load(std::memory_order_acquire) == tid) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+private:
+  std::atomic<std::int32_t> tids_[capacity]{};
+};
+
+// The registry of the object this header is compiled into (libhotscope or libhotscope-run.so, and
+// each heap library, which answers for its own through hotscope_heap_own_thread).
+inline OwnThreads& own_threads() noexcept {
+  static OwnThreads registry;
+  return registry;
+}
+
+// Marks the calling thread as the profiler's while it lives.
+class OwnThread {
+public:
+  OwnThread() noexcept : slot_(own_threads().mark()) {}
+  ~OwnThread() { own_threads().unmark(slot_); }
+  OwnThread(const OwnThread&) = delete;
+  OwnThread& operator=(const OwnThread&) = delete;
+
+private:
+  int slot_;
+};
+
 // The threads that write a process's reports at exit, each counted in by itself, and whether they
 // are done. The exit waits for them with wait_while_working.
 class ReportWriters {

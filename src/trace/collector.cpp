@@ -325,6 +325,10 @@ public:
 
   // Under state_mutex_: a periodic drain under way when pausing is finished before this returns,
   // and none starts after it.
+  const Settings& settings() const {
+    return settings_;
+  }
+
   std::uint64_t early_wakes() const {
     return early_wakes_.load(std::memory_order_relaxed);
   }
@@ -369,6 +373,7 @@ private:
   // Drains every period, or sooner when a ring passes its wake mark (has_room_slow).
   void run() {
     pthread_setname_np(pthread_self(), "hotscope-drain"); // for top -H and the benchmarks
+    const threads::OwnThread own;
     while (!stopping_.load(std::memory_order_acquire)) {
       const bool woken = doorbell.wait_for(std::uint64_t{settings_.period_ms} * 1'000'000);
       if (stopping_.load(std::memory_order_acquire)) {
@@ -569,6 +574,9 @@ void before_unload() noexcept {
 }
 Snapshot snapshot(Contents contents) {
   Snapshot taken = collector->snapshot(contents);
+  if (collector->settings().profiler_thread != nullptr) {
+    add_program_threads(taken, collector->settings().profiler_thread);
+  }
   read_os_thread_figures(taken.threads);
   name_interposed_locks(taken);
   return taken;

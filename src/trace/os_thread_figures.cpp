@@ -1,4 +1,5 @@
-// Per-thread CPU time, context switches and state, from /proc/self/task/TID. Read by the thread
+// Per-thread CPU time, context switches and state, from /proc/self/task/TID, and an unmodified
+// program's threads from /proc/self/task. Read by the thread
 // taking a snapshot: a measured thread never reads its own figures, but once, as it ends
 // (read_own_figures: /proc no longer has them afterwards).
 #include "trace/trace.hpp"
@@ -7,6 +8,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <mutex>
@@ -14,6 +16,7 @@
 #include <string_view>
 #include <unistd.h>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace hotscope::trace {
 namespace {
@@ -112,6 +115,36 @@ void keep_monotonic(std::int64_t tid, OsThreadFigures& figures,
 }
 
 } // namespace
+
+void add_program_threads(Snapshot& snapshot, bool (*profiler_thread)(std::int64_t tid)) {
+  snapshot.unmodified_program = true;
+  std::unordered_set<std::int64_t> known;
+  std::uint32_t next_index = 0;
+  for (const ThreadInfo& thread : snapshot.threads) {
+    known.insert(thread.os_tid);
+    next_index = std::max(next_index, thread.index + 1);
+  }
+  std::vector<std::int64_t> tids;
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/task", error)) {
+    const std::int64_t tid = static_cast<std::int64_t>(number(entry.path().filename().native()));
+    if (tid > 0 && known.count(tid) == 0 && !profiler_thread(tid)) {
+      tids.push_back(tid);
+    }
+  }
+  std::sort(tids.begin(), tids.end()); // the main thread first
+  for (const std::int64_t tid : tids) {
+    ThreadInfo thread;
+    thread.index = next_index++;
+    thread.os_tid = tid;
+    thread.os_only = true;
+    thread.name = slurp("/proc/self/task/" + std::to_string(tid) + "/comm");
+    if (!thread.name.empty() && thread.name.back() == '\n') {
+      thread.name.pop_back();
+    }
+    snapshot.threads.push_back(std::move(thread));
+  }
+}
 
 OsThreadFigures read_own_figures() {
   OsThreadFigures figures;

@@ -332,6 +332,9 @@ struct Settings {
   unsigned period_ms = 10;
   SlowCallSettings slow;
   std::uint64_t function_min_ns = 0; // HOTSCOPE_MIN_NS: instrumented functions' filter, 0 off
+  // Set in an unmodified program: snapshots list its threads that have no ring, all but those
+  // for which it is true (the profiler's own).
+  bool (*profiler_thread)(std::int64_t tid) = nullptr;
 };
 
 // Starts the collector thread (once; later calls are ignored).
@@ -352,6 +355,9 @@ Snapshot snapshot(Contents contents = Contents::StatisticsAndTrace);
 // context switches, state). snapshot() does it, outside the
 // collector's lock.
 void read_os_thread_figures(std::vector<ThreadInfo>& threads);
+// Adds the process's live threads that `snapshot` lacks and that are not the profiler's (from
+// /proc/self/task, os_only, named from their comm), and marks it an unmodified program's.
+void add_program_threads(Snapshot& snapshot, bool (*profiler_thread)(std::int64_t tid));
 // The calling thread's own CPU time (exact user/system split) and context switches: what a
 // thread leaves behind as it ends.
 OsThreadFigures read_own_figures();

@@ -13,11 +13,14 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 namespace {
 
@@ -39,13 +42,15 @@ template <class Check> bool eventually(Check check) {
   return true;
 }
 
-// attach_program.c, started by the test (not under hotscope), its agent's socket (once attached)
-// in a runtime directory of the test's own.
+// attach_program.c (or `command`), started by the test (not under hotscope) with `dir` as its
+// argument, its agent's socket (once attached) in a runtime directory of the test's own.
 class Program {
 public:
-  explicit Program(const fs::path& dir) : dir_(dir) {
+  explicit Program(const fs::path& dir, std::vector<std::string> command = {ATTACH_PROGRAM})
+      : dir_(dir) {
     fs::create_directories(dir / "rt");
-    child_ = start_command({ATTACH_PROGRAM, dir.string()}, dir / "program.txt");
+    command.push_back(dir.string());
+    child_ = start_command(command, dir / "program.txt");
     eventually([&] { return slurp(dir / "ready").find('\n') != std::string::npos; });
     pid_ = std::to_string(child_);
   }
@@ -213,6 +218,41 @@ TEST(HeapAttach, AFailureAtAnyStepLeavesTheProgramRunningUnharmed) {
   const auto profile = profile_in(dir / "out" / "heap.json");
   EXPECT_EQ(site_sum(profile, "churn", "ebk"), 1000u);
   EXPECT_EQ(program.end(), 0) << "every block kept its bytes: " << slurp(dir / "program.txt");
+}
+
+// A sampled attach's live bytes per site against the bytes the program keeps there: within the
+// sampled mode's bound, 4 standard deviations of at most sqrt(mean * B) for B bytes (docs/heap.md,
+// "Sampled mode"). The program's own environment sets the mean the library reads at its load.
+TEST(HeapAttach, SampledLiveBytesPerSiteAreWithinTheSampledModesBound) {
+  const hotscope::testing::ScratchDir scratch("heap-attach-sampled");
+  const fs::path& dir = scratch.path();
+  constexpr double mean = 1024;
+  Program program(dir, {"/usr/bin/env", "HOTSCOPE_HEAP_SAMPLE_BYTES=1024",
+                        "HOTSCOPE_HEAP_SAMPLE_SEED=37", ATTACH_SITES_PROGRAM});
+  std::string errors;
+  ASSERT_EQ(
+      program.cli("attach -p " + program.pid() + " --heap sampled --out " + (dir / "out").string(),
+                  &errors),
+      0)
+      << errors;
+  // Its one thread, not the threads the attach started in it (the agent's).
+  const std::string threads =
+      hotscope::test_support::output_of("env HOTSCOPE_RUNTIME_DIR=" + (dir / "rt").string() + " " +
+                                        HOTSCOPE_CLI + " threads -p " + program.pid() + " --json");
+  const auto listed = nlohmann::json::parse(threads);
+  EXPECT_TRUE(listed.value("unmodified_program", false)) << threads;
+  EXPECT_EQ(listed.at("threads").size(), 1u) << threads;
+  std::ofstream(dir / "go").close();
+  ASSERT_TRUE(eventually([&] { return fs::exists(dir / "done"); })) << slurp(dir / "program.txt");
+  ASSERT_EQ(program.cli("detach -p " + program.pid(), &errors), 0) << errors;
+  const auto profile = profile_in(dir / "out" / "heap.json");
+  for (const auto& [site, bytes] :
+       {std::pair{"keep_small", 2'000'000.0}, std::pair{"keep_medium", 2'000'000.0},
+        std::pair{"keep_large", 4'000'000.0}}) {
+    const auto estimate = static_cast<double>(site_sum(profile, site, "eb"));
+    EXPECT_NEAR(estimate, bytes, 4 * std::sqrt(mean * bytes)) << site;
+  }
+  EXPECT_EQ(program.end(), 0) << slurp(dir / "program.txt");
 }
 
 TEST(HeapAttach, RefusesAStaticProgramAndAnEndedOneInOneLine) {

@@ -245,6 +245,58 @@ TEST(HeapLive, APreloadedCProgramAnswersAndStaysInvisibleToIt) {
   EXPECT_FALSE(fs::exists(dir / "out" / "stats.json"));
 }
 
+// An unmodified program's threads: its own from /proc, named as it named them, with their state
+// and CPU time, none of the profiler's (the agent's, the collectors'), and no records or scopes.
+TEST(HeapLive, AnUnmodifiedProgramsThreadsAreListedWithoutTheProfilers) {
+  const hotscope::testing::ScratchDir scratch("heap-live-threads");
+  const fs::path& dir = scratch.path();
+  PreloadedProgram program(dir, "full", {THREADS_PROGRAM, dir.string()});
+  ASSERT_FALSE(program.pid().empty()) << slurp(dir / "launcher.txt");
+  const std::vector<std::string> workers{"worker-a", "worker-b", "worker-c"};
+  std::size_t tasks = 0;
+  for ([[maybe_unused]] const auto& task :
+       fs::directory_iterator("/proc/" + program.pid() + "/task")) {
+    ++tasks;
+  }
+  EXPECT_GT(tasks, 4u) << "the profiler's threads run beside the program's four";
+
+  const auto json =
+      nlohmann::json::parse(program.cli_output("threads -n heap_threads_program --json"));
+  EXPECT_TRUE(json.value("unmodified_program", false)) << json.dump();
+  ASSERT_EQ(json.at("threads").size(), 4u) << json.dump();
+  for (const auto& thread : json.at("threads")) {
+    EXPECT_TRUE(thread.value("os_only", false)) << thread.dump();
+    EXPECT_FALSE(thread.at("state").get<std::string>().empty()) << thread.dump();
+  }
+  for (const std::string& worker : workers) {
+    EXPECT_NE(json.dump().find("\"" + worker + "\""), std::string::npos) << json.dump();
+  }
+
+  const std::string text = program.cli_output("threads -p " + program.pid());
+  EXPECT_NE(text.find("an unmodified program: threads without scopes"), std::string::npos) << text;
+  EXPECT_EQ(text.find("hotscope-"), std::string::npos) << text;
+  EXPECT_EQ(text.find("records:"), std::string::npos) << text;
+  for (const std::string& worker : workers) {
+    EXPECT_NE(text.find("== " + worker + " (tid "), std::string::npos) << text;
+  }
+
+  const std::string tab =
+      program.cli_output("console -p " + program.pid() + " --once --tab threads");
+  EXPECT_NE(tab.find("4 threads"), std::string::npos) << tab;
+  EXPECT_NE(tab.find("an unmodified program: threads without scopes"), std::string::npos) << tab;
+  EXPECT_NE(tab.find("n/a"), std::string::npos) << tab;
+  EXPECT_EQ(tab.find("hotscope-"), std::string::npos) << tab;
+  for (const std::string& worker : workers) {
+    EXPECT_NE(tab.find(worker), std::string::npos) << tab;
+  }
+  // The tabs an unmodified program leaves empty say why.
+  for (const std::string empty : {"functions", "queues", "tasks", "locks"}) {
+    const std::string page =
+        program.cli_output("console -p " + program.pid() + " --once --tab " + empty);
+    EXPECT_NE(page.find("an unmodified program"), std::string::npos) << empty << ": " << page;
+  }
+}
+
 // A program linked with hotscope keeps its own runtime under `hotscope run --heap`: the agent
 // that answers is the program's (it knows the program's scope), the only one in the runtime
 // directory, and the program's reports are written at exit.

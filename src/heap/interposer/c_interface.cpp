@@ -5,6 +5,7 @@
 #include "heap/interposer/real_allocator.hpp"
 #include "heap/interposer/recording.hpp"
 #include "heap/interposer/reports.hpp"
+#include "threads/threads.hpp"
 
 #include <dlfcn.h>
 
@@ -100,6 +101,10 @@ HOTSCOPE_EXPORT void hotscope_heap_own_object(const void* address) {
   }
   interposer::add_own_code(address);
   interposer::begin_library_loading();
+}
+
+HOTSCOPE_EXPORT int hotscope_heap_own_thread(int64_t tid) {
+  return hotscope::threads::own_threads().contains(tid) ? 1 : 0;
 }
 
 HOTSCOPE_EXPORT void hotscope_heap_observe_allocations(hotscope_heap_allocation_observer observer) {

@@ -27,6 +27,7 @@ namespace {
 // with recording.
 void* collect_events(void* pointer) {
   ++in_profiler; // started by the C library's pthread_create when the library was attached
+  const threads::OwnThread own;
   Recorder& recorder = *static_cast<Recorder*>(pointer);
   recorder.set_collector_running(true);
   prctl(PR_SET_TIMERSLACK, 1000); // 1 µs: sleeps of 20 µs, not of the default slack's 50 µs

@@ -4,6 +4,7 @@
 #include "heap/interposer/interposer.hpp"
 #include "heap/interposer/real_allocator.hpp"
 #include "heap/interposer/recording.hpp"
+#include "threads/threads.hpp"
 
 #include <malloc.h>
 #include <pthread.h>
@@ -299,6 +300,7 @@ struct Launch {
 // recorded, from its first allocation (the agent's connections) to its last.
 void* run_profiler_thread(void* pointer) {
   ++in_profiler;
+  const hotscope::threads::OwnThread own;
   const Launch launch = *static_cast<Launch*>(pointer);
   real.free(pointer);
   return launch.start(launch.argument);

@@ -117,7 +117,9 @@ Page flame_page(const Model& model, ViewState& state, std::size_t width) {
     page.keys.push_back(root->children[i - 1].name);
   }
   if (root->children.empty()) {
-    page.rows.push_back(Line{" no frame under this one", Style::Dim});
+    page.rows.push_back(!cpu && path == "all" && model.stats().unmodified_program
+                            ? unmodified_program_line("trace")
+                            : Line{" no frame under this one", Style::Dim});
   }
   select_row(page, state);
   return page;

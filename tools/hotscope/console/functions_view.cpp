@@ -178,9 +178,11 @@ Page functions_page(const Model& model, ViewState& state, const Glyphs& glyphs,
   }
   select_row(page, state);
   if (page.rows.empty()) {
-    page.rows.push_back(Line{state.filter.empty() ? " no function has been called yet"
-                                                  : " no function matches the filter",
-                             Style::Dim});
+    page.rows.push_back(model.stats().unmodified_program && state.filter.empty()
+                            ? unmodified_program_line("functions")
+                            : Line{state.filter.empty() ? " no function has been called yet"
+                                                        : " no function matches the filter",
+                                   Style::Dim});
   }
   return page;
 }

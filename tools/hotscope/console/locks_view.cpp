@@ -35,6 +35,9 @@ Page locks_page(const Model& model, ViewState& state, std::size_t width) {
                               Style::Alert});
   }
   if (report.locks->empty()) {
+    if (model.stats().unmodified_program) {
+      page.fixed.push_back(unmodified_program_line("named locks"));
+    }
     page.fixed.push_back(Line{" no lock recorded: HOTSCOPE_LOCKABLE names a lock; HOTSCOPE_LOCKS=1 "
                               "(or `hotscope run --locks`) records the pthread locks",
                               Style::Dim});

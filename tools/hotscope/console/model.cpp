@@ -98,6 +98,7 @@ ThreadRow thread_row(const profiles::ThreadStats& thread) {
   row.exited = thread.exited;
   row.written = thread.records.written;
   row.dropped = thread.records.dropped;
+  row.os_only = thread.os_only;
   return row;
 }
 

@@ -40,6 +40,7 @@ struct ThreadRow {
   std::uint64_t written = 0, dropped = 0;
   std::vector<profiles::OpenScope> open_scopes; // outermost first
   bool stuck = false;
+  bool os_only = false; // an unmodified program's thread: records and scopes do not apply
 };
 
 struct QueueRow : profiles::QueueStats {

@@ -2,6 +2,8 @@
 #include "model.hpp"
 #include "view.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <array>
 
@@ -96,6 +98,14 @@ std::string tab_names(std::string_view separator) {
 
 std::string tab_keys() {
   return "1-" + std::to_string(kTabs.size());
+}
+
+Line unmodified_program_line(std::string_view what) {
+  return Line{
+      fmt::format(" no {}: an unmodified program (`hotscope run`, `hotscope attach`) has no "
+                  "scopes; the threads and memory tabs show what is known of it",
+                  what),
+      Style::Dim};
 }
 
 void select_row(Page& page, ViewState& state) {

@@ -30,6 +30,10 @@ Page queues_page(const Model& model) {
         Line{" this process's agent reports no queues (an older hotscope)", Style::Alert});
     return page;
   }
+  if (queues.empty() && model.stats().unmodified_program) {
+    page.fixed.push_back(unmodified_program_line("queues"));
+    return page;
+  }
   if (queues.empty()) {
     page.fixed.push_back(Line{" no queue in this process: HOTSCOPE_QUEUE_PUSH(name, item) and "
                               "HOTSCOPE_QUEUE_POP(name, item) report one",

@@ -17,6 +17,10 @@ Page tasks_page(const Model& model) {
     return page;
   }
   const std::vector<TaskRow>& tasks = model.tasks();
+  if (tasks.empty() && model.stats().unmodified_program) {
+    page.fixed.push_back(unmodified_program_line("tasks"));
+    return page;
+  }
   if (tasks.empty()) {
     page.fixed.push_back(Line{" no task in this process: HOTSCOPE_TASK(name) in a coroutine whose "
                               "promise derives from hotscope::TaskPromise, or Asio built with "

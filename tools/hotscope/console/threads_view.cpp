@@ -1,7 +1,9 @@
 // Tab 2: each measured thread, its CPU and records over the interval, and the scopes it is
-// inside now, innermost last. A thread inside one scope longer than the threshold is stuck: a
-// hang or a deadlock shows itself here, and a deadlock on locks the agent sees is named in a
-// banner above them (docs/locks.md, "Deadlocks").
+// inside now, innermost last; an unmodified program's threads with their CPU and state only. A
+// thread inside one scope longer than the threshold is stuck: a hang or a deadlock shows itself
+// here, and a deadlock on locks the agent sees is named in a banner above them (docs/locks.md,
+// "Deadlocks").
+#include "export/export.hpp"
 #include "model.hpp"
 #include "text.hpp"
 #include "view.hpp"
@@ -11,7 +13,12 @@
 namespace hotscope::cli::console {
 namespace {
 
+constexpr const char* kNotApplicable = "n/a";
+
 std::string inside(const ThreadRow& row) {
+  if (row.os_only) {
+    return kNotApplicable;
+  }
   if (row.open_scopes.empty()) {
     return "-";
   }
@@ -56,6 +63,9 @@ Page threads_page(const Model& model, ViewState& state, std::size_t width) {
                          threads.size() - merged, stuck,
                          duration(static_cast<double>(model.stuck_threshold_ns()))),
              stuck > 0 ? Style::Alert : Style::Dim});
+    if (model.stats().unmodified_program) {
+      page.fixed.push_back(Line{std::string(" ") + exporters::kUnmodifiedProgram, Style::Dim});
+    }
   }
   std::vector<Cells> table{
       {"Thread", "TID", "State", "User", "Sys", "Records/s", "Dropped", "Inside now"}};
@@ -63,8 +73,9 @@ Page threads_page(const Model& model, ViewState& state, std::size_t width) {
     table.push_back({row.name.empty() ? fmt::format("thread {}", row.tid) : row.name,
                      merged_row(row) ? "-" : fmt::format("{}", row.tid),
                      row.exited ? "exited" : row.state, cpu(row.user_percent),
-                     cpu(row.system_percent), per_second(row.records_rate),
-                     fmt::format("{}", row.dropped), inside(row)});
+                     cpu(row.system_percent),
+                     row.os_only ? kNotApplicable : per_second(row.records_rate),
+                     row.os_only ? kNotApplicable : fmt::format("{}", row.dropped), inside(row)});
   }
   // The last column is left-aligned text: pad it by hand after aligning the others.
   std::vector<Cells> numbers = table;

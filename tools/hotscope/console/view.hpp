@@ -115,6 +115,10 @@ Page locks_page(const Model& model, ViewState& state, std::size_t width);
 // tab and the threads tab's banner.
 std::vector<Line> deadlock_banner(const std::vector<profiles::Deadlock>& deadlocks);
 
+// Why a tab has no `what` in an unmodified program (profiles::Stats::unmodified_program): it has
+// no scopes.
+Line unmodified_program_line(std::string_view what);
+
 // Points page.selected at the row whose key is the tab's selection (the first row when none
 // is), so that the selection follows its row when the rows move.
 void select_row(Page& page, ViewState& state);

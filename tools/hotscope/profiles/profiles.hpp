@@ -71,6 +71,7 @@ struct ThreadStats {
   std::vector<FunctionStats> functions; // stats.json's layout "full" only
   std::vector<OpenScope> open_scopes;   // outermost first
   bool stuck = false;
+  bool os_only = false; // an unmodified program's thread: no records, no scopes
 };
 
 struct Clock {
@@ -181,6 +182,7 @@ struct Stats {
   std::optional<std::vector<TaskStats>> tasks;
   std::optional<CpuSampling> cpu;
   LockReport locks;
+  bool unmodified_program = false; // no scopes: a program under `hotscope run` or attached
   // Whether the run has CPU samples: its per-function CPU figures are measured, not unknown.
   bool has_cpu_samples() const { return cpu && cpu->samples > 0; }
 };

@@ -178,6 +178,7 @@ ThreadStats thread_of(const Json& thread) {
                                         count_at(scope, "opened_ns"), count_at(scope, "open_ns")});
   }
   row.stuck = thread.value("stuck", false);
+  row.os_only = thread.value("os_only", false);
   return row;
 }
 
@@ -247,6 +248,7 @@ void read_rest(const Json& document, Stats& stats) {
   stats.allocated_bytes = count_at(allocations, "bytes");
   stats.allocated_blocks = count_at(allocations, "blocks");
   stats.threads = threads_of(document);
+  stats.unmodified_program = document.value("unmodified_program", false);
   stats.queues = list_of(document, "queues", queue_of);
   stats.tasks = list_of(document, "tasks", task_of);
   if (const auto cpu = document.find("cpu"); cpu != document.end() && cpu->is_object()) {
