@@ -7,6 +7,9 @@
 
 #include <hotscope/hotscope.hpp>
 
+#include <pthread.h>
+#include <sys/mman.h>
+
 #include <cstdint>
 
 namespace hotscope::instrument {
@@ -22,15 +25,64 @@ struct OpenCall {
   std::uint64_t stack; // the stack pointer in the entry's hook
 };
 
-// Zero-initialised, as a __thread variable must be. `depth` counts the calls past kDepthMax too.
+// `depth` counts the calls past kDepthMax too.
 struct Calls {
   std::uint32_t depth;
   OpenCall open[kDepthMax];
 };
 
-__thread Calls tls_calls __attribute__((tls_model("initial-exec")));
+// A thread's Calls, mapped at its first instrumented call: 6 KiB of thread-local storage would not
+// fit in the static TLS space left for a library loaded later (`hotscope attach` loads
+// libhotscope-run.so into a running program with dlopen). kEnded once the block was released
+// at the thread's exit, kMapping while it is being mapped: calls then are not followed.
+__thread Calls* tls_calls __attribute__((tls_model("initial-exec"))) = nullptr;
+Calls* const kEnded = reinterpret_cast<Calls*>(1);
+Calls* const kMapping = reinterpret_cast<Calls*>(2);
+pthread_key_t calls_key;
+pthread_once_t calls_key_once = PTHREAD_ONCE_INIT;
 
 #define HOTSCOPE_HOOK __attribute__((no_instrument_function))
+
+HOTSCOPE_HOOK void release_calls(void* block) noexcept {
+  munmap(block, sizeof(Calls));
+  tls_calls = kEnded; // the thread's later exit handlers' calls are not followed
+}
+
+HOTSCOPE_HOOK void create_calls_key() noexcept {
+  pthread_key_create(&calls_key, &release_calls);
+}
+
+// The thread's Calls, or null when its calls are not followed (ended, being mapped, no memory).
+// A system call once per thread, as its ring's registration; pthread_setspecific may allocate,
+// and an instrumented allocator's calls meanwhile see kMapping.
+HOTSCOPE_HOOK __attribute__((noinline)) Calls* map_calls() noexcept {
+  Calls* const current = tls_calls;
+  if (current == kEnded || current == kMapping) {
+    return nullptr;
+  }
+  tls_calls = kMapping;
+  void* block = mmap(nullptr, sizeof(Calls), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                     -1, 0); // zero-filled
+  if (block == MAP_FAILED) {
+    tls_calls = nullptr; // tried again at the next call
+    return nullptr;
+  }
+  pthread_once(&calls_key_once, &create_calls_key);
+  pthread_setspecific(calls_key, block);
+  tls_calls = static_cast<Calls*>(block);
+  return tls_calls;
+}
+
+HOTSCOPE_HOOK inline Calls* thread_calls() noexcept {
+  Calls* const calls = tls_calls;
+  return __builtin_expect(reinterpret_cast<std::uintptr_t>(calls) > 2, 1) ? calls : map_calls();
+}
+
+// The thread's Calls if it has them (an exit never maps them).
+HOTSCOPE_HOOK inline Calls* existing_calls() noexcept {
+  Calls* const calls = tls_calls;
+  return reinterpret_cast<std::uintptr_t>(calls) > 2 ? calls : nullptr;
+}
 
 // Only into the ring it was opened in: after the thread's exit handler a call gets a fresh ring,
 // whose held slots are not this call's.
@@ -70,7 +122,11 @@ HOTSCOPE_HOOK __attribute__((noinline)) void too_deep() noexcept {
 // in it.
 HOTSCOPE_HOOK inline __attribute__((always_inline)) void enter(std::uint64_t entry,
                                                                std::uint64_t stack) noexcept {
-  auto& calls = tls_calls;
+  Calls* const block = thread_calls();
+  if (__builtin_expect(block == nullptr, 0)) {
+    return;
+  }
+  Calls& calls = *block;
   const std::uint32_t depth = calls.depth++;
   if (__builtin_expect(depth >= kDepthMax, 0)) {
     too_deep();
@@ -91,7 +147,11 @@ HOTSCOPE_HOOK inline __attribute__((always_inline)) void enter(std::uint64_t ent
 
 // A call's exit (XRay: a return or a tail call).
 HOTSCOPE_HOOK inline __attribute__((always_inline)) void leave(std::uint64_t entry) noexcept {
-  auto& calls = tls_calls;
+  Calls* const block = existing_calls();
+  if (__builtin_expect(block == nullptr, 0)) {
+    return; // its entry was not followed
+  }
+  Calls& calls = *block;
   if (__builtin_expect(calls.depth == 0, 0)) {
     return; // its entry came before this thread's calls were followed (XRay: before patching)
   }
@@ -128,11 +188,12 @@ HOTSCOPE_HOOK void xray_event(std::int32_t id, XrayEvent event) noexcept {
   const std::uint64_t entry = xray_entries[id - 1];
   if (event == kXrayEntry) {
     const std::uint64_t stack = hotscope::detail::stack_pointer();
-    auto& calls = tls_calls;
-    const std::uint32_t depth = calls.depth;
-    if (__builtin_expect(depth != 0 && depth <= kDepthMax && calls.open[depth - 1].stack <= stack,
-                         0)) {
-      close_unwound(calls, stack);
+    if (Calls* const calls = existing_calls(); calls != nullptr) {
+      const std::uint32_t depth = calls->depth;
+      if (__builtin_expect(
+              depth != 0 && depth <= kDepthMax && calls->open[depth - 1].stack <= stack, 0)) {
+        close_unwound(*calls, stack);
+      }
     }
     enter(entry, stack);
   } else if (event == kXrayExit || event == kXrayTail) {
