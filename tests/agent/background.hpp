@@ -3,6 +3,7 @@
 #pragma once
 
 #include "demo_process.hpp"
+#include "support/child_process.hpp"
 
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -57,18 +58,7 @@ inline int free_port() {
   return ntohs(address.sin_port);
 }
 
-// Polls `check` every 200 ms until it is true or `seconds` have passed.
-template <class Check> bool eventually(int seconds, Check check) {
-  using Clock = std::chrono::steady_clock;
-  const auto deadline = Clock::now() + std::chrono::seconds(seconds);
-  while (Clock::now() < deadline) {
-    if (check()) {
-      return true;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  }
-  return check();
-}
+using hotscope::test_support::eventually;
 
 // The "HOST:PORT" a `hotscope exporter` started with `--listen 127.0.0.1:0` says it serves on,
 // once it has said so; "" if it does not within 30 s.

@@ -31,16 +31,7 @@ using hotscope::test_support::slurp;
 using hotscope::test_support::start_command;
 using hotscope::test_support::wait_for_child;
 
-template <class Check> bool eventually(Check check) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-  while (!check()) {
-    if (std::chrono::steady_clock::now() > deadline) {
-      return false;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return true;
-}
+using hotscope::test_support::eventually;
 
 // attach_program.c (or `command`), started by the test (not under hotscope) with `dir` as its
 // argument, its agent's socket (once attached) in a runtime directory of the test's own.
@@ -51,7 +42,7 @@ public:
     fs::create_directories(dir / "rt");
     command.push_back(dir.string());
     child_ = start_command(command, dir / "program.txt");
-    eventually([&] { return slurp(dir / "ready").find('\n') != std::string::npos; });
+    eventually(20, [&] { return slurp(dir / "ready").find('\n') != std::string::npos; });
     pid_ = std::to_string(child_);
   }
   ~Program() {
@@ -83,7 +74,7 @@ public:
   // True once it made `steps` more steps than now.
   bool steps_on(unsigned long steps) const {
     const unsigned long from = count();
-    return eventually([&] { return count() >= from + steps; });
+    return eventually(20, [&] { return count() >= from + steps; });
   }
   // Its exit status after DIR/stop: 0 when every block kept its bytes.
   int end() {
@@ -243,7 +234,8 @@ TEST(HeapAttach, SampledLiveBytesPerSiteAreWithinTheSampledModesBound) {
   EXPECT_TRUE(listed.value("unmodified_program", false)) << threads;
   EXPECT_EQ(listed.at("threads").size(), 1u) << threads;
   std::ofstream(dir / "go").close();
-  ASSERT_TRUE(eventually([&] { return fs::exists(dir / "done"); })) << slurp(dir / "program.txt");
+  ASSERT_TRUE(eventually(20, [&] { return fs::exists(dir / "done"); }))
+      << slurp(dir / "program.txt");
   ASSERT_EQ(program.cli("detach -p " + program.pid(), &errors), 0) << errors;
   const auto profile = profile_in(dir / "out" / "heap.json");
   for (const auto& [site, bytes] :

@@ -30,17 +30,7 @@ using hotscope::test_support::slurp;
 using hotscope::test_support::start_command;
 using hotscope::test_support::wait_for_child;
 
-// Polls `check` every 50 ms for up to 10 s.
-template <class Check> bool eventually(Check check) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (!check()) {
-    if (std::chrono::steady_clock::now() > deadline) {
-      return false;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  return true;
-}
+using hotscope::test_support::eventually;
 
 // A program under `hotscope run --heap`, its agent in a runtime directory of the test's own (no
 // other process named as it is answers there). It writes its pid into DIR/ready (or "ready PID").
@@ -61,11 +51,12 @@ public:
                                      "--"};
     command.insert(command.end(), program.begin(), program.end());
     launcher_ = start_command(command, dir / "launcher.txt");
-    eventually([&] { return slurp(dir / "ready").find('\n') != std::string::npos; });
+    eventually(10, [&] { return slurp(dir / "ready").find('\n') != std::string::npos; });
     const std::string line = slurp(dir / "ready").substr(0, slurp(dir / "ready").find('\n'));
     pid_ = line.substr(line.rfind(' ') + 1); // "PID", or "ready PID"
     // The agent is up once it answers.
-    eventually([&] { return !pid_.empty() && cli("info -p " + pid_ + " >/dev/null 2>&1") == 0; });
+    eventually(10,
+               [&] { return !pid_.empty() && cli("info -p " + pid_ + " >/dev/null 2>&1") == 0; });
   }
   ~PreloadedProgram() { stop(); }
   PreloadedProgram(const PreloadedProgram&) = delete;
@@ -170,7 +161,7 @@ TEST(HeapLive, APreloadedPython3AnswersTheAgentsCommands) {
 // The descriptors a child of `live_program` in `dir` inherits, as it lists them.
 std::string child_descriptors(const fs::path& dir) {
   std::ofstream(dir / "go").close();
-  EXPECT_TRUE(eventually([&] { return fs::exists(dir / "done"); }));
+  EXPECT_TRUE(eventually(10, [&] { return fs::exists(dir / "done"); }));
   fs::remove(dir / "done");
   return slurp(dir / "fds");
 }
@@ -201,7 +192,7 @@ TEST(HeapLive, APreloadedCProgramAnswersAndStaysInvisibleToIt) {
   const fs::path native = dir / "native";
   fs::create_directories(native);
   const pid_t alone = start_command({LIVE_PROGRAM, native.string()}, native / "log.txt");
-  ASSERT_TRUE(eventually([&] { return fs::exists(native / "ready"); }));
+  ASSERT_TRUE(eventually(10, [&] { return fs::exists(native / "ready"); }));
   const std::string native_fds = child_descriptors(native);
   std::ofstream(native / "stop").close();
   EXPECT_EQ(wait_for_child(alone), 0);

@@ -101,4 +101,16 @@ inline std::string wait_for_text(const std::filesystem::path& file, const std::s
   return "";
 }
 
+// Polls `check` every 20 ms until it is true or `seconds` have passed; true if it became so.
+template <class Check> bool eventually(int seconds, Check check) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
+  while (!check()) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      return false;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return true;
+}
+
 } // namespace hotscope::test_support
