@@ -26,12 +26,11 @@ namespace {
 
 namespace fs = std::filesystem;
 
+using hotscope::test_support::eventually;
 using hotscope::test_support::output_of;
 using hotscope::test_support::slurp;
 using hotscope::test_support::start_command;
 using hotscope::test_support::wait_for_child;
-
-using hotscope::test_support::eventually;
 
 // attach_program.c (or `command`), started by the test (not under hotscope) with `dir` as its
 // argument, its agent's socket (once attached) in a runtime directory of the test's own.

@@ -24,13 +24,12 @@ namespace {
 
 namespace fs = std::filesystem;
 
+using hotscope::test_support::eventually;
 using hotscope::test_support::output_of;
 using hotscope::test_support::shell;
 using hotscope::test_support::slurp;
 using hotscope::test_support::start_command;
 using hotscope::test_support::wait_for_child;
-
-using hotscope::test_support::eventually;
 
 // A program under `hotscope run --heap`, its agent in a runtime directory of the test's own (no
 // other process named as it is answers there). It writes its pid into DIR/ready (or "ready PID").
