@@ -105,20 +105,6 @@ struct ThreadSlot {
   bool drained_last = false;         // exited and drained for the last time: to be freed
 };
 
-std::string read_thread_name(std::int64_t tid) {
-  std::ifstream comm("/proc/self/task/" + std::to_string(tid) + "/comm");
-  std::string name;
-  std::getline(comm, name);
-  return name;
-}
-
-std::string read_process_name() {
-  std::ifstream comm("/proc/self/comm");
-  std::string name;
-  std::getline(comm, name);
-  return name;
-}
-
 // In-process refs are addresses of the program's own static data.
 Resolver in_process_resolver() {
   return Resolver{
@@ -323,8 +309,6 @@ public:
     aggregator_.mark_exited(track);
   }
 
-  // Under state_mutex_: a periodic drain under way when pausing is finished before this returns,
-  // and none starts after it.
   const Settings& settings() const {
     return settings_;
   }
@@ -333,6 +317,8 @@ public:
     return early_wakes_.load(std::memory_order_relaxed);
   }
 
+  // Under state_mutex_: a periodic drain under way when pausing is finished before this returns,
+  // and none starts after it.
   void pause(bool paused) {
     std::lock_guard lock(state_mutex_);
     paused_ = paused;

@@ -10,7 +10,6 @@
 #include <charconv>
 #include <filesystem>
 #include <fstream>
-#include <iterator>
 #include <mutex>
 #include <sstream>
 #include <string_view>
@@ -21,9 +20,21 @@
 namespace hotscope::trace {
 namespace {
 
+// A thread's file read as it ends fails with ESRCH: istreambuf_iterator would throw that out of
+// the snapshot; copying the buffer into a stream stops there instead (the text read so far).
 std::string slurp(const std::string& path) {
   std::ifstream in(path);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  std::ostringstream text;
+  text << in.rdbuf();
+  return std::move(text).str();
+}
+
+// A /proc comm file's name, without its newline.
+std::string comm_name(const std::string& path) {
+  std::ifstream comm(path);
+  std::string name;
+  std::getline(comm, name);
+  return name;
 }
 
 std::uint64_t number(std::string_view text) {
@@ -116,6 +127,14 @@ void keep_monotonic(std::int64_t tid, OsThreadFigures& figures,
 
 } // namespace
 
+std::string read_thread_name(std::int64_t tid) {
+  return comm_name("/proc/self/task/" + std::to_string(tid) + "/comm");
+}
+
+std::string read_process_name() {
+  return comm_name("/proc/self/comm");
+}
+
 void add_program_threads(Snapshot& snapshot, bool (*profiler_thread)(std::int64_t tid)) {
   snapshot.unmodified_program = true;
   std::unordered_set<std::int64_t> known;
@@ -138,10 +157,7 @@ void add_program_threads(Snapshot& snapshot, bool (*profiler_thread)(std::int64_
     thread.index = next_index++;
     thread.os_tid = tid;
     thread.os_only = true;
-    thread.name = slurp("/proc/self/task/" + std::to_string(tid) + "/comm");
-    if (!thread.name.empty() && thread.name.back() == '\n') {
-      thread.name.pop_back();
-    }
+    thread.name = read_thread_name(tid);
     snapshot.threads.push_back(std::move(thread));
   }
 }

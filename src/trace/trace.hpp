@@ -352,9 +352,11 @@ std::uint64_t objects_unloaded() noexcept;
 // Drains every ring and returns a snapshot of everything collected.
 Snapshot snapshot(Contents contents = Contents::StatisticsAndTrace);
 // Fills ThreadInfo::os of every live thread of this process from /proc/self/task/TID (CPU time,
-// context switches, state). snapshot() does it, outside the
-// collector's lock.
+// context switches, state). snapshot() does it, outside the collector's lock.
 void read_os_thread_figures(std::vector<ThreadInfo>& threads);
+// The name of thread `tid` of this process, and the process's, from /proc ("" once gone).
+std::string read_thread_name(std::int64_t tid);
+std::string read_process_name();
 // Adds the process's live threads that `snapshot` lacks and that are not the profiler's (from
 // /proc/self/task, os_only, named from their comm), and marks it an unmodified program's.
 void add_program_threads(Snapshot& snapshot, bool (*profiler_thread)(std::int64_t tid));
