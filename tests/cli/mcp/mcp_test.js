@@ -140,7 +140,9 @@ async function main() {
     { env: { ...env, HOTSCOPE_OUT: baseDir, HOTSCOPE_AGENT: '0' }, timeout: 30000 });
   assert.strictEqual(base.status, 0, `${base.stderr}`);
   const demo = spawn(args.demo, ['--seconds', '90', '--threads', '2'], {
-    env: { ...env, HOTSCOPE_CPU_HZ: '199', HOTSCOPE_HEAP_MODE: 'full' },
+    // A 4 MiB trace window: a Debug sanitizer build converts a whole 32 MiB window for
+    // trace_summary in tens of seconds on a loaded machine.
+    env: { ...env, HOTSCOPE_CPU_HZ: '199', HOTSCOPE_HEAP_MODE: 'full', HOTSCOPE_TRACE_MIB: '4' },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
   const { Client } = sdk(args['node-dir'], 'client/index.js');
