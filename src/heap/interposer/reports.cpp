@@ -6,6 +6,7 @@
 #include "heap/interposer/real_allocator.hpp"
 #include "heap/interposer/recording.hpp"
 #include "heap/profile.hpp"
+#include "heap/raw_report.hpp"
 #include "signals/signals.hpp"
 #include "symbols/symbols.hpp"
 #include "threads/threads.hpp"
@@ -24,7 +25,6 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <iomanip>
 #include <mutex>
 #include <ostream>
 #include <sstream>
@@ -258,41 +258,67 @@ void print_summary(const Recorder& recorder, const HeapProfile& profile,
                    std::uint64_t sampled_allocations, const Symbolized& symbolized,
                    const std::filesystem::path& path, const std::filesystem::path& pprof_path,
                    bool pprof_written) {
-  std::ostringstream summary;
-  // Which process of a run that starts many (a compiler driver, a shim) each line is about.
-  const std::string prefix =
-      "==" + std::to_string(profile.pid) + "== " + program_name() + ": hotscope heap: ";
-  const bool unsampled = recorder.sampling() && sampled_allocations == 0;
-  if (recorder.sampling()) {
-    summary << prefix << "sampled, one sample point per " << recorder.options().sample_bytes
-            << " bytes on average";
-  }
-  if (unsampled) {
-    // Estimates from no sample would read "0 bytes": say why there are none instead.
-    summary << ": no allocation was sampled, the run was too short to be sampled at this rate; "
-               "lower HOTSCOPE_HEAP_SAMPLE_BYTES or use HOTSCOPE_HEAP_MODE=full for figures\n";
-  } else {
-    if (recorder.sampling()) {
-      summary << " (" << sampled_allocations
-              << " allocations sampled): the figures are estimates\n";
-    }
-    exporters::write_heap_summary(profile, prefix, summary);
-  }
-  summary << prefix << "symbolized " << symbolized.addresses << " code addresses at exit ("
-          << symbolized.ahead << " ahead), profile built in " << std::fixed << std::setprecision(3)
-          << symbolized.seconds << " s";
-  if (symbolized.debug_files_inflated + symbolized.debug_files_from_cache > 0) {
-    summary << "; compressed debug files: " << symbolized.debug_files_inflated << " inflated, "
-            << symbolized.debug_files_from_cache << " from the cache";
-  }
-  summary << "\n";
-  summary << prefix << "wrote " << path.string() << "\n";
-  if (pprof_written) {
-    summary << prefix << "wrote " << pprof_path.string() << "\n";
-  }
-  const std::string text = summary.str();
+  exporters::HeapReportFacts facts;
+  facts.program = program_name();
+  facts.sampling = recorder.sampling();
+  facts.sample_bytes = recorder.options().sample_bytes;
+  facts.sampled_allocations = sampled_allocations;
+  facts.addresses = symbolized.addresses;
+  facts.ahead = symbolized.ahead;
+  facts.seconds = symbolized.seconds;
+  facts.debug_files_inflated = symbolized.debug_files_inflated;
+  facts.debug_files_from_cache = symbolized.debug_files_from_cache;
+  facts.json_path = path.string();
+  facts.pprof_path = pprof_written ? pprof_path.string() : "";
+  const std::string text = exporters::heap_report_summary(profile, facts);
   iovec part{const_cast<char*>(text.data()), text.size()};
   print(&part, 1);
+}
+
+// Whether `variable` holds the number `value`.
+bool names_number(const char* variable, long value) {
+  const char* text = getenv(variable);
+  return text != nullptr && std::to_string(value) == text;
+}
+
+// The sampled mode's report of the program `hotscope run` started, while the launcher waits for
+// it: the raw profile goes to the file the launcher named, and the launcher symbolizes it after
+// the program ended (docs/heap.md, "The report at exit"). False when the report is this process's
+// to write: the full mode (its collector symbolized ahead), a process the program started, a
+// launcher that ended (killed: the kernel then ends the program with SIGTERM, whose report this
+// process writes), or the file could not be written.
+bool hand_to_launcher(const Recorder& recorder, const Recorder::Taken& taken) {
+  const char* raw_path = getenv("HOTSCOPE_HEAP_RAW_REPORT");
+  if (!recorder.sampling() || raw_path == nullptr || !names_number("HOTSCOPE_HEAP_PID", getpid()) ||
+      !names_number("HOTSCOPE_HEAP_LAUNCHER", getppid())) {
+    return false;
+  }
+  RawReport report;
+  std::error_code error;
+  report.json_path = std::filesystem::absolute(report_path(recorder.options(), ".json"), error);
+  report.pprof_path = std::filesystem::absolute(report_path(recorder.options(), ".pb.gz"), error);
+  report.program = program_name();
+  report.command = command_line();
+  report.pid = getpid();
+  std::ifstream maps("/proc/self/maps");
+  std::ostringstream map_text;
+  map_text << maps.rdbuf();
+  report.memory_map = std::move(map_text).str();
+  report.debug_cache = recorder.options().debug_cache;
+  report.summary = recorder.options().summary;
+  report.sampling = true;
+  report.sample_bytes = recorder.options().sample_bytes;
+  report.sampled_allocations = taken.sampled_allocations;
+  report.pprof_period = recorder.pprof_period();
+  report.raw = taken.raw;
+  if (!write_raw_report(raw_path, report).empty()) {
+    return false;
+  }
+  if (!names_number("HOTSCOPE_HEAP_LAUNCHER", getppid())) { // it ended meanwhile
+    unlink(raw_path);
+    return false;
+  }
+  return true;
 }
 
 // Starts `work` on a thread of its own, all signals blocked (the program's handlers run on its
@@ -326,6 +352,9 @@ void write_report(Recorder& recorder) {
     print_error("hotscope heap: " + std::to_string(taken.lost_events) +
                 " allocation events could not be recorded (no memory for a thread's event ring, "
                 "or a thread stopped while handing one over): the figures miss them");
+  }
+  if (hand_to_launcher(recorder, taken)) {
+    return;
   }
   Symbolized symbolized;
   // Never freed: the process is ending, and freeing a large profile's hundreds of thousands of
