@@ -11,8 +11,8 @@
 #include <cstdio>
 #include <functional>
 #include <iomanip>
-#include <sstream>
 #include <ostream>
+#include <sstream>
 #include <string_view>
 
 namespace hotscope::exporters {
@@ -238,9 +238,9 @@ std::string heap_report_summary(const HeapProfile& profile, const HeapReportFact
     write_heap_summary(profile, prefix, summary);
   }
   summary << prefix << "symbolized " << facts.addresses << " code addresses "
-          << (facts.by_launcher ? "after exit, by hotscope run" : "at exit") << " ("
-          << facts.ahead << " ahead), profile built in " << std::fixed << std::setprecision(3)
-          << facts.seconds << " s";
+          << (facts.by_launcher ? "after exit, by hotscope run" : "at exit") << " (" << facts.ahead
+          << " ahead), profile built in " << std::fixed << std::setprecision(3) << facts.seconds
+          << " s";
   if (facts.debug_files_inflated + facts.debug_files_from_cache > 0) {
     summary << "; compressed debug files: " << facts.debug_files_inflated << " inflated, "
             << facts.debug_files_from_cache << " from the cache";

@@ -80,8 +80,8 @@ std::string write_raw_report(const std::string& path, const RawReport& r) {
   return atomic_file::write_creating_directory(path, [&](std::ostream& out) {
     out.write(kTag, sizeof kTag - 1);
     Writer w(out);
-    for (const std::string* text : {&r.json_path, &r.pprof_path, &r.program, &r.command,
-                                    &r.memory_map, &r.debug_cache}) {
+    for (const std::string* text :
+         {&r.json_path, &r.pprof_path, &r.program, &r.command, &r.memory_map, &r.debug_cache}) {
       w.text(*text);
     }
     w.number(r.pid);
@@ -121,8 +121,8 @@ std::string read_raw_report(const std::string& path, RawReport& r) {
     return path + " is not a raw heap report of this hotscope";
   }
   Reader read(in, size - tag.size());
-  for (std::string* text : {&r.json_path, &r.pprof_path, &r.program, &r.command, &r.memory_map,
-                            &r.debug_cache}) {
+  for (std::string* text :
+       {&r.json_path, &r.pprof_path, &r.program, &r.command, &r.memory_map, &r.debug_cache}) {
     *text = read.text();
   }
   r.pid = read.number<std::int64_t>();
@@ -132,8 +132,8 @@ std::string read_raw_report(const std::string& path, RawReport& r) {
   r.sampled_allocations = read.number<std::uint64_t>();
   r.pprof_period = read.number<std::int64_t>();
   RawProfile& raw = r.raw;
-  for (std::uint64_t* value : {&raw.end_time, &raw.gmax_time, &raw.unknown_frees,
-                               &raw.unknown_reallocs}) {
+  for (std::uint64_t* value :
+       {&raw.end_time, &raw.gmax_time, &raw.unknown_frees, &raw.unknown_reallocs}) {
     *value = read.number<std::uint64_t>();
   }
   raw.attached = read.number<bool>();

@@ -358,7 +358,8 @@ void Symbolizer::read_memory_map() {
     dwfl_report_begin(session_->dwfl);
     if (session_->memory_map.empty()) {
       dwfl_linux_proc_report(session_->dwfl, getpid());
-    } else if (FILE* maps = fmemopen(session_->memory_map.data(), session_->memory_map.size(), "r")) {
+    } else if (FILE* maps =
+                   fmemopen(session_->memory_map.data(), session_->memory_map.size(), "r")) {
       dwfl_linux_proc_maps_report(session_->dwfl, maps);
       std::fclose(maps);
     }

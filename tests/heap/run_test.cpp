@@ -81,16 +81,16 @@ TEST(HeapRun, TheSampledReportIsWrittenByTheLauncherWithTheSameNames) {
                   " lifecycle 2>" + (dir / "err").string()),
             0)
       << slurp(dir / "err");
-  ASSERT_EQ(shell("env " + sampled + "HOTSCOPE_OUT=" + (dir / "direct").string() + " LD_PRELOAD=" +
-                  HOTSCOPE_PRELOAD + " " + BEHAVIOURS_PROGRAM + " lifecycle 2>" +
+  ASSERT_EQ(shell("env " + sampled + "HOTSCOPE_OUT=" + (dir / "direct").string() +
+                  " LD_PRELOAD=" + HOTSCOPE_PRELOAD + " " + BEHAVIOURS_PROGRAM + " lifecycle 2>" +
                   (dir / "direct-err").string()),
             0);
   EXPECT_EQ(totals(dir / "run" / "heap.json"), totals(dir / "direct" / "heap.json"));
   const std::vector<std::string> names = frame_names(dir / "run" / "heap.json");
   EXPECT_EQ(names, frame_names(dir / "direct" / "heap.json"));
-  EXPECT_TRUE(std::any_of(names.begin(), names.end(),
-                          [](const std::string& name) { return name.starts_with("main ("); }))
-      << testing::PrintToString(names);
+  EXPECT_TRUE(std::any_of(names.begin(), names.end(), [](const std::string& name) {
+    return name.starts_with("main (");
+  })) << testing::PrintToString(names);
   EXPECT_NE(slurp(dir / "err").find("code addresses after exit, by hotscope run"),
             std::string::npos)
       << slurp(dir / "err");

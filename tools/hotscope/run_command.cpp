@@ -159,9 +159,10 @@ void write_heap_report(const std::string& raw_report) {
   const std::string module =
       std::filesystem::path(heap_preload_path()).parent_path() / "libhotscope-pprof.so";
   void* handle = dlopen(module.c_str(), RTLD_NOW | RTLD_LOCAL);
-  const auto report = handle == nullptr ? nullptr
-                                        : reinterpret_cast<bool (*)(const char*)>(
-                                              dlsym(handle, "hotscope_heap_report"));
+  const auto report =
+      handle == nullptr
+          ? nullptr
+          : reinterpret_cast<bool (*)(const char*)>(dlsym(handle, "hotscope_heap_report"));
   if (report == nullptr) {
     const char* reason = dlerror();
     std::fprintf(stderr, "hotscope: no heap profile: cannot load its writer %s: %s\n",
