@@ -117,7 +117,8 @@ TEST(HeapRawReport, ACutOrForeignFileIsRefusedWithItsReason) {
 // The launcher's view: this process's objects reported from its saved memory map, read from
 // their files, name the same frames in the same profile as the symbolizer of the live process.
 TEST(HeapRawReport, ASavedMemoryMapNamesTheFramesAsTheLiveProcessDoes) {
-  const heap::RawReport report = a_report(capture());
+  const std::vector<std::uintptr_t> stack = capture(); // the report's site points into it
+  const heap::RawReport report = a_report(stack);
   Symbolizer live;
   const hotscope::HeapProfile own = heap::build_profile(report.raw, "prog", 1, live);
   hotscope::symbols::SymbolizerOptions options;

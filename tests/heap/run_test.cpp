@@ -57,7 +57,8 @@ TEST(HeapRun, WritesTheProfileAProgramWritesUnderThePreloadLibrary) {
 // sorted: the same program run twice has its objects at other addresses.
 std::vector<std::string> frame_names(const fs::path& file) {
   std::vector<std::string> names;
-  for (const auto& frame : nlohmann::json::parse(slurp(file)).at("ftbl")) {
+  const nlohmann::json profile = nlohmann::json::parse(slurp(file));
+  for (const auto& frame : profile.at("ftbl")) {
     const std::string text = frame.get<std::string>();
     const std::size_t colon = text.find(": ");
     names.push_back(colon == std::string::npos ? text : text.substr(colon + 2));

@@ -1,8 +1,11 @@
 #include "run_command.hpp"
 
+#include "atomic_file/atomic_file.hpp"
+
 #include <dlfcn.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -172,6 +175,19 @@ void write_heap_report(const std::string& raw_report) {
   report(raw_report.c_str());
 }
 
+// The program's own CPU time and peak RSS, as wait4 gave them (`--usage`: the figures of
+// bench/sampled-fixed-cost.sh).
+void write_usage(const std::string& path, const rusage& usage) {
+  char line[64];
+  std::snprintf(line, sizeof line, "%.6f %ld\n",
+                static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
+                    static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6,
+                usage.ru_maxrss);
+  if (const std::string problem = atomic_file::write(path, line); !problem.empty()) {
+    std::fprintf(stderr, "hotscope: cannot write %s: %s\n", path.c_str(), problem.c_str());
+  }
+}
+
 } // namespace
 
 std::string heap_preload_path() {
@@ -214,11 +230,12 @@ int run_program(const std::vector<std::string>& command, const RunOptions& optio
     exec_program(command, options, raw_report);
   }
   int status = 0;
+  rusage usage{};
   for (;;) {
     siginfo_t info{};
     const int signal = sigwaitinfo(&taken, &info);
     if (signal == SIGCHLD || (signal < 0 && errno == EINTR)) {
-      const pid_t ended = waitpid(child, &status, WNOHANG);
+      const pid_t ended = wait4(child, &status, WNOHANG, &usage);
       if (ended == child) {
         break;
       }
@@ -231,6 +248,9 @@ int run_program(const std::vector<std::string>& command, const RunOptions& optio
       // so the program has it already; anything else is for the launcher alone.
       kill(child, signal);
     }
+  }
+  if (!options.usage_file.empty()) {
+    write_usage(options.usage_file, usage);
   }
   if (!raw_report.empty()) {
     write_heap_report(raw_report);
