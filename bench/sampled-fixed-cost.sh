@@ -4,14 +4,17 @@
 # interleaved, each round also running the native command a second time (the A/A noise of
 # bench/real-programs.sh). Prints the medians of the program's CPU time (user + system) and peak
 # RSS, measured inside the run (the program alone, not the launcher: getrusage of its process by
-# wait4, as GNU time's CPU times have 10 ms steps), and their ratios and differences to native.
+# wait4, as GNU time's CPU times have 10 ms steps; under `hotscope run` the launcher's own wait4,
+# which `--usage FILE` writes: the program is its child, as in every use), and their ratios and
+# differences to native.
 # The debug cache is warmed first, as every run after a program's first finds it.
 #   bench/sampled-fixed-cost.sh [--build DIR] [--before DIR] [--rounds N] [-- COMMAND...]
 # --build: a CMake build dir (default build-bench, configured as scripts/bench.sh does), or a
 #          directory with another build's tools/hotscope/hotscope and src/libhotscope-*.so (a
 #          change's before);
-# --before: such a directory of another build, run sampled in the same rounds (a change's before
-#           and after side by side, under the same load);
+# --before: such a directory of another build, whose libraries run sampled in the same rounds
+#           under this build's launcher (a change's before and after side by side, under the same
+#           load);
 # --rounds: interleaved rounds (default 15); COMMAND: the program (default python3 -c pass).
 set -euo pipefail
 
@@ -58,25 +61,25 @@ echo "load average at the start: $(cut -d' ' -f1-3 /proc/loadavg) ($(nproc) core
 
 if [[ -n "$before" ]]; then
   mkdir "$work/before"
-  cp "$before/tools/hotscope/hotscope" "$before"/src/libhotscope-{preload,run,pprof}.so \
-    "$work/before/"
+  cp "$before"/src/libhotscope-{preload,run,pprof}.so "$work/before/"
 fi
 
 run() { # tool -> "cpu_s peak_kib" of the program alone
-  local prefix=() from="$work"
+  local from="$work"
   rm -rf "$work/out"
   [[ "$1" == sampled-before ]] && from="$work/before"
   if [[ "$1" == sampled* ]]; then
-    prefix=(env HOTSCOPE_HEAP_MODE=sampled HOTSCOPE_PRELOAD="$from/libhotscope-preload.so"
-      HOTSCOPE_RUN_PRELOAD="$from/libhotscope-run.so" "$from/hotscope" run --heap --no-summary
-      --out "$work/out" --)
+    env HOTSCOPE_HEAP_MODE=sampled HOTSCOPE_PRELOAD="$from/libhotscope-preload.so" \
+      HOTSCOPE_RUN_PRELOAD="$from/libhotscope-run.so" "$work/hotscope" run --heap --no-summary \
+      --usage "$work/time" --out "$work/out" -- "${command[@]}" >/dev/null
+  else
+    /usr/bin/python3 "$work/measure.py" "$work/time" "${command[@]}"
   fi
-  "${prefix[@]}" /usr/bin/python3 "$work/measure.py" "$work/time" "${command[@]}"
   cat "$work/time"
 }
 
 run sampled >/dev/null # warms the debug cache
-compgen -G "$work/out/heap.*.json" >/dev/null ||
+compgen -G "$work/out/heap*.json" >/dev/null ||
   { echo "bench/sampled-fixed-cost.sh: the program wrote no heap profile" >&2; exit 1; }
 tools=(native native-again sampled)
 if [[ -n "$before" ]]; then

@@ -141,12 +141,6 @@ std::shared_ptr<Server> Server::start(const Process& process, int unix_fd, int t
       locks::own_thread();
       server->run_io();
     });
-    for (int i = 0; i < kWorkers; ++i) {
-      server->workers_.emplace_back([server] {
-        locks::own_thread();
-        server->run_worker();
-      });
-    }
   } catch (const std::system_error& error) {
     problem = std::string("cannot start the HTTP server's threads: ") + error.what();
     if (server->io_thread_.joinable()) {
@@ -497,6 +491,10 @@ void Server::dispatch(Connection& connection) {
                  "when they are sent");
     return;
   }
+  if (!start_workers()) {
+    small_answer(connection, 503, "the agent cannot start the threads that build its answers");
+    return;
+  }
   const std::string key = key_of(parsed.request, connection.listener, parsed.http10);
   if (!key.empty()) {
     for (auto shared = shareable_.begin(); shared != shareable_.end();) {
@@ -524,6 +522,22 @@ void Server::dispatch(Connection& connection) {
   const std::lock_guard lock(jobs_mutex_);
   jobs_.push_back(std::move(job));
   jobs_changed_.notify_one();
+}
+
+// On the I/O thread, at the first request: a program that is never asked starts no worker
+// (docs/agent.md, "The agent"). They start with the I/O thread's signals, all blocked.
+bool Server::start_workers() {
+  try {
+    while (workers_.size() < kWorkers) {
+      workers_.emplace_back([self = shared_from_this()] {
+        locks::own_thread();
+        self->run_worker();
+      });
+    }
+  } catch (const std::system_error&) {
+    return !workers_.empty();
+  }
+  return true;
 }
 
 void Server::run_worker() {

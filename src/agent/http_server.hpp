@@ -73,6 +73,7 @@ private:
   std::chrono::steady_clock::time_point poll_set(std::vector<pollfd>& polled,
                                                  std::chrono::steady_clock::time_point now);
   void release_sent();
+  bool start_workers(); // false: none could be started
 
   void run_worker();
   bool check_own_descriptors();

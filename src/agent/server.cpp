@@ -100,11 +100,14 @@ std::string prepare_dir(const std::string& dir) {
   }
   std::string problem;
   struct stat status {};
+  // Asked once: the loop below checks every entry, and a directory of dead processes' files holds
+  // hundreds (docs/performance.md, "The sampled mode's fixed cost").
+  const uid_t user = geteuid();
   if (fstat(fd, &status) != 0) {
     problem = text::cat("cannot use the runtime directory ", dir, ": ", errno_text());
-  } else if (status.st_uid != geteuid()) { // it could watch or replace our socket
+  } else if (status.st_uid != user) { // it could watch or replace our socket
     problem = text::cat("the runtime directory ", dir, " belongs to uid ", status.st_uid,
-                        ", not to uid ", geteuid());
+                        ", not to uid ", user);
   } else if ((status.st_mode & 077) != 0 && fchmod(fd, 0700) != 0) {
     problem = text::cat("cannot make the runtime directory ", dir,
                         " private (mode 0700): ", errno_text());
@@ -120,10 +123,10 @@ std::string prepare_dir(const std::string& dir) {
       continue;
     }
     struct stat owner {};
-    if (fstatat(fd, entry->d_name, &owner, AT_SYMLINK_NOFOLLOW) == 0 && owner.st_uid != geteuid()) {
+    if (fstatat(fd, entry->d_name, &owner, AT_SYMLINK_NOFOLLOW) == 0 && owner.st_uid != user) {
       problem = text::cat(
           "the runtime directory ", dir, " holds ", entry->d_name, ", which belongs to uid ",
-          owner.st_uid, ", not to uid ", geteuid(),
+          owner.st_uid, ", not to uid ", user,
           ": remove it, or set HOTSCOPE_RUNTIME_DIR to a directory only this user can write");
     }
   }

@@ -10,7 +10,9 @@
 #include <cstdint>
 #include <cstdio>
 #include <functional>
+#include <iomanip>
 #include <ostream>
+#include <sstream>
 #include <string_view>
 
 namespace hotscope::exporters {
@@ -212,6 +214,42 @@ void write_heap_summary(const HeapProfile& profile, std::string_view prefix, std
     out << prefix << "Blocks allocated before the attach: " << grouped(profile.frees_before_attach)
         << " frees, " << grouped(profile.reallocs_before_attach) << " reallocs (not profiled)\n";
   }
+}
+
+std::string heap_report_summary(const HeapProfile& profile, const HeapReportFacts& facts) {
+  std::ostringstream summary;
+  // Which process of a run that starts many (a compiler driver, a shim) each line is about.
+  const std::string prefix =
+      "==" + std::to_string(profile.pid) + "== " + facts.program + ": hotscope heap: ";
+  const bool unsampled = facts.sampling && facts.sampled_allocations == 0;
+  if (facts.sampling) {
+    summary << prefix << "sampled, one sample point per " << facts.sample_bytes
+            << " bytes on average";
+  }
+  if (unsampled) {
+    // Estimates from no sample would read "0 bytes": say why there are none instead.
+    summary << ": no allocation was sampled, the run was too short to be sampled at this rate; "
+               "lower HOTSCOPE_HEAP_SAMPLE_BYTES or use HOTSCOPE_HEAP_MODE=full for figures\n";
+  } else {
+    if (facts.sampling) {
+      summary << " (" << facts.sampled_allocations
+              << " allocations sampled): the figures are estimates\n";
+    }
+    write_heap_summary(profile, prefix, summary);
+  }
+  summary << prefix << "symbolized " << facts.addresses << " code addresses "
+          << (facts.by_launcher ? "after exit, by hotscope run" : "at exit") << " (" << facts.ahead
+          << " ahead), profile built in " << std::fixed << std::setprecision(3) << facts.seconds
+          << " s";
+  if (facts.debug_files_inflated + facts.debug_files_from_cache > 0) {
+    summary << "; compressed debug files: " << facts.debug_files_inflated << " inflated, "
+            << facts.debug_files_from_cache << " from the cache";
+  }
+  summary << "\n" << prefix << "wrote " << facts.json_path << "\n";
+  if (!facts.pprof_path.empty()) {
+    summary << prefix << "wrote " << facts.pprof_path << "\n";
+  }
+  return summary.str();
 }
 
 } // namespace hotscope::exporters

@@ -65,6 +65,24 @@ void write_dhat_json(const HeapProfile& profile, std::ostream& out);
 // (such as "==4242== sort: hotscope heap: ").
 void write_heap_summary(const HeapProfile& profile, std::string_view line_prefix,
                         std::ostream& out);
+// What a heap report's summary on stderr says beside the profile's totals: how it was sampled,
+// what its symbolization took, where the files went.
+struct HeapReportFacts {
+  std::string program; // the program's file name
+  bool sampling = false;
+  std::uint64_t sample_bytes = 0;
+  std::uint64_t sampled_allocations = 0;
+  std::size_t addresses = 0; // code addresses the report symbolized
+  std::size_t ahead = 0;     // and those symbolized before it
+  bool by_launcher = false;  // symbolized by `hotscope run` after the program ended
+  double seconds = 0;        // building the profile
+  std::size_t debug_files_inflated = 0;
+  std::size_t debug_files_from_cache = 0;
+  std::string json_path;
+  std::string pprof_path; // "" when heap.pb.gz was not written
+};
+// The summary's lines ("==PID== PROGRAM: hotscope heap: ..."; docs/heap.md, "Use").
+std::string heap_report_summary(const HeapProfile& profile, const HeapReportFacts& facts);
 
 // Prometheus text exposition 0.0.4 (docs/agent.md, "Prometheus metrics"): calls, self time and a
 // duration histogram per function, record and drop counters, counter series, the clock as an

@@ -194,18 +194,21 @@ std::uint32_t ProfileBuilder::site_of(std::span<const std::uintptr_t> stack,
 }
 
 HeapProfile ProfileBuilder::build(const RawProfile& raw, std::string command, std::int64_t pid,
-                                  symbols::Symbolizer& symbolizer) {
-  return make_profile(raw, std::move(command), pid, symbolizer, false);
+                                  symbols::Symbolizer& symbolizer,
+                                  const std::vector<objects::CodeMapping>* mappings) {
+  return make_profile(raw, std::move(command), pid, symbolizer, false, mappings);
 }
 
 HeapProfile ProfileBuilder::build_last(const RawProfile& raw, std::string command, std::int64_t pid,
-                                       symbols::Symbolizer& symbolizer) {
-  return make_profile(raw, std::move(command), pid, symbolizer, true);
+                                       symbols::Symbolizer& symbolizer,
+                                       const std::vector<objects::CodeMapping>* mappings) {
+  return make_profile(raw, std::move(command), pid, symbolizer, true, mappings);
 }
 
 HeapProfile ProfileBuilder::make_profile(const RawProfile& raw, std::string command,
                                          std::int64_t pid, symbols::Symbolizer& symbolizer,
-                                         bool hand_over) {
+                                         bool hand_over,
+                                         const std::vector<objects::CodeMapping>* given) {
   HeapProfile profile;
   profile.command = std::move(command);
   profile.pid = pid;
@@ -260,7 +263,8 @@ HeapProfile ProfileBuilder::make_profile(const RawProfile& raw, std::string comm
   }
   // The frame table holds the frames of every stack added, those without blocks too.
   profile.frames = hand_over ? std::move(s.frames) : s.frames;
-  const std::vector<objects::CodeMapping> mappings = objects::code_mappings();
+  const std::vector<objects::CodeMapping> mappings =
+      given != nullptr ? *given : objects::code_mappings();
   for (const objects::CodeMapping& mapping : mappings) {
     profile.mappings.push_back({mapping.start, mapping.limit, mapping.offset, mapping.path});
   }
@@ -275,8 +279,9 @@ HeapProfile ProfileBuilder::make_profile(const RawProfile& raw, std::string comm
 }
 
 HeapProfile build_profile(const RawProfile& raw, std::string command, std::int64_t pid,
-                          symbols::Symbolizer& symbolizer) {
-  return ProfileBuilder().build(raw, std::move(command), pid, symbolizer);
+                          symbols::Symbolizer& symbolizer,
+                          const std::vector<objects::CodeMapping>* mappings) {
+  return ProfileBuilder().build(raw, std::move(command), pid, symbolizer, mappings);
 }
 
 } // namespace hotscope::heap

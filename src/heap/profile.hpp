@@ -4,6 +4,7 @@
 
 #include "heap/engine.hpp"
 #include "heap/tables.hpp"
+#include "objects/objects.hpp"
 #include "snapshot/snapshot.hpp"
 
 #include <cstddef>
@@ -24,8 +25,10 @@ namespace hotscope::heap {
 // site's (the exact value is unknowable after the fact).
 // `symbolizer` is refreshed first (after a dlopen or dlclose since its last use it forgets what
 // they may have changed), so one kept across profiles resolves each address once, never stale.
+// The profile's mappings are `mappings` (an ended process's), or when null this process's.
 HeapProfile build_profile(const RawProfile& raw, std::string command, std::int64_t pid,
-                          symbols::Symbolizer& symbolizer);
+                          symbols::Symbolizer& symbolizer,
+                          const std::vector<objects::CodeMapping>* mappings = nullptr);
 
 // Profiles of one stack table's stacks (ids 0, 1, ... in the order added), with what each stack
 // needs done once (symbolized up to main, inlined frames expanded, its frames added to the frame
@@ -49,16 +52,19 @@ public:
   // The frame table also lists the frames of stacks added that the profile has no site of
   // (stacks without blocks).
   HeapProfile build(const RawProfile& raw, std::string command, std::int64_t pid,
-                    symbols::Symbolizer& symbolizer);
+                    symbols::Symbolizer& symbolizer,
+                    const std::vector<objects::CodeMapping>* mappings = nullptr);
   // As build(), for the last profile (the report at exit): the builder's tables are moved into
   // it, not copied, and the next use of the builder starts over.
   HeapProfile build_last(const RawProfile& raw, std::string command, std::int64_t pid,
-                         symbols::Symbolizer& symbolizer);
+                         symbols::Symbolizer& symbolizer,
+                         const std::vector<objects::CodeMapping>* mappings = nullptr);
 
 private:
   // build() and build_last(): `hand_over` moves the tables into the profile.
   HeapProfile make_profile(const RawProfile& raw, std::string command, std::int64_t pid,
-                           symbols::Symbolizer& symbolizer, bool hand_over);
+                           symbols::Symbolizer& symbolizer, bool hand_over,
+                           const std::vector<objects::CodeMapping>* mappings);
   // The site of `stack`, added if it is new.
   std::uint32_t site_of(std::span<const std::uintptr_t> stack, symbols::Symbolizer& symbolizer);
   // The site of the stack `id`, kept where `stack` is, found or added.

@@ -84,8 +84,13 @@ std::size_t build_id_bytes(const unsigned char* notes, std::size_t size, std::si
 }
 
 std::vector<CodeMapping> code_mappings() {
+  std::ifstream maps("/proc/self/maps");
+  return code_mappings(maps);
+}
+
+std::vector<CodeMapping> code_mappings(std::istream& maps) {
   std::vector<CodeMapping> mappings;
-  std::ifstream maps("/proc/self/maps"); // "start-end perms offset dev inode path"
+  // "start-end perms offset dev inode path"
   for (std::string line; std::getline(maps, line);) {
     CodeMapping mapping;
     char perms[5] = {};

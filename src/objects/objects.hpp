@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <iosfwd>
 #include <span>
 #include <string>
 #include <vector>
@@ -31,6 +32,9 @@ std::size_t build_id_bytes(const unsigned char* notes, std::size_t size, std::si
 // The executable mappings of files in /proc/self/maps, by address (no [vdso], no anonymous JIT
 // code); without build ids.
 std::vector<CodeMapping> code_mappings();
+// The same from the text of a /proc/PID/maps (a process's that has ended: docs/heap.md, "The
+// report at exit").
+std::vector<CodeMapping> code_mappings(std::istream& maps);
 
 // Fills the mappings' build ids from the loaded objects' NT_GNU_BUILD_ID notes, as the loader
 // lists them (dl_iterate_phdr: takes the loader's lock, never from a signal handler).

@@ -268,12 +268,14 @@ LoadedObjects loaded_objects() {
 struct Symbolizer::Session {
   explicit Session(SymbolizerOptions options)
       : debug_directories(std::move(options.debug_directories)),
-        debug_files(debug_directories, std::move(options.inflated_debug_cache)) {}
+        debug_files(debug_directories, std::move(options.inflated_debug_cache)),
+        memory_map(std::move(options.memory_map)) {}
 
   Dwfl_Callbacks callbacks{};
   std::string debug_directories; // libdw keeps the pointer, not a copy
   char* debuginfo_path = debug_directories.data();
   InflatedDebugFiles debug_files; // each module's userdata, for its find_debuginfo
+  std::string memory_map;         // SymbolizerOptions::memory_map
   Dwfl* dwfl = nullptr;
   LoadedObjects loaded; // when the memory map was read
   // By the address of the unit's DIE; valid while the map is not read again.
@@ -333,7 +335,9 @@ Symbolizer::Symbolizer(SymbolizerOptions options)
   session_->callbacks.find_debuginfo = InflatedDebugFiles::find_debuginfo;
   session_->callbacks.debuginfo_path = &session_->debuginfo_path;
   session_->dwfl = dwfl_begin(&session_->callbacks);
-  session_->loaded = loaded_objects();
+  if (session_->memory_map.empty()) {
+    session_->loaded = loaded_objects();
+  }
   read_memory_map();
 }
 
@@ -352,7 +356,13 @@ void Symbolizer::read_memory_map() {
     session_->units.clear(); // modules no longer reported are freed with their units
     session_->dwarfs.clear();
     dwfl_report_begin(session_->dwfl);
-    dwfl_linux_proc_report(session_->dwfl, getpid());
+    if (session_->memory_map.empty()) {
+      dwfl_linux_proc_report(session_->dwfl, getpid());
+    } else if (FILE* maps =
+                   fmemopen(session_->memory_map.data(), session_->memory_map.size(), "r")) {
+      dwfl_linux_proc_maps_report(session_->dwfl, maps);
+      std::fclose(maps);
+    }
     dwfl_report_end(session_->dwfl, nullptr, nullptr);
     // The tables of modules no longer reported go; each module's userdata is where its
     // find_debuginfo looks for compressed debug files.
@@ -390,6 +400,9 @@ std::vector<std::string> Symbolizer::take_problems() {
 }
 
 bool Symbolizer::refresh() {
+  if (!session_->memory_map.empty()) {
+    return false; // an ended process's objects: they change no more
+  }
   LoadedObjects now = loaded_objects();
   const LoadedObjects& before = session_->loaded;
   if (now.same_counts(before)) {

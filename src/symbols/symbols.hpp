@@ -87,12 +87,17 @@ struct SymbolizerOptions {
   // Where inflated copies of compressed debug files are kept by build id (docs/heap.md, "Stacks
   // and symbols"); "" keeps none: each symbolizer inflates them again.
   std::string inflated_debug_cache;
+  // The text of /proc/PID/maps of a process that has ended (its report, symbolized by its
+  // launcher: docs/heap.md, "The report at exit"): its objects are read from their files, and
+  // never refreshed. "": the current process's.
+  std::string memory_map;
 };
 
 // Not thread-safe: one thread at a time.
 class Symbolizer {
 public:
-  // Reads the current process's memory map: objects loaded later are not known until refresh().
+  // Reads the current process's memory map (or options.memory_map): objects loaded later are not
+  // known until refresh().
   explicit Symbolizer(SymbolizerOptions options = {});
   ~Symbolizer();
   Symbolizer(const Symbolizer&) = delete;

@@ -108,7 +108,7 @@ protected:
   }
 
   std::string reference() const {
-    Symbolizer plain(SymbolizerOptions{(dir / "plain").string(), ""});
+    Symbolizer plain(SymbolizerOptions{(dir / "plain").string(), "", ""});
     const std::string frames = frames_of(plain, addresses);
     EXPECT_EQ(plain.debug_files_inflated() + plain.debug_files_from_cache(), 0u);
     // What the comparison rests on: the lines, and an inlined frame, come from the debug file.
@@ -118,7 +118,8 @@ protected:
   }
 
   Symbolizer compressed(const fs::path& cache_directory) const {
-    return Symbolizer(SymbolizerOptions{(dir / "compressed").string(), cache_directory.string()});
+    return Symbolizer(
+        SymbolizerOptions{(dir / "compressed").string(), cache_directory.string(), ""});
   }
 };
 

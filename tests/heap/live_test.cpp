@@ -184,6 +184,37 @@ private:
   bool connected_ = false;
 };
 
+// The threads of process `pid` named `name`.
+std::size_t threads_named(const std::string& pid, const std::string& name) {
+  std::size_t count = 0;
+  for (const auto& task : fs::directory_iterator("/proc/" + pid + "/task")) {
+    count += slurp(task.path() / "comm") == name + "\n" ? 1 : 0;
+  }
+  return count;
+}
+
+// The agent's workers start at its first request (docs/agent.md, "The agent"): a program that is
+// never asked pays for no more than the agent's I/O thread.
+TEST(HeapLive, TheAgentsWorkersStartAtTheFirstRequest) {
+  const hotscope::testing::ScratchDir scratch("heap-live-workers");
+  const fs::path& dir = scratch.path();
+  const pid_t launcher = start_command(
+      {"/usr/bin/env", "HOTSCOPE_RUNTIME_DIR=" + (dir / "rt").string(), HOTSCOPE_CLI, "run",
+       "--heap", "--no-summary", "--out", (dir / "out").string(), "--", LIVE_PROGRAM, dir.string()},
+      dir / "launcher.txt");
+  ASSERT_TRUE(eventually(10, [&] { return slurp(dir / "ready").find('\n') != std::string::npos; }));
+  const std::string ready = slurp(dir / "ready");
+  const std::string pid = ready.substr(0, ready.find('\n'));
+  ASSERT_TRUE(eventually(10, [&] { return threads_named(pid, "hotscope-agent") == 1; }));
+  EXPECT_EQ(threads_named(pid, "hotscope-answer"), 0u);
+  EXPECT_EQ(shell("env HOTSCOPE_RUNTIME_DIR=" + (dir / "rt").string() + " " + HOTSCOPE_CLI +
+                  " info -p " + pid + " >/dev/null"),
+            0);
+  EXPECT_EQ(threads_named(pid, "hotscope-answer"), 2u);
+  std::ofstream(dir / "stop").close();
+  EXPECT_EQ(wait_for_child(launcher), 0) << slurp(dir / "launcher.txt");
+}
+
 TEST(HeapLive, APreloadedCProgramAnswersAndStaysInvisibleToIt) {
   const hotscope::testing::ScratchDir scratch("heap-live-c");
   const fs::path& dir = scratch.path();

@@ -148,6 +148,27 @@ TEST(HeapPreload, UnwritableOutputGetsOneLineAndTheProgramsResultStands) {
                      "/proc/hotscope-cannot-write/heap.json: No such file or directory\n");
 }
 
+// A preload library without its report module beside it (libhotscope-pprof.so: the symbolizer and
+// the pprof writer) writes no profile, and says which module it could not load; the program's
+// result stands.
+TEST(HeapPreload, WithoutTheReportModuleOneLineNamesIt) {
+  const hotscope::testing::ScratchDir scratch("preload-no-module");
+  const fs::path& dir = scratch.path();
+  fs::copy_file(HOTSCOPE_PRELOAD, dir / "libhotscope-preload.so");
+  const int status =
+      std::system(("env HOTSCOPE_OUT=" + (dir / "out").string() +
+                   " LD_PRELOAD=" + (dir / "libhotscope-preload.so").string() + " " +
+                   BEHAVIOURS_PROGRAM + " lifecycle >/dev/null 2>" + (dir / "err").string())
+                      .c_str());
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  const std::string err = slurp(dir / "err");
+  EXPECT_NE(err.find("hotscope heap: no heap profile: cannot load the heap report module " +
+                     (dir / "libhotscope-pprof.so").string() + ": "),
+            std::string::npos)
+      << err;
+  EXPECT_FALSE(fs::exists(dir / "out" / "heap.json"));
+}
+
 // An empty HOTSCOPE_OUT is a bad value as for libhotscope (config::parse_heap): one line, and
 // heap.json goes where it goes by default, the directory the program started in.
 TEST(HeapPreload, AnEmptyOutDirectoryIsOneLineAndTheDefaultIsUsed) {

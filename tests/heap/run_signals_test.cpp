@@ -121,6 +121,43 @@ TEST(RunSignals, AKilledLauncherEndsTheProgramWithItsReports) {
   EXPECT_EQ(calls_of(scratch.path() / "out" / "stats.json", "ready"), 1u) << slurp(output);
 }
 
+// A launcher killed with SIGKILL cannot symbolize the sampled mode's report: the program, ended
+// by SIGTERM (PR_SET_PDEATHSIG), finds that its parent is no longer the launcher and writes and
+// names its profile itself (docs/heap.md, "The report at exit").
+TEST(RunSignals, AKilledLauncherLeavesTheSampledProgramsOwnProfile) {
+  if (access(kPython, X_OK) != 0) {
+    GTEST_SKIP() << kPython << " is not installed (scripts/packages.txt lists python3)";
+  }
+  const hotscope::testing::ScratchDir scratch("run-sigkill-sampled");
+  const fs::path output = scratch.path() / "output";
+  setenv("HOTSCOPE_HEAP_MODE", "sampled", 1);
+  setenv("HOTSCOPE_HEAP_SAMPLE_BYTES", "4096", 1);
+  const pid_t launcher = start_command(
+      run_command(scratch.path() / "out",
+                  {kPython, "-c",
+                   "import os, time\nprint('ready', os.getpid(), flush=True)\ntime.sleep(30)\n"},
+                  true),
+      output);
+  unsetenv("HOTSCOPE_HEAP_MODE");
+  unsetenv("HOTSCOPE_HEAP_SAMPLE_BYTES");
+  const pid_t program = wait_until_ready(output);
+  ASSERT_GT(program, 0) << slurp(output);
+  kill(launcher, SIGKILL);
+  wait_for_child(launcher);
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (still_runs(program) && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(10ms);
+  }
+  ASSERT_FALSE(still_runs(program)) << "the program outlived its launcher by 10 s";
+  const auto profile = nlohmann::json::parse(slurp(scratch.path() / "out" / "heap.json"));
+  EXPECT_GT(profile.at("pps").size(), 0u);
+  std::size_t named = 0;
+  for (const auto& frame : profile.at("ftbl")) {
+    named += frame.get<std::string>().find("???") == std::string::npos ? 1 : 0;
+  }
+  EXPECT_GT(named, 1u) << profile.at("ftbl").dump(); // more than [root]
+}
+
 TEST(RunSignals, TheOtherSignalsAreForwardedAndTheLauncherEndsWithTheProgramsStatus) {
   const hotscope::testing::ScratchDir scratch("run-forward");
   const fs::path& dir = scratch.path();

@@ -53,6 +53,53 @@ TEST(HeapRun, WritesTheProfileAProgramWritesUnderThePreloadLibrary) {
       << slurp(dir / "err");
 }
 
+// The frames of heap.json without their addresses ("0x4011A6: f (a.c:3)" -> "f (a.c:3)"),
+// sorted: the same program run twice has its objects at other addresses.
+std::vector<std::string> frame_names(const fs::path& file) {
+  std::vector<std::string> names;
+  const nlohmann::json profile = nlohmann::json::parse(slurp(file));
+  for (const auto& frame : profile.at("ftbl")) {
+    const std::string text = frame.get<std::string>();
+    const std::size_t colon = text.find(": ");
+    names.push_back(colon == std::string::npos ? text : text.substr(colon + 2));
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+// In the sampled mode `hotscope run` symbolizes the program's report after the program ended
+// (docs/heap.md, "The report at exit"): the same figures and frame names as the report the
+// program writes itself under the preload library alone, a summary that says so, heap.pb.gz
+// beside it, and nothing left in TMPDIR. A mean of 1 byte samples each of these blocks.
+TEST(HeapRun, TheSampledReportIsWrittenByTheLauncherWithTheSameNames) {
+  const hotscope::testing::ScratchDir scratch("run-sampled");
+  const fs::path& dir = scratch.path();
+  fs::create_directory(dir / "tmp");
+  const std::string sampled =
+      "HOTSCOPE_HEAP_MODE=sampled HOTSCOPE_HEAP_SAMPLE_BYTES=1 HOTSCOPE_HEAP_SAMPLE_SEED=1 ";
+  ASSERT_EQ(shell("env TMPDIR=" + (dir / "tmp").string() + " " + sampled + HOTSCOPE_CLI +
+                  " run --heap --out " + (dir / "run").string() + " -- " + BEHAVIOURS_PROGRAM +
+                  " lifecycle 2>" + (dir / "err").string()),
+            0)
+      << slurp(dir / "err");
+  ASSERT_EQ(shell("env " + sampled + "HOTSCOPE_OUT=" + (dir / "direct").string() +
+                  " LD_PRELOAD=" + HOTSCOPE_PRELOAD + " " + BEHAVIOURS_PROGRAM + " lifecycle 2>" +
+                  (dir / "direct-err").string()),
+            0);
+  EXPECT_EQ(totals(dir / "run" / "heap.json"), totals(dir / "direct" / "heap.json"));
+  const std::vector<std::string> names = frame_names(dir / "run" / "heap.json");
+  EXPECT_EQ(names, frame_names(dir / "direct" / "heap.json"));
+  EXPECT_TRUE(std::any_of(names.begin(), names.end(), [](const std::string& name) {
+    return name.starts_with("main (");
+  })) << testing::PrintToString(names);
+  EXPECT_NE(slurp(dir / "err").find("code addresses after exit, by hotscope run"),
+            std::string::npos)
+      << slurp(dir / "err");
+  EXPECT_NE(slurp(dir / "direct-err").find("code addresses at exit"), std::string::npos);
+  EXPECT_GT(fs::file_size(dir / "run" / "heap.pb.gz"), 0u);
+  EXPECT_TRUE(fs::is_empty(dir / "tmp"));
+}
+
 TEST(HeapRun, ExecutedChildrenWriteTheirOwnFiles) {
   const hotscope::testing::ScratchDir scratch("run-exec");
   const fs::path& dir = scratch.path();

@@ -1,5 +1,5 @@
 // hotscope: the command-line front end.
-//   hotscope run [--heap] [--out DIR] [--no-summary] -- prog args...
+//   hotscope run [--heap] [--out DIR] [--no-summary] [--usage FILE] -- prog args...
 // starts `prog` with HOTSCOPE_OUT set (and with --heap the heap profiler preloaded), passes
 // signals on to it and ends as it ended (run_command.hpp).
 //   hotscope list | info | stats | heap | trace | threads | slow | cpu | metrics | reset |
@@ -101,6 +101,9 @@ int main(int argc, char** argv) {
                           "Directory for the reports (sets HOTSCOPE_OUT)");
   run_command->add_flag("!--no-summary", options.summary,
                         "No heap summary on stderr (sets HOTSCOPE_HEAP_SUMMARY=0)");
+  run_command->add_option("--usage", options.usage_file,
+                          "Write the program's CPU time (user + system, s) and peak RSS (KiB), "
+                          "as wait4 reports them, to FILE");
   run_command->add_option("command", command, "The program and its arguments, after --")
       ->required();
   CLI::App* exporter_command = app.add_subcommand(

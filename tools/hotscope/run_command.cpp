@@ -1,7 +1,11 @@
 #include "run_command.hpp"
 
+#include "atomic_file/atomic_file.hpp"
+
+#include <dlfcn.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -58,7 +62,9 @@ void preload(const std::string& library) {
 }
 
 // In the child: the environment the profiled program starts with, then the program itself.
-[[noreturn]] void exec_program(const std::vector<std::string>& command, const RunOptions& options) {
+// `raw_report`: where the sampled mode leaves the report for the launcher to symbolize ("": none).
+[[noreturn]] void exec_program(const std::vector<std::string>& command, const RunOptions& options,
+                               const std::string& raw_report) {
   if (!options.out_dir.empty()) {
     setenv("HOTSCOPE_OUT", options.out_dir.c_str(), 1);
   }
@@ -85,6 +91,10 @@ void preload(const std::string& library) {
   if (options.heap) {
     preload(heap_preload_path());
     setenv("HOTSCOPE_HEAP_PID", std::to_string(getpid()).c_str(), 1);
+    if (!raw_report.empty()) {
+      setenv("HOTSCOPE_HEAP_RAW_REPORT", raw_report.c_str(), 1);
+      setenv("HOTSCOPE_HEAP_LAUNCHER", std::to_string(getppid()).c_str(), 1);
+    }
   }
   std::vector<char*> argv;
   for (const std::string& argument : command) {
@@ -123,6 +133,61 @@ int end_as(int signal) {
   return 128 + signal;
 }
 
+// A directory of the launcher's own for the sampled mode's raw report (docs/heap.md, "The report
+// at exit"); "" when none can be made: the program then writes its report itself.
+std::string raw_report_directory() {
+  std::error_code error;
+  std::string pattern = (std::filesystem::temp_directory_path(error) / "hotscope-run.XXXXXX");
+  return error || mkdtemp(pattern.data()) == nullptr ? "" : pattern;
+}
+
+// Removes the directory (and what is in it) when the launcher returns.
+struct RemovedAtReturn {
+  std::string directory;
+  ~RemovedAtReturn() {
+    std::error_code error;
+    if (!directory.empty()) {
+      std::filesystem::remove_all(directory, error);
+    }
+  }
+};
+
+// heap.json and heap.pb.gz from the raw report the program left at `raw_report`, if it did, by
+// libhotscope-pprof.so beside the heap library.
+void write_heap_report(const std::string& raw_report) {
+  std::error_code error;
+  if (!std::filesystem::exists(raw_report, error)) {
+    return; // the program wrote its report itself, or none
+  }
+  const std::string module =
+      std::filesystem::path(heap_preload_path()).parent_path() / "libhotscope-pprof.so";
+  void* handle = dlopen(module.c_str(), RTLD_NOW | RTLD_LOCAL);
+  const auto report =
+      handle == nullptr
+          ? nullptr
+          : reinterpret_cast<bool (*)(const char*)>(dlsym(handle, "hotscope_heap_report"));
+  if (report == nullptr) {
+    const char* reason = dlerror();
+    std::fprintf(stderr, "hotscope: no heap profile: cannot load its writer %s: %s\n",
+                 module.c_str(), reason == nullptr ? "no hotscope_heap_report" : reason);
+    return;
+  }
+  report(raw_report.c_str());
+}
+
+// The program's own CPU time and peak RSS, as wait4 gave them (`--usage`: the figures of
+// bench/sampled-fixed-cost.sh).
+void write_usage(const std::string& path, const rusage& usage) {
+  char line[64];
+  std::snprintf(line, sizeof line, "%.6f %ld\n",
+                static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
+                    static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6,
+                usage.ru_maxrss);
+  if (const std::string problem = atomic_file::write(path, line); !problem.empty()) {
+    std::fprintf(stderr, "hotscope: cannot write %s: %s\n", path.c_str(), problem.c_str());
+  }
+}
+
 } // namespace
 
 std::string heap_preload_path() {
@@ -145,6 +210,9 @@ int run_program(const std::vector<std::string>& command, const RunOptions& optio
   sigset_t before;
   sigprocmask(SIG_BLOCK, &taken, &before);
   const pid_t launcher = getpid();
+  const RemovedAtReturn raw_directory{options.heap ? raw_report_directory() : ""};
+  const std::string raw_report =
+      raw_directory.directory.empty() ? "" : raw_directory.directory + "/heap.raw";
   const pid_t child = fork();
   if (child < 0) {
     std::fprintf(stderr, "hotscope: cannot start %s: fork failed: %s\n", command[0].c_str(),
@@ -159,14 +227,15 @@ int run_program(const std::vector<std::string>& command, const RunOptions& optio
       _exit(127);
     }
     sigprocmask(SIG_SETMASK, &before, nullptr);
-    exec_program(command, options);
+    exec_program(command, options, raw_report);
   }
   int status = 0;
+  rusage usage{};
   for (;;) {
     siginfo_t info{};
     const int signal = sigwaitinfo(&taken, &info);
     if (signal == SIGCHLD || (signal < 0 && errno == EINTR)) {
-      const pid_t ended = waitpid(child, &status, WNOHANG);
+      const pid_t ended = wait4(child, &status, WNOHANG, &usage);
       if (ended == child) {
         break;
       }
@@ -179,6 +248,12 @@ int run_program(const std::vector<std::string>& command, const RunOptions& optio
       // so the program has it already; anything else is for the launcher alone.
       kill(child, signal);
     }
+  }
+  if (!options.usage_file.empty()) {
+    write_usage(options.usage_file, usage);
+  }
+  if (!raw_report.empty()) {
+    write_heap_report(raw_report);
   }
   if (WIFEXITED(status)) {
     return WEXITSTATUS(status);

@@ -1,7 +1,7 @@
-// `hotscope run [--heap] [--cpu] [--locks] [--out DIR] [--no-summary] -- prog args...`: starts
-// the program with HOTSCOPE_OUT (with --heap the heap profiler preloaded, with --cpu or --locks
-// libhotscope-run.so), passes the signals the launcher gets on to it, waits for it and ends as it
-// ended (docs/agent.md, "hotscope run").
+// `hotscope run [--heap] [--cpu] [--locks] [--out DIR] [--no-summary] [--usage FILE] -- prog
+// args...`: starts the program with HOTSCOPE_OUT (with --heap the heap profiler preloaded, with
+// --cpu or --locks libhotscope-run.so), passes the signals the launcher gets on to it, waits for it
+// and ends as it ended (docs/agent.md, "hotscope run").
 #pragma once
 
 #include <string>
@@ -15,6 +15,7 @@ struct RunOptions {
   bool locks = false;
   bool summary = true;
   std::string out_dir;
+  std::string usage_file; // "CPU_SECONDS PEAK_RSS_KIB\n" of the program (wait4), written at its end
 };
 
 // The preload libraries `hotscope run` and `hotscope attach` load: HOTSCOPE_PRELOAD (the heap

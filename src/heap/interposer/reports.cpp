@@ -5,9 +5,9 @@
 #include "heap/interposer/interposer.hpp"
 #include "heap/interposer/real_allocator.hpp"
 #include "heap/interposer/recording.hpp"
-#include "heap/profile.hpp"
+#include "heap/raw_report.hpp"
+#include "heap/report_module.hpp"
 #include "signals/signals.hpp"
-#include "symbols/symbols.hpp"
 #include "threads/threads.hpp"
 
 #include <dlfcn.h>
@@ -24,7 +24,6 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <iomanip>
 #include <mutex>
 #include <ostream>
 #include <sstream>
@@ -141,25 +140,51 @@ std::string problem_writing(const std::filesystem::path& path, const std::string
              : "hotscope: cannot write the heap profile " + path.string() + ": " + reason;
 }
 
-// heap.pb.gz's bytes, from libhotscope-pprof.so in this library's directory. "" or the reason it
-// could not.
+// libhotscope-pprof.so's entry points (heap/report_module.hpp), from this library's directory,
+// loaded at the first profile; `error` says why there are none.
+struct ReportModule {
+  report_module::Build* build = nullptr;
+  report_module::Prepare* prepare = nullptr;
+  report_module::Add* add = nullptr;
+  report_module::Pprof* pprof = nullptr;
+  std::string error;
+};
+
+const ReportModule& report_module_loaded() {
+  static const ReportModule module = [] {
+    Dl_info self{};
+    dladdr(reinterpret_cast<const void*>(&report_module_loaded), &self);
+    const std::filesystem::path path =
+        std::filesystem::path(self.dli_fname == nullptr ? "" : self.dli_fname).parent_path() /
+        "libhotscope-pprof.so";
+    ReportModule loaded;
+    void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    const auto entry = [&](const char* name) {
+      return handle == nullptr ? nullptr : dlsym(handle, name);
+    };
+    loaded.build = reinterpret_cast<report_module::Build*>(entry("hotscope_heap_build"));
+    loaded.prepare = reinterpret_cast<report_module::Prepare*>(entry("hotscope_heap_prepare"));
+    loaded.add = reinterpret_cast<report_module::Add*>(entry("hotscope_heap_add"));
+    loaded.pprof = reinterpret_cast<report_module::Pprof*>(entry("hotscope_pprof_heap"));
+    if (loaded.build == nullptr || loaded.prepare == nullptr || loaded.add == nullptr ||
+        loaded.pprof == nullptr) {
+      const char* reason = dlerror();
+      loaded.error = "cannot load the heap report module " + path.string() + ": " +
+                     (reason == nullptr ? "an entry point is missing" : reason);
+    }
+    return loaded;
+  }();
+  return module;
+}
+
+// heap.pb.gz's bytes, from the report module. "" or the reason it could not.
 std::string pprof_bytes(const HeapProfile& profile, std::int64_t period, std::string& out) {
-  Dl_info self{};
-  dladdr(reinterpret_cast<const void*>(&pprof_bytes), &self);
-  const std::filesystem::path module =
-      std::filesystem::path(self.dli_fname == nullptr ? "" : self.dli_fname).parent_path() /
-      "libhotscope-pprof.so";
-  void* handle = dlopen(module.c_str(), RTLD_NOW | RTLD_LOCAL);
-  using Sink = void (*)(void*, const char*, std::size_t);
-  using Writer = void (*)(const HeapProfile*, std::int64_t, Sink, void*);
-  const auto writer =
-      handle == nullptr ? nullptr : reinterpret_cast<Writer>(dlsym(handle, "hotscope_pprof_heap"));
-  if (writer == nullptr) {
-    const char* reason = dlerror();
-    return reason == nullptr ? "no pprof writer in " + module.string() : reason;
+  const ReportModule& module = report_module_loaded();
+  if (!module.error.empty()) {
+    return module.error;
   }
-  writer(
-      &profile, period,
+  module.pprof(
+      profile, period,
       [](void* text, const char* data, std::size_t size) {
         static_cast<std::string*>(text)->append(data, size);
       },
@@ -198,59 +223,31 @@ struct BuildingProfile {
   BuildingProfile& operator=(const BuildingProfile&) = delete;
 };
 
-// The profiles' builder, under symbolizer_mutex, with it: the collector adds the stacks to it as
-// they appear, and a profile then only adds up their counts. Never destroyed, as the symbolizer.
-heap::ProfileBuilder& kept_builder() {
-  static auto* const builder = new heap::ProfileBuilder;
-  return *builder;
+using report_module::Symbolized;
+
+// Where the report module caches inflated debug files.
+std::string debug_cache() {
+  const Recorder* recorder = recorder_pointer;
+  return recorder == nullptr ? "" : recorder->options().debug_cache;
 }
 
-symbols::Symbolizer& kept_symbolizer() {
-  static auto* const symbolizer = [] {
-    symbols::SymbolizerOptions options;
-    if (const Recorder* recorder = recorder_pointer) {
-      options.inflated_debug_cache = recorder->options().debug_cache;
-    }
-    return new symbols::Symbolizer(std::move(options));
-  }();
-  return *symbolizer;
-}
-
-// What a profile's symbolization took: the code addresses it resolved itself (the others were
-// resolved ahead, or by an earlier profile), and the time it took to build.
-struct Symbolized {
-  std::size_t addresses = 0;
-  std::size_t ahead = 0;
-  double seconds = 0;
-  // Compressed debug files this process opened: inflated now, or an inflated copy cached by an
-  // earlier run.
-  std::size_t debug_files_inflated = 0;
-  std::size_t debug_files_from_cache = 0;
-  std::vector<std::string> problems; // the symbolizer's, one line each
-};
-
-// With a BuildingProfile alive on this thread. The report at exit is the builder's last profile:
-// it takes the builder's tables rather than copying them.
-HeapProfile profile_of(const RawProfile& raw, bool at_exit, Symbolized* symbolized = nullptr) {
+// With a BuildingProfile alive on this thread: the profile of `raw` by the report module, whose
+// symbolizer and builder are kept for the process's life (report_module.hpp), or the reason
+// there is none. The report at exit is the builder's last profile: it takes the builder's tables
+// rather than copying them.
+std::string profile_of(const RawProfile& raw, bool at_exit, HeapProfile& profile,
+                       Symbolized* symbolized = nullptr) {
   profiles_waiting.fetch_add(1, std::memory_order_relaxed);
   const std::lock_guard lock(symbolizer_mutex);
   profiles_waiting.fetch_sub(1, std::memory_order_relaxed);
-  symbols::Symbolizer& symbolizer = kept_symbolizer();
-  const std::uint64_t start_ns = clock::monotonic_ns();
-  symbolizer.refresh(); // before counting: it may forget addresses
-  const std::size_t cached = symbolizer.cached();
-  heap::ProfileBuilder& builder = kept_builder();
-  HeapProfile profile = at_exit ? builder.build_last(raw, command_line(), getpid(), symbolizer)
-                                : builder.build(raw, command_line(), getpid(), symbolizer);
-  if (symbolized != nullptr) {
-    *symbolized = {symbolizer.cached() - cached,
-                   cached,
-                   static_cast<double>(clock::monotonic_ns() - start_ns) / 1e9,
-                   symbolizer.debug_files_inflated(),
-                   symbolizer.debug_files_from_cache(),
-                   symbolizer.take_problems()};
+  const ReportModule& module = report_module_loaded();
+  if (!module.error.empty()) {
+    return module.error;
   }
-  return profile;
+  Symbolized figures;
+  module.build(raw, at_exit, command_line(), getpid(), debug_cache(), profile,
+               symbolized == nullptr ? figures : *symbolized);
+  return "";
 }
 
 // DHAT's summary lines on stderr, with what the symbolization took and where the files went.
@@ -258,41 +255,67 @@ void print_summary(const Recorder& recorder, const HeapProfile& profile,
                    std::uint64_t sampled_allocations, const Symbolized& symbolized,
                    const std::filesystem::path& path, const std::filesystem::path& pprof_path,
                    bool pprof_written) {
-  std::ostringstream summary;
-  // Which process of a run that starts many (a compiler driver, a shim) each line is about.
-  const std::string prefix =
-      "==" + std::to_string(profile.pid) + "== " + program_name() + ": hotscope heap: ";
-  const bool unsampled = recorder.sampling() && sampled_allocations == 0;
-  if (recorder.sampling()) {
-    summary << prefix << "sampled, one sample point per " << recorder.options().sample_bytes
-            << " bytes on average";
-  }
-  if (unsampled) {
-    // Estimates from no sample would read "0 bytes": say why there are none instead.
-    summary << ": no allocation was sampled, the run was too short to be sampled at this rate; "
-               "lower HOTSCOPE_HEAP_SAMPLE_BYTES or use HOTSCOPE_HEAP_MODE=full for figures\n";
-  } else {
-    if (recorder.sampling()) {
-      summary << " (" << sampled_allocations
-              << " allocations sampled): the figures are estimates\n";
-    }
-    exporters::write_heap_summary(profile, prefix, summary);
-  }
-  summary << prefix << "symbolized " << symbolized.addresses << " code addresses at exit ("
-          << symbolized.ahead << " ahead), profile built in " << std::fixed << std::setprecision(3)
-          << symbolized.seconds << " s";
-  if (symbolized.debug_files_inflated + symbolized.debug_files_from_cache > 0) {
-    summary << "; compressed debug files: " << symbolized.debug_files_inflated << " inflated, "
-            << symbolized.debug_files_from_cache << " from the cache";
-  }
-  summary << "\n";
-  summary << prefix << "wrote " << path.string() << "\n";
-  if (pprof_written) {
-    summary << prefix << "wrote " << pprof_path.string() << "\n";
-  }
-  const std::string text = summary.str();
+  exporters::HeapReportFacts facts;
+  facts.program = program_name();
+  facts.sampling = recorder.sampling();
+  facts.sample_bytes = recorder.options().sample_bytes;
+  facts.sampled_allocations = sampled_allocations;
+  facts.addresses = symbolized.addresses;
+  facts.ahead = symbolized.ahead;
+  facts.seconds = symbolized.seconds;
+  facts.debug_files_inflated = symbolized.debug_files_inflated;
+  facts.debug_files_from_cache = symbolized.debug_files_from_cache;
+  facts.json_path = path.string();
+  facts.pprof_path = pprof_written ? pprof_path.string() : "";
+  const std::string text = exporters::heap_report_summary(profile, facts);
   iovec part{const_cast<char*>(text.data()), text.size()};
   print(&part, 1);
+}
+
+// Whether `variable` holds the number `value`.
+bool names_number(const char* variable, long value) {
+  const char* text = getenv(variable);
+  return text != nullptr && std::to_string(value) == text;
+}
+
+// The sampled mode's report of the program `hotscope run` started, while the launcher waits for
+// it: the raw profile goes to the file the launcher named, and the launcher symbolizes it after
+// the program ended (docs/heap.md, "The report at exit"). False when the report is this process's
+// to write: the full mode (its collector symbolized ahead), a process the program started, a
+// launcher that ended (killed: the kernel then ends the program with SIGTERM, whose report this
+// process writes), or the file could not be written.
+bool hand_to_launcher(const Recorder& recorder, const Recorder::Taken& taken) {
+  const char* raw_path = getenv("HOTSCOPE_HEAP_RAW_REPORT");
+  if (!recorder.sampling() || raw_path == nullptr || !names_number("HOTSCOPE_HEAP_PID", getpid()) ||
+      !names_number("HOTSCOPE_HEAP_LAUNCHER", getppid())) {
+    return false;
+  }
+  RawReport report;
+  std::error_code error;
+  report.json_path = std::filesystem::absolute(report_path(recorder.options(), ".json"), error);
+  report.pprof_path = std::filesystem::absolute(report_path(recorder.options(), ".pb.gz"), error);
+  report.program = program_name();
+  report.command = command_line();
+  report.pid = getpid();
+  std::ifstream maps("/proc/self/maps");
+  std::ostringstream map_text;
+  map_text << maps.rdbuf();
+  report.memory_map = std::move(map_text).str();
+  report.debug_cache = recorder.options().debug_cache;
+  report.summary = recorder.options().summary;
+  report.sampling = true;
+  report.sample_bytes = recorder.options().sample_bytes;
+  report.sampled_allocations = taken.sampled_allocations;
+  report.pprof_period = recorder.pprof_period();
+  report.raw = taken.raw;
+  if (!write_raw_report(raw_path, report).empty()) {
+    return false;
+  }
+  if (!names_number("HOTSCOPE_HEAP_LAUNCHER", getppid())) { // it ended meanwhile
+    unlink(raw_path);
+    return false;
+  }
+  return true;
 }
 
 // Starts `work` on a thread of its own, all signals blocked (the program's handlers run on its
@@ -327,11 +350,19 @@ void write_report(Recorder& recorder) {
                 " allocation events could not be recorded (no memory for a thread's event ring, "
                 "or a thread stopped while handing one over): the figures miss them");
   }
+  if (hand_to_launcher(recorder, taken)) {
+    return;
+  }
   Symbolized symbolized;
   // Never freed: the process is ending, and freeing a large profile's hundreds of thousands of
   // blocks took a fifth of the report's time (cc1plus). Held here, where leak checkers see it.
-  static const HeapProfile* report_at_exit = nullptr;
-  report_at_exit = new HeapProfile(profile_of(taken.raw, true, &symbolized));
+  static HeapProfile* report_at_exit = nullptr;
+  report_at_exit = new HeapProfile;
+  if (const std::string error = profile_of(taken.raw, true, *report_at_exit, &symbolized);
+      !error.empty()) {
+    print_error("hotscope heap: no heap profile: " + error);
+    return;
+  }
   const HeapProfile& profile = *report_at_exit;
   for (const std::string& problem : symbolized.problems) {
     print_error(problem);
@@ -443,10 +474,14 @@ void build_outputs(int formats, Outputs& outputs) {
     outputs.error = "heap profiling is off in this process";
     return;
   }
-  const HeapProfile profile = [&] {
+  HeapProfile profile;
+  {
     const BuildingProfile building;
-    return profile_of(recorder->take()->raw, false);
-  }();
+    outputs.error = profile_of(recorder->take()->raw, false, profile);
+  }
+  if (!outputs.error.empty()) {
+    return;
+  }
   if ((formats & HOTSCOPE_HEAP_DHAT) != 0) {
     outputs.dhat = exporters::dhat_json(profile);
   }
@@ -460,21 +495,24 @@ void build_outputs(int formats, Outputs& outputs) {
 // into an object's debug information, which may be compressed, is the slowest part).
 std::size_t build_ahead(Recorder& recorder) {
   const std::lock_guard lock(symbolizer_mutex);
-  heap::ProfileBuilder& builder = kept_builder();
+  static std::size_t added = 0;
   if (phase.load(std::memory_order_acquire) != Recording) {
-    return builder.added(); // the report was written: other libraries' destructors may be running
+    return added; // the report was written: other libraries' destructors may be running
   }
-  symbols::Symbolizer& symbolizer = kept_symbolizer();
-  symbolizer.refresh();
-  builder.forget_if_stale(symbolizer);
-  std::size_t next = builder.added();
+  const ReportModule& module = report_module_loaded();
+  if (!module.error.empty()) {
+    return added; // the report says why
+  }
+  std::size_t next = module.prepare(debug_cache());
+  added = next;
   for (const std::span<const std::uintptr_t> stack : recorder.stacks_since(next)) {
     if (profiles_waiting.load(std::memory_order_relaxed) > 0) {
       break; // the rest is built by the profile, or on the collector's next round
     }
-    builder.add(stack, symbolizer);
+    module.add(stack);
+    ++added;
   }
-  return builder.added();
+  return added;
 }
 
 } // namespace hotscope::heap::interposer

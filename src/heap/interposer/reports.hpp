@@ -1,7 +1,9 @@
 // The heap libraries' profiles: symbolized by one symbolizer kept for the process's life, written
 // as heap.json and heap.pb.gz at exit (this library's destructor) and on a signal
-// (write_report_now, interposer.hpp), built on demand for the C interface.
-// The pprof writer is loaded from libhotscope-pprof.so (heap/pprof says why it is separate).
+// (write_report_now, interposer.hpp), built on demand for the C interface. The symbolizer, the
+// profiles' builder and the pprof writer are in the report module, libhotscope-pprof.so, loaded
+// at the first profile (heap/report_module.hpp). In the sampled mode under `hotscope run`, the
+// report at exit is the launcher's to symbolize and write (docs/heap.md, "The report at exit").
 #pragma once
 
 #include <cstddef>
