@@ -3,6 +3,8 @@
 # -finstrument-functions hooks, no XRay sled or runtime, no symbol of hotscope; and it runs
 # (HOTSCOPE_OUT set, HOTSCOPE_XRAY=on) writing nothing.
 
+cmake_policy(SET CMP0007 NEW) # keep empty list elements: one per nm line
+
 execute_process(COMMAND ${NM} -C ${PROGRAM} OUTPUT_VARIABLE symbols RESULT_VARIABLE status)
 if(NOT status EQUAL 0)
   message(FATAL_ERROR "${NM} -C ${PROGRAM} failed")
