@@ -63,17 +63,25 @@ int add_object_build_id(dl_phdr_info* info, std::size_t, void* data) noexcept tr
   return 1; // no exception crosses the C library; a build id is an extra
 }
 
+// What object_of looks for, and what it found.
+struct ObjectSearch {
+  std::uint64_t address = 0;
+  bool held = false; // an object's loaded segment holds it
+  CodeMapping object;
+};
+
 // dl_iterate_phdr's callback for object_of: stops at the object one of whose loaded segments
-// holds `found.start`, its path and build id into `found`.
+// holds the address.
 int find_object(dl_phdr_info* info, std::size_t, void* data) noexcept try {
-  auto& found = *static_cast<CodeMapping*>(data);
+  auto& search = *static_cast<ObjectSearch*>(data);
   for (ElfW(Half) i = 0; i < info->dlpi_phnum; ++i) {
     const ElfW(Phdr)& header = info->dlpi_phdr[i];
     const std::uint64_t begin = info->dlpi_addr + header.p_vaddr;
-    if (header.p_type == PT_LOAD && found.start >= begin && found.start < begin + header.p_memsz) {
-      found.path = info->dlpi_name != nullptr ? info->dlpi_name : "";
-      found.build_id = object_build_id(info);
-      found.limit = 1; // found
+    if (header.p_type == PT_LOAD && search.address >= begin &&
+        search.address < begin + header.p_memsz) {
+      search.held = true;
+      search.object.path = info->dlpi_name != nullptr ? info->dlpi_name : "";
+      search.object.build_id = object_build_id(info);
       return 1;
     }
   }
@@ -223,17 +231,15 @@ std::vector<std::vector<std::string>> native_frame_names(std::span<const std::ui
 }
 
 CodeMapping object_of(std::uint64_t address) {
-  CodeMapping found;
-  found.start = address;
-  dl_iterate_phdr(find_object, &found);
-  const bool held = found.limit != 0;
-  found.start = found.limit = 0;
-  if (held && found.path.empty()) {
+  ObjectSearch search;
+  search.address = address;
+  dl_iterate_phdr(find_object, &search);
+  if (search.held && search.object.path.empty()) {
     // The loader names the executable "": its path as the system gives it.
     std::error_code error;
-    found.path = std::filesystem::read_symlink("/proc/self/exe", error).string();
+    search.object.path = std::filesystem::read_symlink("/proc/self/exe", error).string();
   }
-  return found;
+  return search.object;
 }
 
 FunctionName function_at(std::uint64_t entry) {
