@@ -24,14 +24,19 @@ void write_allocations(JsonWriter& json, const Allocations& allocations) {
 }
 
 // One function's figures, in stats.json's key order: both layouts are built from this table.
+// An `instrumented` key is in the full layout's entry of an instrumented function only (a macro
+// scope's entry has none); the columns hold it for every function ("" for a macro scope).
 struct FunctionField {
   const char* key;
   void (*write)(JsonWriter&, const FunctionStats&);
+  bool instrumented = false;
 };
 constexpr FunctionField kFunctionFields[] = {
     {"name", [](JsonWriter& json, const FunctionStats& f) { json.value(f.name); }},
     {"file", [](JsonWriter& json, const FunctionStats& f) { json.value(f.file); }},
     {"line", [](JsonWriter& json, const FunctionStats& f) { json.value(f.line); }},
+    {"module", [](JsonWriter& json, const FunctionStats& f) { json.value(f.module); }, true},
+    {"build_id", [](JsonWriter& json, const FunctionStats& f) { json.value(f.build_id); }, true},
     {"calls", [](JsonWriter& json, const FunctionStats& f) { json.value(f.stats.calls); }},
     {"total_ns", [](JsonWriter& json, const FunctionStats& f) { json.value(f.stats.total_ns); }},
     {"self_ns", [](JsonWriter& json, const FunctionStats& f) { json.value(f.stats.self_ns); }},
@@ -60,6 +65,9 @@ void write_functions(JsonWriter& json, const std::vector<FunctionStats>& functio
   for (const FunctionStats& function : functions) {
     json.begin_object();
     for (const FunctionField& field : kFunctionFields) {
+      if (field.instrumented && function.module.empty()) {
+        continue;
+      }
       json.key(field.key);
       field.write(json, function);
     }
@@ -393,6 +401,8 @@ void write_stats(std::string& out, int indent, const Snapshot& snapshot, StatsLa
         .member("name", function.name)
         .member("file", function.file)
         .member("line", function.line)
+        .member("module", function.module)
+        .member("build_id", function.build_id)
         .member("recorded_calls", function.recorded_calls)
         .member("skipped_calls", function.skipped_calls)
         .member("max_ns", function.max_ns)

@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <new>
 
@@ -29,8 +30,8 @@ std::string build_id_note(const unsigned char* notes, std::size_t size, std::siz
   return id;
 }
 
-int add_object_build_id(dl_phdr_info* info, std::size_t, void* data) noexcept try {
-  auto& mappings = *static_cast<std::vector<CodeMapping>*>(data);
+// The object's GNU build id in hex, from its first PT_NOTE segment holding one; empty if none.
+std::string object_build_id(const dl_phdr_info* info) {
   std::string id;
   for (ElfW(Half) i = 0; i < info->dlpi_phnum && id.empty(); ++i) {
     const ElfW(Phdr)& header = info->dlpi_phdr[i];
@@ -39,6 +40,12 @@ int add_object_build_id(dl_phdr_info* info, std::size_t, void* data) noexcept tr
                          header.p_memsz, header.p_align == 8 ? 8 : 4);
     }
   }
+  return id;
+}
+
+int add_object_build_id(dl_phdr_info* info, std::size_t, void* data) noexcept try {
+  auto& mappings = *static_cast<std::vector<CodeMapping>*>(data);
+  const std::string id = object_build_id(info);
   // The object's executable segments are the mappings it owns.
   for (ElfW(Half) i = 0; i < info->dlpi_phnum && !id.empty(); ++i) {
     const ElfW(Phdr)& header = info->dlpi_phdr[i];
@@ -54,6 +61,33 @@ int add_object_build_id(dl_phdr_info* info, std::size_t, void* data) noexcept tr
   return 0;
 } catch (const std::bad_alloc&) {
   return 1; // no exception crosses the C library; a build id is an extra
+}
+
+// What object_of looks for, and what it found.
+struct ObjectSearch {
+  std::uint64_t address = 0;
+  bool held = false; // an object's loaded segment holds it
+  CodeMapping object;
+};
+
+// dl_iterate_phdr's callback for object_of: stops at the object one of whose loaded segments
+// holds the address.
+int find_object(dl_phdr_info* info, std::size_t, void* data) noexcept try {
+  auto& search = *static_cast<ObjectSearch*>(data);
+  for (ElfW(Half) i = 0; i < info->dlpi_phnum; ++i) {
+    const ElfW(Phdr)& header = info->dlpi_phdr[i];
+    const std::uint64_t begin = info->dlpi_addr + header.p_vaddr;
+    if (header.p_type == PT_LOAD && search.address >= begin &&
+        search.address < begin + header.p_memsz) {
+      search.held = true;
+      search.object.path = info->dlpi_name != nullptr ? info->dlpi_name : "";
+      search.object.build_id = object_build_id(info);
+      return 1;
+    }
+  }
+  return 0;
+} catch (const std::bad_alloc&) {
+  return 1;
 }
 
 } // namespace
@@ -201,6 +235,18 @@ std::vector<std::vector<std::string>> native_frame_names(std::span<const std::ui
   return names;
 }
 
+CodeMapping object_of(std::uint64_t address) {
+  ObjectSearch search;
+  search.address = address;
+  dl_iterate_phdr(find_object, &search);
+  if (search.held && search.object.path.empty()) {
+    // The loader names the executable "": its path as the system gives it.
+    std::error_code error;
+    search.object.path = std::filesystem::read_symlink("/proc/self/exe", error).string();
+  }
+  return search.object;
+}
+
 FunctionName function_at(std::uint64_t entry) {
   FunctionName found;
   if (const Symbolize symbolize = symbolizer_module()) {
@@ -210,7 +256,9 @@ FunctionName function_at(std::uint64_t entry) {
           auto& first = *static_cast<FunctionName*>(context);
           // The outermost frame is the function itself; the others are inlined into it.
           if (first.name.empty() && function != nullptr && *function != '\0') {
-            first = {function, file != nullptr ? file : "", line};
+            first.name = function;
+            first.file = file != nullptr ? file : "";
+            first.line = line;
           }
         },
         &found);
@@ -225,6 +273,9 @@ FunctionName function_at(std::uint64_t entry) {
        tag = found.name.find("[abi:", tag)) {
     found.name.erase(tag, found.name.find(']', tag) + 1 - tag);
   }
+  CodeMapping object = object_of(entry);
+  found.module = std::move(object.path);
+  found.build_id = std::move(object.build_id);
   return found;
 }
 

@@ -55,15 +55,22 @@ std::vector<std::vector<std::string>> native_frame_names(std::span<const std::ui
 std::string name_from_dynamic_symbols(std::uint64_t address,
                                       const std::vector<CodeMapping>& mappings);
 
+// The loaded object one of whose segments holds `address`: its path (the executable's as
+// /proc/self/exe gives it) and build id, `start` and `limit` 0; all empty when none holds it.
+// Through dl_iterate_phdr (the loader's lock): never from a signal handler.
+CodeMapping object_of(std::uint64_t address);
+
 // A function named by its entry address (an instrumented function's, docs/instrument.md): its
 // qualified name without parameters and ABI tags (names::short_function_name of the demangled
-// symbol), and
-// the file and line of its entry where debug information gives them. Through the symbolizer
-// module, else the dynamic symbol (no file), else as name_from_dynamic_symbols.
+// symbol), the file and line of its entry where debug information gives them, and the object
+// holding it (object_of). Through the symbolizer module, else the dynamic symbol (no file), else
+// as name_from_dynamic_symbols.
 struct FunctionName {
   std::string name;
   std::string file;
   std::uint32_t line = 0;
+  std::string module;   // the object's path
+  std::string build_id; // its GNU build id in lowercase hex; empty when it has none
 };
 FunctionName function_at(std::uint64_t entry);
 

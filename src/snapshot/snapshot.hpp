@@ -86,6 +86,7 @@ struct FilteredFunction {
   std::string name;
   std::string file;
   std::uint32_t line = 0;
+  std::string module, build_id;     // as FunctionStats
   std::uint64_t recorded_calls = 0; // before it was filtered (in the functions' figures)
   std::uint64_t skipped_calls = 0;  // since
   std::uint64_t max_ns = 0;         // the longest recorded call
@@ -95,6 +96,10 @@ struct FunctionStats {
   std::string name; // short display name, e.g. "Parser::parse"
   std::string file;
   std::uint32_t line = 0;
+  // An instrumented function's object and its GNU build id (docs/instrument.md); empty for a
+  // macro scope.
+  std::string module;
+  std::string build_id;
   DurationStats stats; // all zero for a function whose first call is still open
   // Allocated while this function was the innermost open scope (exclusive).
   AllocationCounts allocated_self;

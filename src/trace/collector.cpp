@@ -119,7 +119,9 @@ Resolver in_process_resolver() {
       [](std::uint64_t ref) { return std::string(reinterpret_cast<const char*>(ref)); },
       [](std::uint64_t address) {
         objects::FunctionName function = objects::function_at(address);
-        return LocationText{std::move(function.name), std::move(function.file), function.line, 0};
+        return LocationText{
+            std::move(function.name),   std::move(function.file),    function.line, 0,
+            std::move(function.module), std::move(function.build_id)};
       }};
 }
 

@@ -120,6 +120,8 @@ private:
     out.name = names_[location].name;
     out.file = names_[location].file;
     out.line = names_[location].line;
+    out.module = names_[location].module;
+    out.build_id = names_[location].build_id;
     out.allocated_self = stats.allocated_self;
     out.allocated_total = stats.allocated_total;
     out.cpu_self_ns = stats.cpu_self * cpu_period_ns_;
@@ -219,8 +221,8 @@ void Aggregator::capture_functions_and_threads(const Figures& figures, std::uint
     const auto found = stats_.find(location); // gone after a reset
     const Stats* recorded = found != stats_.end() ? &found->second : nullptr;
     snapshot.filtered_functions.push_back(
-        {where.name, where.file, where.line, recorded != nullptr ? recorded->calls : 0,
-         filter_.skipped ? filter_.skipped(entry) : 0,
+        {where.name, where.file, where.line, where.module, where.build_id,
+         recorded != nullptr ? recorded->calls : 0, filter_.skipped ? filter_.skipped(entry) : 0,
          recorded != nullptr ? figures.convert().duration(recorded->max) : 0});
   }
   snapshot.records = folded_records_;

@@ -38,6 +38,9 @@ struct LocationText {
   std::string file;
   std::uint32_t line = 0;
   std::uint32_t flags = 0; // HOTSCOPE_LOCATION_* (record.h)
+  // An instrumented function's object (its path) and that object's build id; empty otherwise.
+  std::string module = {};
+  std::string build_id = {};
 };
 
 // Turns a record's `ref` into text: a hotscope_source_location for scopes and counters, a

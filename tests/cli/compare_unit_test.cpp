@@ -281,6 +281,89 @@ TEST(CompareUnit, FunctionsMatchWhenTheirLineMoved) {
   EXPECT_EQ(comparison.rows[0].line, 14);
 }
 
+// An instrumented function's entry: its object and build id (docs/instrument.md).
+Json instrumented(Json function, const std::string& module, const std::string& build_id) {
+  function["module"] = module;
+  function["build_id"] = build_id;
+  return function;
+}
+
+TEST(CompareUnit, InstrumentedFunctionsMatchByObject) {
+  // One inline function in two libraries: same name, file and line, told apart by the object
+  // (by its file name: the runs may be from two build directories).
+  const auto base = stats({instrumented(function("helper", 100, 1000), "/a/libone.so", "aa"),
+                           instrumented(function("helper", 500, 1000), "/a/libtwo.so", "bb")},
+                          "base.json");
+  const auto now = stats({instrumented(function("helper", 500, 1000), "/b/libtwo.so", "bb"),
+                          instrumented(function("helper", 100, 1000), "/b/libone.so", "aa")},
+                         "new.json");
+  const diff::Comparison comparison = diff::compare(base, now, {});
+  ASSERT_EQ(comparison.rows.size(), 2U);
+  const std::size_t calls = column(profiles::Kind::Stats, "calls");
+  for (const diff::Row& row : comparison.rows) {
+    EXPECT_EQ(row.side, diff::Side::Both);
+    EXPECT_EQ(row.cells[calls].base, row.cells[calls].now);
+  }
+  EXPECT_TRUE(comparison.rebuilt.empty());
+  EXPECT_EQ(diff::as_text(comparison).find("rebuilt"), std::string::npos);
+  EXPECT_EQ(diff::as_json(comparison).at("rebuilt"), Json::array());
+}
+
+TEST(CompareUnit, RebuiltObjectIsNamedAndItsFunctionsMatchByName) {
+  const auto base = stats({instrumented(function("parse", 100, 1000, 10), "/x/server", "aaaa"),
+                           instrumented(function("main", 1, 9000, 50), "/x/server", "aaaa"),
+                           function("phase", 10, 5000, 20)},
+                          "base.json");
+  const auto now = stats({instrumented(function("parse", 100, 1000, 12), "/x/server", "bbbb"),
+                          instrumented(function("main", 1, 9000, 52), "/x/server", "bbbb"),
+                          function("phase", 10, 5000, 22)},
+                         "new.json");
+  const diff::Comparison comparison = diff::compare(base, now, {});
+  ASSERT_EQ(comparison.rows.size(), 3U);
+  for (const diff::Row& row : comparison.rows) {
+    EXPECT_EQ(row.side, diff::Side::Both) << row.name;
+  }
+  ASSERT_EQ(comparison.rebuilt.size(), 1U);
+  EXPECT_EQ(comparison.rebuilt[0].module, "server");
+  EXPECT_EQ(comparison.rebuilt[0].base_build_id, "aaaa");
+  EXPECT_EQ(comparison.rebuilt[0].new_build_id, "bbbb");
+  EXPECT_NE(diff::as_text(comparison).find("rebuilt: server (build id aaaa in base, bbbb in new)"),
+            std::string::npos);
+  EXPECT_EQ(diff::as_json(comparison).at("rebuilt").at(0).at("new_build_id"), "bbbb");
+  EXPECT_NE(diff::as_markdown(comparison).find("Rebuilt: `server`"), std::string::npos);
+}
+
+TEST(CompareUnit, FileWithoutObjectsMatchesOneWithThem) {
+  // A stats.json of a hotscope that wrote no "module" against one that does.
+  const auto base = stats({function("parse", 100, 1000)}, "base.json");
+  const auto now =
+      stats({instrumented(function("parse", 100, 1000), "/x/server", "bbbb")}, "new.json");
+  EXPECT_TRUE(base.stats.functions[0].module.empty());
+  EXPECT_FALSE(base.stats.functions[0].has("build_id"));
+  EXPECT_EQ(now.stats.functions[0].module, "/x/server");
+  EXPECT_EQ(now.stats.functions[0].build_id, "bbbb");
+  const diff::Comparison comparison = diff::compare(base, now, {});
+  ASSERT_EQ(comparison.rows.size(), 1U);
+  EXPECT_EQ(comparison.rows[0].side, diff::Side::Both);
+  EXPECT_TRUE(comparison.rebuilt.empty());
+}
+
+TEST(CompareUnit, AgentColumnsCarryObjects) {
+  profiles::Stats stats;
+  profiles::read_stats(R"({"hotscope_version":"0.1.0","functions":{"name":["f","g"],)"
+                       R"("module":["","/x/server"],"build_id":["","cc"],"calls":[1,2]}})",
+                       "answer", stats);
+  ASSERT_EQ(stats.functions.size(), 2U);
+  EXPECT_EQ(stats.functions[0].module, "");
+  EXPECT_EQ(stats.functions[1].module, "/x/server");
+  EXPECT_EQ(stats.functions[1].build_id, "cc");
+  // A refresh reuses the rows: an answer without objects leaves none behind.
+  profiles::read_stats(R"({"hotscope_version":"0.1.0","functions":{"name":["f","g"]}})", "answer",
+                       stats);
+  EXPECT_EQ(stats.functions[1].module, "");
+  EXPECT_EQ(stats.functions[1].build_id, "");
+}
+
 TEST(CompareUnit, HeapSitesMatchByFunctionAndFileNotAddress) {
   const auto base = heap({{{{"leak(int)", "w.cpp", 30}, {"main", "w.cpp", 90}}, 4096, 0},
                           {{{"cache()", "w.cpp", 40}, {"main", "w.cpp", 91}}, 1024, 0}},

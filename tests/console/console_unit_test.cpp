@@ -141,6 +141,36 @@ TEST(ConsoleModel, KeysOfTwinFunctionsAndRatesOfFunctionsThatComeBack) {
   EXPECT_EQ(model.function("twin\ta.cpp:3#1")->calls, 40u);
 }
 
+// Instrumented functions of one name, file and line in two objects are told apart by their
+// object, whatever their order in each answer.
+TEST(ConsoleModel, InstrumentedFunctionsAreKeyedByTheirObject) {
+  const auto answer = [](std::uint64_t duration_ns, std::uint64_t one, std::uint64_t two,
+                         bool swapped) {
+    Json functions = Json::array();
+    for (const auto& [module, calls] : {std::pair{"/a/libone.so", one}, {"/a/libtwo.so", two}}) {
+      functions.push_back({{"name", "helper"},
+                           {"file", "h.hpp"},
+                           {"line", 3},
+                           {"module", module},
+                           {"build_id", "aa"},
+                           {"calls", calls}});
+    }
+    if (swapped) {
+      std::swap(functions[0], functions[1]);
+    }
+    return Json{{"duration_ns", duration_ns}, {"functions", std::move(functions)}};
+  };
+  Model model;
+  update(model, answer(1'000'000'000, 10, 100, false));
+  update(model, answer(2'000'000'000, 15, 200, true));
+  const FunctionRow* one = model.function("helper\th.hpp:3\t/a/libone.so");
+  const FunctionRow* two = model.function("helper\th.hpp:3\t/a/libtwo.so");
+  ASSERT_NE(one, nullptr);
+  ASSERT_NE(two, nullptr);
+  EXPECT_DOUBLE_EQ(one->calls_rate, 5);
+  EXPECT_DOUBLE_EQ(two->calls_rate, 100);
+}
+
 // The live screen formats only the rows it draws: those rows read as in the whole table (the
 // columns' widths are those of the rows shown), every line as wide as the heading, and the
 // rows not drawn stay without text.

@@ -19,28 +19,35 @@ json stats(const Snapshot& snapshot) {
   return json::parse(out.str());
 }
 
+// A function's entry; `module` and `build_id` only for an instrumented function (one with a
+// module).
 void expect_function(const json& actual, const FunctionStats& expected) {
   const DurationStats& s = expected.stats;
-  EXPECT_EQ(actual, (json{{"name", expected.name},
-                          {"file", expected.file},
-                          {"line", expected.line},
-                          {"calls", s.calls},
-                          {"total_ns", s.total_ns},
-                          {"self_ns", s.self_ns},
-                          {"min_ns", s.min_ns},
-                          {"max_ns", s.max_ns},
-                          {"mean_ns", s.mean_ns},
-                          {"p50_ns", s.p50_ns},
-                          {"p90_ns", s.p90_ns},
-                          {"p95_ns", s.p95_ns},
-                          {"p99_ns", s.p99_ns},
-                          {"p999_ns", s.p999_ns},
-                          {"alloc_bytes_self", expected.allocated_self.bytes},
-                          {"alloc_blocks_self", expected.allocated_self.blocks},
-                          {"alloc_bytes_total", expected.allocated_total.bytes},
-                          {"alloc_blocks_total", expected.allocated_total.blocks},
-                          {"cpu_self_ns", expected.cpu_self_ns},
-                          {"cpu_total_ns", expected.cpu_total_ns}}));
+  json object = json::object();
+  if (!expected.module.empty()) {
+    object = json{{"module", expected.module}, {"build_id", expected.build_id}};
+  }
+  object.update(json{{"name", expected.name},
+                     {"file", expected.file},
+                     {"line", expected.line},
+                     {"calls", s.calls},
+                     {"total_ns", s.total_ns},
+                     {"self_ns", s.self_ns},
+                     {"min_ns", s.min_ns},
+                     {"max_ns", s.max_ns},
+                     {"mean_ns", s.mean_ns},
+                     {"p50_ns", s.p50_ns},
+                     {"p90_ns", s.p90_ns},
+                     {"p95_ns", s.p95_ns},
+                     {"p99_ns", s.p99_ns},
+                     {"p999_ns", s.p999_ns},
+                     {"alloc_bytes_self", expected.allocated_self.bytes},
+                     {"alloc_blocks_self", expected.allocated_self.blocks},
+                     {"alloc_bytes_total", expected.allocated_total.bytes},
+                     {"alloc_blocks_total", expected.allocated_total.blocks},
+                     {"cpu_self_ns", expected.cpu_self_ns},
+                     {"cpu_total_ns", expected.cpu_total_ns}});
+  EXPECT_EQ(actual, object);
 }
 
 TEST(ExportStatsJson, TopLevelFiguresRoundTrip) {
@@ -118,6 +125,12 @@ TEST(ExportStatsJson, TheColumnsLayoutHoldsTheSameFunctionsAsTheObjectLayout) {
       ASSERT_EQ(column.size(), snapshot.functions.size()) << key;
       function[key] = column[i];
     }
+    // Every function has an object in the columns, "" for a macro scope.
+    if (function.at("module") == "") {
+      EXPECT_EQ(function.at("build_id"), "");
+      function.erase("module");
+      function.erase("build_id");
+    }
     expect_function(function, snapshot.functions[i]);
   }
   ASSERT_EQ(columns["threads"].size(), objects["threads"].size());
@@ -133,6 +146,27 @@ TEST(ExportStatsJson, TheColumnsLayoutHoldsTheSameFunctionsAsTheObjectLayout) {
     whole->erase("threads");
   }
   EXPECT_EQ(rest, rest_of_objects);
+}
+
+// An instrumented function's entry names its object and build id (docs/instrument.md); a macro
+// scope's has neither key, in the columns "" for it.
+TEST(ExportStatsJson, InstrumentedFunctionsHaveTheirObject) {
+  Snapshot snapshot = testing::known_snapshot();
+  snapshot.functions[1].module = "/opt/server/bin/server";
+  snapshot.functions[1].build_id = "1f0c";
+  snapshot.filtered_functions.push_back(
+      {"tiny", "main.cpp", 5, "/opt/server/bin/server", "1f0c", 1000, 52000, 150});
+  const json j = stats(snapshot);
+  EXPECT_EQ(j["functions"][1]["module"], "/opt/server/bin/server");
+  EXPECT_EQ(j["functions"][1]["build_id"], "1f0c");
+  expect_function(j["functions"][1], snapshot.functions[1]);
+  EXPECT_FALSE(j["functions"][0].contains("module"));
+  EXPECT_FALSE(j["functions"][0].contains("build_id"));
+  EXPECT_EQ(j["filtered_functions"][0]["module"], "/opt/server/bin/server");
+  EXPECT_EQ(j["filtered_functions"][0]["build_id"], "1f0c");
+  const json columns = json::parse(exporters::stats_columns(snapshot))["functions"];
+  EXPECT_EQ(columns["module"], (json{"", "/opt/server/bin/server", ""}));
+  EXPECT_EQ(columns["build_id"], (json{"", "1f0c", ""}));
 }
 
 TEST(ExportStatsJson, AGuestTracksBatchesAndOnlyItsHaveThem) {

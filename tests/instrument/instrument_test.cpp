@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "support/child_process.hpp"
 #include "support/files.hpp"
 #include "support/scratch_dir.hpp"
 #include "support/stats.hpp"
@@ -21,6 +22,7 @@
 namespace {
 
 namespace fs = std::filesystem;
+using hotscope::test_support::build_id_of;
 using hotscope::test_support::calls_of;
 using hotscope::test_support::lines_of;
 using hotscope::test_support::slurp;
@@ -79,6 +81,30 @@ TEST(Instrument, EveryFunctionCalledIsCountedAndNamed) {
             std::string::npos)
       << twice->dump();
   EXPECT_EQ(stats.at("records").at("dropped"), 0) << stats.at("records").dump();
+}
+
+// Each instrumented function names its object and that object's build id; a macro scope neither.
+TEST(Instrument, FunctionsCarryTheirObjectAndBuildId) {
+  const hotscope::testing::ScratchDir scratch("instrument-objects");
+  const fs::path out = run_program(scratch, "HOTSCOPE_MIN_NS=0");
+  const Json stats = Json::parse(slurp(out / "stats.json"));
+  const fs::path program = fs::canonical(INSTRUMENTED_PROGRAM);
+  const fs::path library = fs::canonical(INSTRUMENTED_LIBRARY);
+  ASSERT_FALSE(build_id_of(program).empty()) << "the linker wrote no build id";
+  for (const auto& [name, object] : {std::pair{"(anonymous namespace)::leaf", program},
+                                     {"main", program},
+                                     {"library::twice", library}}) {
+    const Json* function = function_named(stats, name);
+    ASSERT_NE(function, nullptr) << name;
+    ASSERT_TRUE(function->contains("module")) << function->dump();
+    EXPECT_EQ(fs::canonical(function->at("module").get<std::string>()), object) << name;
+    EXPECT_EQ(function->at("build_id"), build_id_of(object)) << name;
+  }
+  EXPECT_NE(build_id_of(program), build_id_of(library));
+  const Json* macro = function_named(stats, "macro_block");
+  ASSERT_NE(macro, nullptr);
+  EXPECT_FALSE(macro->contains("module")) << macro->dump();
+  EXPECT_FALSE(macro->contains("build_id")) << macro->dump();
 }
 
 #ifdef UFTRACE
@@ -190,6 +216,7 @@ TEST(Instrument, FunctionsWhoseCallsAreAllShortAreFiltered) {
   const Json& filtered = stats.at("filtered_functions");
   ASSERT_EQ(filtered.size(), 1u) << filtered.dump(1);
   EXPECT_EQ(filtered[0].at("name"), "(anonymous namespace)::leaf");
+  EXPECT_EQ(filtered[0].at("build_id"), build_id_of(INSTRUMENTED_PROGRAM));
   const auto recorded = filtered[0].at("recorded_calls").get<std::uint64_t>();
   const auto skipped = filtered[0].at("skipped_calls").get<std::uint64_t>();
   EXPECT_GE(recorded, 1000u) << "filtered only once the collector saw 1000 calls";

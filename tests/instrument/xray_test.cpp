@@ -57,6 +57,19 @@ TEST(Xray, SledsPatchedAtStartRecordEveryCall) {
   }
   EXPECT_TRUE(stats.at("filtered_functions").empty());
   EXPECT_EQ(stats.at("records").at("dropped"), 0) << stats.at("records").dump();
+#ifdef XRAY_PROGRAM
+  // Named with the executable and its build id.
+  bool named = false;
+  for (const Json& function : stats.at("functions")) {
+    if (function.at("name") == ns + "alpha") {
+      EXPECT_EQ(fs::canonical(function.at("module").get<std::string>()),
+                fs::canonical(XRAY_PROGRAM));
+      EXPECT_EQ(function.at("build_id"), hotscope::test_support::build_id_of(XRAY_PROGRAM));
+      named = true;
+    }
+  }
+  EXPECT_TRUE(named);
+#endif
   // XRay's own logging mode is not linked in: XRAY_OPTIONS naming one writes no file.
   for (const auto& file : fs::directory_iterator(fs::current_path())) {
     EXPECT_NE(file.path().filename().string().rfind("xray-log.", 0), 0u) << file.path();

@@ -37,6 +37,16 @@ inline std::string output_of(const std::string& command) {
   return text;
 }
 
+// The GNU build id of the ELF object at `path` as binutils' readelf reads it (lowercase hex),
+// "" when it has none.
+inline std::string build_id_of(const std::filesystem::path& path) {
+  std::string id = output_of("readelf -n '" + path.string() + "' | sed -n 's/.*Build ID: //p'");
+  while (!id.empty() && (id.back() == '\n' || id.back() == ' ')) {
+    id.pop_back();
+  }
+  return id;
+}
+
 // In a child about to exec: every signal at its default action and none blocked, as a program
 // started from a terminal has them (a background job of a script has SIGINT ignored).
 inline void default_signals() {

@@ -120,9 +120,13 @@ void Model::update_stats(profiles::Stats& answer) {
     FunctionRow& row = functions_[i];
     // The previous rows' strings go back, for the next answer's.
     std::swap(static_cast<profiles::FunctionStats&>(row), read[i]);
-    // "name\tfile:line", in the row's string of an earlier answer (no allocation).
+    // "name\tfile:line", and "\tmodule" for an instrumented function (one of a name in two
+    // objects), in the row's string of an earlier answer (no allocation).
     row.key.assign(row.name).append(1, '\t').append(row.file).append(1, ':');
     append_number(row.key, row.line);
+    if (!row.module.empty()) {
+      row.key.append(1, '\t').append(row.module);
+    }
     FunctionHistory* history = &histories_[row.key];
     if (history->answer == answers_) {
       // Template instantiations can share name, file and line: the n-th of them stays the n-th.

@@ -22,7 +22,7 @@ inline constexpr std::size_t kHistoryLength = 120;
 
 // A function's figures over the measuring window (profiles::FunctionStats), and its rates.
 struct FunctionRow : profiles::FunctionStats {
-  std::string key; // name, file and line: the same function across refreshes
+  std::string key; // name, file, line (and object): the same function across refreshes
   // Over the last interval (over the whole window before there is a previous answer).
   double calls_rate = 0; // calls per second
   double time_rate = 0;  // ns of total (inclusive) time per second

@@ -1,6 +1,7 @@
-// Rows of a comparison: functions matched by name, file and line (then by name and file, when
-// the line moved), allocation sites by their frames' functions and files (queues and locks:
-// queues_locks.cpp); each figure's significance, the rows' impact, and the rules they match.
+// Rows of a comparison: functions matched by name, file, line and object (then by name and
+// file, when the line moved or the object is not known), allocation sites by their frames'
+// functions and files (queues and locks: queues_locks.cpp); each figure's significance, the rows'
+// impact, and the rules they match.
 #include "diff.hpp"
 
 #include "agent_client.hpp"
@@ -11,6 +12,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <filesystem>
 #include <map>
 #include <tuple>
 
@@ -24,6 +26,9 @@ using profiles::Kind;
 struct FunctionFigures {
   std::string name, file;
   int line = 0;
+  // An instrumented function's object, its file name only (runs from two build directories
+  // match), and build id; "" for a macro scope.
+  std::string module, build_id;
   std::uint64_t calls = 0;
   std::vector<std::optional<double>> values;
   Spread spread;
@@ -43,6 +48,8 @@ FunctionFigures function_side(const profiles::FunctionStats& function, double cp
   side.name = function.name;
   side.file = function.file;
   side.line = function.line;
+  side.module = std::filesystem::path(function.module).filename().string();
+  side.build_id = function.build_id;
   side.calls = function.calls;
   side.values.emplace_back(static_cast<double>(side.calls));
   const double calls = static_cast<double>(side.calls);
@@ -120,47 +127,85 @@ Row timing_row(const FunctionFigures* base, const FunctionFigures* now) {
   return row;
 }
 
-std::vector<Row> timing_rows(const profiles::Profile& base, const profiles::Profile& now) {
-  const std::vector<FunctionFigures> before = function_sides(base);
-  const std::vector<FunctionFigures> after = function_sides(now);
-  std::vector<const FunctionFigures*> matched(before.size(), nullptr);
-  std::vector<bool> taken(after.size(), false);
-  // First by name, file and line; then what is left by name and file, where that is unique.
-  std::map<std::tuple<std::string, std::string, int>, std::size_t> exact;
-  for (std::size_t i = 0; i < after.size(); ++i) {
-    exact.emplace(std::tuple(after[i].name, after[i].file, after[i].line), i);
-  }
-  for (std::size_t i = 0; i < before.size(); ++i) {
-    if (const auto found = exact.find(std::tuple(before[i].name, before[i].file, before[i].line));
-        found != exact.end() && !taken[found->second]) {
-      matched[i] = &after[found->second];
-      taken[found->second] = true;
-    }
-  }
-  std::map<std::pair<std::string, std::string>, std::pair<int, std::size_t>> left_before,
-      left_after;
-  const auto count = [](auto& map, const FunctionFigures& side, std::size_t i) {
-    auto& [n, index] = map[std::pair(side.name, side.file)];
-    ++n;
-    index = i;
-  };
+// Pairs the functions of `before` and `after` not yet matched whose `key` is the same and
+// unique on each side.
+template <typename Key>
+void match_unique(const std::vector<FunctionFigures>& before,
+                  const std::vector<FunctionFigures>& after, Key key,
+                  std::vector<const FunctionFigures*>& matched, std::vector<bool>& taken) {
+  using Found = std::pair<int, std::size_t>; // how many share the key; the last one's index
+  std::map<decltype(key(before.front())), Found> left_before, left_after;
   for (std::size_t i = 0; i < before.size(); ++i) {
     if (matched[i] == nullptr) {
-      count(left_before, before[i], i);
+      auto& [n, index] = left_before[key(before[i])];
+      ++n;
+      index = i;
     }
   }
   for (std::size_t i = 0; i < after.size(); ++i) {
     if (!taken[i]) {
-      count(left_after, after[i], i);
+      auto& [n, index] = left_after[key(after[i])];
+      ++n;
+      index = i;
     }
   }
-  for (const auto& [key, first] : left_before) {
-    const auto other = left_after.find(key);
+  for (const auto& [shared, first] : left_before) {
+    const auto other = left_after.find(shared);
     if (first.first == 1 && other != left_after.end() && other->second.first == 1) {
       matched[first.second] = &after[other->second.second];
       taken[other->second.second] = true;
     }
   }
+}
+
+// The objects whose build id differs between the matched functions of BASE and NEW, by name.
+std::vector<Rebuilt> rebuilt_objects(const std::vector<FunctionFigures>& before,
+                                     const std::vector<const FunctionFigures*>& matched) {
+  std::map<std::string, Rebuilt> objects;
+  for (std::size_t i = 0; i < before.size(); ++i) {
+    const FunctionFigures* now = matched[i];
+    if (now != nullptr && !before[i].build_id.empty() && !now->build_id.empty() &&
+        before[i].build_id != now->build_id) {
+      objects.try_emplace(now->module, Rebuilt{now->module, before[i].build_id, now->build_id});
+    }
+  }
+  std::vector<Rebuilt> list;
+  for (auto& [module, object] : objects) {
+    list.push_back(std::move(object));
+  }
+  return list;
+}
+
+std::vector<Row> timing_rows(const profiles::Profile& base, const profiles::Profile& now,
+                             std::vector<Rebuilt>& rebuilt) {
+  const std::vector<FunctionFigures> before = function_sides(base);
+  const std::vector<FunctionFigures> after = function_sides(now);
+  std::vector<const FunctionFigures*> matched(before.size(), nullptr);
+  std::vector<bool> taken(after.size(), false);
+  // First by name, file, line and object (the first of equals); then what is left where it is
+  // unique: by name, file and object (the line moved), then by name and file (a file of a
+  // hotscope that wrote no objects, an object renamed). A build id never keeps two functions
+  // apart: a rebuilt object's functions match by the same keys, the object listed in `rebuilt`.
+  std::map<std::tuple<std::string, std::string, int, std::string>, std::size_t> exact;
+  for (std::size_t i = 0; i < after.size(); ++i) {
+    exact.emplace(std::tuple(after[i].name, after[i].file, after[i].line, after[i].module), i);
+  }
+  for (std::size_t i = 0; i < before.size(); ++i) {
+    if (const auto found = exact.find(
+            std::tuple(before[i].name, before[i].file, before[i].line, before[i].module));
+        found != exact.end() && !taken[found->second]) {
+      matched[i] = &after[found->second];
+      taken[found->second] = true;
+    }
+  }
+  match_unique(
+      before, after,
+      [](const FunctionFigures& side) { return std::tuple(side.name, side.file, side.module); },
+      matched, taken);
+  match_unique(
+      before, after, [](const FunctionFigures& side) { return std::pair(side.name, side.file); },
+      matched, taken);
+  rebuilt = rebuilt_objects(before, matched);
   std::vector<Row> rows;
   for (std::size_t i = 0; i < before.size(); ++i) {
     rows.push_back(timing_row(&before[i], matched[i]));
@@ -325,7 +370,7 @@ Comparison compare(const profiles::Profile& base, const profiles::Profile& now,
   Comparison comparison = sides(base, now);
   if (base.kind == Kind::Stats) {
     comparison.cpu = has_samples(base.stats) && has_samples(now.stats);
-    comparison.rows = timing_rows(base, now);
+    comparison.rows = timing_rows(base, now, comparison.rebuilt);
     comparison.queues = queue_rows(&base.stats, now.stats);
     comparison.locks = lock_rows(&base.stats, now.stats);
   } else {

@@ -111,6 +111,12 @@ bool matches(const Rule& rule, const Cell& cell);
 
 enum class Side { Both, BaseOnly, NewOnly };
 
+// An object (by file name) whose instrumented functions have one build id in BASE and another
+// in NEW: a rebuilt program, whose functions are still matched by name, file and line.
+struct Rebuilt {
+  std::string module, base_build_id, new_build_id;
+};
+
 struct Row {
   std::string name;               // the function, or the site's first frame past the allocator
   std::string file;               // timing: the function's file
@@ -152,6 +158,7 @@ struct Comparison {
   std::optional<Row> totals;      // heap: the sums over every site (rules apply to it too)
   std::vector<Row> queues, locks; // timing: a stats.json's queues and locks, by impact
   bool cpu = false;               // timing: both sides have CPU samples, the CPU columns compared
+  std::vector<Rebuilt> rebuilt;   // timing: the objects rebuilt between BASE and NEW
   std::string policy;             // the policy file judged by, "" for none
   std::vector<Judgement> judgements;
   // Whether a row fails a --fail-on rule or a judgement fails.

@@ -196,6 +196,10 @@ std::string as_markdown(const Comparison& comparison) {
   std::string out = verdict(comparison, regressions.size(), improvements.size());
   out += fmt::format("\nBase: {} {}  \nNew: {} {}\n", code(comparison.base_source),
                      comparison.base_summary, code(comparison.new_source), comparison.new_summary);
+  for (const Rebuilt& object : comparison.rebuilt) {
+    out += fmt::format("Rebuilt: {} (build id {} in base, {} in new)  \n", code(object.module),
+                       code(object.base_build_id), code(object.new_build_id));
+  }
   if (!regressions.empty()) {
     out += "\n#### Regressions\n\n";
     tables(out, comparison, regressions);

@@ -188,6 +188,11 @@ std::string as_text(const Comparison& comparison) {
   std::string text =
       fmt::format("base: {}  {}\nnew:  {}  {}\n", comparison.base_source, comparison.base_summary,
                   comparison.new_source, comparison.new_summary);
+  for (const Rebuilt& object : comparison.rebuilt) {
+    text += fmt::format("rebuilt: {} (build id {} in base, {} in new): its functions matched by "
+                        "name, file and line\n",
+                        object.module, object.base_build_id, object.new_build_id);
+  }
   text +=
       timing
           ? "Functions by impact: added self time per typical call (scaled by P50/mean) x calls in "
@@ -273,6 +278,14 @@ nlohmann::json as_json(const Comparison& comparison) {
   out["kind"] = comparison.kind == profiles::Kind::Stats ? "stats" : "heap";
   out["base"] = {{"source", comparison.base_source}, {"summary", comparison.base_summary}};
   out["new"] = {{"source", comparison.new_source}, {"summary", comparison.new_summary}};
+  if (comparison.kind == profiles::Kind::Stats) {
+    out["rebuilt"] = nlohmann::json::array();
+    for (const Rebuilt& object : comparison.rebuilt) {
+      out["rebuilt"].push_back({{"module", object.module},
+                                {"base_build_id", object.base_build_id},
+                                {"new_build_id", object.new_build_id}});
+    }
+  }
   out["rules"] = comparison.rules;
   out["failed"] = comparison.failed();
   if (!comparison.policy.empty()) {

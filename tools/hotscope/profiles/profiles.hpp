@@ -30,6 +30,10 @@ struct FunctionStats {
   std::string name;
   std::string file;
   int line = 0;
+  // An instrumented function's object and build id (docs/instrument.md); "" for a macro scope
+  // and in older files.
+  std::string module;
+  std::string build_id;
   std::uint64_t calls = 0;
   double mean_ns = 0;
   std::uint64_t min_ns = 0, p50_ns = 0, p90_ns = 0, p95_ns = 0, p99_ns = 0, p999_ns = 0, max_ns = 0,

@@ -29,6 +29,8 @@ const FunctionField kFunctionFields[] = {
     {"name", &FunctionStats::name, Type::String},
     {"file", &FunctionStats::file, Type::String},
     {"line", &FunctionStats::line, Type::Count},
+    {"module", &FunctionStats::module, Type::String},
+    {"build_id", &FunctionStats::build_id, Type::String},
     {"calls", &FunctionStats::calls, Type::Count},
     {"total_ns", &FunctionStats::total_ns, Type::Number},
     {"self_ns", &FunctionStats::self_ns, Type::Number},
@@ -416,7 +418,8 @@ private:
       // Zeroed, but its strings keep their memory.
       FunctionStats& reused = rows_[touched_];
       FunctionStats zero;
-      for (std::string FunctionStats::*text : {&FunctionStats::name, &FunctionStats::file}) {
+      for (std::string FunctionStats::*text : {&FunctionStats::name, &FunctionStats::file,
+                                               &FunctionStats::module, &FunctionStats::build_id}) {
         zero.*text = std::move(reused.*text);
         (zero.*text).clear();
       }
