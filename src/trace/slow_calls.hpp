@@ -270,8 +270,8 @@ private:
 }
 
 // Inline for the common ENDs: a call that does not enter its function's list and has no kept
-// call inside it. Forced inline:
-// out of line, `figures` (needed past these cases only) was built in memory at every END.
+// call inside it. Forced: out of line, `figures` (needed past these cases only) was built in
+// memory at every END (docs/performance.md, "The slowest calls").
 [[gnu::always_inline]] inline void SlowCalls::end(SlowThread& thread, std::uint64_t ticks,
                                                   const SlowThreadFigures& figures) {
   if (thread.open_.empty()) {
