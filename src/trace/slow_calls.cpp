@@ -23,28 +23,12 @@ std::size_t SlowThread::buffered_bytes() const {
   return total;
 }
 
-void SlowThread::materialize() {
-  Open& call = open_.front();
-  call.offset = events_.size();
-  put(call.start_ticks, thread_, EventKind::Begin, call.location, 0);
-  pending_ = false;
-}
-
 void SlowThread::append(const WindowEvent& event, const std::string* text) {
   put(event.ticks, event.thread, event.kind, event.name, event.value);
   if (text != nullptr) { // the event's value indexes texts_ until the call is kept
     events_.back().value = static_cast<std::int64_t>(texts_.size());
     texts_.emplace_back(events_.size() - 1, *text);
   }
-}
-
-void SlowThread::clear() {
-  open_.clear();
-  pending_ = false;
-  events_.clear();
-  texts_.clear();
-  kept_inside_.clear();
-  seen_ = 0;
 }
 
 void SlowCalls::end_call(SlowThread& thread, std::uint64_t ticks, const SlowThreadFigures& figures,

@@ -151,7 +151,13 @@ private:
     event.name = name;
     event.value = value;
   }
-  void materialize();
+  // Puts the outermost open call's Begin in the buffer, when a first event comes inside it.
+  void materialize() {
+    Open& call = open_.front();
+    call.offset = events_.size();
+    put(call.start_ticks, thread_, EventKind::Begin, call.location, 0);
+    pending_ = false;
+  }
   void append(const WindowEvent& event, const std::string* text);
   // Drops the buffered events from `events` on.
   void truncate(std::size_t events) {
@@ -163,7 +169,14 @@ private:
       texts_.pop_back();
     }
   }
-  void clear();
+  void clear() {
+    open_.clear();
+    pending_ = false;
+    events_.clear();
+    texts_.clear();
+    kept_inside_.clear();
+    seen_ = 0;
+  }
 
   std::size_t cap_ = kSlowCallEvents;
   std::uint32_t thread_ = 0; // ThreadInfo::index
@@ -202,8 +215,8 @@ private:
   std::uint64_t least_to_enter(std::uint32_t location) const {
     return location < least_to_enter_.size() ? least_to_enter_[location] : 0;
   }
-  // end() past its inline cases, its End buffered: the call enters its list, or is outermost,
-  // or has kept calls inside it.
+  // end() past its inline cases, its End buffered: the call enters its list, or has kept calls
+  // inside it.
   void end_call(SlowThread& thread, std::uint64_t ticks, const SlowThreadFigures& figures,
                 bool enters);
   // Keeps `call`; returns what the call outside it may share, if any.
@@ -230,8 +243,9 @@ private:
 };
 
 // Inline: the collector calls it at every BEGIN.
-inline void SlowCalls::begin(SlowThread& thread, std::uint32_t location, std::uint64_t ticks,
-                             const SlowThreadFigures& figures) {
+[[gnu::always_inline]] inline void SlowCalls::begin(SlowThread& thread, std::uint32_t location,
+                                                    std::uint64_t ticks,
+                                                    const SlowThreadFigures& figures) {
   if (!enabled()) {
     return;
   }
@@ -255,10 +269,11 @@ inline void SlowCalls::begin(SlowThread& thread, std::uint32_t location, std::ui
   }
 }
 
-// Inline for the common ENDs: a call that does not enter its function's list, outermost with
-// nothing inside it (a hot leaf function's) or nested with no kept call inside it.
-inline void SlowCalls::end(SlowThread& thread, std::uint64_t ticks,
-                           const SlowThreadFigures& figures) {
+// Inline for the common ENDs: a call that does not enter its function's list and has no kept
+// call inside it. Forced: out of line, `figures` (needed past these cases only) was built in
+// memory at every END (docs/performance.md, "The slowest calls").
+[[gnu::always_inline]] inline void SlowCalls::end(SlowThread& thread, std::uint64_t ticks,
+                                                  const SlowThreadFigures& figures) {
   if (thread.open_.empty()) {
     return; // a call open since before the reset: no candidate
   }
@@ -273,13 +288,17 @@ inline void SlowCalls::end(SlowThread& thread, std::uint64_t ticks,
   }
   ++thread.seen_;
   if (!thread.pending_ && thread.events_.size() - open.offset + 1 < thread.cap_) {
-    thread.put(ticks, figures.index, EventKind::End, open.location, 0);
+    thread.put(ticks, thread.thread_, EventKind::End, open.location, 0);
   }
-  if (enters || thread.open_.size() == 1 || !thread.kept_inside_.empty()) {
+  if (enters || !thread.kept_inside_.empty()) {
     end_call(thread, ticks, figures, enters);
     return;
   }
   thread.open_.pop_back();
+  if (thread.open_.empty()) {
+    thread.clear(); // the outermost call ended
+    return;
+  }
   // What lies past the cap of every call still open is needed by none.
   thread.truncate(thread.open_.back().offset + thread.cap_ - 1);
 }
