@@ -525,8 +525,13 @@ void Server::dispatch(Connection& connection) {
 }
 
 // On the I/O thread, at the first request: a program that is never asked starts no worker
-// (docs/agent.md, "The agent"). They start with the I/O thread's signals, all blocked.
+// (docs/agent.md, "The agent"). They start with the I/O thread's signals, all blocked, and the
+// first answer waits until they marked themselves as the profiler's (a list of the program's
+// threads leaves them out), for a second at most.
 bool Server::start_workers() {
+  if (workers_.size() == kWorkers) {
+    return true;
+  }
   try {
     while (workers_.size() < kWorkers) {
       workers_.emplace_back([self = shared_from_this()] {
@@ -535,8 +540,14 @@ bool Server::start_workers() {
       });
     }
   } catch (const std::system_error&) {
-    return !workers_.empty();
+    if (workers_.empty()) {
+      return false;
+    }
   }
+  std::unique_lock lock(jobs_mutex_);
+  jobs_changed_.wait_for(lock, std::chrono::seconds(1), [&] {
+    return stopping_ || workers_running_ == static_cast<int>(workers_.size());
+  });
   return true;
 }
 
@@ -545,6 +556,7 @@ void Server::run_worker() {
   const threads::OwnThread own;
   std::unique_lock lock(jobs_mutex_);
   ++workers_running_;
+  jobs_changed_.notify_all(); // start_workers waits for it
   while (!stopping_) {
     if (jobs_.empty()) {
       jobs_changed_.wait(lock);

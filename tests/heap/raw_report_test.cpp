@@ -1,8 +1,8 @@
 // The sampled mode's raw report (heap/raw_report.hpp), which `hotscope run` symbolizes after the
 // program ended (docs/heap.md, "The report at exit"): read back as written, and symbolized from a
 // saved memory map, it makes the same profile as this process's own symbolizer.
+#include "capture_here.hpp"
 #include "export/export.hpp"
-#include "heap/capture.hpp"
 #include "heap/profile.hpp"
 #include "heap/raw_report.hpp"
 #include "objects/objects.hpp"
@@ -24,12 +24,7 @@ namespace {
 namespace heap = hotscope::heap;
 using hotscope::symbols::Symbolizer;
 
-__attribute__((noinline)) std::vector<std::uintptr_t> capture() {
-  std::array<std::uintptr_t, 64> frames{};
-  const std::size_t depth = heap::capture_stack(heap::Unwinder::Libunwind, {}, frames);
-  asm volatile("" ::: "memory"); // keep this frame: no tail call
-  return {frames.begin(), frames.begin() + static_cast<std::ptrdiff_t>(depth)};
-}
+using hotscope::test_support::capture;
 
 std::string dhat_json(const hotscope::HeapProfile& profile) {
   std::ostringstream out;

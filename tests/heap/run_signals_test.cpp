@@ -65,6 +65,22 @@ std::uint64_t calls_of(const fs::path& stats_file, const std::string& name) {
   return hotscope::test_support::calls_of(nlohmann::json::parse(slurp(stats_file)), name);
 }
 
+// SIGKILLs the launcher and reaps it; whether its program then ended within 10 s (it is killed
+// otherwise).
+bool kill_the_launcher(pid_t launcher, pid_t program) {
+  kill(launcher, SIGKILL);
+  wait_for_child(launcher);
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (still_runs(program) && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(10ms);
+  }
+  if (still_runs(program)) {
+    kill(program, SIGKILL);
+    return false;
+  }
+  return true;
+}
+
 struct Ended {
   int status = -1;       // the launcher's wait status
   bool orphaned = false; // the program outlived its launcher (it is killed then)
@@ -107,17 +123,7 @@ TEST(RunSignals, AKilledLauncherEndsTheProgramWithItsReports) {
       start_command(run_command(scratch.path() / "out", {SIGNALLED_PROGRAM, "wait"}), output);
   const pid_t program = wait_until_ready(output);
   ASSERT_GT(program, 0) << slurp(output);
-  kill(launcher, SIGKILL);
-  wait_for_child(launcher);
-  const auto deadline = std::chrono::steady_clock::now() + 10s;
-  while (still_runs(program) && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(10ms);
-  }
-  const bool orphaned = still_runs(program);
-  if (orphaned) {
-    kill(program, SIGKILL);
-  }
-  ASSERT_FALSE(orphaned) << "the program outlived its launcher by 10 s";
+  ASSERT_TRUE(kill_the_launcher(launcher, program)) << "the program outlived its launcher by 10 s";
   EXPECT_EQ(calls_of(scratch.path() / "out" / "stats.json", "ready"), 1u) << slurp(output);
 }
 
@@ -142,13 +148,7 @@ TEST(RunSignals, AKilledLauncherLeavesTheSampledProgramsOwnProfile) {
   unsetenv("HOTSCOPE_HEAP_SAMPLE_BYTES");
   const pid_t program = wait_until_ready(output);
   ASSERT_GT(program, 0) << slurp(output);
-  kill(launcher, SIGKILL);
-  wait_for_child(launcher);
-  const auto deadline = std::chrono::steady_clock::now() + 10s;
-  while (still_runs(program) && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(10ms);
-  }
-  ASSERT_FALSE(still_runs(program)) << "the program outlived its launcher by 10 s";
+  ASSERT_TRUE(kill_the_launcher(launcher, program)) << "the program outlived its launcher by 10 s";
   const auto profile = nlohmann::json::parse(slurp(scratch.path() / "out" / "heap.json"));
   EXPECT_GT(profile.at("pps").size(), 0u);
   std::size_t named = 0;

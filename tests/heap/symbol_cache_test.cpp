@@ -1,8 +1,8 @@
 // A symbolizer kept across profiles (as the heap libraries keep one for the profile on demand):
 // a repeated profile equals the first and a fresh symbolizer's, and the cache follows dlopen and
 // dlclose (tests/heap/programs/loaded_a.c, loaded_b.c).
+#include "capture_here.hpp"
 #include "export/export.hpp"
-#include "heap/capture.hpp"
 #include "heap/engine.hpp"
 #include "heap/profile.hpp"
 #include "symbols/symbols.hpp"
@@ -21,12 +21,7 @@ namespace heap = hotscope::heap;
 using hotscope::HeapProfile;
 using hotscope::symbols::Symbolizer;
 
-__attribute__((noinline)) std::vector<std::uintptr_t> capture() {
-  std::array<std::uintptr_t, 64> frames{};
-  const std::size_t depth = heap::capture_stack(heap::Unwinder::Libunwind, {}, frames);
-  asm volatile("" ::: "memory"); // keep this frame: no tail call
-  return {frames.begin(), frames.begin() + static_cast<std::ptrdiff_t>(depth)};
-}
+using hotscope::test_support::capture;
 
 __attribute__((always_inline)) inline std::vector<std::uintptr_t> inlined_capture() {
   return capture();
