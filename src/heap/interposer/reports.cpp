@@ -12,6 +12,7 @@
 
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <link.h>
 #include <pthread.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
@@ -158,6 +159,11 @@ const ReportModule& report_module_loaded() {
         std::filesystem::path(self.dli_fname == nullptr ? "" : self.dli_fname).parent_path() /
         "libhotscope-pprof.so";
     ReportModule loaded;
+    // exit() from a signal handler that interrupted dl_iterate_phdr: that thread holds the
+    // loader's write lock for ever. dlopen would wait for it holding the loader's other lock,
+    // which exit()'s _dl_fini takes once the report was given up (a deadlock); this waits for it
+    // holding nothing (HeapPreload.ExitFromASignalHandlerHoldingTheLoadersLockGivesTheReportUp).
+    dl_iterate_phdr([](dl_phdr_info*, std::size_t, void*) { return 1; }, nullptr);
     void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
     const auto entry = [&](const char* name) {
       return handle == nullptr ? nullptr : dlsym(handle, name);
