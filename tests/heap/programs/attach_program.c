@@ -3,6 +3,8 @@
  * it still holds the byte it was filled with: exit status 5 if not), about 10,000 steps a second.
  * Writes its pid to DIR/ready, its step count to DIR/count every 100 steps, and ends when
  * DIR/stop appears. */
+#include "dir_files.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,23 +13,6 @@
 enum { ring_blocks = 1000, block_bytes = 1000 };
 
 static unsigned char* ring[ring_blocks];
-
-static const char* path(const char* dir, const char* name) {
-  static char buffer[4096];
-  snprintf(buffer, sizeof buffer, "%s/%s", dir, name);
-  return buffer;
-}
-
-static int write_file(const char* dir, const char* name, unsigned long value) {
-  char temporary[4096 + 8];
-  snprintf(temporary, sizeof temporary, "%s.tmp", path(dir, name));
-  FILE* out = fopen(temporary, "w");
-  if (out == NULL) {
-    return -1;
-  }
-  fprintf(out, "%lu\n", value);
-  return fclose(out) == 0 && rename(temporary, path(dir, name)) == 0 ? 0 : -1;
-}
 
 /* Step `step`: the oldest block checked, freed and replaced. */
 __attribute__((noinline)) static int churn(unsigned long step) {

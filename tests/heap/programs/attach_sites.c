@@ -1,31 +1,12 @@
 /* A C program for a sampled `hotscope attach` (tests/heap/attach_test.cpp): once DIR/go appears
  * (after the attach), keeps known bytes live at three sites, writes DIR/done, and ends when
  * DIR/stop appears, its blocks still live. Writes its pid to DIR/ready first. */
+#include "dir_files.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-static const char* path(const char* dir, const char* name) {
-  static char buffer[4096];
-  snprintf(buffer, sizeof buffer, "%s/%s", dir, name);
-  return buffer;
-}
-
-static void wait_for(const char* dir, const char* name) {
-  while (access(path(dir, name), F_OK) != 0) {
-    usleep(10000);
-  }
-}
-
-static int write_file(const char* dir, const char* name, unsigned long value) {
-  FILE* out = fopen(path(dir, name), "w");
-  if (out == NULL) {
-    return -1;
-  }
-  fprintf(out, "%lu\n", value);
-  return fclose(out);
-}
 
 /* `count` blocks of `bytes`, touched and never freed; 0, or -1 when malloc failed. Inlined in
  * each site: a call would be a tail call, leaving the site's frame out of the stack. */
