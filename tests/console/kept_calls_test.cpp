@@ -5,6 +5,7 @@
 #include "console/model.hpp"
 #include "console/source.hpp"
 #include "console/view.hpp"
+#include "console_fixtures.hpp"
 
 #include <curses.h>
 #include <gtest/gtest.h>
@@ -15,12 +16,7 @@
 namespace {
 
 using namespace hotscope::cli::console;
-using Json = nlohmann::json;
-
-bool contains(const std::vector<Line>& lines, const std::string& text) {
-  return std::any_of(lines.begin(), lines.end(),
-                     [&](const Line& line) { return line.text.find(text) != std::string::npos; });
-}
+using namespace hotscope::cli::console::testing;
 
 Model model_of_one_function() {
   Model model;
