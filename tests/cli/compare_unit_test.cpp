@@ -307,6 +307,14 @@ TEST(CompareUnit, InstrumentedFunctionsMatchByObject) {
   EXPECT_TRUE(comparison.rebuilt.empty());
   EXPECT_EQ(diff::as_text(comparison).find("rebuilt"), std::string::npos);
   EXPECT_EQ(diff::as_json(comparison).at("rebuilt"), Json::array());
+  // Their labels name the object, as nothing else tells the two rows apart.
+  const std::string text = diff::as_text(comparison);
+  EXPECT_NE(text.find("helper (w.cpp:10 in libone.so)"), std::string::npos) << text;
+  EXPECT_NE(text.find("helper (w.cpp:10 in libtwo.so)"), std::string::npos) << text;
+  EXPECT_NE(diff::as_markdown(comparison).find("`helper` `w.cpp`:10 in `libtwo.so`"),
+            std::string::npos)
+      << diff::as_markdown(comparison);
+  EXPECT_EQ(diff::as_json(comparison).at("rows").at(0).at("module"), "libone.so");
 }
 
 TEST(CompareUnit, RebuiltObjectIsNamedAndItsFunctionsMatchByName) {
@@ -331,6 +339,8 @@ TEST(CompareUnit, RebuiltObjectIsNamedAndItsFunctionsMatchByName) {
             std::string::npos);
   EXPECT_EQ(diff::as_json(comparison).at("rebuilt").at(0).at("new_build_id"), "bbbb");
   EXPECT_NE(diff::as_markdown(comparison).find("Rebuilt: `server`"), std::string::npos);
+  EXPECT_EQ(diff::as_text(comparison).find(" in server"), std::string::npos)
+      << "a function alone at its place is not labelled with its object";
 }
 
 TEST(CompareUnit, FileWithoutObjectsMatchesOneWithThem) {

@@ -105,6 +105,7 @@ Row timing_row(const FunctionFigures* base, const FunctionFigures* now) {
   row.name = any.name;
   row.file = any.file;
   row.line = any.line;
+  row.module = any.module;
   row.side = base == nullptr  ? diff::Side::NewOnly
              : now == nullptr ? diff::Side::BaseOnly
                               : diff::Side::Both;
@@ -214,6 +215,14 @@ std::vector<Row> timing_rows(const profiles::Profile& base, const profiles::Prof
     if (!taken[i]) {
       rows.push_back(timing_row(nullptr, &after[i]));
     }
+  }
+  // The same inline function or source in two objects: their labels name the object.
+  std::map<std::tuple<std::string, std::string, int>, int> places;
+  for (const Row& row : rows) {
+    ++places[std::tuple(row.name, row.file, row.line)];
+  }
+  for (Row& row : rows) {
+    row.shares_place = places[std::tuple(row.name, row.file, row.line)] > 1;
   }
   return rows;
 }

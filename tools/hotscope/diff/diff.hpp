@@ -121,6 +121,8 @@ struct Row {
   std::string name;               // the function, or the site's first frame past the allocator
   std::string file;               // timing: the function's file
   int line = 0;                   // timing: its line (NEW's, else BASE's)
+  std::string module;             // timing: its object's file name ("" for a macro scope)
+  bool shares_place = false;      // timing: another row has its name, file and line
   std::vector<std::string> stack; // heap: the site's frames, "function (file)", innermost first
   Side side = Side::Both;
   double impact = 0;               // timing: ns; heap: bytes

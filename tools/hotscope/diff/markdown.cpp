@@ -32,9 +32,10 @@ std::string row_name(const Comparison& comparison, const Row& row) {
     return code(row.name);
   }
   const std::size_t slash = row.file.rfind('/');
-  return fmt::format("{} {}:{}", code(row.name),
+  return fmt::format("{} {}:{}{}", code(row.name),
                      code(slash == std::string::npos ? row.file : row.file.substr(slash + 1)),
-                     row.line);
+                     row.line,
+                     row.shares_place && !row.module.empty() ? " in " + code(row.module) : "");
 }
 
 // One figure of one row of a table: what moved, from what to what.

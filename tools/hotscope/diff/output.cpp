@@ -132,14 +132,16 @@ std::string aligned(const std::vector<std::vector<std::string>>& lines, std::siz
   return text;
 }
 
-// "parse (parse.cpp:40)": the file without its directories (--json has the whole path).
+// "parse (parse.cpp:40)": the file without its directories (--json has the whole path), and
+// "parse (parse.cpp:40 in libparse.so)" where another row has the same name, file and line.
 std::string row_label(const Row& row) {
   if (row.file.empty()) {
     return row.name;
   }
   const std::size_t slash = row.file.rfind('/');
-  return fmt::format("{} ({}:{})", row.name,
-                     slash == std::string::npos ? row.file : row.file.substr(slash + 1), row.line);
+  return fmt::format("{} ({}:{}{})", row.name,
+                     slash == std::string::npos ? row.file : row.file.substr(slash + 1), row.line,
+                     row.shares_place && !row.module.empty() ? " in " + row.module : "");
 }
 
 // `table` as three lines per row under a heading, `subject` its first column's; the heap's
@@ -256,6 +258,7 @@ nlohmann::json row_json(const Comparison& comparison, const std::vector<Column>&
   if (comparison.kind == profiles::Kind::Stats) {
     out["file"] = row.file;
     out["line"] = row.line;
+    out["module"] = row.module;
   } else {
     out["stack"] = row.stack;
   }
