@@ -8,7 +8,8 @@ function(run)
 endfunction()
 
 # Configures and builds a consumer project from SOURCE in the fresh directory BINARY, with the
-# outer build's compiler, build type and sanitizer flags. Extra -D options follow.
+# outer build's compiler, build type and sanitizer flags. Extra -D options follow. The caller's
+# CONSUMER_BUILD_ARGS, when set, go to the build (--target consumer: not the whole subproject).
 function(build_consumer source binary)
   file(REMOVE_RECURSE ${binary})
   run(${CMAKE_COMMAND} -S ${source} -B ${binary} -G Ninja
@@ -19,7 +20,7 @@ function(build_consumer source binary)
     "-DCMAKE_EXE_LINKER_FLAGS=${CXX_FLAGS}"
     -DEXPECT_ENABLED=${EXPECT_ENABLED}
     ${ARGN})
-  run(${CMAKE_COMMAND} --build ${binary})
+  run(${CMAKE_COMMAND} --build ${binary} ${CONSUMER_BUILD_ARGS})
 endfunction()
 
 # build_consumer, then runs BINARY/consumer.

@@ -5,6 +5,8 @@
 include(${CMAKE_CURRENT_LIST_DIR}/common.cmake)
 
 set(binary ${SCRATCH}/add-subdirectory)
+# What the consumer needs of the subproject, not its tools: a parent builds what it links.
+set(CONSUMER_BUILD_ARGS --target consumer)
 build_and_run_consumer(${CMAKE_CURRENT_LIST_DIR}/consumer-subdir ${binary}
   -DHOTSCOPE_REPO=${REPO} -DHOTSCOPE_ENABLE=${EXPECT_ENABLED} -DBUILD_SHARED_LIBS=ON
   -DCMAKE_BUILD_TYPE=)
