@@ -14,7 +14,9 @@
 #include <cctype>
 #include <cstdlib>
 #include <filesystem>
+#include <iostream>
 #include <map>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -187,22 +189,39 @@ std::pair<std::vector<std::string>, std::vector<std::string>> ranked_tops(int at
 // The 20 functions with the most inclusive time come in the same order in hotscope's figures as
 // in uftrace's (ranked_program's are 20 ms apart). On a machine loaded enough that a wake-up
 // waits longer than that (tens of milliseconds: seen at a load of 9 on 2 cores) either recording
-// can swap two neighbours, so a mismatch is recorded again, up to three times: a difference in
-// how either tool measures shows in every attempt.
+// can move a function, so the recordings are made again, up to three times: a difference in how
+// either tool measures puts the same function out of place in every attempt, a late wake-up a
+// different one each time.
 TEST(Instrument, TopTwentyRankedAsUftrace) {
 #ifndef UFTRACE
   GTEST_SKIP() << "uftrace is not installed (scripts/packages.txt installs it), or this is a "
                   "sanitizer build";
 #else
-  std::pair<std::vector<std::string>, std::vector<std::string>> tops;
+  std::set<std::string> always_out_of_place;
   for (int attempt = 0; attempt < 3; ++attempt) {
-    tops = ranked_tops(attempt);
-    ASSERT_EQ(tops.second.size(), 20u);
-    if (tops.first == tops.second) {
+    const auto [hotscope_top, uftrace_top] = ranked_tops(attempt);
+    ASSERT_EQ(uftrace_top.size(), 20u);
+    ASSERT_EQ(hotscope_top.size(), 20u);
+    std::set<std::string> out_of_place;
+    for (std::size_t rank = 0; rank < 20; ++rank) {
+      if (hotscope_top[rank] != uftrace_top[rank]) {
+        out_of_place.insert(hotscope_top[rank]);
+      }
+    }
+    if (attempt > 0) {
+      std::erase_if(out_of_place,
+                    [&](const std::string& name) { return !always_out_of_place.contains(name); });
+    }
+    always_out_of_place = out_of_place;
+    if (always_out_of_place.empty()) {
       break;
     }
+    std::cout << "attempt " << attempt + 1 << ": hotscope's top 20 ranks "
+              << ::testing::PrintToString(hotscope_top) << ", uftrace's "
+              << ::testing::PrintToString(uftrace_top) << "\n";
   }
-  EXPECT_EQ(tops.first, tops.second) << "hotscope's top 20, then uftrace's, in three attempts";
+  EXPECT_TRUE(always_out_of_place.empty())
+      << "out of place in all three attempts: " << ::testing::PrintToString(always_out_of_place);
 #endif
 }
 
