@@ -81,12 +81,14 @@ std::string check_dir(const std::string& dir, int fd) {
   }
   const bool was_private = (status.st_mode & 077) == 0;
   if (!was_private) {
+    // Whatever was checked before, others could add entries while it was open. Removed before
+    // the directory becomes private, so that no agent starting meanwhile finds it private and
+    // marked (a mark planted again by someone else is not ours).
+    unlinkat(fd, kCheckedMark, 0);
     if (fchmod(fd, 0700) != 0) {
       return text::cat("cannot make the runtime directory ", dir,
                        " private (mode 0700): ", errno_text());
     }
-    // Whatever was checked before, others could add entries while it was open.
-    unlinkat(fd, kCheckedMark, 0);
   }
   // Private since an agent found every entry ours: nobody else can have added one. Else each
   // entry is read, once the directory is private (nobody else can add one during the loop), and
@@ -98,6 +100,9 @@ std::string check_dir(const std::string& dir, int fd) {
   std::string problem = foreign_entry(dir, fd, user);
   if (problem.empty()) {
     mark_checked(fd);
+  } else {
+    // One of ours someone renamed to the mark's name while the directory was open is no mark.
+    unlinkat(fd, kCheckedMark, 0);
   }
   return problem;
 }
