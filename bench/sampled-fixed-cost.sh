@@ -8,25 +8,30 @@
 # which `--usage FILE` writes: the program is its child, as in every use), and their ratios and
 # differences to native.
 # The debug cache is warmed first, as every run after a program's first finds it.
-#   bench/sampled-fixed-cost.sh [--build DIR] [--before DIR] [--rounds N] [-- COMMAND...]
+#   bench/sampled-fixed-cost.sh [--build DIR] [--before DIR] [--parts] [--rounds N] [-- COMMAND...]
 # --build: a CMake build dir (default build-bench, configured as scripts/bench.sh does), or a
 #          directory with another build's tools/hotscope/hotscope and src/libhotscope-*.so (a
 #          change's before);
 # --before: such a directory of another build, whose libraries run sampled in the same rounds
 #           under this build's launcher (a change's before and after side by side, under the same
 #           load);
+# --parts: rows for the parts of the cost too, in the same rounds: the runtime
+#          (libhotscope-run.so) preloaded alone, with and without its agent (HOTSCOPE_AGENT=0),
+#          and `hotscope run` sampled without the runtime (its path made to name no file);
 # --rounds: interleaved rounds (default 15); COMMAND: the program (default python3 -c pass).
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="$repo/build-bench"
 before=""
+parts=0
 rounds=15
 command=(/usr/bin/python3 -c pass)
 while (($#)); do
   case "$1" in
     --build) build="$2"; shift 2 ;;
     --before) before="$2"; shift 2 ;;
+    --parts) parts=1; shift ;;
     --rounds) rounds="$2"; shift 2 ;;
     --) shift; command=("$@"); break ;;
     *) echo "bench/sampled-fixed-cost.sh: unknown argument '$1' (see the comment at the top)" >&2
@@ -48,10 +53,14 @@ trap 'rm -rf "$work"' EXIT
 # Copies: a rebuild during the run must not change the libraries under test.
 cp "$build/tools/hotscope/hotscope" "$build"/src/libhotscope-{preload,run,pprof}.so "$work/"
 export XDG_CACHE_HOME="$work/cache"
-# The program's own CPU time and peak RSS (KiB), from the rusage wait4 returns.
+# The program's own CPU time and peak RSS (KiB), from the rusage wait4 returns. CHILD_PRELOAD:
+# the program's LD_PRELOAD (not the measuring python's).
 cat >"$work/measure.py" <<'PY'
 import os, subprocess, sys
-child = subprocess.Popen(sys.argv[2:], stdout=subprocess.DEVNULL)
+env = dict(os.environ)
+if "CHILD_PRELOAD" in env:
+    env["LD_PRELOAD"] = env.pop("CHILD_PRELOAD")
+child = subprocess.Popen(sys.argv[2:], stdout=subprocess.DEVNULL, env=env)
 _, status, usage = os.wait4(child.pid, 0)
 with open(sys.argv[1], "w") as out:
     out.write("%.6f %d\n" % (usage.ru_utime + usage.ru_stime, usage.ru_maxrss))
@@ -65,13 +74,21 @@ if [[ -n "$before" ]]; then
 fi
 
 run() { # tool -> "cpu_s peak_kib" of the program alone
-  local from="$work"
+  local from="$work" errors=/dev/stderr
   rm -rf "$work/out"
   [[ "$1" == sampled-before ]] && from="$work/before"
+  local runtime="$from/libhotscope-run.so"
+  if [[ "$1" == sampled-no-runtime ]]; then
+    runtime="$work/none/libhotscope-run.so"
+    errors=/dev/null # ld.so's line about the runtime it cannot preload
+  fi
   if [[ "$1" == sampled* ]]; then
     env HOTSCOPE_HEAP_MODE=sampled HOTSCOPE_PRELOAD="$from/libhotscope-preload.so" \
-      HOTSCOPE_RUN_PRELOAD="$from/libhotscope-run.so" "$work/hotscope" run --heap --no-summary \
-      --usage "$work/time" --out "$work/out" -- "${command[@]}" >/dev/null
+      HOTSCOPE_RUN_PRELOAD="$runtime" "$work/hotscope" run --heap --no-summary \
+      --usage "$work/time" --out "$work/out" -- "${command[@]}" >/dev/null 2>"$errors"
+  elif [[ "$1" == runtime* ]]; then
+    env CHILD_PRELOAD="$runtime" HOTSCOPE_AGENT="$([[ "$1" == runtime ]] && echo 1 || echo 0)" \
+      /usr/bin/python3 "$work/measure.py" "$work/time" "${command[@]}"
   else
     /usr/bin/python3 "$work/measure.py" "$work/time" "${command[@]}"
   fi
@@ -86,6 +103,7 @@ if [[ -n "$before" ]]; then
   run sampled-before >/dev/null
   tools+=(sampled-before)
 fi
+((parts)) && tools+=(runtime-no-agent runtime sampled-no-runtime)
 for ((round = 0; round < rounds; ++round)); do
   for ((i = 0; i < ${#tools[@]}; ++i)); do
     tool="${tools[(i + round) % ${#tools[@]}]}"
@@ -104,7 +122,8 @@ cpu0, rss0 = median("native", 0), median("native", 1)
 print("%s, medians of %d rounds:" % (sys.argv[2], len(runs["native"])))
 print("| run | CPU | × native | peak RSS | + native |")
 print("| --- | ---: | ---: | ---: | ---: |")
-for tool in ("native", "native-again", "sampled-before", "sampled"):
+for tool in ("native", "native-again", "runtime-no-agent", "runtime", "sampled-no-runtime",
+             "sampled-before", "sampled"):
     if tool not in runs:
         continue
     cpu, rss = median(tool, 0), median(tool, 1)

@@ -1,16 +1,15 @@
-// The agent's files and listeners: the runtime directory, <pid>.json, the listening sockets,
+// The agent's files and listeners: <pid>.json, the listening sockets,
 // handed to the HTTP server (http_server.hpp); start(), stop() and the forked child's side.
 #include "agent/agent.hpp"
 
 #include "agent/http_server.hpp"
 #include "agent/protocol.hpp"
 #include "agent/routes.hpp"
+#include "agent/runtime_dir.hpp"
 #include "atomic_file/atomic_file.hpp"
 #include "text/text.hpp"
 
 #include <arpa/inet.h>
-#include <dirent.h>
-#include <fcntl.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <sys/resource.h>
@@ -27,7 +26,6 @@
 #include <filesystem>
 #include <fstream>
 #include <mutex>
-#include <string_view>
 
 namespace hotscope::agent {
 namespace {
@@ -71,67 +69,6 @@ void dispose_broken() {
 
 std::string errno_text() {
   return std::strerror(errno);
-}
-
-// Creates the runtime directory, or checks that an existing one is ours and makes it private.
-// It must hold nothing of another user's: while it was open to others (before it was made
-// private, or a directory someone else could write), a link planted under one of our names
-// would make us write through it.
-std::string prepare_dir(const std::string& dir) {
-  std::error_code error;
-  const std::filesystem::path parent = std::filesystem::path(dir).parent_path();
-  if (!parent.empty()) {
-    std::filesystem::create_directories(parent, error);
-  }
-  if (mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
-    return text::cat("cannot create the runtime directory ", dir, ": ", errno_text());
-  }
-  const int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0) {
-    if (errno == ENOTDIR || errno == ELOOP) {
-      return text::cat("the runtime directory ", dir, " is not a directory");
-    }
-    return text::cat("cannot use the runtime directory ", dir, ": ", errno_text());
-  }
-  DIR* entries = fdopendir(fd);
-  if (entries == nullptr) {
-    close(fd);
-    return text::cat("cannot use the runtime directory ", dir, ": ", errno_text());
-  }
-  std::string problem;
-  struct stat status {};
-  // Asked once: the loop below checks every entry, and a directory of dead processes' files holds
-  // hundreds (docs/performance.md, "The sampled mode's fixed cost").
-  const uid_t user = geteuid();
-  if (fstat(fd, &status) != 0) {
-    problem = text::cat("cannot use the runtime directory ", dir, ": ", errno_text());
-  } else if (status.st_uid != user) { // it could watch or replace our socket
-    problem = text::cat("the runtime directory ", dir, " belongs to uid ", status.st_uid,
-                        ", not to uid ", user);
-  } else if ((status.st_mode & 077) != 0 && fchmod(fd, 0700) != 0) {
-    problem = text::cat("cannot make the runtime directory ", dir,
-                        " private (mode 0700): ", errno_text());
-  }
-  // Read after it became private: nobody else can add an entry once this loop has started.
-  while (problem.empty()) {
-    const dirent* entry = readdir(entries);
-    if (entry == nullptr) {
-      break;
-    }
-    const std::string_view name = entry->d_name;
-    if (name == "." || name == "..") {
-      continue;
-    }
-    struct stat owner {};
-    if (fstatat(fd, entry->d_name, &owner, AT_SYMLINK_NOFOLLOW) == 0 && owner.st_uid != user) {
-      problem = text::cat(
-          "the runtime directory ", dir, " holds ", entry->d_name, ", which belongs to uid ",
-          owner.st_uid, ", not to uid ", user,
-          ": remove it, or set HOTSCOPE_RUNTIME_DIR to a directory only this user can write");
-    }
-  }
-  closedir(entries);
-  return problem;
 }
 
 // A listening Unix socket at `path`, mode 0600. Returns the fd, or -1 and sets `problem`.

@@ -1,0 +1,17 @@
+// The runtime directory the agent's files go to (docs/agent.md, "Files" and "Security model").
+#pragma once
+
+#include <string>
+
+namespace hotscope::agent {
+
+// The file whose presence says that the directory held nothing of another user's when it was
+// last made private: an agent then reads no entry at start (docs/performance.md, "The sampled
+// mode's fixed cost").
+inline constexpr const char* kCheckedMark = ".checked";
+
+// Creates the runtime directory, or checks that an existing one is ours and makes it private.
+// "" or the line that says why it cannot be used.
+std::string prepare_dir(const std::string& dir);
+
+} // namespace hotscope::agent
