@@ -517,23 +517,19 @@ TEST(AgentDemo, LongQueriesAndControlCharactersAreAnsweredAtOnce) {
   EXPECT_TRUE(advances(demo));
 }
 
-// Links planted in the runtime directory under the names of the agent's files (the issue's
-// trial: <pid>.json.tmp -> a file of root's, overwritten with the process's JSON), for the next
-// pids, since the demo's pid is not known before it starts. With `uid`, planted as that user
-// (setresuid in a child, as setpriv does: a shell loop would use up the pids it plants for).
-void plant_links(const fs::path& dir, const fs::path& target, uid_t uid) {
-  std::ifstream last_pid_file("/proc/sys/kernel/ns_last_pid");
-  int last_pid = 0;
-  last_pid_file >> last_pid;
+// Links planted in the runtime directory under the names of the agent's files for process `pid`
+// (the trial: <pid>.json.tmp -> a file of root's, overwritten with the process's JSON),
+// before it runs. With `uid`, planted as that user (setresuid in a child, as setpriv does).
+void plant_links(const fs::path& dir, const fs::path& target, uid_t uid, pid_t pid) {
   const pid_t child = fork();
   if (child == 0) {
     if (uid != geteuid() && (setgroups(0, nullptr) != 0 || setresgid(uid, uid, uid) != 0 ||
                              setresuid(uid, uid, uid) != 0)) {
       _exit(1);
     }
-    for (int pid = last_pid + 1; pid <= last_pid + 3000; ++pid) {
-      for (const char* suffix : {".json.tmp", ".json", ".sock"}) {
-        symlink(target.c_str(), (dir / (std::to_string(pid) + suffix)).c_str());
+    for (const char* suffix : {".json.tmp", ".json", ".sock"}) {
+      if (symlink(target.c_str(), (dir / (std::to_string(pid) + suffix)).c_str()) != 0) {
+        _exit(2);
       }
     }
     _exit(0);
@@ -549,10 +545,9 @@ TEST(AgentDemo, LinksPlantedUnderTheAgentsFileNamesAreReplacedNeverFollowed) {
   std::ofstream(target) << "precious\n";
   const fs::path runtime_dir = scratch.path() / "rt";
   fs::create_directory(runtime_dir);
-  plant_links(runtime_dir, target, geteuid());
-  Demo demo(Env{{"HOTSCOPE_RUNTIME_DIR", runtime_dir}});
-  ASSERT_TRUE(fs::is_symlink(runtime_dir / (std::to_string(demo.pid()) + ".json.tmp")))
-      << "the demo's pid was not among those planted for";
+  Demo demo(Env{{"HOTSCOPE_RUNTIME_DIR", runtime_dir}}, true, {},
+            [&](pid_t pid) { plant_links(runtime_dir, target, geteuid(), pid); });
+  ASSERT_TRUE(fs::is_symlink(runtime_dir / (std::to_string(demo.pid()) + ".json.tmp")));
   EXPECT_EQ(slurp(target), "precious\n");
   EXPECT_FALSE(fs::is_symlink(demo.info_path()));
   EXPECT_EQ(Json::parse(slurp(demo.info_path())).at("pid"), demo.pid());
@@ -573,11 +568,11 @@ TEST(AgentDemo, ARuntimeDirectoryHoldingAnotherUsersEntriesIsRefused) {
   fs::create_directory(runtime_dir);
   fs::permissions(runtime_dir, fs::perms::all);
   fs::permissions(scratch.path(), fs::perms::others_exec, fs::perm_options::add);
-  plant_links(runtime_dir, target, 65534);
-  Demo demo(Env{{"HOTSCOPE_RUNTIME_DIR", runtime_dir}}, false);
+  Demo demo(Env{{"HOTSCOPE_RUNTIME_DIR", runtime_dir}}, false, {},
+            [&](pid_t pid) { plant_links(runtime_dir, target, 65534, pid); });
   const bool planted = fs::is_symlink(runtime_dir / (std::to_string(demo.pid()) + ".json.tmp"));
   demo.stop();
-  ASSERT_TRUE(planted) << "the demo's pid was not among those planted for";
+  ASSERT_TRUE(planted);
   EXPECT_EQ(slurp(target), "precious\n");
   EXPECT_FALSE(fs::exists(demo.socket()));
   EXPECT_FALSE(fs::exists(demo.info_path()));

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -22,6 +23,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <sstream>
 #include <string>
@@ -109,12 +111,15 @@ inline const std::vector<std::string> kBusyDemo{"--rate", "10000"};
 // until the test ends.
 class Demo {
 public:
+  // `before_exec`: run by the test with the demo's pid while its forked process waits to exec it
+  // (to prepare files named after that pid).
   explicit Demo(const Env& env = {}, bool expect_agent = true,
-                const std::vector<std::string>& arguments = {})
+                const std::vector<std::string>& arguments = {},
+                const std::function<void(pid_t)>& before_exec = {})
       : runtime_dir_(runtime_dir_of(env)) {
     std::vector<std::string> command{HOTSCOPE_DEMO, "--seconds", "0", "--threads", "2"};
     command.insert(command.end(), arguments.begin(), arguments.end());
-    start(command, env, expect_agent);
+    start(command, env, expect_agent, before_exec);
   }
   explicit Demo(const Program& program, const Env& env = {}) : runtime_dir_(runtime_dir_of(env)) {
     start(program.command, env, true);
@@ -129,9 +134,16 @@ private:
     return named != env.end() ? fs::path(named->second) : scratch_.path() / "rt";
   }
 
-  void start(const std::vector<std::string>& command, const Env& env, bool expect_agent) {
+  void start(const std::vector<std::string>& command, const Env& env, bool expect_agent,
+             const std::function<void(pid_t)>& before_exec = {}) {
+    int go[2];
+    ASSERT_EQ(pipe2(go, O_CLOEXEC), 0);
     pid_ = fork();
     if (pid_ == 0) {
+      close(go[1]);
+      char ignored;
+      static_cast<void>(read(go[0], &ignored, 1)); // until the test closes its end
+      close(go[0]);
       prctl(PR_SET_PDEATHSIG, SIGKILL); // a test killed at its timeout takes the demo along
       setenv("HOTSCOPE_RUNTIME_DIR", runtime_dir_.c_str(), 1);
       // A small trace window: a snapshot of the default 32 MiB takes seconds under TSan.
@@ -150,6 +162,11 @@ private:
       execv(argv[0], const_cast<char* const*>(argv.data()));
       _exit(127);
     }
+    close(go[0]);
+    if (before_exec) {
+      before_exec(pid_);
+    }
+    close(go[1]);
     // The agent starts at load time, before main: a SIGTERM sent then would kill the demo
     // instead of ending it through main. Sanitized builds start slowly.
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
