@@ -238,6 +238,20 @@ TEST(HeapRun, ReturnsTheProgramsExitStatus) {
   EXPECT_EQ(shell(std::string(HOTSCOPE_CLI) + " run --heap -- /nonexistent/program 2>/dev/null"),
             127);
   EXPECT_NE(shell(std::string(HOTSCOPE_CLI) + " run 2>/dev/null"), 0); // no program given
+  EXPECT_EQ(hotscope::test_support::output_of(std::string(HOTSCOPE_CLI) +
+                                              " run -- /nonexistent/program 2>&1"),
+            "hotscope: cannot run /nonexistent/program: No such file or directory\n");
+}
+
+// The variables that name the program's process (docs/heap.md, "The report at exit") carry its
+// pid, which the launcher learns only once it started it; the program's own variables pass on.
+TEST(HeapRun, TheProgramsEnvironmentNamesItsOwnPid) {
+  const std::string seen = hotscope::test_support::output_of(
+      "HOTSCOPE_HEAP_MODE=off MINE=kept " + std::string(HOTSCOPE_CLI) +
+      " run --heap -- /bin/sh -c 'echo $$ $HOTSCOPE_RUN_PID $HOTSCOPE_HEAP_PID $MINE'");
+  const std::string pid = seen.substr(0, seen.find(' '));
+  EXPECT_FALSE(pid.empty());
+  EXPECT_EQ(seen, pid + " " + pid + " " + pid + " kept\n");
 }
 
 } // namespace

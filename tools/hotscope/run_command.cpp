@@ -33,7 +33,7 @@ std::string preload_library(const char* variable, const char* installed_path,
     return chosen;
   }
   if (*build_tree_path == '\0') {
-    // In `hotscope run`'s child before exec, where no exception can reach the command.
+    // Where no exception can reach the command (an attach under way).
     std::fprintf(stderr,
                  "hotscope: this hotscope was built without its preload libraries (a sanitizer "
                  "build): name one with %s\n",
@@ -52,58 +52,125 @@ std::string preload_library(const char* variable, const char* installed_path,
   return build_tree_path;
 }
 
-// Puts `library` first in LD_PRELOAD.
-void preload(const std::string& library) {
-  std::string value = library;
-  if (const char* existing = std::getenv("LD_PRELOAD"); existing != nullptr && *existing) {
-    value += std::string(":") + existing;
+// The program's environment: the launcher's with hotscope's variables, made before the program's
+// process starts. That process is a vfork of the launcher, which only writes its own pid into the
+// variables that name it and execs: a fork would copy the launcher's page tables, and its exec
+// tear them down again, on the program's CPU time (about a millisecond).
+class ProgramEnvironment {
+public:
+  ProgramEnvironment() {
+    for (char** entry = environ; *entry != nullptr; ++entry) {
+      entries_.emplace_back(*entry);
+    }
   }
-  setenv("LD_PRELOAD", value.c_str(), 1);
-}
+  // setenv(name, value, overwrite) on the copy.
+  void set(const std::string& name, const std::string& value, bool overwrite = true) {
+    const std::string prefix = name + "=";
+    for (std::string& entry : entries_) {
+      if (entry.compare(0, prefix.size(), prefix) == 0) {
+        if (overwrite) {
+          entry = prefix + value;
+        }
+        return;
+      }
+    }
+    entries_.push_back(prefix + value);
+  }
+  const char* get(const std::string& name) const {
+    const std::string prefix = name + "=";
+    for (const std::string& entry : entries_) {
+      if (entry.compare(0, prefix.size(), prefix) == 0) {
+        return entry.c_str() + prefix.size();
+      }
+    }
+    return nullptr;
+  }
+  // `name` will be the program's pid: room for it, filled by fill_pids() in its process.
+  void set_to_program_pid(const std::string& name) {
+    set(name, std::string(kPidDigits, '0'));
+    pid_names_.push_back(name);
+  }
+  // Puts `library` first in LD_PRELOAD.
+  void preload(const std::string& library) {
+    const char* existing = get("LD_PRELOAD");
+    set("LD_PRELOAD", existing != nullptr && *existing ? library + ":" + existing : library);
+  }
+  // Makes envp(); the entries must not change after this.
+  void prepare() {
+    pointers_.clear();
+    pid_slots_.clear();
+    for (std::string& entry : entries_) {
+      pointers_.push_back(entry.data());
+      for (const std::string& name : pid_names_) {
+        if (entry.size() == name.size() + 1 + kPidDigits &&
+            entry.compare(0, name.size() + 1, name + "=") == 0) {
+          pid_slots_.push_back(entry.data() + name.size() + 1);
+        }
+      }
+    }
+    pointers_.push_back(nullptr);
+  }
+  char** envp() { return pointers_.data(); }
+  // In the vforked process: system calls and stores only.
+  void fill_pids() {
+    unsigned long pid = static_cast<unsigned long>(getpid());
+    char digits[kPidDigits + 1];
+    char* end = digits + kPidDigits;
+    char* first = end;
+    *end = '\0';
+    do {
+      *--first = static_cast<char>('0' + pid % 10);
+      pid /= 10;
+    } while (pid != 0 && first != digits);
+    for (char* slot : pid_slots_) {
+      std::memcpy(slot, first, static_cast<std::size_t>(end - first) + 1);
+    }
+  }
 
-// In the child: the environment the profiled program starts with, then the program itself.
-// `raw_report`: where the sampled mode leaves the report for the launcher to symbolize ("": none).
-[[noreturn]] void exec_program(const std::vector<std::string>& command, const RunOptions& options,
-                               const std::string& raw_report) {
+private:
+  static constexpr std::size_t kPidDigits = 10;
+  std::vector<std::string> entries_;
+  std::vector<std::string> pid_names_;
+  std::vector<char*> pointers_;
+  std::vector<char*> pid_slots_;
+};
+
+// The environment the profiled program starts with. `raw_report`: where the sampled mode leaves
+// the report for the launcher to symbolize ("": none).
+ProgramEnvironment program_environment(const RunOptions& options, const std::string& raw_report) {
+  ProgramEnvironment environment;
   if (!options.out_dir.empty()) {
-    setenv("HOTSCOPE_OUT", options.out_dir.c_str(), 1);
+    environment.set("HOTSCOPE_OUT", options.out_dir);
   }
   if (!options.summary) {
-    setenv("HOTSCOPE_HEAP_SUMMARY", "0", 1);
+    environment.set("HOTSCOPE_HEAP_SUMMARY", "0");
   }
   // SIGTERM, SIGINT and SIGHUP write the reports before they end the program, unless the user
   // said otherwise.
-  setenv("HOTSCOPE_ON_SIGNAL", "report", 0);
+  environment.set("HOTSCOPE_ON_SIGNAL", "report", false);
   // The program itself writes DIR/heap.json and DIR/cpu.*; processes it execs write
   // heap.<name>.<pid>.json and DIR/<name>.<pid>/cpu.*.
-  setenv("HOTSCOPE_RUN_PID", std::to_string(getpid()).c_str(), 1);
+  environment.set_to_program_pid("HOTSCOPE_RUN_PID");
   if (options.cpu) {
-    setenv("HOTSCOPE_CPU_HZ", "99", 0);
+    environment.set("HOTSCOPE_CPU_HZ", "99", false);
   }
   if (options.locks) {
-    setenv("HOTSCOPE_LOCKS", "1", 0); // HOTSCOPE_LOCKS=hold asks for hold times too
+    environment.set("HOTSCOPE_LOCKS", "1", false); // HOTSCOPE_LOCKS=hold asks for hold times too
   }
   // libhotscope-run.so under every option: the live agent and the crash reports (it stands
   // down in a program linked with hotscope, which has them already).
   if (options.cpu || options.locks || options.heap) {
-    preload(run_preload_path());
+    environment.preload(run_preload_path());
   }
   if (options.heap) {
-    preload(heap_preload_path());
-    setenv("HOTSCOPE_HEAP_PID", std::to_string(getpid()).c_str(), 1);
+    environment.preload(heap_preload_path());
+    environment.set_to_program_pid("HOTSCOPE_HEAP_PID");
     if (!raw_report.empty()) {
-      setenv("HOTSCOPE_HEAP_RAW_REPORT", raw_report.c_str(), 1);
-      setenv("HOTSCOPE_HEAP_LAUNCHER", std::to_string(getppid()).c_str(), 1);
+      environment.set("HOTSCOPE_HEAP_RAW_REPORT", raw_report);
+      environment.set("HOTSCOPE_HEAP_LAUNCHER", std::to_string(getpid()));
     }
   }
-  std::vector<char*> argv;
-  for (const std::string& argument : command) {
-    argv.push_back(const_cast<char*>(argument.c_str()));
-  }
-  argv.push_back(nullptr);
-  execvp(argv[0], argv.data());
-  std::fprintf(stderr, "hotscope: cannot run %s: %s\n", argv[0], std::strerror(errno));
-  _exit(127);
+  return environment;
 }
 
 // Ends the launcher as the program ended: killed by the same signal where that ends a process
@@ -213,9 +280,17 @@ int run_program(const std::vector<std::string>& command, const RunOptions& optio
   const RemovedAtReturn raw_directory{options.heap ? raw_report_directory() : ""};
   const std::string raw_report =
       raw_directory.directory.empty() ? "" : raw_directory.directory + "/heap.raw";
-  const pid_t child = fork();
+  ProgramEnvironment environment = program_environment(options, raw_report);
+  environment.prepare();
+  std::vector<char*> argv;
+  for (const std::string& argument : command) {
+    argv.push_back(const_cast<char*>(argument.c_str()));
+  }
+  argv.push_back(nullptr);
+  volatile int exec_error = 0; // the vforked process's, seen here once it exec'd or ended
+  const pid_t child = vfork();
   if (child < 0) {
-    std::fprintf(stderr, "hotscope: cannot start %s: fork failed: %s\n", command[0].c_str(),
+    std::fprintf(stderr, "hotscope: cannot start %s: vfork failed: %s\n", command[0].c_str(),
                  std::strerror(errno));
     return 127;
   }
@@ -226,8 +301,14 @@ int run_program(const std::vector<std::string>& command, const RunOptions& optio
     if (prctl(PR_SET_PDEATHSIG, SIGTERM) != 0 || getppid() != launcher) {
       _exit(127);
     }
+    environment.fill_pids();
     sigprocmask(SIG_SETMASK, &before, nullptr);
-    exec_program(command, options, raw_report);
+    execvpe(argv[0], argv.data(), environment.envp());
+    exec_error = errno;
+    _exit(127);
+  }
+  if (exec_error != 0) {
+    std::fprintf(stderr, "hotscope: cannot run %s: %s\n", argv[0], std::strerror(exec_error));
   }
   int status = 0;
   rusage usage{};
