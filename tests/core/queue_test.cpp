@@ -19,7 +19,7 @@ using trace::Aggregator;
 
 // Refs 1..9 are queue locations named "q<ref % 3>", so refs 1 and 4 both name queue "q1"; ref 10
 // is a scope.
-trace::Resolver resolver() {
+trace::Resolver queue_resolver() {
   return {[](std::uint64_t ref) {
             return trace::LocationText{ref == 10 ? "scope" : "q" + std::to_string(ref % 3), "q.cpp",
                                        static_cast<std::uint32_t>(ref)};
@@ -38,7 +38,7 @@ hotscope_record capacity(std::uint64_t ticks, std::uint64_t ref, std::uint64_t n
 }
 
 TEST(Queues, CountsWaitsAndDepthAreExact) {
-  Aggregator aggregator(1 << 20, resolver());
+  Aggregator aggregator(1 << 20, queue_resolver());
   const auto producer = aggregator.add_thread(1, "producer");
   const auto consumer = aggregator.add_thread(2, "");
   // Three items into q1 (from two places, refs 1 and 4), two of them popped: waits 300 and 50.
@@ -70,7 +70,7 @@ TEST(Queues, CountsWaitsAndDepthAreExact) {
 }
 
 TEST(Queues, PushesAndPopsAreTraceEventsWithTheItemId) {
-  Aggregator aggregator(1 << 20, resolver());
+  Aggregator aggregator(1 << 20, queue_resolver());
   const auto t = aggregator.add_thread(1, "main");
   aggregator.consume(t, std::vector{push(100, 1, 42), pop(200, 1, 42)});
   const Snapshot s = aggregator.snapshot(manual_time_at(1000));
@@ -84,7 +84,7 @@ TEST(Queues, PushesAndPopsAreTraceEventsWithTheItemId) {
 }
 
 TEST(Queues, APopDrainedBeforeItsPushStillFindsIt) {
-  Aggregator aggregator(1 << 20, resolver());
+  Aggregator aggregator(1 << 20, queue_resolver());
   const auto producer = aggregator.add_thread(1, "producer");
   const auto consumer = aggregator.add_thread(2, "consumer");
   // The consumer's ring is drained first, in the same pass, and in the next one.
@@ -104,7 +104,7 @@ TEST(Queues, APopDrainedBeforeItsPushStillFindsIt) {
 }
 
 TEST(Queues, DoublePopsAndPopsNeverPushedAreCountedOnceAPassHasEnded) {
-  Aggregator aggregator(1 << 20, resolver());
+  Aggregator aggregator(1 << 20, queue_resolver());
   const auto t = aggregator.add_thread(1, "main");
   aggregator.consume(t, std::vector{push(100, 1, 1), pop(200, 1, 1), pop(300, 1, 1),
                                     pop(400, 1, 77), pop(450, 1, 77)});
@@ -123,7 +123,7 @@ TEST(Queues, DoublePopsAndPopsNeverPushedAreCountedOnceAPassHasEnded) {
 }
 
 TEST(Queues, AnIdPushedTwiceGivesUpItsFirstPush) {
-  Aggregator aggregator(1 << 20, resolver());
+  Aggregator aggregator(1 << 20, queue_resolver());
   const auto t = aggregator.add_thread(1, "main");
   aggregator.consume(t, std::vector{push(100, 1, 5), push(300, 1, 5), pop(400, 1, 5)});
   const QueueStats q = named(aggregator.snapshot(manual_time_at(1000)).queues, "q1");
@@ -134,7 +134,7 @@ TEST(Queues, AnIdPushedTwiceGivesUpItsFirstPush) {
 }
 
 TEST(Queues, AQueueThatNeverPopsKeepsTheNewestIdsUpToTheCap) {
-  Aggregator aggregator(1 << 20, resolver());
+  Aggregator aggregator(1 << 20, queue_resolver());
   const auto t = aggregator.add_thread(1, "main");
   const std::size_t cap = trace::QueueTable::kPendingPerQueue;
   std::vector<hotscope_record> records;
@@ -158,7 +158,7 @@ TEST(Queues, AQueueThatNeverPopsKeepsTheNewestIdsUpToTheCap) {
 }
 
 TEST(Queues, ResetRestartsCountsButItemsStillWaitingStay) {
-  Aggregator aggregator(1 << 20, resolver());
+  Aggregator aggregator(1 << 20, queue_resolver());
   const auto t = aggregator.add_thread(1, "main");
   aggregator.consume(t, std::vector{push(100, 1, 1), push(110, 1, 2), pop(120, 1, 1)});
   aggregator.reset();
@@ -173,7 +173,7 @@ TEST(Queues, ResetRestartsCountsButItemsStillWaitingStay) {
 }
 
 TEST(Queues, EachNameIsOneQueueSortedByName) {
-  Aggregator aggregator(1 << 20, resolver());
+  Aggregator aggregator(1 << 20, queue_resolver());
   const auto t = aggregator.add_thread(1, "main");
   aggregator.consume(t, std::vector{push(1, 2, 1), push(2, 1, 1), push(3, 3, 1), push(4, 5, 2)});
   const Snapshot s = aggregator.snapshot(manual_time_at(1000));

@@ -18,7 +18,7 @@ using test_support::named;
 using trace::Aggregator;
 
 // Ref 1 is the coroutine "fetch", ref 2 the Asio operation "timer.async_wait", ref 3 a scope.
-trace::Resolver resolver() {
+trace::Resolver task_resolver() {
   return {[](std::uint64_t ref) {
             if (ref == 1) {
               return trace::LocationText{"fetch", "task.cpp", 1, 0};
@@ -50,7 +50,7 @@ void feed_task_on_two_threads(Aggregator& aggregator, std::uint32_t a, std::uint
 }
 
 TEST(Tasks, RunningWaitingAndLifetimeAreExactAcrossThreads) {
-  Aggregator aggregator(1 << 20, resolver());
+  Aggregator aggregator(1 << 20, task_resolver());
   const auto a = aggregator.add_thread(1, "a");
   const auto b = aggregator.add_thread(2, "b");
   feed_task_on_two_threads(aggregator, a, b);
@@ -75,7 +75,7 @@ TEST(Tasks, RunningWaitingAndLifetimeAreExactAcrossThreads) {
 }
 
 TEST(Tasks, AnEndedTaskCountsBeforeItsLastPassEnds) {
-  Aggregator aggregator(1 << 20, resolver());
+  Aggregator aggregator(1 << 20, task_resolver());
   const auto a = aggregator.add_thread(1, "a");
   const auto b = aggregator.add_thread(2, "b");
   feed_task_on_two_threads(aggregator, a, b);
@@ -85,7 +85,7 @@ TEST(Tasks, AnEndedTaskCountsBeforeItsLastPassEnds) {
 }
 
 TEST(Tasks, SlicesThatArriveAfterTheEndStillCount) {
-  Aggregator aggregator(1 << 20, resolver());
+  Aggregator aggregator(1 << 20, task_resolver());
   const auto a = aggregator.add_thread(1, "a");
   const auto b = aggregator.add_thread(2, "b");
   // A's ring (creation, the end) is drained before B's slice arrives, in the same pass.
@@ -103,7 +103,7 @@ TEST(Tasks, SlicesThatArriveAfterTheEndStillCount) {
 }
 
 TEST(Tasks, ATaskDestroyedWhileSuspendedIsCountedUnfinished) {
-  Aggregator aggregator(1 << 20, resolver());
+  Aggregator aggregator(1 << 20, task_resolver());
   const auto a = aggregator.add_thread(1, "a");
   aggregator.consume(
       a, std::vector{
@@ -124,7 +124,7 @@ TEST(Tasks, ATaskDestroyedWhileSuspendedIsCountedUnfinished) {
 }
 
 TEST(Tasks, AsioOperationsAreTasksOfTheirOwnKind) {
-  Aggregator aggregator(1 << 20, resolver());
+  Aggregator aggregator(1 << 20, task_resolver());
   const auto a = aggregator.add_thread(1, "a");
   aggregator.consume(a, std::vector{task(HOTSCOPE_RECORD_TASK_CREATE, 0, 5, 2),
                                     task(HOTSCOPE_RECORD_TASK_RESUME, 1000, 5, 2),
@@ -140,7 +140,7 @@ TEST(Tasks, AsioOperationsAreTasksOfTheirOwnKind) {
 }
 
 TEST(Tasks, SlicesAreTraceEventsNestedInTheirThreadsScopes) {
-  Aggregator aggregator(1 << 20, resolver());
+  Aggregator aggregator(1 << 20, task_resolver());
   const auto a = aggregator.add_thread(1, "a");
   aggregator.consume(
       a, std::vector{
@@ -203,7 +203,7 @@ TEST(Tasks, FollowedTasksAreCappedAndTheOldestGivenUp) {
 }
 
 TEST(Tasks, TenThousandShortLivedTasksLeaveNothingFollowed) {
-  Aggregator aggregator(1 << 20, resolver());
+  Aggregator aggregator(1 << 20, task_resolver());
   const auto a = aggregator.add_thread(1, "a");
   const auto run = [&](std::uint64_t first, std::uint64_t count) {
     std::vector<hotscope_record> records;

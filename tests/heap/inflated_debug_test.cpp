@@ -28,11 +28,7 @@ namespace fs = std::filesystem;
 using hotscope::symbols::Symbolizer;
 using hotscope::symbols::SymbolizerOptions;
 using hotscope::test_support::output_of;
-
-int run(const std::string& command) {
-  const int status = std::system(command.c_str());
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
+using hotscope::test_support::shell;
 
 std::string contents(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
@@ -61,9 +57,10 @@ protected:
     fs::create_directories(dir / "plain" / name);
     fs::create_directories(dir / "compressed" / name);
     const std::string l = library.string();
-    ASSERT_EQ(run("objcopy --only-keep-debug " + l + " " + (dir / "plain" / name).string() +
-                  ".debug && objcopy --only-keep-debug --compress-debug-sections=zlib " + l + " " +
-                  (dir / "compressed" / name).string() + ".debug && strip --strip-all " + l),
+    ASSERT_EQ(shell("objcopy --only-keep-debug " + l + " " + (dir / "plain" / name).string() +
+                    ".debug && objcopy --only-keep-debug --compress-debug-sections=zlib " + l +
+                    " " + (dir / "compressed" / name).string() + ".debug && strip --strip-all " +
+                    l),
               0);
     fs::remove(dir / "plain" / name);
     fs::remove(dir / "compressed" / name);

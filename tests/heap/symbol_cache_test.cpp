@@ -67,7 +67,7 @@ std::uintptr_t function_address(void* library, const char* name) {
 
 TEST(HeapSymbolCache, RefreshLearnsLoadedLibrariesAndForgetsUnloadedOnes) {
   Symbolizer symbolizer;
-  const auto own = reinterpret_cast<std::uintptr_t>(&capture);
+  const auto own = reinterpret_cast<std::uintptr_t>(&hotscope::test_support::capture);
   symbolizer.resolve(own);
   symbolizer.refresh(); // libdw may load libdebuginfod on first use
   ASSERT_NE(symbolizer.resolve(own).back().function.find("capture"), std::string::npos);

@@ -25,11 +25,7 @@ namespace {
 namespace fs = std::filesystem;
 using hotscope::symbols::SymbolTable;
 using hotscope::test_support::output_of;
-
-int run(const std::string& command) {
-  const int status = std::system(command.c_str());
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
+using hotscope::test_support::shell;
 
 // `count` addresses spread evenly over the code `nm` lists in `object` (its dynamic symbols with
 // `dynamic`), plus the first byte and the last of up to 500 functions: inside functions, at their
@@ -173,7 +169,7 @@ TEST_F(OwnProgram, WithDebugInformation) {
 
 TEST_F(OwnProgram, WithoutDebugInformation) {
   const fs::path program = copy("no-dwarf");
-  ASSERT_EQ(run("objcopy --strip-debug " + program.string()), 0);
+  ASSERT_EQ(shell("objcopy --strip-debug " + program.string()), 0);
   expect_names_as_built(SymbolTable::of_file(program));
 }
 
@@ -186,8 +182,8 @@ TEST_F(OwnProgram, StrippedWithADebugFileFoundByBuildId) {
   const fs::path debug_file =
       dir / "debug" / ".build-id" / build_id.substr(0, 2) / (build_id.substr(2) + ".debug");
   fs::create_directories(debug_file.parent_path());
-  ASSERT_EQ(run("objcopy --only-keep-debug " + program.string() + " " + debug_file.string() +
-                " && strip --strip-all " + program.string()),
+  ASSERT_EQ(shell("objcopy --only-keep-debug " + program.string() + " " + debug_file.string() +
+                  " && strip --strip-all " + program.string()),
             0);
   const SymbolTable without = SymbolTable::of_file(program, (dir / "nowhere").string());
   const SymbolTable with = SymbolTable::of_file(program, (dir / "debug").string());
@@ -200,14 +196,14 @@ TEST_F(OwnProgram, StrippedWithMiniDebugInfo) {
   const fs::path program = copy("mini");
   const std::string p = program.string();
   const std::string d = dir.string();
-  ASSERT_EQ(run("cd " + d + " && nm -D " + p +
-                " --format=posix --defined-only | awk '{print $1}' | sort > dynsyms && nm " + p +
-                " --format=posix --defined-only | awk '$2 ~ /[TtW]/ {print $1}' | sort > funcsyms"
-                " && comm -13 dynsyms funcsyms > keep && objcopy --only-keep-debug " +
-                p +
-                " mini.debug && objcopy -S --remove-section .comment --keep-symbols=keep "
-                "mini.debug && xz -f mini.debug && strip --strip-all " +
-                p + " && objcopy --add-section .gnu_debugdata=mini.debug.xz " + p),
+  ASSERT_EQ(shell("cd " + d + " && nm -D " + p +
+                  " --format=posix --defined-only | awk '{print $1}' | sort > dynsyms && nm " + p +
+                  " --format=posix --defined-only | awk '$2 ~ /[TtW]/ {print $1}' | sort > funcsyms"
+                  " && comm -13 dynsyms funcsyms > keep && objcopy --only-keep-debug " +
+                  p +
+                  " mini.debug && objcopy -S --remove-section .comment --keep-symbols=keep "
+                  "mini.debug && xz -f mini.debug && strip --strip-all " +
+                  p + " && objcopy --add-section .gnu_debugdata=mini.debug.xz " + p),
             0);
   // Against eu-addr2line on the same file: of two aliases (a constructor's C1 and C2 forms)
   // MiniDebugInfo may list the other first.
