@@ -90,17 +90,19 @@ bool sampler_thread_exists() {
   return false;
 }
 
+} // namespace
+
+// Outside the anonymous namespace: the tests derive from it, and a unity build compiles this file
+// as an included one, where GCC warns of such a base (-Wsubobject-linkage).
 class CpuSampler : public ::testing::Test {
 protected:
   void SetUp() override {
-    ASSERT_EQ(cpu::start(kHz), "");
-    trace::reset();
+    ASSERT_EQ(hotscope::cpu::start(kHz), "");
+    hotscope::trace::reset();
   }
-  void TearDown() override { cpu::stop(); }
+  void TearDown() override { hotscope::cpu::stop(); }
   static constexpr unsigned kHz = 997;
 };
-
-} // namespace
 
 extern "C" __attribute__((noinline)) void hotscope_test_leaf_spin(double seconds) {
   spin_cpu(seconds);
