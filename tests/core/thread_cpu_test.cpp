@@ -75,15 +75,21 @@ TEST(ThreadCpu, AThreadThatEndedKeepsItsCpuTimeAndSwitches) {
 }
 
 // The user/system split comes from tick counts and shifts as they grow; neither part may fall.
+// The thread spends time in the kernel too (reads of /dev/zero), so that both parts grow: a
+// thread that only computes may get no tick in system time at all.
 TEST(ThreadCpu, TwoHundredReadsOfABusyThreadNeverFall) {
   std::atomic<bool> stop{false};
   std::atomic<std::int64_t> tid{0};
   std::thread busy([&] {
     HOTSCOPE_SCOPE("busy");
     tid = this_tid();
+    const int zeros = open("/dev/zero", O_RDONLY | O_CLOEXEC);
+    std::vector<char> buffer(1 << 20);
     while (!stop) {
       burn_cpu(1'000'000);
+      static_cast<void>(read(zeros, buffer.data(), buffer.size()));
     }
+    close(zeros);
   });
   while (tid == 0) {
     std::this_thread::sleep_for(1ms);
