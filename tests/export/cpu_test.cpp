@@ -9,8 +9,10 @@
 #include <dlfcn.h>
 #include <unistd.h>
 
+#include <cstdint>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <sstream>
 #include <string>
 
@@ -25,17 +27,31 @@ std::string cpu_folded(const Snapshot& snapshot) {
   return out.str();
 }
 
-// The test program's frame as "export_test+0xOFFSET": its code is mapped at the file offset
-// equal to its virtual address (the linker lays a PIE out so), counted from the load base.
+// The test program's frame as "export_test+0xOFFSET", OFFSET in its file: from the line of
+// /proc/self/maps that maps it (whatever layout the linker chose).
 std::string program_frame() {
   Dl_info info{};
   const void* code = reinterpret_cast<const void*>(&testing::cpu_fixture_code);
   EXPECT_NE(dladdr(code, &info), 0);
   EXPECT_EQ(info.dli_sname, nullptr) << "the test program exports no symbol";
-  std::ostringstream name;
-  name << fs::read_symlink("/proc/self/exe").filename().string() << "+0x" << std::hex
-       << (testing::code_address(code) - testing::code_address(info.dli_fbase));
-  return name.str();
+  const std::uint64_t address = testing::code_address(code);
+  std::ifstream maps("/proc/self/maps");
+  std::string line;
+  while (std::getline(maps, line)) {
+    std::uint64_t begin = 0, end = 0, offset = 0;
+    char dash = 0;
+    std::string permissions;
+    std::istringstream fields(line);
+    fields >> std::hex >> begin >> dash >> end >> permissions >> offset;
+    if (address >= begin && address < end) {
+      std::ostringstream name;
+      name << fs::read_symlink("/proc/self/exe").filename().string() << "+0x" << std::hex
+           << address - begin + offset;
+      return name.str();
+    }
+  }
+  ADD_FAILURE() << "no mapping holds the test program's code";
+  return "";
 }
 
 TEST(ExportCpuFolded, OneLinePerStackRootFirstWithItsSamples) {
