@@ -65,30 +65,22 @@ public:
   }
   // setenv(name, value, overwrite) on the copy.
   void set(const std::string& name, const std::string& value, bool overwrite = true) {
-    const std::string prefix = name + "=";
-    for (std::string& entry : entries_) {
-      if (entry.compare(0, prefix.size(), prefix) == 0) {
-        if (overwrite) {
-          entry = prefix + value;
-        }
-        return;
+    if (std::string* entry = entry_of(name)) {
+      if (overwrite) {
+        *entry = name + "=" + value;
       }
+      return;
     }
-    entries_.push_back(prefix + value);
+    entries_.push_back(name + "=" + value);
   }
-  const char* get(const std::string& name) const {
-    const std::string prefix = name + "=";
-    for (const std::string& entry : entries_) {
-      if (entry.compare(0, prefix.size(), prefix) == 0) {
-        return entry.c_str() + prefix.size();
-      }
-    }
-    return nullptr;
+  const char* get(const std::string& name) {
+    const std::string* entry = entry_of(name);
+    return entry != nullptr ? entry->c_str() + name.size() + 1 : nullptr;
   }
   // `name` will be the program's pid: room for it, filled by fill_pids() in its process.
   void set_to_program_pid(const std::string& name) {
     set(name, std::string(kPidDigits, '0'));
-    pid_names_.push_back(name);
+    pid_entries_.push_back(entry_of(name) - entries_.data());
   }
   // Puts `library` first in LD_PRELOAD.
   void preload(const std::string& library) {
@@ -98,17 +90,15 @@ public:
   // Makes envp(); the entries must not change after this.
   void prepare() {
     pointers_.clear();
-    pid_slots_.clear();
     for (std::string& entry : entries_) {
       pointers_.push_back(entry.data());
-      for (const std::string& name : pid_names_) {
-        if (entry.size() == name.size() + 1 + kPidDigits &&
-            entry.compare(0, name.size() + 1, name + "=") == 0) {
-          pid_slots_.push_back(entry.data() + name.size() + 1);
-        }
-      }
     }
     pointers_.push_back(nullptr);
+    pid_slots_.clear();
+    for (const std::ptrdiff_t index : pid_entries_) {
+      std::string& entry = entries_[static_cast<std::size_t>(index)];
+      pid_slots_.push_back(entry.data() + entry.find('=') + 1);
+    }
   }
   char** envp() { return pointers_.data(); }
   // In the vforked process: system calls and stores only.
@@ -128,9 +118,19 @@ public:
   }
 
 private:
+  std::string* entry_of(const std::string& name) {
+    for (std::string& entry : entries_) {
+      if (entry.size() > name.size() && entry[name.size()] == '=' &&
+          entry.compare(0, name.size(), name) == 0) {
+        return &entry;
+      }
+    }
+    return nullptr;
+  }
+
   static constexpr std::size_t kPidDigits = 10;
   std::vector<std::string> entries_;
-  std::vector<std::string> pid_names_;
+  std::vector<std::ptrdiff_t> pid_entries_; // entries_' indexes
   std::vector<char*> pointers_;
   std::vector<char*> pid_slots_;
 };
