@@ -8,16 +8,11 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstring>
 #include <filesystem>
 #include <string_view>
 
 namespace hotscope::agent {
 namespace {
-
-std::string errno_text() {
-  return std::strerror(errno);
-}
 
 // The mark an agent left after it found every entry ours: a plain file of ours with no other
 // name (a hard link to a file of ours, made by someone else, is not it).
@@ -44,7 +39,7 @@ std::string foreign_entry(const std::string& dir, int dir_fd, uid_t user) {
     if (fd >= 0) {
       close(fd);
     }
-    return text::cat("cannot use the runtime directory ", dir, ": ", errno_text());
+    return text::cat("cannot use the runtime directory ", dir, ": ", text::errno_text());
   }
   std::string problem;
   while (problem.empty()) {
@@ -73,7 +68,7 @@ std::string check_dir(const std::string& dir, int fd) {
   struct stat status {};
   const uid_t user = geteuid();
   if (fstat(fd, &status) != 0) {
-    return text::cat("cannot use the runtime directory ", dir, ": ", errno_text());
+    return text::cat("cannot use the runtime directory ", dir, ": ", text::errno_text());
   }
   if (status.st_uid != user) { // it could watch or replace our socket
     return text::cat("the runtime directory ", dir, " belongs to uid ", status.st_uid,
@@ -87,7 +82,7 @@ std::string check_dir(const std::string& dir, int fd) {
     unlinkat(fd, kCheckedMark, 0);
     if (fchmod(fd, 0700) != 0) {
       return text::cat("cannot make the runtime directory ", dir,
-                       " private (mode 0700): ", errno_text());
+                       " private (mode 0700): ", text::errno_text());
     }
   }
   // Private since an agent found every entry ours: nobody else can have added one. Else each
@@ -119,14 +114,14 @@ std::string prepare_dir(const std::string& dir) {
     std::filesystem::create_directories(parent, error);
   }
   if (mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
-    return text::cat("cannot create the runtime directory ", dir, ": ", errno_text());
+    return text::cat("cannot create the runtime directory ", dir, ": ", text::errno_text());
   }
   const int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0) {
     if (errno == ENOTDIR || errno == ELOOP) {
       return text::cat("the runtime directory ", dir, " is not a directory");
     }
-    return text::cat("cannot use the runtime directory ", dir, ": ", errno_text());
+    return text::cat("cannot use the runtime directory ", dir, ": ", text::errno_text());
   }
   std::string problem = check_dir(dir, fd);
   close(fd);

@@ -67,10 +67,6 @@ void dispose_broken() {
   delete agent;
 }
 
-std::string errno_text() {
-  return std::strerror(errno);
-}
-
 // A listening Unix socket at `path`, mode 0600. Returns the fd, or -1 and sets `problem`.
 int listen_unix(const std::string& path, std::string& problem) {
   sockaddr_un address{};
@@ -83,14 +79,14 @@ int listen_unix(const std::string& path, std::string& problem) {
   std::memcpy(address.sun_path, path.c_str(), path.size() + 1);
   const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (fd < 0) {
-    problem = text::cat("cannot create a Unix socket: ", errno_text());
+    problem = text::cat("cannot create a Unix socket: ", text::errno_text());
     return -1;
   }
   // A socket left by a process that had this pid before and died without cleaning up.
   unlink(path.c_str());
   if (bind(fd, reinterpret_cast<const sockaddr*>(&address), sizeof(address)) != 0 ||
       chmod(path.c_str(), 0600) != 0 || listen(fd, kListenBacklog) != 0) {
-    problem = text::cat("cannot listen on ", path, ": ", errno_text());
+    problem = text::cat("cannot listen on ", path, ": ", text::errno_text());
     close(fd);
     unlink(path.c_str());
     return -1;

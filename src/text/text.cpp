@@ -1,9 +1,11 @@
 #include "text/text.hpp"
 
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 
 namespace hotscope::text {
 namespace {
@@ -292,6 +294,10 @@ JsonWriter& JsonWriter::close(char bracket) {
   }
   out_ += bracket;
   return *this;
+}
+
+std::string errno_text() {
+  return std::strerror(errno);
 }
 
 } // namespace hotscope::text

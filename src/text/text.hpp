@@ -23,6 +23,9 @@ std::string shortest(double value);
 // `value` in lowercase hexadecimal without a prefix, zero-padded to at least `digits` digits.
 std::string hex(std::uint64_t value, int digits = 1);
 
+// What the C library says of the current errno (strerror), for one-line diagnostics.
+std::string errno_text();
+
 // Display columns of UTF-8 text, counted as code points (what "µ" and "…" need).
 std::size_t columns(std::string_view text);
 // `text` followed (pad_right) or preceded (pad_left) by spaces up to `width` columns.

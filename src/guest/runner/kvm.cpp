@@ -9,6 +9,7 @@
 #include "guest/runner/runner.hpp"
 #include "guest/runner/session.hpp"
 #include "runtime/runtime.hpp"
+#include "text/text.hpp"
 
 #include "hotscope_guest_abi.h"
 
@@ -69,10 +70,6 @@ std::string hex(std::uint64_t value) {
   char text[32];
   std::snprintf(text, sizeof text, "0x%llx", static_cast<unsigned long long>(value));
   return text;
-}
-
-std::string errno_text() {
-  return std::strerror(errno);
 }
 
 class Fd {
@@ -195,7 +192,7 @@ public:
     flat_.emplace(memory_, 0, options_.memory_bytes);
     std::optional<ClockAnchor> anchor = clock_anchor();
     if (!anchor) {
-      return "cannot read the vCPU's TSC (KVM_GET_MSRS): " + errno_text();
+      return "cannot read the vCPU's TSC (KVM_GET_MSRS): " + text::errno_text();
     }
     session_.emplace(options_,
                      options_.track_name.empty() ? default_track_name(path) : options_.track_name,
@@ -212,7 +209,7 @@ private:
   std::string create_vm() {
     kvm_ = Fd(open("/dev/kvm", O_RDWR | O_CLOEXEC));
     if (kvm_.get() < 0) {
-      return "cannot open /dev/kvm: " + errno_text() +
+      return "cannot open /dev/kvm: " + text::errno_text() +
              "; a KVM guest needs read-write access to it (or run the guest's process build "
              "as a child process: hotscope vm run --process)";
     }
@@ -224,7 +221,7 @@ private:
     }
     vm_ = Fd(ioctl(kvm_.get(), KVM_CREATE_VM, 0));
     if (vm_.get() < 0) {
-      return "KVM_CREATE_VM failed: " + errno_text();
+      return "KVM_CREATE_VM failed: " + text::errno_text();
     }
     void* memory = mmap(nullptr, options_.memory_bytes, PROT_READ | PROT_WRITE,
                         MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -238,20 +235,20 @@ private:
     region.memory_size = options_.memory_bytes;
     region.userspace_addr = reinterpret_cast<std::uintptr_t>(memory_);
     if (ioctl(vm_.get(), KVM_SET_USER_MEMORY_REGION, &region) < 0) {
-      return "KVM_SET_USER_MEMORY_REGION failed: " + errno_text();
+      return "KVM_SET_USER_MEMORY_REGION failed: " + text::errno_text();
     }
     vcpu_ = Fd(ioctl(vm_.get(), KVM_CREATE_VCPU, 0));
     if (vcpu_.get() < 0) {
-      return "KVM_CREATE_VCPU failed: " + errno_text();
+      return "KVM_CREATE_VCPU failed: " + text::errno_text();
     }
     const int run_bytes = ioctl(kvm_.get(), KVM_GET_VCPU_MMAP_SIZE, 0);
     if (run_bytes < static_cast<int>(sizeof(kvm_run))) {
-      return "KVM_GET_VCPU_MMAP_SIZE failed: " + errno_text();
+      return "KVM_GET_VCPU_MMAP_SIZE failed: " + text::errno_text();
     }
     run_bytes_ = static_cast<std::size_t>(run_bytes);
     void* run = mmap(nullptr, run_bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, vcpu_.get(), 0);
     if (run == MAP_FAILED) {
-      return "cannot map the vCPU's kvm_run: " + errno_text();
+      return "cannot map the vCPU's kvm_run: " + text::errno_text();
     }
     run_ = static_cast<kvm_run*>(run);
     return "";
@@ -288,10 +285,10 @@ private:
     cpuid.header.nent = kEntries;
     if (ioctl(kvm_.get(), _IOWR(KVMIO, 0x05, CpuidHeader) /* KVM_GET_SUPPORTED_CPUID */, &cpuid) <
         0) {
-      return "KVM_GET_SUPPORTED_CPUID failed: " + errno_text();
+      return "KVM_GET_SUPPORTED_CPUID failed: " + text::errno_text();
     }
     if (ioctl(vcpu_.get(), _IOW(KVMIO, 0x90, CpuidHeader) /* KVM_SET_CPUID2 */, &cpuid) < 0) {
-      return "KVM_SET_CPUID2 failed: " + errno_text();
+      return "KVM_SET_CPUID2 failed: " + text::errno_text();
     }
     return "";
   }
@@ -323,7 +320,7 @@ private:
 
     kvm_sregs sregs{};
     if (ioctl(vcpu_.get(), KVM_GET_SREGS, &sregs) < 0) {
-      return "KVM_GET_SREGS failed: " + errno_text();
+      return "KVM_GET_SREGS failed: " + text::errno_text();
     }
     kvm_segment code{};
     code.base = 0;
@@ -349,7 +346,7 @@ private:
     sregs.cr0 = kCr0Pe | kCr0Mp | kCr0Et | kCr0Ne | kCr0Wp | kCr0Pg;
     sregs.efer = kEferLme | kEferLma;
     if (ioctl(vcpu_.get(), KVM_SET_SREGS, &sregs) < 0) {
-      return "KVM_SET_SREGS failed: " + errno_text();
+      return "KVM_SET_SREGS failed: " + text::errno_text();
     }
     return "";
   }
@@ -393,7 +390,7 @@ private:
     regs.rsi = argument;
     regs.rflags = kRflagsReserved | kRflagsIopl3; // IOPL 3: `outb` works in ring 3
     if (ioctl(vcpu_.get(), KVM_SET_REGS, &regs) < 0) {
-      session_->stop("KVM_SET_REGS failed: " + errno_text());
+      session_->stop("KVM_SET_REGS failed: " + text::errno_text());
       return {};
     }
     // The kick signal is blocked in this thread outside KVM_RUN (it must not interrupt the
@@ -431,7 +428,7 @@ private:
     std::memcpy(mask.sigset, &inside, sizeof mask.sigset);
     if (ioctl(vcpu_.get(), _IOW(KVMIO, 0x8b, SignalMaskHeader) /* KVM_SET_SIGNAL_MASK */, &mask) <
         0) {
-      session_->stop("KVM_SET_SIGNAL_MASK failed: " + errno_text());
+      session_->stop("KVM_SET_SIGNAL_MASK failed: " + text::errno_text());
       return false;
     }
     return true;
@@ -450,7 +447,7 @@ private:
           }
           continue; // another signal
         }
-        session_->stop("KVM_RUN failed: " + errno_text());
+        session_->stop("KVM_RUN failed: " + text::errno_text());
         return {};
       }
       switch (run_->exit_reason) {
@@ -489,7 +486,7 @@ private:
     const auto& io = run_->io;
     kvm_regs regs{};
     if (ioctl(vcpu_.get(), KVM_GET_REGS, &regs) < 0) {
-      session_->stop("KVM_GET_REGS failed: " + errno_text());
+      session_->stop("KVM_GET_REGS failed: " + text::errno_text());
       return CallResult{};
     }
     const bool out = io.direction == KVM_EXIT_IO_OUT;
@@ -504,7 +501,7 @@ private:
     if (out && io.port == HOTSCOPE_GUEST_PORT_HOST_CALL) {
       regs.rax = session_->host_call(regs.rdi, regs.rsi);
       if (ioctl(vcpu_.get(), KVM_SET_REGS, &regs) < 0) {
-        session_->stop("KVM_SET_REGS failed: " + errno_text());
+        session_->stop("KVM_SET_REGS failed: " + text::errno_text());
         return CallResult{};
       }
       return std::nullopt;
@@ -597,7 +594,7 @@ std::unique_ptr<Runner> start_kvm_guest(const std::string& elf_path, const Runne
 std::string kvm_unavailable_reason() {
   const Fd kvm(open("/dev/kvm", O_RDWR | O_CLOEXEC));
   if (kvm.get() < 0) {
-    return "cannot open /dev/kvm: " + errno_text();
+    return "cannot open /dev/kvm: " + text::errno_text();
   }
   if (ioctl(kvm.get(), KVM_GET_API_VERSION, 0) != KVM_API_VERSION) {
     return "/dev/kvm speaks an unexpected API version";
