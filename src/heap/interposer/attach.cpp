@@ -230,7 +230,9 @@ void* watch_new_modules(void* started_generation) {
   const hotscope::threads::OwnThread own;
   const auto generation =
       static_cast<unsigned>(reinterpret_cast<std::uintptr_t>(started_generation));
-  unsigned long long seen = modules_loaded();
+  // The first look patches again (what is patched already is skipped): a module loaded between
+  // the attach's pass and this thread's start is not missed.
+  unsigned long long seen = 0;
   while (attach_generation.load(std::memory_order_acquire) == generation) {
     watcher_doorbell.wait_for(watch_period_ns);
     const unsigned long long loaded = modules_loaded();
