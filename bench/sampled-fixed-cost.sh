@@ -2,11 +2,11 @@
 # The sampled mode's fixed cost: `python3 -c pass` natively and under `hotscope run --heap` in the
 # sampled mode (the preload library, the runtime's live agent, the profile at exit), rounds
 # interleaved, each round also running the native command a second time (the A/A noise of
-# bench/real-programs.sh). Prints the medians of the program's CPU time (user + system) and peak
-# RSS, measured inside the run (the program alone, not the launcher: getrusage of its process by
-# wait4, as GNU time's CPU times have 10 ms steps; under `hotscope run` the launcher's own wait4,
-# which `--usage FILE` writes: the program is its child, as in every use), and their ratios and
-# differences to native.
+# bench/real-programs.sh). Prints the medians of the program's CPU time (user + system), peak
+# RSS and minor page faults (the least noisy of the three on a shared machine), measured inside
+# the run (the program alone, not the launcher: getrusage of its process by wait4, as GNU time's
+# CPU times have 10 ms steps; under `hotscope run` the launcher's own wait4, which `--usage FILE`
+# writes: the program is its child, as in every use), and their ratios and differences to native.
 # The debug cache is warmed first, as every run after a program's first finds it.
 #   bench/sampled-fixed-cost.sh [--build DIR] [--before DIR] [--parts] [--rounds N] [-- COMMAND...]
 # --build: a CMake build dir (default build-bench, configured as scripts/bench.sh does), or a
@@ -63,7 +63,7 @@ if "CHILD_PRELOAD" in env:
 child = subprocess.Popen(sys.argv[2:], stdout=subprocess.DEVNULL, env=env)
 _, status, usage = os.wait4(child.pid, 0)
 with open(sys.argv[1], "w") as out:
-    out.write("%.6f %d\n" % (usage.ru_utime + usage.ru_stime, usage.ru_maxrss))
+    out.write("%.6f %d %d\n" % (usage.ru_utime + usage.ru_stime, usage.ru_maxrss, usage.ru_minflt))
 sys.exit(1 if status else 0)
 PY
 echo "load average at the start: $(cut -d' ' -f1-3 /proc/loadavg) ($(nproc) cores)"
@@ -73,7 +73,7 @@ if [[ -n "$before" ]]; then
   cp "$before"/src/libhotscope-{preload,run,pprof}.so "$work/before/"
 fi
 
-run() { # tool -> "cpu_s peak_kib" of the program alone
+run() { # tool -> "cpu_s peak_kib minor_faults" of the program alone
   local from="$work" errors=/dev/stderr
   rm -rf "$work/out"
   [[ "$1" == sampled-before ]] && from="$work/before"
@@ -115,18 +115,19 @@ python3 - "$work/results" "${command[*]}" <<'PY'
 import statistics, sys
 runs = {}
 for line in open(sys.argv[1]):
-    tool, cpu, rss = line.split()
-    runs.setdefault(tool, []).append((float(cpu), int(rss)))
+    tool, cpu, rss, faults = line.split()
+    runs.setdefault(tool, []).append((float(cpu), int(rss), int(faults)))
 median = lambda tool, i: statistics.median(r[i] for r in runs[tool])
-cpu0, rss0 = median("native", 0), median("native", 1)
+cpu0, rss0, faults0 = (median("native", i) for i in range(3))
 print("%s, medians of %d rounds:" % (sys.argv[2], len(runs["native"])))
-print("| run | CPU | × native | peak RSS | + native |")
-print("| --- | ---: | ---: | ---: | ---: |")
+print("| run | CPU | × native | peak RSS | + native | page faults | + native |")
+print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
 for tool in ("native", "native-again", "runtime-no-agent", "runtime", "sampled-no-runtime",
              "sampled-before", "sampled"):
     if tool not in runs:
         continue
-    cpu, rss = median(tool, 0), median(tool, 1)
-    print("| %s | %.1f ms | %.3f | %.1f MiB | %+.1f MiB |"
-          % (tool, cpu * 1e3, cpu / cpu0, rss / 1024, (rss - rss0) / 1024))
+    cpu, rss, faults = (median(tool, i) for i in range(3))
+    print("| %s | %.1f ms | %.3f | %.1f MiB | %+.1f MiB | %d | %+d |"
+          % (tool, cpu * 1e3, cpu / cpu0, rss / 1024, (rss - rss0) / 1024, faults,
+             faults - faults0))
 PY

@@ -102,8 +102,8 @@ int main(int argc, char** argv) {
   run_command->add_flag("!--no-summary", options.summary,
                         "No heap summary on stderr (sets HOTSCOPE_HEAP_SUMMARY=0)");
   run_command->add_option("--usage", options.usage_file,
-                          "Write the program's CPU time (user + system, s) and peak RSS (KiB), "
-                          "as wait4 reports them, to FILE");
+                          "Write the program's CPU time (user + system, s), peak RSS (KiB) and "
+                          "minor page faults, as wait4 reports them, to FILE");
   run_command->add_option("command", command, "The program and its arguments, after --")
       ->required();
   CLI::App* exporter_command = app.add_subcommand(

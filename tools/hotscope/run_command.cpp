@@ -242,14 +242,14 @@ void write_heap_report(const std::string& raw_report) {
   report(raw_report.c_str());
 }
 
-// The program's own CPU time and peak RSS, as wait4 gave them (`--usage`: the figures of
-// bench/sampled-fixed-cost.sh).
+// The program's own CPU time, peak RSS and minor page faults, as wait4 gave them (`--usage`: the
+// figures of bench/sampled-fixed-cost.sh).
 void write_usage(const std::string& path, const rusage& usage) {
-  char line[64];
-  std::snprintf(line, sizeof line, "%.6f %ld\n",
+  char line[96];
+  std::snprintf(line, sizeof line, "%.6f %ld %ld\n",
                 static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
                     static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6,
-                usage.ru_maxrss);
+                usage.ru_maxrss, usage.ru_minflt);
   if (const std::string problem = atomic_file::write(path, line); !problem.empty()) {
     std::fprintf(stderr, "hotscope: cannot write %s: %s\n", path.c_str(), problem.c_str());
   }
