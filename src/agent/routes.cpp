@@ -412,6 +412,7 @@ Response cpu_profile(const Request& request) {
   }
   const bool started = cpu::hz() == 0;
   if (started) {
+    trace::start_collector_thread(); // the samples' buffer is emptied as they come
     if (const std::string problem = cpu::start(kAgentCpuHz); !problem.empty()) {
       return error_response(503, "the CPU sampler cannot start: " + problem);
     }

@@ -155,15 +155,18 @@ void start_once() {
   }
   // Preloaded, the runtime has reports of its own only when it samples the CPU or records locks;
   // else (`hotscope run --heap`) it serves the agent and reports crashes.
-  s.exit_reports = s.reports_enabled &&
-                   (!preloaded() || s.config.cpu_hz != 0 || s.config.locks != locks::Mode::Off);
+  const bool records_at_start = s.config.cpu_hz != 0 || s.config.locks != locks::Mode::Off;
+  s.exit_reports = s.reports_enabled && (!preloaded() || records_at_start);
   clock::init(s.config.clock);
+  // Preloaded without CPU samples or locks, nothing is recorded unless the agent is asked to:
+  // the collector's thread waits until then (docs/heap.md, "Live").
   trace::start({s.config.ring_records,
                 s.config.trace_window_bytes,
                 s.config.collect_period_ms,
                 {s.config.slowest, s.config.slowest_bytes},
                 s.config.min_ns,
-                preloaded() ? &profiler_thread : nullptr});
+                preloaded() ? &profiler_thread : nullptr,
+                !preloaded() || records_at_start});
   instrument::start_xray(s.config.xray_patch); // after the collector: the handler records
   if (s.reports_enabled && s.config.report_on_crash) {
     if (const std::string problem = crash::install(s.config.out_dir, crash_heap_figures);

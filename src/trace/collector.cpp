@@ -144,11 +144,16 @@ public:
                                            .count())),
         process_name_(read_process_name()) {
     pthread_key_create(&exit_key_, &Collector::on_thread_exit);
-    const threads::SignalsBlocked blocked;
-    thread_ = std::thread([this] {
-      locks::own_thread();
-      run();
-    });
+    if (settings.thread_at_start) {
+      const threads::SignalsBlocked blocked;
+      thread_ = std::thread([this] {
+        locks::own_thread();
+        run();
+      });
+    } else {
+      thread_runs_here_.store(false, std::memory_order_relaxed);
+      thread_wanted_.store(true, std::memory_order_relaxed);
+    }
   }
 
   Ring* register_current_thread() noexcept {
@@ -257,7 +262,7 @@ public:
     state_mutex_.unlock();
   }
   // The child has no collector thread: fork+exec children never need one. One that keeps
-  // recording (a daemon) gets it from start_in_child().
+  // recording (a daemon) gets it from start_wanted_thread().
   void after_fork_in_child() {
     registry_mutex_.unlock();
     state_mutex_.unlock();
@@ -265,19 +270,25 @@ public:
     // The parent's thread does not exist here: its handle is dropped, never joined.
     new (&thread_) std::thread;
     thread_runs_here_.store(false, std::memory_order_release);
-    child_needs_thread_.store(true, std::memory_order_release);
+    forked_child_ = true;
+    thread_wanted_.store(true, std::memory_order_release);
   }
 
-  // In a forked child, the first time one of its rings passes its wake mark or is full (a child
-  // that records much, such as a daemon; one that records little has its rings
-  // drained by each thread it starts, register_current_thread): starts the collector thread once,
-  // outside fork()'s handlers (where a sanitizer's or the C library's locks may still be held), as
-  // safely as the program starts its own. Under TSan, which does not support threads started in a
-  // child of a multi-threaded process, new threads drain instead.
-  void start_in_child() noexcept {
-#ifndef __SANITIZE_THREAD__
-    if (!child_needs_thread_.load(std::memory_order_relaxed) ||
-        !child_needs_thread_.exchange(false, std::memory_order_acq_rel)) {
+  // The first time one of the rings passes its wake mark or is full, in a forked child or where
+  // the thread was not started at once (Settings::thread_at_start; a process that records little
+  // has its rings drained by each thread it starts, register_current_thread, and by every
+  // snapshot), or when asked (start_collector_thread): starts the collector thread once, outside
+  // fork()'s handlers (where a sanitizer's or the C library's locks may still be held), as safely
+  // as the program starts its own. Under TSan, which does not support threads started in a child
+  // of a multi-threaded process, a forked child's new threads drain instead.
+  void start_wanted_thread() noexcept {
+#ifdef __SANITIZE_THREAD__
+    if (forked_child_) {
+      return;
+    }
+#endif
+    if (!thread_wanted_.load(std::memory_order_relaxed) ||
+        !thread_wanted_.exchange(false, std::memory_order_acq_rel)) {
       return;
     }
     std::lock_guard lock(state_mutex_);
@@ -291,7 +302,6 @@ public:
     } catch (const std::system_error&) {
       // No thread: the fallback in register_current_thread.
     }
-#endif
   }
 
   std::uint32_t add_external_track(std::string name) {
@@ -518,8 +528,9 @@ private:
   std::atomic<std::uint64_t> early_wakes_{0};
   bool paused_ = false; // guarded by state_mutex_: the periodic drain's, for tests
   std::thread thread_;
-  std::atomic<bool> thread_runs_here_{true};    // false in a forked child until start_in_child()
-  std::atomic<bool> child_needs_thread_{false}; // a forked child that has not started its own
+  std::atomic<bool> thread_runs_here_{true}; // false until start_wanted_thread() where wanted
+  std::atomic<bool> thread_wanted_{false};   // not started yet: a forked child's, or deferred
+  bool forked_child_ = false;
 };
 
 thread_local Ring Collector::out_of_memory_ring_;
@@ -544,9 +555,9 @@ Ring* register_current_thread() noexcept {
 void collect_now() {
   collector->collect();
 }
-void start_collector_in_child() noexcept {
+void start_collector_thread() noexcept {
   if (collector != nullptr) {
-    collector->start_in_child();
+    collector->start_wanted_thread();
   }
 }
 void before_unload() noexcept {
@@ -605,7 +616,7 @@ bool hotscope::detail::has_room_slow(Ring* ring, std::uint64_t head,
   const std::uint64_t used = head - ring->cached_tail + ring->reserved_ends + needed;
   if (used > ring->capacity) {
     // A ring inherited across fork() may be full already, without passing its mark again.
-    hotscope::trace::start_collector_in_child();
+    hotscope::trace::start_collector_thread();
     return false;
   }
   const std::uint64_t wake_mark = ring->capacity / 4;
@@ -617,7 +628,7 @@ bool hotscope::detail::has_room_slow(Ring* ring, std::uint64_t head,
   // Each later slow call (the ring looks full) wakes it again if it has not drained since.
   ring->fast_limit = ring->capacity;
   hotscope::trace::doorbell.ring();
-  hotscope::trace::start_collector_in_child();
+  hotscope::trace::start_collector_thread();
   return true;
 }
 

@@ -338,16 +338,22 @@ struct Settings {
   // Set in an unmodified program: snapshots list its threads that have no ring, all but those
   // for which it is true (the profiler's own).
   bool (*profiler_thread)(std::int64_t tid) = nullptr;
+  // False: the collector thread starts only once a ring passes its wake mark, or when
+  // start_collector_thread() asks; until then each new thread and each snapshot drains the rings.
+  // An unmodified program records nothing of its own: it then runs no thread for it.
+  bool thread_at_start = true;
 };
 
-// Starts the collector thread (once; later calls are ignored).
+// Starts the collector (once; later calls are ignored).
 void start(const Settings& settings);
 // The calling thread's ring, created on its first record (start() must have run).
 detail::Ring* register_current_thread() noexcept;
 // Drains every ring now, on the calling thread.
 void collect_now();
-// In a forked child that records (a ring passed its wake mark): its collector thread, once.
-void start_collector_in_child() noexcept;
+// The collector thread, where it has not run yet (a forked child, or Settings::thread_at_start
+// false): once a ring passes its wake mark, or before records come that no ring holds (CPU
+// samples).
+void start_collector_thread() noexcept;
 // Drains every ring before a shared library is unloaded (unloads.cpp), if the collector started.
 void before_unload() noexcept;
 // How many objects the dynamic loader has unloaded so far (dl_phdr_info::dlpi_subs).

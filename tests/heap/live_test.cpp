@@ -194,8 +194,9 @@ std::size_t threads_named(const std::string& pid, const std::string& name) {
 }
 
 // The agent's workers start at its first request (docs/agent.md, "The agent"): a program that is
-// never asked pays for no more than the agent's I/O thread.
-TEST(HeapLive, TheAgentsWorkersStartAtTheFirstRequest) {
+// never asked pays for no more than the agent's I/O thread. The trace's collector (hotscope-drain)
+// starts only once something is recorded, here the CPU samples `hotscope cpu` asks for.
+TEST(HeapLive, TheProfilersThreadsStartWhenAsked) {
   const hotscope::testing::ScratchDir scratch("heap-live-workers");
   const fs::path& dir = scratch.path();
   const pid_t launcher = start_command(
@@ -207,10 +208,17 @@ TEST(HeapLive, TheAgentsWorkersStartAtTheFirstRequest) {
   const std::string pid = ready.substr(0, ready.find('\n'));
   ASSERT_TRUE(eventually(10, [&] { return threads_named(pid, "hotscope-agent") == 1; }));
   EXPECT_EQ(threads_named(pid, "hotscope-answer"), 0u);
-  EXPECT_EQ(shell("env HOTSCOPE_RUNTIME_DIR=" + (dir / "rt").string() + " " + HOTSCOPE_CLI +
-                  " info -p " + pid + " >/dev/null"),
-            0);
+  EXPECT_EQ(threads_named(pid, "hotscope-drain"), 0u);
+  const std::string cli = "env HOTSCOPE_RUNTIME_DIR=" + (dir / "rt").string() + " " + HOTSCOPE_CLI;
+  EXPECT_EQ(shell(cli + " info -p " + pid + " >/dev/null"), 0);
   EXPECT_EQ(threads_named(pid, "hotscope-answer"), 2u);
+  EXPECT_EQ(shell(cli + " heap -p " + pid + " -o " + (dir / "now.json").string() + " >/dev/null"),
+            0);
+  EXPECT_EQ(threads_named(pid, "hotscope-drain"), 0u);
+  EXPECT_EQ(shell(cli + " cpu -p " + pid + " --seconds 1 -o " + (dir / "cpu.pb.gz").string() +
+                  " >/dev/null"),
+            0);
+  EXPECT_EQ(threads_named(pid, "hotscope-drain"), 1u);
   std::ofstream(dir / "stop").close();
   EXPECT_EQ(wait_for_child(launcher), 0) << slurp(dir / "launcher.txt");
 }
