@@ -49,6 +49,7 @@ void on_signal(int signal) {
 }
 
 void* run_reporter(void*) {
+  pthread_setname_np(pthread_self(), "hotscope-signal"); // not the program's, in top -H
   locks::own_thread();
   const threads::OwnThread own;
   on_reporter = true;
