@@ -89,6 +89,24 @@ TEST(LocksRun, WithoutLocksNothingIsRecorded) {
   EXPECT_EQ(records_written(nlohmann::json::parse(slurp(dir / "out" / "stats.json"))), 0u);
 }
 
+// Only `--locks` preloads the runtime with the pthread lock functions: under `--cpu` or `--heap`
+// a program's locks are glibc's, not an interposer's that is off.
+TEST(LocksRun, OnlyLocksPreloadsTheLockFunctions) {
+  const hotscope::testing::ScratchDir scratch("locks-run-which");
+  const fs::path& dir = scratch.path();
+  for (const char* option : {"--cpu", "--locks"}) {
+    const fs::path maps = dir / (std::string(option + 2) + ".maps");
+    ASSERT_EQ(shell(std::string(HOTSCOPE_CLI) + " run " + option + " --out " +
+                    (dir / "out").string() + " -- cat /proc/self/maps >" + maps.string() + " 2>" +
+                    (dir / "err").string()),
+              0)
+        << slurp(dir / "err");
+    const bool locks = std::string(option) == "--locks";
+    EXPECT_EQ(slurp(maps).find("/libhotscope-run-locks.so") != std::string::npos, locks) << option;
+    EXPECT_EQ(slurp(maps).find("/libhotscope-run.so") != std::string::npos, !locks) << option;
+  }
+}
+
 TEST(LocksRun, ConditionWaitsTryLocksAndAForkWhileALockIsHeldRunAsWithout) {
   for (const char* which : {"condvar", "trylock", "fork"}) {
     const hotscope::testing::ScratchDir scratch(std::string("locks-run-") + which);

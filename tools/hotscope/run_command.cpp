@@ -158,9 +158,10 @@ ProgramEnvironment program_environment(const RunOptions& options, const std::str
     environment.set("HOTSCOPE_LOCKS", "1", false); // HOTSCOPE_LOCKS=hold asks for hold times too
   }
   // libhotscope-run.so under every option: the live agent and the crash reports (it stands
-  // down in a program linked with hotscope, which has them already).
+  // down in a program linked with hotscope, which has them already); with --locks the same with
+  // the pthread lock functions, libhotscope-run-locks.so.
   if (options.cpu || options.locks || options.heap) {
-    environment.preload(run_preload_path());
+    environment.preload(options.locks ? locks_runtime_path() : run_preload_path());
   }
   if (options.heap) {
     environment.preload(heap_preload_path());
@@ -264,6 +265,10 @@ std::string heap_preload_path() {
 std::string run_preload_path() {
   return preload_library("HOTSCOPE_RUN_PRELOAD", HOTSCOPE_INSTALLED_RUN_PRELOAD,
                          HOTSCOPE_DEFAULT_RUN_PRELOAD);
+}
+
+std::string locks_runtime_path() {
+  return std::filesystem::path(run_preload_path()).replace_filename("libhotscope-run-locks.so");
 }
 
 int run_program(const std::vector<std::string>& command, const RunOptions& options) {

@@ -1,7 +1,7 @@
 // `hotscope run [--heap] [--cpu] [--locks] [--out DIR] [--no-summary] [--usage FILE] -- prog
 // args...`: starts the program with HOTSCOPE_OUT (with --heap the heap profiler preloaded, with
-// --cpu or --locks libhotscope-run.so), passes the signals the launcher gets on to it, waits for it
-// and ends as it ended (docs/agent.md, "hotscope run").
+// --cpu libhotscope-run.so, with --locks libhotscope-run-locks.so), passes the signals the launcher
+// gets on to it, waits for it and ends as it ended (docs/agent.md, "hotscope run").
 #pragma once
 
 #include <string>
@@ -15,7 +15,8 @@ struct RunOptions {
   bool locks = false;
   bool summary = true;
   std::string out_dir;
-  std::string usage_file; // "CPU_SECONDS PEAK_RSS_KIB\n" of the program (wait4), written at its end
+  // "CPU_SECONDS PEAK_RSS_KIB MINOR_FAULTS\n" of the program (wait4), written at its end.
+  std::string usage_file;
 };
 
 // The preload libraries `hotscope run` and `hotscope attach` load: HOTSCOPE_PRELOAD (the heap
@@ -23,6 +24,8 @@ struct RunOptions {
 // the build tree's.
 std::string heap_preload_path();
 std::string run_preload_path();
+// `hotscope run --locks`' runtime: libhotscope-run-locks.so, beside run_preload_path().
+std::string locks_runtime_path();
 
 // The program's exit status, or (re-raised) the signal that ended it; 127 when it cannot start.
 int run_program(const std::vector<std::string>& command, const RunOptions& options);
