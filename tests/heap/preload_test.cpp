@@ -1,5 +1,6 @@
 // The preload library's behaviour beyond the figures: unknown pointers, an unwritable output
 // directory, the summary switch and bad settings.
+#include "support/child_process.hpp"
 #include "support/scratch_dir.hpp"
 #include "support/small_tmpfs.hpp"
 
@@ -32,6 +33,31 @@ ProgramRun run_preloaded(const fs::path& dir, const std::string& environment,
                    BEHAVIOURS_PROGRAM + " " + mode + " >/dev/null 2>" + (dir / "err").string())
                       .c_str());
   return ProgramRun{WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(dir / "err")};
+}
+
+// The symbols a library exports, one per line (`nm -D --defined-only`).
+std::vector<std::string> exported_symbols(const std::string& library) {
+  std::istringstream lines(hotscope::test_support::output_of("nm -D --defined-only '" + library +
+                                                             "' | awk '{print $3}'"));
+  std::vector<std::string> symbols;
+  for (std::string line; std::getline(lines, line);) {
+    symbols.push_back(line);
+  }
+  return symbols;
+}
+
+// The preloaded libraries export their interface and nothing of their C++ code or private C++
+// runtime: a program's own references, a plug-in's linked with hotscope among them, must never
+// bind to the profiler's copies (exports.map beside each library's CMakeLists.txt).
+TEST(HeapPreload, TheLibrariesExportOnlyTheirInterface) {
+  const std::vector<std::string> preload = exported_symbols(HOTSCOPE_PRELOAD);
+  EXPECT_TRUE(std::find(preload.begin(), preload.end(), "malloc") != preload.end());
+  EXPECT_TRUE(std::find(preload.begin(), preload.end(), "hotscope_heap_attach") != preload.end());
+  for (const std::string& symbol : preload) {
+    EXPECT_NE(symbol.rfind("_Z", 0), 0u) << symbol;
+  }
+  const std::vector<std::string> runtime = exported_symbols(HOTSCOPE_RUN_PRELOAD);
+  EXPECT_EQ(runtime, std::vector<std::string>{"hotscope_runtime_anchor"});
 }
 
 TEST(HeapPreload, UnknownPointersArePassedOnAndCounted) {
