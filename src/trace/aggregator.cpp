@@ -42,12 +42,19 @@ Aggregator::Aggregator(std::size_t window_bytes, Resolver resolver, const SlowCa
       filter_(std::move(filter)) {}
 
 void Aggregator::maybe_filter(std::uint32_t location, std::uint64_t entry) {
-  if (filter_.min_ticks == 0 || !filter_.apply) {
+  if (filter_.min_ns == 0 || !filter_.apply) {
     return;
   }
   const Stats& figures = stats_[location];
-  if (figures.calls < filter_.after_calls || figures.max >= filter_.min_ticks ||
-      filtered_locations_.count(location) != 0) {
+  if (figures.calls < filter_.after_calls || filtered_locations_.count(location) != 0) {
+    return;
+  }
+  if (filter_min_ticks_ == 0) {
+    filter_min_ticks_ =
+        std::max<std::uint64_t>(1, static_cast<std::uint64_t>(static_cast<double>(filter_.min_ns) *
+                                                              filter_.ticks_per_second() / 1e9));
+  }
+  if (figures.max >= filter_min_ticks_) {
     return;
   }
   if (filter_.apply(entry)) {

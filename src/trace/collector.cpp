@@ -127,9 +127,8 @@ Resolver in_process_resolver() {
 
 // Instrumented functions are filtered in instrument's table (docs/instrument.md).
 FunctionFilter function_filter(std::uint64_t min_ns) {
-  const double ticks_per_ns = clock::info().ticks_per_second / 1e9;
-  return {static_cast<std::uint64_t>(static_cast<double>(min_ns) * ticks_per_ns), 1000,
-          instrument::filter, instrument::skipped_calls};
+  return {min_ns, 1000, instrument::filter, instrument::skipped_calls,
+          [] { return clock::info().ticks_per_second; }};
 }
 
 class Collector {

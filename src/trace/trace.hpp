@@ -54,14 +54,18 @@ struct Resolver {
   std::function<LocationText(std::uint64_t address)> function = {};
 };
 
-// Instrumented functions whose first `after_calls` calls were all shorter than `min_ticks` are
+// Instrumented functions whose first `after_calls` calls were all shorter than `min_ns` are
 // filtered (docs/instrument.md, "Cost control"): `apply` stops their recording (false: it could
-// not), `skipped` counts their calls since. min_ticks 0: none is.
+// not), `skipped` counts their calls since. min_ns 0: none is. `ticks_per_second` converts
+// min_ns when a function first reaches `after_calls`, not before: where no CPUID leaf gives the
+// clock's frequency (AMD, most virtual machines) its first answer waits out 10 ms of calibration,
+// which must not fall on the program's start.
 struct FunctionFilter {
-  std::uint64_t min_ticks = 0;
+  std::uint64_t min_ns = 0;
   std::uint64_t after_calls = 1000;
   std::function<bool(std::uint64_t entry)> apply;
   std::function<std::uint64_t(std::uint64_t entry)> skipped;
+  std::function<double()> ticks_per_second = [] { return 1e9; };
 };
 
 // The time base a snapshot converts ticks with.
@@ -312,6 +316,7 @@ private:
   std::uint64_t cpu_period_ns_ = 0;
   SlowCalls slow_;
   FunctionFilter filter_;
+  std::uint64_t filter_min_ticks_ = 0; // filter_.min_ns in ticks, once a function needs it
   // The filtered functions' locations, in the order they were filtered, and their entries.
   std::vector<std::pair<std::uint32_t, std::uint64_t>> filtered_;
   std::unordered_set<std::uint32_t> filtered_locations_;

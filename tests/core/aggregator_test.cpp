@@ -559,6 +559,34 @@ TEST(Aggregator, FunctionRecordsAreNamedByAddressOnceAndNestWithScopes) {
   EXPECT_TRUE(s.filtered_functions.empty());
 }
 
+// The threshold is converted to ticks when a function first reaches `after_calls`, not when the
+// Aggregator is made (at the program's start, where asking a calibrated clock waits 10 ms), and
+// once.
+TEST(Aggregator, TheFiltersThresholdIsConvertedWhenFirstNeeded) {
+  int conversions = 0;
+  trace::FunctionFilter filter{10, 3, [](std::uint64_t) { return true; },
+                               [](std::uint64_t) { return std::uint64_t{0}; },
+                               [&conversions] {
+                                 ++conversions;
+                                 return 1e9;
+                               }};
+  trace::Resolver resolver = numbered_resolver();
+  resolver.function = [](std::uint64_t address) {
+    return trace::LocationText{"fn" + std::to_string(address), "", 0};
+  };
+  Aggregator aggregator(1 << 20, resolver, {}, filter);
+  const auto t = aggregator.add_thread(1, "t");
+  std::uint64_t ticks = 0;
+  for (int call = 0; call < 5; ++call) {
+    const std::vector<hotscope_record> one_call{
+        rec(HOTSCOPE_RECORD_FUNCTION_BEGIN, ticks, 0x500),
+        rec(HOTSCOPE_RECORD_FUNCTION_END, ticks + 50, 0x500)};
+    aggregator.consume(t, one_call);
+    ticks += 100;
+    EXPECT_EQ(conversions, call < 2 ? 0 : 1) << "after call " << call + 1;
+  }
+}
+
 // A function whose first calls were all shorter than the threshold is handed to the filter once;
 // one with a longer call never is.
 TEST(Aggregator, FunctionsWhoseFirstCallsAreAllShortAreFiltered) {
