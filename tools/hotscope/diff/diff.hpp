@@ -59,11 +59,13 @@ struct Spread {
 };
 // A time changed beyond noise when the intervals that hold each side's figure in another run of
 // the same program (each with kNoiseZ standard errors) do not overlap and the change exceeds
-// kDriftFloor of the larger value (the mean for self time): a drift between runs that no single
-// run's spread shows (clock frequency, caches, the machine's other load), and the histogram's
-// resolution (1/256).
+// kDriftFloor of the larger value (the mean for self time) and kDriftFloorNs: a drift between
+// runs that no single run's spread shows (clock frequency, caches, the machine's other load), and
+// the histogram's resolution (1/256). The absolute floor is for calls of a few hundred ns, whose
+// every call a shared machine can make slower for a whole run (docs/diff-and-report.md).
 inline constexpr double kNoiseZ = 3;
 inline constexpr double kDriftFloor = 0.05;
+inline constexpr double kDriftFloorNs = 1000;
 struct Interval {
   double low = 0, high = 0;
 };

@@ -204,9 +204,9 @@ std::string as_text(const Comparison& comparison) {
   text += timing
               ? fmt::format("A change in parentheses is not significant: too few calls (10; "
                             "20 for P95, 100 for P99), within the noise the two sides' "
-                            "spreads and calls imply, or under {:g} %{} "
+                            "spreads and calls imply, or under {:g} % or {:g} ns{} "
                             "(docs/diff-and-report.md).\n",
-                            kDriftFloor * 100,
+                            kDriftFloor * 100, kDriftFloorNs,
                             comparison.cpu ? "; CPU: within the noise of the samples' counts" : "")
               : "Frames are matched by function and file.\n";
   if (!comparison.rules.empty()) {

@@ -284,8 +284,9 @@ bool significant(const Column& column, const Spread& base, const Spread& now, do
   const Interval after = noise_interval(column, now, n);
   const double scale = column.noise == Noise::Self ? std::max(base.mean, now.mean)
                                                    : std::max(std::fabs(b), std::fabs(n));
-  return (after.low > before.high || after.high < before.low) &&
-         std::fabs(n - b) > kDriftFloor * scale;
+  const double change = std::fabs(n - b);
+  return (after.low > before.high || after.high < before.low) && change > kDriftFloor * scale &&
+         (column.unit != Unit::Nanoseconds || change >= kDriftFloorNs);
 }
 
 double Cell::change() const {
