@@ -1,10 +1,9 @@
 // The demo service: runs the pipeline for --seconds (0: until SIGINT/SIGTERM), then drains
 // it and returns from main, so an instrumented build writes its profile at exit.
+#include "command_line.hpp"
 #include "service.hpp"
 
 #include <hotscope/hotscope.hpp>
-
-#include <CLI/CLI.hpp>
 
 #include <cerrno>
 #include <chrono>
@@ -46,19 +45,14 @@ void wait_for_stop(double seconds) {
 } // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"Simulated multi-threaded request pipeline (acceptor, parser, workers, writer)"};
-  double seconds = 5;
+  demo::CommandLine line;
+  if (const std::optional<int> status = demo::parse_command_line(argc, argv, line)) {
+    return *status;
+  }
+  const double seconds = line.seconds;
   demo::Options options;
-  app.add_option("--seconds", seconds, "How long to run; 0 runs until SIGINT/SIGTERM")
-      ->check(CLI::NonNegativeNumber)
-      ->capture_default_str();
-  app.add_option("--threads", options.threads, "Worker threads")
-      ->check(CLI::Range(1u, 256u))
-      ->capture_default_str();
-  app.add_option("--rate", options.rate, "Requests per second offered by the acceptor")
-      ->check(CLI::Range(1u, 1'000'000u))
-      ->capture_default_str();
-  CLI11_PARSE(app, argc, argv);
+  options.threads = line.threads;
+  options.rate = line.rate;
 
   HOTSCOPE_THREAD_NAME("main");
   sem_init(&stop_requested, 0, 0);
