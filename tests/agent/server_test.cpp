@@ -226,8 +226,8 @@ TEST(AgentServer, ClientsThatNeverReadDelayNoExitAndHoldBoundedMemory) {
   std::vector<std::thread> loopers;
   for (int i = 0; i < 200; ++i) {
     loopers.emplace_back([&, i] {
-      const std::string request = std::string("GET ") + (i % 2 ? "/v1/trace" : "/v1/stats") +
-                                  " HTTP/1.1\r\nHost: x\r\n\r\n";
+      const std::string request = i % 2 ? "GET /v1/trace HTTP/1.1\r\nHost: x\r\n\r\n"
+                                        : "GET /v1/stats HTTP/1.1\r\nHost: x\r\n\r\n";
       while (!done) {
         const int fd = socket_client(socket);
         if (fd < 0) {
