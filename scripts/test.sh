@@ -52,18 +52,18 @@ step "fuzzing: the guest batch validator, the CLI's readers and the agent's requ
 # are read only. docs/guest.md, docs/diff-and-report.md and docs/agent.md say how to run them longer.
 configure fuzz
 cmake --build --preset fuzz
-# The guest batch validator's minute runs beside the others, on the second core; its output
+# The guest batch validator's 40 s run beside the others, on the second core; its output
 # follows theirs.
 mkdir -p build/fuzz/corpus build/fuzz/corpus-request
-build/fuzz/tests/guest/guest_batch_fuzzer -runs=200000 -max_total_time=60 -print_final_stats=1 \
+build/fuzz/tests/guest/guest_batch_fuzzer -runs=200000 -max_total_time=40 -print_final_stats=1 \
   build/fuzz/corpus tests/guest/corpus >build/fuzz/guest_batch_fuzzer.log 2>&1 &
 guest_fuzzer=$!
 for reader in stats_json heap_json folded; do
   mkdir -p build/fuzz/corpus-$reader
-  build/fuzz/tests/cli/cli_${reader}_fuzzer -runs=100000 -max_total_time=15 -max_len=65536 \
+  build/fuzz/tests/cli/cli_${reader}_fuzzer -runs=100000 -max_total_time=10 -max_len=65536 \
     -rss_limit_mb=2048 -print_final_stats=1 build/fuzz/corpus-$reader tests/cli/corpus/${reader%_json}
 done
-build/fuzz/tests/agent/agent_request_fuzzer -max_total_time=20 -print_final_stats=1 \
+build/fuzz/tests/agent/agent_request_fuzzer -max_total_time=10 -print_final_stats=1 \
   build/fuzz/corpus-request tests/agent/corpus
 guest_fuzzer_status=0
 wait "$guest_fuzzer" || guest_fuzzer_status=$?
