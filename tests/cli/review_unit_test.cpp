@@ -327,6 +327,34 @@ TEST(Mcp, InitializeListAndErrors) {
   EXPECT_EQ((*mcp::handle(rpc("resources/list", mcp::Json::object())))["error"]["code"], -32601);
 }
 
+// A result past the limit: JSON stays JSON, its longest list cut to fit and the cut said; other
+// text is cut and says by how much.
+TEST(Mcp, ResultsPastTheLimitAreCutToFitAndStayJson) {
+  mcp::Json result{{"window", "the 1 s just sampled"},
+                   {"top_stacks", mcp::Json::array()},
+                   {"top_functions_self", mcp::Json::array()}};
+  for (int i = 0; i < 15; ++i) {
+    result["top_stacks"].push_back({{"stack_root_first", std::string(2000, 'a' + i % 26)}});
+    result["top_functions_self"].push_back({{"function", std::string(100, 'f')}});
+  }
+  ASSERT_GT(result.dump().size(), mcp::kMaxResultChars);
+  const std::string text = mcp::bounded(result.dump());
+  EXPECT_LE(text.size(), mcp::kMaxResultChars);
+  const mcp::Json cut = mcp::Json::parse(text);
+  EXPECT_EQ(cut["window"], "the 1 s just sampled");
+  const std::size_t stacks = cut["top_stacks"].size();
+  EXPECT_GE(stacks, 6u);
+  EXPECT_LT(stacks, 15u);
+  EXPECT_EQ(cut["top_functions_self"].size(), 15u); // the longest list went first
+  EXPECT_EQ(cut["cut"], std::to_string(15 - stacks) +
+                            " more rows left out to stay within 16000 characters; ask for fewer "
+                            "rows (limit)");
+  const std::string plain = mcp::bounded(std::string(mcp::kMaxResultChars + 10, 'x'));
+  EXPECT_EQ(plain, std::string(mcp::kMaxResultChars, 'x') +
+                       "\n[cut: 10 more characters; ask for fewer rows (limit)]");
+  EXPECT_EQ(mcp::bounded("{\"small\":1}"), "{\"small\":1}");
+}
+
 TEST(Mcp, ServesALineAMessageAndToolFailuresAreToolErrors) {
   const hotscope::testing::ScratchDir dir("mcp-serve");
   // No agent in an empty runtime directory: a tool error saying what to do.

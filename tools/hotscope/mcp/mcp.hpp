@@ -23,6 +23,10 @@ using Json = nlohmann::json;
 inline constexpr const char* kProtocolVersions[] = {"2025-11-25", "2025-06-18", "2025-03-26"};
 // At most this many characters of text in one tool result: an assistant's context is small.
 inline constexpr std::size_t kMaxResultChars = 16000;
+// A tool's result text within kMaxResultChars: a JSON object loses the last rows of its longest
+// lists until it fits (and says how many went, under "cut"), so that it stays JSON; other text
+// is cut, and says by how much.
+std::string bounded(std::string text);
 
 // Arguments a tool cannot take: a JSON-RPC "invalid params" error.
 struct InvalidParams : std::runtime_error {

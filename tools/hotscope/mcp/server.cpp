@@ -48,9 +48,43 @@ Json list_tools() {
   return {{"tools", list}};
 }
 
+// The longest non-empty list among `object`'s members, or none.
+Json* longest_list(Json& object) {
+  Json* longest = nullptr;
+  std::size_t longest_size = 0;
+  for (auto& member : object.items()) {
+    Json& value = member.value();
+    if (value.is_array() && !value.empty()) {
+      const std::size_t size = value.dump().size();
+      if (longest == nullptr || size > longest_size) {
+        longest = &value;
+        longest_size = size;
+      }
+    }
+  }
+  return longest;
+}
+
+} // namespace
+
 std::string bounded(std::string text) {
   if (text.size() <= kMaxResultChars) {
     return text;
+  }
+  Json object = Json::parse(text, nullptr, false);
+  if (object.is_object()) {
+    std::size_t rows_left_out = 0;
+    Json* list = nullptr;
+    while (object.dump().size() > kMaxResultChars && (list = longest_list(object)) != nullptr) {
+      list->erase(list->size() - 1);
+      ++rows_left_out;
+      object["cut"] = fmt::format("{} more rows left out to stay within {} characters; ask for "
+                                  "fewer rows (limit)",
+                                  rows_left_out, kMaxResultChars);
+    }
+    if (object.dump().size() <= kMaxResultChars) {
+      return object.dump();
+    }
   }
   const std::size_t cut = text.size() - kMaxResultChars;
   text.resize(kMaxResultChars);
@@ -60,6 +94,8 @@ std::string bounded(std::string text) {
   }
   return text + fmt::format("\n[cut: {} more characters; ask for fewer rows (limit)]", cut);
 }
+
+namespace {
 
 // tools/call: an unknown tool or bad arguments are protocol errors; what goes wrong asking the
 // process is a tool error (isError), its message saying what to do.
