@@ -5,6 +5,8 @@
 #include <dlfcn.h>
 #include <link.h>
 #include <pthread.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #define UNW_LOCAL_ONLY
 #include <libunwind.h>
@@ -62,7 +64,26 @@ struct StackBounds {
 };
 __thread StackBounds thread_stack __attribute__((tls_model("initial-exec"))) = {0, 0};
 
+// The main thread's stack pointer at the program's start, kept by ld.so: no frame lies above it.
+extern "C" void* __libc_stack_end;
+
+// The main thread's stack, from its start down as far as its size limit lets it grow (the kernel
+// maps nothing else there: it keeps at least 128 MiB below the stack free). pthread_getattr_np
+// finds it by reading /proc/self/maps with stdio, at every preloaded program's start.
+StackBounds main_thread_stack() {
+  constexpr std::uintptr_t unlimited = std::uintptr_t{128} << 20;
+  const auto high = reinterpret_cast<std::uintptr_t>(__libc_stack_end);
+  rlimit limit{};
+  const std::uintptr_t size = getrlimit(RLIMIT_STACK, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY
+                                  ? limit.rlim_cur
+                                  : unlimited;
+  return {high - std::min(size, high), high};
+}
+
 StackBounds current_stack_bounds() {
+  if (thread_stack.high == 0 && getpid() == gettid()) {
+    thread_stack = main_thread_stack();
+  }
   if (thread_stack.high == 0) {
     pthread_attr_t attributes;
     if (pthread_getattr_np(pthread_self(), &attributes) == 0) {
@@ -244,6 +265,7 @@ struct StackCache {
   std::uint64_t hits = 0;
   std::uint64_t learned = 0;
   std::uint64_t unwound = 0; // stacks unwound without learning them
+  std::uint64_t walked = 0;  // stacks not found in the cache nor learned: uncached_walk's
   bool may_learn() const { return learned < 64 + hits / 32 + unwound / 256; }
   // Of the entries replaced, across the threads that used this cache (RememberedStack).
   std::uint32_t generation = 0;
@@ -254,7 +276,7 @@ struct StackCache {
   void clear() {
     tags = {};
     next_victim = {};
-    hits = learned = unwound = 0;
+    hits = learned = unwound = walked = 0;
   }
 };
 
@@ -365,6 +387,44 @@ __attribute__((noinline)) bool unwind_noting_slots(std::uintptr_t capture_frame,
   return walk.cacheable && walk.started;
 }
 
+_Unwind_Reason_Code add_frame(_Unwind_Context* context, void* data) {
+  auto& walk = *static_cast<std::pair<std::span<std::uintptr_t>, std::size_t>*>(data);
+  int signal_frame = 0;
+  const std::uintptr_t ip = libgcc.ip_info(context, &signal_frame);
+  if (ip == 0) {
+    return _URC_END_OF_STACK;
+  }
+  walk.first[walk.second++] = ip;
+  return walk.second < walk.first.size() ? _URC_NO_REASON : _URC_END_OF_STACK;
+}
+
+// libgcc's walk, from the return into this function's caller (as unw_backtrace's).
+__attribute__((noinline)) std::size_t libgcc_backtrace(std::span<std::uintptr_t> out) {
+  std::pair<std::span<std::uintptr_t>, std::size_t> walk{out, 0};
+  if (!out.empty()) {
+    libgcc.backtrace(add_frame, &walk);
+  }
+  return walk.second;
+}
+
+// libunwind's unw_backtrace keeps a trace cache of its own for each thread that calls it: 256 KiB,
+// all written at the thread's first call (64 page faults), which a program of a thousand such
+// threads would carry a thousand times. A thread walks the stacks its cache does not hold with
+// libgcc (no memory of its own, about ten times slower) until it has walked
+// libgcc_walks_per_thread of them: a thread that allocates from ever new stacks then gets
+// unw_backtrace's speed, and the sampled mode's threads (one stack in hundreds of thousands of
+// bytes allocated) never pay for its cache.
+constexpr std::uint64_t libgcc_walks_per_thread = 1024;
+
+using Walk = std::size_t (*)(std::span<std::uintptr_t>);
+
+Walk uncached_walk(StackCache* cache) {
+  if (cache != nullptr && cache->walked++ < libgcc_walks_per_thread && libgcc_usable()) {
+    return libgcc_backtrace;
+  }
+  return backtrace;
+}
+
 // The stack above capture_stack (whose frame is at `capture_frame`) into `out`, without the
 // leading frames inside `skip`: from the thread's cache when every slot still holds its return
 // address, else unwound into `raw` (room for `out` and the frames that get dropped).
@@ -398,7 +458,7 @@ std::size_t cached_unwind(std::uintptr_t capture_frame, const CodeRanges& skip,
     if (cache != nullptr) {
       ++cache->unwound;
     }
-    return unwind_and_keep(backtrace, skip, raw, out);
+    return unwind_and_keep(uncached_walk(cache), skip, raw, out);
   }
   ++cache->learned;
   std::array<std::uintptr_t, cached_frames> slots;
@@ -408,7 +468,7 @@ std::size_t cached_unwind(std::uintptr_t capture_frame, const CodeRanges& skip,
   const std::size_t first = leading_frames_in(skip, raw.first(count));
   // capture_stack's frame not found (unw_backtrace still finds the stack), or too few frames
   if (count == 0 || unwound_too_few(count, requested, raw.size(), first, out.size())) {
-    return unwind_and_keep(backtrace, skip, raw, out);
+    return unwind_and_keep(uncached_walk(cache), skip, raw, out);
   }
   if (cacheable) {
     const std::size_t way = cache->next_victim[set];

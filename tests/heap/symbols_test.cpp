@@ -4,6 +4,7 @@
 
 #include <dlfcn.h>
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <array>
@@ -316,6 +317,48 @@ TEST(HeapCapture, MoreLeadingFramesThanSeenBeforeStillLeaveTheWholeDepth) {
     EXPECT_NE(symbolizer.resolve(frames[0] - 1).back().object.find("libstdc++"), std::string::npos);
     levels += 3;
   }
+}
+
+// As capture_deeper, through another function: the same depths, other stacks.
+__attribute__((noinline)) std::size_t capture_deeper_elsewhere(int levels,
+                                                               const hotscope::heap::CodeRanges& skip,
+                                                               std::span<std::uintptr_t> frames) {
+  if (levels > 0) {
+    const std::size_t written = capture_deeper_elsewhere(levels - 1, skip, frames);
+    asm volatile("" ::: "memory");
+    return written;
+  }
+  return hotscope::heap::capture_stack(hotscope::heap::Unwinder::Libunwind, skip, frames);
+}
+
+long minor_faults_of_this_thread() {
+  rusage usage{};
+  getrusage(RUSAGE_THREAD, &usage);
+  return usage.ru_minflt;
+}
+
+// A thread whose stacks the cache does not hold walks them with libgcc, not with unw_backtrace,
+// whose trace cache writes 256 KiB (64 pages) at a thread's first call. The thread first learns
+// 64 stacks (the cache's budget without hits), which touches its stack and the cache's pages;
+// then 100 other stacks at the same depths, which the cache neither holds nor learns.
+TEST(HeapCapture, AThreadsUncachedStacksTakeNoTraceCacheOfLibunwinds) {
+  const hotscope::heap::CodeRanges skip =
+      hotscope::heap::own_and_allocator_code(reinterpret_cast<const void*>(&capture));
+  long faults = -1;
+  std::size_t written = 0;
+  std::thread([&] {
+    std::array<std::uintptr_t, 32> frames{};
+    for (int levels = 0; levels < 64; ++levels) {
+      capture_deeper(hotscope::heap::Unwinder::Libunwind, levels, skip, frames);
+    }
+    const long before = minor_faults_of_this_thread();
+    for (int round = 0; round < 100; ++round) {
+      written += capture_deeper_elsewhere(round % 64, skip, frames);
+    }
+    faults = minor_faults_of_this_thread() - before;
+  }).join();
+  EXPECT_GE(written, 100u); // every stack was walked
+  EXPECT_LT(faults, 16);
 }
 
 TEST(HeapCapture, KeepsAtMostTheRequestedDepth) {
