@@ -74,9 +74,9 @@ StackBounds main_thread_stack() {
   constexpr std::uintptr_t unlimited = std::uintptr_t{128} << 20;
   const auto high = reinterpret_cast<std::uintptr_t>(__libc_stack_end);
   rlimit limit{};
-  const std::uintptr_t size = getrlimit(RLIMIT_STACK, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY
-                                  ? limit.rlim_cur
-                                  : unlimited;
+  const std::uintptr_t size =
+      getrlimit(RLIMIT_STACK, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY ? limit.rlim_cur
+                                                                              : unlimited;
   return {high - std::min(size, high), high};
 }
 
@@ -536,6 +536,30 @@ std::size_t capture_stack(Unwinder unwinder, const CodeRanges& skip, std::span<s
     *remembered = cached;
   }
   return kept;
+}
+
+bool in_signal_handler() noexcept {
+  struct Walk {
+    _Unwind_Ptr (*ip_info)(_Unwind_Context*, int*);
+    bool found = false;
+  };
+  const auto note = [](_Unwind_Context* context, void* data) {
+    auto& walk = *static_cast<Walk*>(data);
+    int interrupted = 0;
+    walk.ip_info(context, &interrupted);
+    walk.found = interrupted != 0;
+    return walk.found ? _URC_END_OF_STACK : _URC_NO_REASON;
+  };
+  // Never looked up here: a signal handler may have interrupted the loader, which dlopen waits for.
+  if (libgcc_state.load(std::memory_order_acquire) == LookedUp && libgcc.backtrace != nullptr &&
+      libgcc.ip_info != nullptr) {
+    Walk walk{libgcc.ip_info};
+    libgcc.backtrace(note, &walk);
+    return walk.found;
+  }
+  Walk walk{_Unwind_GetIPInfo};
+  _Unwind_Backtrace(note, &walk);
+  return walk.found;
 }
 
 void forget_remembered_stacks() {

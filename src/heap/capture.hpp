@@ -76,6 +76,12 @@ std::size_t capture_stack(Unwinder unwinder, const CodeRanges& skip, std::span<s
 // detach, docs/heap.md "Attach to a running program"): each thread's cache forgets its stacks
 // before its next capture.
 void forget_remembered_stacks();
+// True when the calling thread runs a signal handler, at any depth: a frame on its stack was
+// interrupted by a signal (the unwinder reports its address as the instruction itself, not as a
+// return address). Walked with libgcc's unwinder when the capture has loaded it: the
+// _Unwind_Backtrace of a program that loaded libunwind first is libunwind's, which blocks signals
+// (two system calls) at every frame.
+bool in_signal_handler() noexcept;
 // The capture's one-time work, done now on the calling thread rather than at its first capture:
 // finding the thread's stack (glibc reads /proc/self/maps for the main thread's) and, for the
 // Libunwind unwinder, loading libgcc's. What that allocates stays for the process's life.

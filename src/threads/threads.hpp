@@ -13,7 +13,6 @@
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
-#include <unwind.h>
 
 #include <atomic>
 #include <climits>
@@ -65,25 +64,6 @@ public:
 private:
   sigset_t before_;
 };
-
-// True when the calling thread runs a signal handler, at any depth: a frame on its stack was
-// interrupted by a signal (the unwinder reports its address as the instruction itself, not as a
-// return address).
-inline bool in_signal_handler() noexcept {
-  bool found = false;
-  _Unwind_Backtrace(
-      [](_Unwind_Context* context, void* result) {
-        int interrupted = 0;
-        _Unwind_GetIPInfo(context, &interrupted);
-        if (interrupted != 0) {
-          *static_cast<bool*>(result) = true;
-          return _URC_END_OF_STACK;
-        }
-        return _URC_NO_REASON;
-      },
-      &found);
-  return found;
-}
 
 // The profiler's own threads of one library, by thread id, while they run: a listing of an
 // unmodified program's threads leaves them out (docs/heap.md, "Live: a program under `hotscope run

@@ -2,6 +2,7 @@
 
 #include "atomic_file/atomic_file.hpp"
 #include "export/export.hpp"
+#include "heap/capture.hpp"
 #include "heap/interposer/interposer.hpp"
 #include "heap/interposer/real_allocator.hpp"
 #include "heap/interposer/recording.hpp"
@@ -467,7 +468,7 @@ void write_report_now() {
   // small blocks, which the report's first larger requests there would each merge first
   // (malloc_consolidate, 30 ms and more).
   const BuildingProfile building;
-  if (threads::in_signal_handler()) {
+  if (in_signal_handler()) {
     report_from_handler(recorder);
     return;
   }
