@@ -320,9 +320,9 @@ TEST(HeapCapture, MoreLeadingFramesThanSeenBeforeStillLeaveTheWholeDepth) {
 }
 
 // As capture_deeper, through another function: the same depths, other stacks.
-__attribute__((noinline)) std::size_t capture_deeper_elsewhere(int levels,
-                                                               const hotscope::heap::CodeRanges& skip,
-                                                               std::span<std::uintptr_t> frames) {
+__attribute__((noinline)) std::size_t
+capture_deeper_elsewhere(int levels, const hotscope::heap::CodeRanges& skip,
+                         std::span<std::uintptr_t> frames) {
   if (levels > 0) {
     const std::size_t written = capture_deeper_elsewhere(levels - 1, skip, frames);
     asm volatile("" ::: "memory");
