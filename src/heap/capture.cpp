@@ -539,12 +539,12 @@ std::size_t capture_stack(Unwinder unwinder, const CodeRanges& skip, std::span<s
 }
 
 bool in_signal_handler() noexcept {
-  struct Walk {
+  struct SignalFrameSearch {
     _Unwind_Ptr (*ip_info)(_Unwind_Context*, int*);
     bool found = false;
   };
   const auto note = [](_Unwind_Context* context, void* data) {
-    auto& walk = *static_cast<Walk*>(data);
+    auto& walk = *static_cast<SignalFrameSearch*>(data);
     int interrupted = 0;
     walk.ip_info(context, &interrupted);
     walk.found = interrupted != 0;
@@ -553,11 +553,11 @@ bool in_signal_handler() noexcept {
   // Never looked up here: a signal handler may have interrupted the loader, which dlopen waits for.
   if (libgcc_state.load(std::memory_order_acquire) == LookedUp && libgcc.backtrace != nullptr &&
       libgcc.ip_info != nullptr) {
-    Walk walk{libgcc.ip_info};
+    SignalFrameSearch walk{libgcc.ip_info};
     libgcc.backtrace(note, &walk);
     return walk.found;
   }
-  Walk walk{_Unwind_GetIPInfo};
+  SignalFrameSearch walk{_Unwind_GetIPInfo};
   _Unwind_Backtrace(note, &walk);
   return walk.found;
 }
