@@ -387,24 +387,29 @@ __attribute__((noinline)) bool unwind_noting_slots(std::uintptr_t capture_frame,
   return walk.cacheable && walk.started;
 }
 
+struct FrameWalk {
+  std::span<std::uintptr_t> frames;
+  std::size_t count = 0;
+};
+
 _Unwind_Reason_Code add_frame(_Unwind_Context* context, void* data) {
-  auto& walk = *static_cast<std::pair<std::span<std::uintptr_t>, std::size_t>*>(data);
+  auto& walk = *static_cast<FrameWalk*>(data);
   int signal_frame = 0;
   const std::uintptr_t ip = libgcc.ip_info(context, &signal_frame);
   if (ip == 0) {
     return _URC_END_OF_STACK;
   }
-  walk.first[walk.second++] = ip;
-  return walk.second < walk.first.size() ? _URC_NO_REASON : _URC_END_OF_STACK;
+  walk.frames[walk.count++] = ip;
+  return walk.count < walk.frames.size() ? _URC_NO_REASON : _URC_END_OF_STACK;
 }
 
 // libgcc's walk, from the return into this function's caller (as unw_backtrace's).
 __attribute__((noinline)) std::size_t libgcc_backtrace(std::span<std::uintptr_t> out) {
-  std::pair<std::span<std::uintptr_t>, std::size_t> walk{out, 0};
+  FrameWalk walk{out};
   if (!out.empty()) {
     libgcc.backtrace(add_frame, &walk);
   }
-  return walk.second;
+  return walk.count;
 }
 
 // libunwind's unw_backtrace keeps a trace cache of its own for each thread that calls it: 256 KiB,
@@ -419,10 +424,11 @@ constexpr std::uint64_t libgcc_walks_per_thread = 1024;
 using Walk = std::size_t (*)(std::span<std::uintptr_t>);
 
 Walk uncached_walk(StackCache* cache) {
-  if (cache != nullptr && cache->walked++ < libgcc_walks_per_thread && libgcc_usable()) {
-    return libgcc_backtrace;
+  if (cache == nullptr) {
+    return backtrace;
   }
-  return backtrace;
+  ++cache->walked;
+  return cache->walked <= libgcc_walks_per_thread && libgcc_usable() ? libgcc_backtrace : backtrace;
 }
 
 // The stack above capture_stack (whose frame is at `capture_frame`) into `out`, without the

@@ -30,8 +30,8 @@ void* collect_events(void* pointer) {
   const threads::OwnThread own;
   Recorder& recorder = *static_cast<Recorder*>(pointer);
   recorder.set_collector_running(true);
-  prctl(PR_SET_TIMERSLACK, 1000);      // 1 µs: sleeps of 20 µs, not of the default slack's 50 µs
-  prctl(PR_SET_NAME, "hotscope-heap"); // not one of the program's threads in top -H
+  prctl(PR_SET_TIMERSLACK, 1000); // 1 µs: sleeps of 20 µs, not of the default slack's 50 µs
+  pthread_setname_np(pthread_self(), "hotscope-heap"); // not one of the program's in top -H
   constexpr std::uint64_t busy_pause_ns = 20'000;
   constexpr std::uint64_t idle_pause_ns = 10'000'000;
   std::uint64_t pause_ns = busy_pause_ns;
