@@ -286,12 +286,14 @@ TEST(HeapCapture, AnIdForAReplacedCacheEntryIsNotRemembered) {
   EXPECT_EQ(RememberedStack(slot).generation(), 5u);
 }
 
-// Captures into `frames`, from `levels` calls deeper, dropping the leading frames in `skip`.
+// Captures into `frames`, from `levels` calls deeper, dropping the leading frames in `skip`. Each
+// `path` is a function of its own: the same depths through another path are other stacks.
+template <int path = 0>
 __attribute__((noinline)) std::size_t capture_deeper(hotscope::heap::Unwinder unwinder, int levels,
                                                      const hotscope::heap::CodeRanges& skip,
                                                      std::span<std::uintptr_t> frames) {
   if (levels > 0) {
-    const std::size_t written = capture_deeper(unwinder, levels - 1, skip, frames);
+    const std::size_t written = capture_deeper<path>(unwinder, levels - 1, skip, frames);
     asm volatile("" ::: "memory");
     return written;
   }
@@ -319,18 +321,6 @@ TEST(HeapCapture, MoreLeadingFramesThanSeenBeforeStillLeaveTheWholeDepth) {
   }
 }
 
-// As capture_deeper, through another function: the same depths, other stacks.
-__attribute__((noinline)) std::size_t
-capture_deeper_elsewhere(int levels, const hotscope::heap::CodeRanges& skip,
-                         std::span<std::uintptr_t> frames) {
-  if (levels > 0) {
-    const std::size_t written = capture_deeper_elsewhere(levels - 1, skip, frames);
-    asm volatile("" ::: "memory");
-    return written;
-  }
-  return hotscope::heap::capture_stack(hotscope::heap::Unwinder::Libunwind, skip, frames);
-}
-
 long minor_faults_of_this_thread() {
   rusage usage{};
   getrusage(RUSAGE_THREAD, &usage);
@@ -353,7 +343,7 @@ TEST(HeapCapture, AThreadsUncachedStacksTakeNoTraceCacheOfLibunwinds) {
     }
     const long before = minor_faults_of_this_thread();
     for (int round = 0; round < 100; ++round) {
-      written += capture_deeper_elsewhere(round % 64, skip, frames);
+      written += capture_deeper<1>(hotscope::heap::Unwinder::Libunwind, round % 64, skip, frames);
     }
     faults = minor_faults_of_this_thread() - before;
   }).join();
