@@ -2,9 +2,10 @@
 // before the collector (HOTSCOPE_COLLECT_MS=1000) has drained their records:
 //   plugin_host unload-at-once LIBRARY THREADS ROUNDS: each round loads LIBRARY, calls it 100
 //     times on each of THREADS threads, and unloads it.
-//   plugin_host same-address LIBRARY_A LIBRARY_B: calls A 10 times, unloads it, loads B, calls it
-//     20 times, unloads it; prints "same address" when B was loaded where A was, else
-//     "different addresses".
+//   plugin_host same-address LIBRARY_A LIBRARY_B: calls A 10 times, unloads it and loads B; when B
+//     landed where A was, calls B 20 times, unloads it and prints "same address after N tries";
+//     else unloads B and tries again (another thread's mmap may take the hole A left), at most
+//     50 times, then prints "different addresses".
 // The host records a "host_round" scope of its own around each round. Exits 1 with a line on
 // stderr when a library cannot be loaded.
 #include <hotscope/hotscope.hpp>
@@ -72,14 +73,21 @@ int main(int argc, char** argv) {
   }
   if (argc == 4 && std::strcmp(argv[1], "same-address") == 0) {
     HOTSCOPE_SCOPE("host_round");
-    const Loaded a = load(argv[2]);
-    a.run(10);
-    const void* base_a = a.base;
-    unload(a);
-    const Loaded b = load(argv[3]);
-    b.run(20);
-    std::printf("%s\n", b.base == base_a ? "same address" : "different addresses");
-    unload(b);
+    for (int tries = 1; tries <= 50; ++tries) {
+      const Loaded a = load(argv[2]);
+      a.run(10);
+      const void* base_a = a.base;
+      unload(a);
+      const Loaded b = load(argv[3]);
+      if (b.base == base_a) {
+        b.run(20);
+        unload(b);
+        std::printf("same address after %d tries\n", tries);
+        return 0;
+      }
+      unload(b);
+    }
+    std::printf("different addresses\n");
     return 0;
   }
   std::fprintf(stderr, "usage: plugin_host unload-at-once LIBRARY THREADS ROUNDS | "
