@@ -255,3 +255,19 @@ TEST(HeapRun, TheProgramsEnvironmentNamesItsOwnPid) {
 }
 
 } // namespace
+
+// The copy of the program's stderr (docs/heap.md) is numbered within the descriptor table the
+// program starts with: growing it, with the agent's thread running, makes the kernel wait for an
+// RCU grace period, 10 to 15 ms of the program's start.
+TEST(HeapRun, TheProgramsDescriptorTableKeepsItsSize) {
+  const std::string grep = " -- grep FDSize /proc/self/status";
+  const std::string alone =
+      hotscope::test_support::output_of(std::string(HOTSCOPE_CLI) + " run" + grep);
+  EXPECT_NE(alone.find("FDSize"), std::string::npos) << alone;
+  for (const char* mode : {"sampled", "full"}) {
+    EXPECT_EQ(hotscope::test_support::output_of(std::string("HOTSCOPE_HEAP_MODE=") + mode + " " +
+                                                HOTSCOPE_CLI + " run --heap --no-summary" + grep),
+              alone)
+        << mode;
+  }
+}

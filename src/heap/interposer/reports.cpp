@@ -37,9 +37,9 @@ namespace hotscope::heap::interposer {
 namespace {
 
 // The stderr the program started with. Programs such as sort, ls and tar close fd 2 before they
-// exit; the summary goes to a copy taken at load (close-on-exec, numbered high to stay out of the
-// program's way), used only while it still names the same file: a program that closes every
-// descriptor may have reopened one of its own files under that number.
+// exit; the summary goes to a copy taken at load (close-on-exec), used only while it still names
+// the same file: a program that closes every descriptor may have reopened one of its own files
+// under that number.
 struct ProgramStderr {
   int fd = -1;
   dev_t device = 0;
@@ -53,12 +53,19 @@ bool names(int fd, const ProgramStderr& original) {
          now.st_ino == original.inode;
 }
 
+// The copy's lowest number: high in the table of 64 descriptors a process starts with, out of the
+// way of the numbers a program picks, but in that table. A number past it grows the table, and in
+// a process with threads (the agent's, hotscope-signal) the kernel then waits for an RCU grace
+// period: 10 to 15 ms of the program's start (HeapRun.TheProgramsDescriptorTableKeepsItsSize).
+constexpr int kStderrCopyFrom = 56;
+
 __attribute__((constructor)) void keep_program_stderr() {
   struct stat status {};
   if (fstat(STDERR_FILENO, &status) != 0) {
     return;
   }
-  program_stderr = {fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 512), status.st_dev, status.st_ino};
+  program_stderr = {fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, kStderrCopyFrom), status.st_dev,
+                    status.st_ino};
 }
 
 // fd 2 while it is still the program's stderr, else the copy while that is, else fd 2.
