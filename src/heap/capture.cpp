@@ -17,6 +17,7 @@
 #include <atomic>
 #include <mutex>
 #include <new>
+#include <type_traits>
 
 namespace hotscope::heap {
 namespace {
@@ -245,13 +246,16 @@ struct StackTag {
   std::uintptr_t caller = 0; // the return address into capture_stack's caller
 };
 
+// Left uninitialized until it is learned (its tag says so): a new cache's 75 KiB take a page
+// only where an entry is filled, 20 page faults fewer for a short program's thread.
 struct CachedStack {
-  std::uint32_t count = 0; // frames, from the return into capture_stack's caller
-  std::uint32_t first = 0; // the leading frames inside `skip`
-  std::atomic<std::uint64_t> remembered{unknown_stack}; // RememberedStack's slot
+  std::uint32_t count;      // frames, from the return into capture_stack's caller
+  std::uint32_t first;      // the leading frames inside `skip`
+  std::uint64_t remembered; // RememberedStack's slot
   std::array<std::uintptr_t, cached_frames> frames;
   std::array<std::uint32_t, cached_frames> slots; // where each was read, minus `frame`
 };
+static_assert(std::is_trivially_default_constructible_v<CachedStack>);
 
 struct StackCache {
   std::array<std::array<StackTag, cache_ways>, cache_sets> tags;
@@ -483,8 +487,8 @@ std::size_t cached_unwind(std::uintptr_t capture_frame, const CodeRanges& skip,
     CachedStack& entry = cache->sets[set][way];
     entry.count = static_cast<std::uint32_t>(count);
     entry.first = static_cast<std::uint32_t>(first);
-    entry.remembered.store(std::uint64_t{++cache->generation} << 32 | unknown_stack,
-                           std::memory_order_relaxed);
+    std::atomic_ref(entry.remembered)
+        .store(std::uint64_t{++cache->generation} << 32 | unknown_stack, std::memory_order_relaxed);
     remembered = RememberedStack(entry.remembered);
     for (std::size_t i = 0; i < count; ++i) {
       entry.frames[i] = raw[i];

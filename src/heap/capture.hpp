@@ -38,28 +38,31 @@ inline constexpr StackId unknown_stack = ~StackId{0};
 class RememberedStack {
 public:
   RememberedStack() = default;
-  explicit RememberedStack(std::atomic<std::uint64_t>& slot)
-      : slot_(&slot), seen_(slot.load(std::memory_order_relaxed)) {}
+  // `slot` is a plain word (the stack cache's entries then take no page until they are filled),
+  // read and written only atomically.
+  explicit RememberedStack(std::uint64_t& slot)
+      : slot_(&slot), seen_(std::atomic_ref(slot).load(std::memory_order_relaxed)) {}
   // Whether the stack came from the cache, and whether the id was known when it did.
   bool cached() const { return slot_ != nullptr; }
   bool known() const { return cached() && id() != unknown_stack; }
   StackId id() const { return static_cast<StackId>(seen_); }
   std::uint32_t generation() const { return static_cast<std::uint32_t>(seen_ >> 32); }
-  std::atomic<std::uint64_t>* slot() const { return slot_; }
+  std::uint64_t* slot() const { return slot_; }
 
   // Tells `slot` the `id` its stack was interned as, unless its entry was replaced since
   // `generation` (or the id is known already). Any thread.
-  static void remember(std::atomic<std::uint64_t>& slot, std::uint32_t generation, StackId id) {
+  static void remember(std::uint64_t& slot, std::uint32_t generation, StackId id) {
+    const std::atomic_ref shared(slot);
     std::uint64_t unknown = std::uint64_t{generation} << 32 | unknown_stack;
     // Looked at before it is written: the line is the capturing thread's, and stays shared.
-    if (slot.load(std::memory_order_relaxed) == unknown) {
-      slot.compare_exchange_strong(unknown, std::uint64_t{generation} << 32 | id,
-                                   std::memory_order_relaxed);
+    if (shared.load(std::memory_order_relaxed) == unknown) {
+      shared.compare_exchange_strong(unknown, std::uint64_t{generation} << 32 | id,
+                                     std::memory_order_relaxed);
     }
   }
 
 private:
-  std::atomic<std::uint64_t>* slot_ = nullptr;
+  std::uint64_t* slot_ = nullptr;
   std::uint64_t seen_ = 0;
 };
 

@@ -49,7 +49,8 @@ LiveBlock* LiveTable::find(std::uintptr_t address) {
 
 void LiveTable::grow() {
   Table<Slot> old = std::move(slots_);
-  const std::size_t size = old.empty() ? 1024 : old.size() * 2;
+  // From a page's worth: a short program's few sampled blocks fault in one page, not eight.
+  const std::size_t size = old.empty() ? std::bit_floor(4096 / sizeof(Slot)) : old.size() * 2;
   slots_.assign(size, Slot{0, {}});
   shift_ = 64 - static_cast<unsigned>(std::countr_zero(size));
   for (const Slot& slot : old) {

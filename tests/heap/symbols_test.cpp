@@ -247,7 +247,7 @@ TEST(HeapCapture, CachedStacksEqualLibunwindsAndTellCallersApart) {
 TEST(HeapCapture, TheCachedStackKeepsTheIdItWasInternedAs) {
   using hotscope::heap::RememberedStack;
   using hotscope::heap::Unwinder;
-  std::atomic<std::uint64_t>* first = nullptr;
+  std::uint64_t* first = nullptr;
   for (int round = 0; round < 3; ++round) { // the same stack each time
     std::size_t written = 0;
     const RememberedStack remembered = remembered_stack(Unwinder::Libunwind, &written);
@@ -278,7 +278,7 @@ TEST(HeapCapture, TheCachedStackKeepsTheIdItWasInternedAs) {
 // remembered for the stack that replaced it.
 TEST(HeapCapture, AnIdForAReplacedCacheEntryIsNotRemembered) {
   using hotscope::heap::RememberedStack;
-  std::atomic<std::uint64_t> slot{std::uint64_t{5} << 32 | hotscope::heap::unknown_stack};
+  std::uint64_t slot = std::uint64_t{5} << 32 | hotscope::heap::unknown_stack;
   RememberedStack::remember(slot, 4, 9); // interned for the entry's previous stack
   EXPECT_FALSE(RememberedStack(slot).known());
   RememberedStack::remember(slot, 5, 3);

@@ -110,8 +110,8 @@ std::size_t Recorder::drain(std::uint64_t wait_ns) {
           stack = engine_.intern(frames, ahead.sequence == event.sequence ? ahead.hash
                                                                           : hash_values(frames));
           if (words[0] != 0) {
-            RememberedStack::remember(*reinterpret_cast<std::atomic<std::uint64_t>*>(words[0]),
-                                      event.stack, stack);
+            RememberedStack::remember(*reinterpret_cast<std::uint64_t*>(words[0]), event.stack,
+                                      stack);
           }
         }
         switch (event.kind) {
