@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <memory>
 #include <regex>
 #include <sstream>
@@ -138,25 +139,49 @@ TEST(ConsoleLive, FunctionsTabSortsFiltersAndQuits) {
   EXPECT_TRUE(std::is_sorted(names.begin(), names.end())) << by_name;
 
   tmux.keys({"a"}); // by the window's calls, most first
-  const std::string by_calls = tmux.wait_for("Calls▼");
+  // As above: a capture while the rows are redrawn shows a row with the name of the new order and
+  // the figures of the old.
+  // The calls column, top to bottom; false when a cell is not a number (a row half drawn).
+  const auto calls_on = [](const std::string& screen, std::vector<std::uint64_t>& calls) {
+    calls.clear();
+    for (const auto& row : function_rows(screen)) {
+      const std::string& cell = row[kCallsWord];
+      std::uint64_t value = 0;
+      const auto [end, error] = std::from_chars(cell.data(), cell.data() + cell.size(), value);
+      if (error != std::errc() || end != cell.data() + cell.size()) {
+        return false;
+      }
+      calls.push_back(value);
+    }
+    return true;
+  };
   std::vector<std::uint64_t> calls;
-  std::vector<std::string> order;
-  for (const auto& row : function_rows(by_calls)) {
-    calls.push_back(std::stoull(row[kCallsWord]));
-    order.push_back(row[0]);
-  }
+  const std::string by_calls = tmux.wait_until(
+      [&](const std::string& screen) {
+        return screen.find("Calls▼") != std::string::npos && calls_on(screen, calls) &&
+               std::is_sorted(calls.rbegin(), calls.rend());
+      },
+      "the functions sorted by calls");
+  EXPECT_TRUE(calls_on(by_calls, calls)) << by_calls;
   EXPECT_TRUE(std::is_sorted(calls.rbegin(), calls.rend())) << by_calls;
-  EXPECT_NE(order, names) << "the order did not change with the sort key";
+  EXPECT_NE(names_on(by_calls), names) << "the order did not change with the sort key";
 
   tmux.keys({"/", "p", "a", "r", "s", "e", "Enter"});
-  const std::string filtered = tmux.wait_for("matching \"parse\"");
-  const auto rows = function_rows(filtered);
-  EXPECT_GE(rows.size(), 2u) << filtered; // parse_request, demo::parse_document, Parser::...
-  for (const auto& row : rows) {
-    std::string name = row[0];
-    std::transform(name.begin(), name.end(), name.begin(), ::tolower);
-    EXPECT_NE(name.find("parse"), std::string::npos) << filtered;
-  }
+  const auto parse_only = [&](const std::string& screen) {
+    const std::vector<std::string> shown = names_on(screen);
+    return std::all_of(shown.begin(), shown.end(), [](std::string name) {
+      std::transform(name.begin(), name.end(), name.begin(), ::tolower);
+      return name.find("parse") != std::string::npos;
+    });
+  };
+  const std::string filtered = tmux.wait_until(
+      [&](const std::string& screen) {
+        return screen.find("matching \"parse\"") != std::string::npos && parse_only(screen);
+      },
+      "only the functions matching \"parse\"");
+  EXPECT_GE(function_rows(filtered).size(), 2u)
+      << filtered; // parse_request, demo::parse_document, Parser::...
+  EXPECT_TRUE(parse_only(filtered)) << filtered;
 
   tmux.keys({"q"});
   EXPECT_EQ(tmux.exit_status(), 0);
