@@ -375,7 +375,14 @@ TEST(ConsoleLive, ThreadsTabHighlightsTheStuckThread) {
   Tmux tmux(140, 30,
             console_command(program.runtime_dir(), {"-p", std::to_string(program.pid()), "--tab",
                                                     "threads", "--stuck", "300"}));
-  const std::string screen = tmux.wait_for("STUCK");
+  // The whole table drawn (a capture can fall within a redraw): the stuck row and main's.
+  const std::string screen = tmux.wait_until(
+      [&](const std::string& text) {
+        return text.find("STUCK") != std::string::npos &&
+               line_with(text, "stuck-worker").find("wait_for_peer") != std::string::npos &&
+               !line_with(text, " main ").empty();
+      },
+      "the stuck thread and main");
   EXPECT_NE(screen.find("1 stuck (inside one scope longer than 300.00 ms)"), std::string::npos)
       << screen;
   const std::string stuck = line_with(screen, "stuck-worker");
