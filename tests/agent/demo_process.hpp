@@ -191,6 +191,8 @@ public:
     // queue. A 40-line program with no hotscope code in it (a SIGTERM handler that posts a
     // semaphore, five threads waiting on a condition variable or sleeping, main in sem_wait) lost
     // 22 of 600 SIGTERMs under TSan, none of 2,400 without it, none with no threads.
+    // A demo still there after 60 s hangs: the failure names where each of its threads waits,
+    // and the demo is killed, rather than the test waiting for ctest's timeout.
     kill(pid_, SIGTERM);
     int status = 0;
     for (int polls = 1;; ++polls) {
@@ -198,8 +200,15 @@ public:
       if (ended == pid_) {
         break;
       }
-      if (ended < 0 && errno != EINTR) {
-        ADD_FAILURE() << "waitpid: " << std::strerror(errno);
+      if ((ended < 0 && errno != EINTR) || polls == 3000) {
+        if (ended < 0) {
+          ADD_FAILURE() << "waitpid: " << std::strerror(errno);
+        } else {
+          ADD_FAILURE() << "the demo did not end within 60 s of SIGTERM; its threads:\n"
+                        << threads_of(pid_) << "its stderr:\n"
+                        << stderr_text();
+          kill_hard();
+        }
         pid_ = 0;
         status_ = -1;
         return status_;
@@ -218,6 +227,25 @@ public:
     kill(pid_, SIGKILL);
     waitpid(pid_, nullptr, 0);
     pid_ = 0;
+  }
+
+  // Each thread of `pid`: its name, state and the kernel function it waits in (/proc).
+  static std::string threads_of(pid_t pid) {
+    std::string text;
+    const fs::path tasks = "/proc/" + std::to_string(pid) + "/task";
+    std::error_code error;
+    for (const auto& task : fs::directory_iterator(tasks, error)) {
+      const std::string stat = slurp(task.path() / "stat");
+      const std::size_t name_end = stat.rfind(')');
+      std::string name = slurp(task.path() / "comm");
+      if (!name.empty() && name.back() == '\n') {
+        name.pop_back();
+      }
+      text += task.path().filename().string() + " " + name;
+      text += name_end == std::string::npos ? "" : stat.substr(name_end + 1, 3);
+      text += " in " + slurp(task.path() / "wchan") + "\n";
+    }
+    return text;
   }
 
   // The demo's main has installed its SIGTERM handler (SigCgt in /proc/<pid>/status).
