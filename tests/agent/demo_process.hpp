@@ -204,10 +204,11 @@ public:
         if (ended < 0) {
           ADD_FAILURE() << "waitpid: " << std::strerror(errno);
         } else {
+          const std::string threads = threads_of(pid_);
+          kill_hard(); // its stderr is whole once it has ended
           ADD_FAILURE() << "the demo did not end within 60 s of SIGTERM; its threads:\n"
-                        << threads_of(pid_) << "its stderr:\n"
+                        << threads << "its stderr:\n"
                         << stderr_text();
-          kill_hard();
         }
         pid_ = 0;
         status_ = -1;
