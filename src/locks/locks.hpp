@@ -38,7 +38,6 @@ struct ThreadLocks {
   std::uint16_t ring_taken;      // 1 once the interposer registered the thread's ring
   std::uintptr_t held[kHeldMax]; // a lock's address | 1 when its ACQUIRE was recorded
   std::uint32_t pairs[kPairSlots];
-  std::uint32_t stacks_walked; // the stacks the thread recorded (recording.cpp, capture_stack)
 };
 
 extern std::atomic<Mode> mode;

@@ -53,44 +53,29 @@ std::uint64_t ref_of(bool rwlock) noexcept {
   return rwlock ? HOTSCOPE_LOCK_REF_PTHREAD_RWLOCK : HOTSCOPE_LOCK_REF_PTHREAD_MUTEX;
 }
 
-// libgcc's walk of the calling thread's stack into `raw`: the number of frames.
-int libgcc_backtrace(void** raw, int capacity) noexcept {
+// The calling thread's stack from the program's frame at `caller` out, into `frames`.
+std::uint32_t capture_stack(const void* caller, std::uint64_t* frames) noexcept {
+  void* raw[HOTSCOPE_STACK_FRAMES_MAX + kStackSkipMax];
+#if defined(__SANITIZE_THREAD__)
+  // Under TSan, libgcc's walk: libunwind's per-thread cache locks a mutex in its destructor at
+  // thread exit, where TSan no longer follows the thread (and crashes).
   struct Walk {
     void** out;
-    int capacity;
     int got;
-  } walk{raw, capacity, 0};
+  } walk{raw, 0};
   _Unwind_Backtrace(
       [](_Unwind_Context* context, void* into) {
         auto& walk = *static_cast<Walk*>(into);
-        if (walk.got == walk.capacity) {
+        if (walk.got == static_cast<int>(HOTSCOPE_STACK_FRAMES_MAX + kStackSkipMax)) {
           return _URC_END_OF_STACK;
         }
         walk.out[walk.got++] = reinterpret_cast<void*>(_Unwind_GetIP(context));
         return _URC_NO_REASON;
       },
       &walk);
-  return walk.got;
-}
-
-// A thread's first stacks are walked with libgcc. unw_backtrace is about ten times faster, but
-// its trace cache takes 256 KiB of the thread at its first walk (64 page faults), which every
-// thread that ever waited for a lock would carry: only a thread that keeps recording stacks
-// walks them with it (Interposer.AThreadsFirstStacksTakeNoTraceCacheOfLibunwinds).
-constexpr std::uint32_t kLibgccStacksPerThread = 1024;
-
-// The calling thread's stack from the program's frame at `caller` out, into `frames`.
-std::uint32_t capture_stack(const void* caller, std::uint64_t* frames) noexcept {
-  void* raw[HOTSCOPE_STACK_FRAMES_MAX + kStackSkipMax];
-  constexpr int capacity = static_cast<int>(sizeof raw / sizeof raw[0]);
-#if defined(__SANITIZE_THREAD__)
-  // Under TSan, libgcc's walk only: libunwind's per-thread cache locks a mutex in its destructor
-  // at thread exit, where TSan no longer follows the thread (and crashes).
-  const int got = libgcc_backtrace(raw, capacity);
+  const int got = walk.got;
 #else
-  const int got = tls_locks.stacks_walked++ < kLibgccStacksPerThread
-                      ? libgcc_backtrace(raw, capacity)
-                      : unw_backtrace(raw, capacity);
+  const int got = unw_backtrace(raw, static_cast<int>(sizeof raw / sizeof raw[0]));
 #endif
   int first = 0;
   while (first < got && first < static_cast<int>(kStackSkipMax) && raw[first] != caller) {

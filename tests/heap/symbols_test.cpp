@@ -1,10 +1,10 @@
 // Stack capture and libdw symbolization on this test's own code, and the frame syntax.
 #include "heap/capture.hpp"
-#include "support/thread_faults.hpp"
 #include "symbols/symbols.hpp"
 
 #include <dlfcn.h>
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <array>
@@ -321,6 +321,12 @@ TEST(HeapCapture, MoreLeadingFramesThanSeenBeforeStillLeaveTheWholeDepth) {
   }
 }
 
+long minor_faults_of_this_thread() {
+  rusage usage{};
+  getrusage(RUSAGE_THREAD, &usage);
+  return usage.ru_minflt;
+}
+
 // A thread whose stacks the cache does not hold walks them with libgcc, not with unw_backtrace,
 // whose trace cache writes 256 KiB (64 pages) at a thread's first call. The thread first learns
 // 64 stacks (the cache's budget without hits), which touches its stack and the cache's pages;
@@ -335,11 +341,11 @@ TEST(HeapCapture, AThreadsUncachedStacksTakeNoTraceCacheOfLibunwinds) {
     for (int levels = 0; levels < 64; ++levels) {
       capture_deeper(hotscope::heap::Unwinder::Libunwind, levels, skip, frames);
     }
-    const long before = hotscope::test_support::minor_faults_of_this_thread();
+    const long before = minor_faults_of_this_thread();
     for (int round = 0; round < 100; ++round) {
       written += capture_deeper<1>(hotscope::heap::Unwinder::Libunwind, round % 64, skip, frames);
     }
-    faults = hotscope::test_support::minor_faults_of_this_thread() - before;
+    faults = minor_faults_of_this_thread() - before;
   }).join();
   EXPECT_GE(written, 100u); // every stack was walked
   EXPECT_LT(faults, 16);

@@ -1,6 +1,5 @@
 #include "locks/locks.hpp"
 #include "support/forked_child_skips.hpp"
-#include "support/thread_faults.hpp"
 #include "trace/trace.hpp"
 
 #include <hotscope/hotscope.hpp>
@@ -13,7 +12,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -230,48 +228,6 @@ TEST_F(Interposer, NestedLocksRecordTheirOrderOncePerPair) {
   const hotscope_record& second = written[1 + written[1].payload_records + 1];
   EXPECT_EQ(second.ref, address(&inner));
   EXPECT_EQ(second.value, address(&outer));
-}
-
-// A thread's stacks (one for each new pair of nested locks here) are walked without libunwind's
-// trace cache, which takes 256 KiB (64 page faults) at a thread's first unw_backtrace: a thread
-// that records a few stacks keeps its memory (recording.cpp, kLibgccStacksPerThread).
-TEST_F(Interposer, AThreadsFirstStacksTakeNoTraceCacheOfLibunwinds) {
-#if defined(__SANITIZE_THREAD__)
-  GTEST_SKIP() << "TSan's shadow of the thread's new pages faults as much as the cache would, and "
-                  "under TSan every stack is walked with libgcc";
-#endif
-  locks::start(locks::Mode::Contended);
-  pthread_mutex_t unlocked = PTHREAD_MUTEX_INITIALIZER;
-  std::vector<pthread_mutex_t> mutexes(51, unlocked);
-  const auto nest = [&](std::size_t inner) {
-    locks::mutex_lock(&mutexes[0], HOTSCOPE_CALLER);
-    locks::mutex_lock(&mutexes[inner], HOTSCOPE_CALLER);
-    locks::mutex_unlock(&mutexes[inner]);
-    locks::mutex_unlock(&mutexes[0]);
-  };
-  // The code on this path and libgcc's look-ups, brought in by another thread first.
-  std::thread([&] {
-    for (std::size_t inner = 1; inner < mutexes.size(); ++inner) {
-      nest(inner);
-    }
-  }).join();
-  std::size_t stacks = 0;
-  long faults = -1;
-  std::thread([&] {
-    locks::mutex_lock(&unlocked, HOTSCOPE_CALLER); // registers the thread's ring
-    locks::mutex_unlock(&unlocked);
-    const OwnRecords records;
-    const long before = hotscope::test_support::minor_faults_of_this_thread();
-    for (std::size_t inner = 1; inner < mutexes.size(); ++inner) {
-      nest(inner);
-    }
-    faults = hotscope::test_support::minor_faults_of_this_thread() - before;
-    const std::vector<std::uint32_t> kinds = records.kinds();
-    stacks =
-        static_cast<std::size_t>(std::count(kinds.begin(), kinds.end(), HOTSCOPE_RECORD_STACK));
-  }).join();
-  EXPECT_EQ(stacks, mutexes.size() - 1);
-  EXPECT_LT(faults, 24);
 }
 
 TEST_F(Interposer, AConditionWaitIsNotContentionAndItsMutexIsNotHeldMeanwhile) {
