@@ -139,9 +139,8 @@ TEST(ConsoleLive, FunctionsTabSortsFiltersAndQuits) {
   EXPECT_TRUE(std::is_sorted(names.begin(), names.end())) << by_name;
 
   tmux.keys({"a"}); // by the window's calls, most first
-  // As above: a capture while the rows are redrawn shows a row with the name of the new order and
-  // the figures of the old.
-  // The calls column, top to bottom; false when a cell is not a number (a row half drawn).
+  // The calls column, top to bottom; false when a cell is not a number. As above, the screen is
+  // read once the rows are redrawn: a row half redrawn has the new order's name, the old figures.
   const auto calls_on = [](const std::string& screen, std::vector<std::uint64_t>& calls) {
     calls.clear();
     for (const auto& row : function_rows(screen)) {
