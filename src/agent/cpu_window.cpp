@@ -49,6 +49,7 @@ CpuProfile cpu_difference(const CpuProfile& earlier, const CpuProfile& later) {
 
   CpuProfile window = later;
   window.samples = less_floor0(later.samples, earlier.samples);
+  window.signals = less_floor0(later.signals, earlier.signals);
   window.lost = less_floor0(later.lost, earlier.lost);
   window.incomplete = less_floor0(later.incomplete, earlier.incomplete);
   window.unstored = less_floor0(later.unstored, earlier.unstored);

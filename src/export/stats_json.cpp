@@ -349,6 +349,7 @@ void write_cpu(JsonWriter& json, const CpuProfile& cpu) {
       .member("hz", cpu.hz)
       .member("period_ns", cpu.period_ns)
       .member("samples", cpu.samples)
+      .member("signals", cpu.signals)
       .member("lost", cpu.lost)
       .member("incomplete", cpu.incomplete)
       .member("unstored", cpu.unstored)

@@ -212,9 +212,12 @@ struct CpuThreadSamples {
   std::uint64_t samples = 0;
 };
 struct CpuProfile {
-  unsigned hz = 0;              // the sampling rate now; 0 when off
-  std::uint64_t period_ns = 0;  // CPU time one period stands for, at the latest rate
-  std::uint64_t samples = 0;    // periods sampled in the window, stored or not
+  unsigned hz = 0;             // the sampling rate now; 0 when off
+  std::uint64_t period_ns = 0; // CPU time one period stands for, at the latest rate
+  std::uint64_t samples = 0;   // periods sampled in the window, stored or not
+  // Timer signals those periods came in: the kernel merges expirations finer than its tick into
+  // one signal, so samples / signals periods fall together (the draws are the signals).
+  std::uint64_t signals = 0;
   std::uint64_t lost = 0;       // samples the buffer had no room for (the collector lagged)
   std::uint64_t incomplete = 0; // stacks not unwound to their outermost frame (kept as they are)
   std::uint64_t unstored = 0;   // periods of stacks past the bound of distinct stacks

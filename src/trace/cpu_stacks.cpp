@@ -15,6 +15,7 @@ CpuStacks::WordsHash::operator()(const std::vector<std::uint64_t>& words) const 
 
 void CpuStacks::add(std::span<const std::uint64_t> words, std::int64_t tid, std::uint64_t periods) {
   samples_ += periods;
+  ++signals_;
   if (const auto it = threads_.find(tid); it != threads_.end()) {
     it->second += periods;
   } else if (threads_.size() < kMaxThreads) {
@@ -39,6 +40,7 @@ void CpuStacks::reset() {
 void CpuStacks::capture(CpuProfile& profile,
                         const std::function<CpuScope(std::uint32_t location)>& location) const {
   profile.samples = samples_;
+  profile.signals = signals_;
   profile.unstored = unstored_;
   std::unordered_map<std::uint32_t, std::int32_t> scope_index;
   profile.stacks.reserve(stacks_.size());

@@ -21,11 +21,11 @@ public:
   // A word of a stack is a native address, or kScopeWord | the scope's location id.
   static constexpr std::uint64_t kScopeWord = std::uint64_t{1} << 63;
 
-  // `words` innermost first.
+  // One sample (one timer signal): `words` innermost first.
   void add(std::span<const std::uint64_t> words, std::int64_t tid, std::uint64_t periods);
   void reset();
-  // Fills the stacks, scopes, threads, samples and unstored of `profile`; `location` gives a
-  // scope's name from its location id.
+  // Fills the stacks, scopes, threads, samples, signals and unstored of `profile`; `location` gives
+  // a scope's name from its location id.
   void capture(CpuProfile& profile,
                const std::function<CpuScope(std::uint32_t location)>& location) const;
   std::size_t bytes() const;
@@ -37,6 +37,7 @@ private:
   std::unordered_map<std::vector<std::uint64_t>, std::uint64_t, WordsHash> stacks_;
   std::unordered_map<std::int64_t, std::uint64_t> threads_;
   std::uint64_t samples_ = 0;
+  std::uint64_t signals_ = 0;
   std::uint64_t unstored_ = 0;
   std::uint64_t other_threads_ = 0; // periods of threads past kMaxThreads, under tid 0
 };

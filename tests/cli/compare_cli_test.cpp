@@ -265,10 +265,8 @@ TEST_F(CompareCli, BadInputIsOneLineAndExitTwo) {
 }
 
 // Two runs sampled for CPU: regressed's CPU per call is compared and fails the gate (the steady
-// functions are not checked: the kernel's tick, on which CPU-clock timers fire, aliases with this
-// program's fixed rhythm and moves samples between its neighbouring scopes,
-// docs/diff-and-report.md); against a run without samples, no CPU column. The report has the
-// CPU columns and the CPU flame graph of cpu.folded.
+// functions, a few dozen samples a run, are left to CompareUnit's draws); against a run without
+// samples, no CPU column. The report has the CPU columns and the CPU flame graph of cpu.folded.
 TEST_F(CompareCli, CpuPerCallIsComparedWhenBothRunsHaveSamples) {
   const Result diff = hotscope("diff " + path("cpu-base/stats.json") + " " +
                                path("cpu-new/stats.json") + " --json --fail-on 'cpu_total>+50%'");

@@ -272,6 +272,41 @@ TEST(CompareUnit, CpuNoiseIsTheSamplesCounts) {
   EXPECT_EQ(missed, 0);
 }
 
+// A kernel that fires CPU timers on its tick merges finer expirations: each signal carries w
+// periods, so a count of n periods varies as w n, not n. Drawn that way, two runs at one rate are
+// not flagged when the side says how many periods a signal carries; counted as single samples,
+// they would be.
+TEST(CompareUnit, CpuNoiseCountsMergedExpirationsAsOneDraw) {
+  std::mt19937_64 random(33);
+  const diff::Column& total =
+      diff::columns(profiles::Kind::Stats)[column(profiles::Kind::Stats, "cpu_total")];
+  constexpr std::uint64_t kPerSignal = 4;
+  diff::Spread merged;
+  merged.calls = 50;
+  merged.cpu_period_ns = kCpuPeriodNs;
+  merged.samples_per_signal = kPerSignal;
+  diff::Spread as_single = merged;
+  as_single.samples_per_signal = 1;
+  const auto per_call = [&](std::uint64_t signals) {
+    return static_cast<double>(signals * kPerSignal * kCpuPeriodNs) / merged.calls;
+  };
+  int flagged = 0, flagged_as_single = 0, missed = 0;
+  for (int pair = 0; pair < 600; ++pair) {
+    const double rate = std::vector<double>{10, 100, 1000}[pair % 3];
+    std::poisson_distribution<std::uint64_t> once(rate), twice(2 * rate);
+    const double base = per_call(once(random));
+    const double again = per_call(once(random));
+    flagged += diff::significant(total, merged, merged, base, again) ? 1 : 0;
+    flagged_as_single += diff::significant(total, as_single, as_single, base, again) ? 1 : 0;
+    if (rate >= 1000) {
+      missed += diff::significant(total, merged, merged, base, per_call(twice(random))) ? 0 : 1;
+    }
+  }
+  EXPECT_EQ(flagged, 0);
+  EXPECT_GT(flagged_as_single, 5);
+  EXPECT_EQ(missed, 0);
+}
+
 TEST(CompareUnit, FunctionsMatchWhenTheirLineMoved) {
   const auto base = stats({function("f", 100, 1000, 10)}, "base.json");
   const auto now = stats({function("f", 100, 1000, 14)}, "new.json");

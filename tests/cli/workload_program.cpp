@@ -5,8 +5,12 @@
 // --slow: the slowdown outweighs what preemption on a loaded machine adds to the others),
 // steady_io (100 µs), leaky_site (a 4 KiB block, freed; with --leak one in four kept:
 // 50 blocks, 200 KiB at the end) and cache_site (a 1 KiB vector); a thread "worker" meanwhile
-// runs 100 background_task calls (200 µs). Times are spun on the thread's own CPU clock, so each
-// call computes what it says however the machine is loaded (a preemption makes it last longer).
+// runs 100 background_task calls (200 µs). Between requests, outside any scope, the main thread
+// spins 0 to 500 µs at random: a request's rhythm in step with the kernel's tick would otherwise
+// alias with CPU-clock timers, which fire on the tick, and move a run's samples between
+// neighbouring scopes (docs/diff-and-report.md). Times are spun on the thread's own CPU clock, so
+// each call computes what it says however the machine is loaded (a preemption makes it last
+// longer).
 // --wait: then prints "ready" and waits for SIGTERM or SIGINT, for `hotscope diff -p`.
 #include <hotscope/hotscope.hpp>
 
@@ -18,6 +22,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <random>
 #include <thread>
 #include <vector>
 
@@ -112,8 +117,11 @@ int main(int argc, char** argv) {
       background_task();
     }
   });
+  std::minstd_rand random(static_cast<unsigned>(getpid()));
+  std::uniform_int_distribution<int> pause_us(0, 500);
   for (int request = 0; request < 200; ++request) {
     handle_request(slow, leak, request);
+    spin_for(microseconds(pause_us(random)));
   }
   worker.join();
   if (wait) {

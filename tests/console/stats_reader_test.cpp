@@ -151,16 +151,16 @@ TEST(ConsoleStatsReader, BothLayoutsGiveEveryFigureAndTheRest) {
   EXPECT_EQ(from_objects.tasks->front().running_p99_ns, 7u);
 
   // The CPU sampler's figures, and a thread's samples; a thread without the key has none known.
-  read_stats(R"({"cpu": {"hz": 99, "period_ns": 10101010, "samples": 40, "lost": 2,
+  read_stats(R"({"cpu": {"hz": 99, "period_ns": 10101010, "samples": 40, "signals": 10, "lost": 2,
                          "incomplete": 1, "unstored": 3, "problem": "no timer"},
                  "threads": [{"name": "a", "cpu_samples": 40}, {"name": "b"}]})",
              from_objects);
   ASSERT_TRUE(from_objects.cpu);
   EXPECT_TRUE(from_objects.has_cpu_samples());
   const hotscope::cli::profiles::CpuSampling& cpu = *from_objects.cpu;
-  EXPECT_EQ(std::vector<std::uint64_t>(
-                {cpu.hz, cpu.period_ns, cpu.samples, cpu.lost, cpu.incomplete, cpu.unstored}),
-            std::vector<std::uint64_t>({99, 10101010, 40, 2, 1, 3}));
+  EXPECT_EQ(std::vector<std::uint64_t>({cpu.hz, cpu.period_ns, cpu.samples, cpu.signals, cpu.lost,
+                                        cpu.incomplete, cpu.unstored}),
+            std::vector<std::uint64_t>({99, 10101010, 40, 10, 2, 1, 3}));
   EXPECT_EQ(cpu.problem, "no timer");
   ASSERT_EQ(from_objects.threads.size(), 2u);
   EXPECT_EQ(from_objects.threads[0].cpu_samples, 40u);
@@ -168,6 +168,9 @@ TEST(ConsoleStatsReader, BothLayoutsGiveEveryFigureAndTheRest) {
   read_stats(R"({"cpu": {"hz": 0, "samples": 0}})", from_objects);
   EXPECT_TRUE(from_objects.cpu);
   EXPECT_FALSE(from_objects.has_cpu_samples());
+  // A file from before signals were written: one signal per sample.
+  read_stats(R"({"cpu": {"hz": 99, "samples": 7}})", from_objects);
+  EXPECT_EQ(from_objects.cpu->signals, 7u);
 
   read_stats(R"({"functions": {"calls": [1, 2]}, "pid": 3})", from_objects);
   EXPECT_TRUE(from_objects.functions.empty()); // no names, no functions

@@ -213,6 +213,7 @@ TEST(ExportStatsJson, CpuFiguresRoundTrip) {
   EXPECT_EQ(off["cpu"], (json{{"hz", 0},
                               {"period_ns", 0},
                               {"samples", 0},
+                              {"signals", 0},
                               {"lost", 0},
                               {"incomplete", 0},
                               {"unstored", 0},
@@ -224,6 +225,7 @@ TEST(ExportStatsJson, CpuFiguresRoundTrip) {
   snapshot.cpu.hz = 100;
   snapshot.cpu.period_ns = 10'000'000;
   snapshot.cpu.samples = 12;
+  snapshot.cpu.signals = 4;
   snapshot.cpu.lost = 1;
   snapshot.cpu.incomplete = 2;
   snapshot.cpu.unstored = 3;
@@ -235,6 +237,7 @@ TEST(ExportStatsJson, CpuFiguresRoundTrip) {
   EXPECT_EQ(j["cpu"], (json{{"hz", 100},
                             {"period_ns", 10'000'000},
                             {"samples", 12},
+                            {"signals", 4},
                             {"lost", 1},
                             {"incomplete", 2},
                             {"unstored", 3},

@@ -42,8 +42,10 @@ bool has_samples(const profiles::Stats& stats) {
   return stats.has_cpu_samples() && stats.cpu->period_ns > 0;
 }
 
-// `function` of a run one of whose CPU samples stands for `cpu_period_ns` (0: it has none).
-FunctionFigures function_side(const profiles::FunctionStats& function, double cpu_period_ns) {
+// `function` of a run one of whose CPU samples stands for `cpu_period_ns` (0: it has none), taken
+// `samples_per_signal` at a time.
+FunctionFigures function_side(const profiles::FunctionStats& function, double cpu_period_ns,
+                              double samples_per_signal) {
   FunctionFigures side;
   side.name = function.name;
   side.file = function.file;
@@ -82,6 +84,7 @@ FunctionFigures function_side(const profiles::FunctionStats& function, double cp
   side.values.push_back(per_call(ns(function.alloc_bytes_total) / std::max(calls, 1.0)));
   side.values.push_back(per_call(ns(function.alloc_blocks_total) / std::max(calls, 1.0)));
   side.spread.cpu_period_ns = cpu_period_ns;
+  side.spread.samples_per_signal = samples_per_signal;
   for (const std::uint64_t cpu_ns : {function.cpu_self_ns, function.cpu_total_ns}) {
     side.values.push_back(cpu_period_ns > 0 ? per_call(ns(cpu_ns) / std::max(calls, 1.0))
                                             : std::nullopt);
@@ -93,8 +96,12 @@ std::vector<FunctionFigures> function_sides(const profiles::Profile& profile) {
   std::vector<FunctionFigures> sides;
   const profiles::Stats& stats = profile.stats;
   const double cpu_period_ns = has_samples(stats) ? static_cast<double>(stats.cpu->period_ns) : 0.0;
+  const double samples_per_signal =
+      has_samples(stats) ? static_cast<double>(stats.cpu->samples) /
+                               static_cast<double>(std::max<std::uint64_t>(stats.cpu->signals, 1))
+                         : 1.0;
   for (const profiles::FunctionStats& function : stats.functions) {
-    sides.push_back(function_side(function, cpu_period_ns));
+    sides.push_back(function_side(function, cpu_period_ns, samples_per_signal));
   }
   return sides;
 }

@@ -55,7 +55,8 @@ const std::vector<Column>& lock_columns();
 struct Spread {
   double calls = 0, mean = -1, min = -1, max = -1;
   double p50 = -1, p90 = -1, p95 = -1, p99 = -1, p999 = -1;
-  double cpu_period_ns = 0; // the CPU time one sample stands for; 0: the run has no samples
+  double cpu_period_ns = 0;      // the CPU time one sample stands for; 0: the run has no samples
+  double samples_per_signal = 1; // periods that fell together (the kernel merged expirations)
 };
 // A time changed beyond noise when the intervals that hold each side's figure in another run of
 // the same program (each with kNoiseZ standard errors) do not overlap and the change exceeds
@@ -73,8 +74,8 @@ struct Interval {
 // kNoiseZ sigma / sqrt(calls), sigma that of the distribution the percentiles outline; the
 // percentile q's spans the calls ranked calls q ± kNoiseZ sqrt(calls q (1 - q)), read from
 // the percentiles, and is open (0 or infinite) past the fastest or the slowest call. CPU time
-// per call is n samples of cpu_period_ns over the calls: n is Poisson, its interval n ±
-// kNoiseZ sqrt(max(n, 1)).
+// per call is n samples of cpu_period_ns over the calls, in signals of w = samples_per_signal
+// samples each: the signals are Poisson, so n's interval is n ± kNoiseZ sqrt(w max(n, w)).
 Interval noise_interval(const Column& column, const Spread& side, double value);
 // Whether `column` changed significantly from `b` (BASE) to `n` (NEW).
 bool significant(const Column& column, const Spread& base, const Spread& now, double b, double n);

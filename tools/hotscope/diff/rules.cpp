@@ -249,7 +249,9 @@ Interval noise_interval(const Column& column, const Spread& side, double value) 
   case Noise::Samples: {
     const double period = side.cpu_period_ns;
     const double samples = period > 0 ? value * calls / period : 0;
-    const double half = kNoiseZ * std::sqrt(std::max(samples, 1.0)) * period / calls;
+    const double per_signal = std::max(side.samples_per_signal, 1.0);
+    const double half =
+        kNoiseZ * std::sqrt(per_signal * std::max(samples, per_signal)) * period / calls;
     return {value - half, value + half};
   }
   case Noise::Events: {

@@ -104,6 +104,9 @@ struct TaskStats {
 struct CpuSampling {
   std::uint64_t hz = 0, period_ns = 0, samples = 0, lost = 0, incomplete = 0, unstored = 0;
   std::string problem; // why the sampler could not run; "" when it could
+  // The timer signals the samples came in (a file without them: one each); samples / signals
+  // periods fell together, which widens the samples' noise (docs/diff-and-report.md).
+  std::uint64_t signals = 0;
 };
 
 // Locks (docs/locks.md, "Reading contention"): stats.json's "locks", "deadlocks",

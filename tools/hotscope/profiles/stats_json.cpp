@@ -258,6 +258,7 @@ void read_rest(const Json& document, Stats& stats) {
                             count_at(*cpu, "samples"),    count_at(*cpu, "lost"),
                             count_at(*cpu, "incomplete"), count_at(*cpu, "unstored"),
                             text_at(*cpu, "problem")};
+    stats.cpu->signals = optional_count(*cpu, "signals").value_or(stats.cpu->samples);
   }
   stats.locks = locks_of(document);
 }
@@ -346,6 +347,7 @@ void check_stats(const Json& document, const std::string& source) {
                  {{"hz", Type::Count},
                   {"period_ns", Type::Count},
                   {"samples", Type::Count},
+                  {"signals", Type::Count},
                   {"lost", Type::Count},
                   {"incomplete", Type::Count},
                   {"unstored", Type::Count},
