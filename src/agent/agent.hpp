@@ -5,6 +5,7 @@
 
 #include "config/config.hpp"
 
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -23,5 +24,10 @@ bool running();
 // Stops serving and removes <pid>.sock and <pid>.json; clients still connected are dropped.
 // Does nothing when no agent runs, and in a forked child (the files are its parent's).
 void stop();
+
+// At exit, after stop(): waits at most `most` for the answers stopped agents' workers were still
+// building (a large snapshot), which read the profiler's state and must end before the process
+// tears down. False when one is still being built.
+bool wait_for_answers(std::chrono::milliseconds most);
 
 } // namespace hotscope::agent

@@ -168,7 +168,7 @@ void Server::wake() {
   }
 }
 
-void Server::stop() {
+bool Server::stop() {
   const Clock::time_point started = Clock::now();
   stopping_ = true;
   {
@@ -180,18 +180,21 @@ void Server::stop() {
   if (io_thread_.joinable() && io_thread_.get_id() != std::this_thread::get_id()) {
     io_thread_.join();
   }
-  std::unique_lock lock(jobs_mutex_);
-  const bool ended =
-      jobs_changed_.wait_until(lock, started + kStopWait, [&] { return workers_running_ == 0; });
-  lock.unlock();
+  const bool ended = wait_for_workers(started + kStopWait);
   for (std::thread& worker : workers_) {
     if (ended) {
       worker.join();
     } else {
-      worker.detach(); // each holds the server until its answer is abandoned
+      worker.detach(); // each holds the server until its answer is done
     }
   }
   workers_.clear();
+  return ended;
+}
+
+bool Server::wait_for_workers(Clock::time_point deadline) {
+  std::unique_lock lock(jobs_mutex_);
+  return jobs_changed_.wait_until(lock, deadline, [&] { return workers_running_ == 0; });
 }
 
 void Server::let_go_in_child() {

@@ -54,8 +54,11 @@ public:
   ~Server();
 
   // Stops serving within kStopWait or so, whatever the clients do; answers being written are
-  // abandoned.
-  void stop();
+  // abandoned. False when a worker was still building an answer then: it ends alone, and holds
+  // the server until it has (wait_for_workers).
+  bool stop();
+  // After stop(): waits until every worker has ended, until `deadline`; true when they have.
+  bool wait_for_workers(std::chrono::steady_clock::time_point deadline);
   // True once a descriptor of the server was closed or replaced: it stopped serving.
   bool broken() const { return broken_.load(); }
   // In a forked child: closes the listening sockets and the wake pair if still ours.

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <charconv>
 #include <chrono>
@@ -43,6 +44,29 @@ struct Agent {
 
 Agent* running_agent = nullptr; // set by start(), cleared by stop()
 
+// Servers that stopped while a worker was still building an answer (it holds its server until
+// done). Never destroyed: exit waits for them (wait_for_answers). A forked child, whose copies
+// have no worker, never looks at them.
+std::mutex still_answering_mutex;
+std::vector<std::shared_ptr<Server>>& still_answering = *new std::vector<std::shared_ptr<Server>>;
+std::atomic<pid_t> still_answering_owner{0};
+
+void stop_server(const std::shared_ptr<Server>& server) {
+  if (server == nullptr || server->stop()) {
+    return;
+  }
+  if (still_answering_owner != getpid()) { // a forked child's copies: forgotten, never touched
+    new (&still_answering_mutex) std::mutex;
+    new (&still_answering) std::vector<std::shared_ptr<Server>>;
+  }
+  const std::lock_guard lock(still_answering_mutex);
+  std::erase_if(still_answering, [](const std::shared_ptr<Server>& stopped) {
+    return stopped->wait_for_workers(std::chrono::steady_clock::now());
+  });
+  still_answering.push_back(server);
+  still_answering_owner = getpid();
+}
+
 // A forked child lets go of its parent's listening sockets: kept open there, they would keep the
 // TCP port bound after the parent exits, and clients would connect to a socket nobody accepts
 // on. The daemons themselves are left alone: their threads do not exist in the child.
@@ -61,9 +85,7 @@ void dispose_broken() {
     return;
   }
   running_agent = nullptr;
-  if (agent->server != nullptr) {
-    agent->server->stop();
-  }
+  stop_server(agent->server);
   delete agent;
 }
 
@@ -201,10 +223,20 @@ void stop() {
     unlink(info_path(agent->dir, agent->process.pid).c_str());
     unlink(agent->process.socket.c_str());
   }
-  if (agent->server != nullptr) {
-    agent->server->stop();
-  }
+  stop_server(agent->server);
   delete agent;
+}
+
+bool wait_for_answers(std::chrono::milliseconds most) {
+  if (still_answering_owner != getpid()) {
+    return true;
+  }
+  const auto deadline = std::chrono::steady_clock::now() + most;
+  const std::lock_guard lock(still_answering_mutex);
+  std::erase_if(still_answering, [&](const std::shared_ptr<Server>& stopped) {
+    return stopped->wait_for_workers(deadline);
+  });
+  return still_answering.empty();
 }
 
 } // namespace hotscope::agent

@@ -20,6 +20,7 @@
 
 #include <dlfcn.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
@@ -78,6 +79,9 @@ void print_line(const std::string& line) {
 
 using heap_link::ProfilerSection;
 
+// How long exit waits for answers the agent was still building when it stopped.
+constexpr std::chrono::milliseconds kExitWaitForAnswers{2000};
+
 #if HOTSCOPE_WITH_AGENT
 std::vector<std::string> start_agent_once(const config::Config& config) {
   return agent::start(config);
@@ -88,6 +92,9 @@ bool agent_running() {
 void stop_agent() {
   agent::stop();
 }
+bool wait_for_agent_answers(std::chrono::milliseconds most) {
+  return agent::wait_for_answers(most);
+}
 #else
 std::vector<std::string> start_agent_once(const config::Config&) {
   return {"hotscope: this hotscope was built without the live agent (HOTSCOPE_AGENT=OFF)"};
@@ -96,6 +103,9 @@ bool agent_running() {
   return false;
 }
 void stop_agent() {}
+bool wait_for_agent_answers(std::chrono::milliseconds) {
+  return true;
+}
 #endif
 constexpr bool built_with_agent = HOTSCOPE_WITH_AGENT;
 
@@ -225,6 +235,26 @@ void report_on_signal(void (*write)()) {
   }
 }
 
+namespace {
+
+void write_exit_reports(const State& s) {
+  const Snapshot snapshot = trace::snapshot();
+  const std::string problem = exporters::write_all(snapshot, s.config.out_dir);
+  if (!problem.empty()) {
+    print_line("hotscope: " + problem);
+  }
+  if (s.config.locks != locks::Mode::Off) { // interposed locks: their summary (docs/locks.md)
+    std::ostringstream summary;
+    exporters::write_locks_text(snapshot, summary);
+    if (!summary.str().empty()) {
+      print_line(text::cat("hotscope: locks of ", snapshot.process_name, " (", snapshot.pid, ")",
+                           summary.str()));
+    }
+  }
+}
+
+} // namespace
+
 void finish() {
   signals::wait_for_signal_report();
   const ProfilerSection section;
@@ -241,21 +271,16 @@ void finish() {
   cpu::stop(); // the samples so far are in the report; none is taken while the process ends
   locks::start(locks::Mode::Off);
   trace::stop();
-  if (!s.exit_reports) {
-    return;
+  if (s.exit_reports) {
+    write_exit_reports(s);
   }
-  const Snapshot snapshot = trace::snapshot();
-  const std::string problem = exporters::write_all(snapshot, s.config.out_dir);
-  if (!problem.empty()) {
-    print_line("hotscope: " + problem);
-  }
-  if (s.config.locks != locks::Mode::Off) { // interposed locks: their summary (docs/locks.md)
-    std::ostringstream summary;
-    exporters::write_locks_text(snapshot, summary);
-    if (!summary.str().empty()) {
-      print_line(text::cat("hotscope: locks of ", snapshot.process_name, " (", snapshot.pid, ")",
-                           summary.str()));
-    }
+  // An answer the agent was still building reads the profiler's state, which the process's
+  // teardown (static destructors, a sanitizer's leak check) must not pull from under it.
+  if (!wait_for_agent_answers(kExitWaitForAnswers)) {
+    print_line(text::cat("hotscope: agent: an answer was still being built ",
+                         kExitWaitForAnswers.count(),
+                         " ms after the process began to exit; "
+                         "the process exits without waiting for it"));
   }
 }
 

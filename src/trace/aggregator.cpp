@@ -174,8 +174,8 @@ void Aggregator::allocate(ThreadState& thread, std::uint64_t bytes) {
 }
 
 void Aggregator::cpu_sample(ThreadState* thread, const cpu::Sample& sample) {
-  static const std::vector<Frame> no_scopes;
-  const std::vector<Frame>& open = thread != nullptr ? thread->stack : no_scopes;
+  const std::span<const Frame> open =
+      thread != nullptr ? std::span<const Frame>(thread->stack) : std::span<const Frame>();
   const std::uint64_t periods = sample.weight;
   // Innermost first. A scope sits just outside the native frames it encloses: in the frame whose
   // stack holds the address it opened at (below the next outer frame's stack pointer). Scopes

@@ -109,8 +109,11 @@ struct Reported {
   std::uint64_t user_ns = 0;
   std::uint64_t system_ns = 0;
 };
+// By thread id, the threads of the last read. Never destroyed: an agent's answer may still read
+// it while the process exits.
 std::mutex reported_mutex;
-std::unordered_map<std::int64_t, Reported> reported; // by thread id, the threads of the last read
+std::unordered_map<std::int64_t, Reported>& reported =
+    *new std::unordered_map<std::int64_t, Reported>;
 
 // The exact total kept, each part at least what was reported before (the total only grows, so
 // both bounds can always be met).
