@@ -2,6 +2,8 @@
 // any allocation libunwind or the loader makes here is passed straight to the real allocator.
 #include "heap/capture.hpp"
 
+#include "unwind/unwind.hpp"
+
 #include <dlfcn.h>
 #include <link.h>
 #include <pthread.h>
@@ -188,46 +190,14 @@ std::size_t unwind_and_keep(std::size_t (*unwind)(std::span<std::uintptr_t>),
   return keep(raw.first(count), first, out);
 }
 
-// libgcc's unwinder, which reports each frame's CFA: the stack cache learns where each return
-// address sits from it. libunwind's unw_step would tell the same, but blocks signals (two system
-// calls) each time its small cache of unwind rules misses: 23 µs for a 30-frame stack here,
-// against 5 µs for libgcc's walk and 0.4 µs for unw_backtrace, which reports no CFA. Taken from
-// libgcc_s by name: libunwind, loaded first, defines the same symbols over unw_step.
-struct LibgccUnwinder {
-  _Unwind_Reason_Code (*backtrace)(_Unwind_Trace_Fn, void*) = nullptr;
-  _Unwind_Ptr (*ip_info)(_Unwind_Context*, int*) = nullptr;
-  _Unwind_Word (*cfa)(_Unwind_Context*) = nullptr;
-};
-LibgccUnwinder libgcc;
-// Looked up once, by the first thread that learns a stack; the others never wait for it (they
-// unwind without learning meanwhile): a thread inside dlopen, holding the loader's lock, may be
-// allocating, and its capture must not wait for a lookup that waits for that lock.
-enum : int { NotLookedUp, LookingUp, LookedUp };
-std::atomic<int> libgcc_state{NotLookedUp};
-
-void find_libgcc_unwinder() {
-  // A C program may not have loaded it: glibc loads it the same way for pthread_cancel. Kept
-  // loaded (never closed), local to this lookup.
-  void* library = dlopen("libgcc_s.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (library == nullptr) {
-    return; // stacks are then unwound, not cached
-  }
-  libgcc.backtrace =
-      reinterpret_cast<decltype(libgcc.backtrace)>(dlsym(library, "_Unwind_Backtrace"));
-  libgcc.ip_info = reinterpret_cast<decltype(libgcc.ip_info)>(dlsym(library, "_Unwind_GetIPInfo"));
-  libgcc.cfa = reinterpret_cast<decltype(libgcc.cfa)>(dlsym(library, "_Unwind_GetCFA"));
-}
-
-// True when libgcc's unwinder can be called; the first call looks it up.
+// libgcc's unwinder (unwind.hpp) reports each frame's CFA: the stack cache learns where each
+// return address sits from it. libunwind's unw_step would tell the same, but blocks signals (two
+// system calls) each time its small cache of unwind rules misses: 23 µs for a 30-frame stack
+// here, against 5 µs for libgcc's walk and 0.4 µs for unw_backtrace, which reports no CFA. Looked
+// up by the first thread that learns a stack; the others never wait for it (they unwind without
+// learning meanwhile).
 bool libgcc_usable() {
-  int state = libgcc_state.load(std::memory_order_acquire);
-  if (state == NotLookedUp && libgcc_state.compare_exchange_strong(state, LookingUp)) {
-    find_libgcc_unwinder();
-    libgcc_state.store(LookedUp, std::memory_order_release);
-    state = LookedUp;
-  }
-  return state == LookedUp && libgcc.backtrace != nullptr && libgcc.ip_info != nullptr &&
-         libgcc.cfa != nullptr;
+  return unwind::find_libgcc() != nullptr;
 }
 
 // The validated stack cache. A program allocates from the same few call paths over and over, at
@@ -262,7 +232,7 @@ struct StackCache {
   std::array<std::array<CachedStack, cache_ways>, cache_sets> sets;
   std::array<std::uint8_t, cache_sets> next_victim{};
   // Learning a stack's slots takes libgcc's walk, about ten times what unw_backtrace costs
-  // (LibgccUnwinder). So stacks are learned only as long as the cache pays for it: a program whose
+  // (libgcc_usable). So stacks are learned only as long as the cache pays for it: a program whose
   // stacks rarely repeat (deep recursion at many depths) soon runs at unw_backtrace's speed,
   // learning one stack in 256 unwound, so that a later phase of the program whose stacks do repeat
   // (a start-up, then a loop) gets them cached.
@@ -344,6 +314,7 @@ StackCache* current_cache() {
 }
 
 struct SlotWalk {
+  const unwind::Libgcc& libgcc;
   std::uintptr_t capture_frame;
   StackBounds bounds;
   std::span<std::uintptr_t> frames;
@@ -356,12 +327,12 @@ struct SlotWalk {
 _Unwind_Reason_Code note_frame(_Unwind_Context* context, void* data) {
   auto& walk = *static_cast<SlotWalk*>(data);
   int signal_frame = 0; // its address comes from the signal context, not from a slot
-  const std::uintptr_t ip = libgcc.ip_info(context, &signal_frame);
+  const std::uintptr_t ip = walk.libgcc.ip_info(context, &signal_frame);
   if (ip == 0) {
     return _URC_END_OF_STACK; // the outermost frame's: unw_backtrace ends before it too
   }
   // The context's CFA is that of the frame the return address `ip` leaves: it lies just below.
-  const std::uintptr_t slot = libgcc.cfa(context) - sizeof(std::uintptr_t);
+  const std::uintptr_t slot = walk.libgcc.cfa(context) - sizeof(std::uintptr_t);
   if (!walk.started) {
     walk.started = slot == walk.capture_frame + sizeof(std::uintptr_t);
     if (!walk.started) {
@@ -379,19 +350,21 @@ _Unwind_Reason_Code note_frame(_Unwind_Context* context, void* data) {
   return walk.count < walk.frames.size() ? _URC_NO_REASON : _URC_END_OF_STACK;
 }
 
-// Unwinds noting where each return address was read. Returns false when the stack must not be
-// cached: a signal frame, or a frame whose address is not in its slot.
+// Unwinds noting where each return address was read (libgcc_usable() was). Returns false when the
+// stack must not be cached: a signal frame, or a frame whose address is not in its slot.
 __attribute__((noinline)) bool unwind_noting_slots(std::uintptr_t capture_frame,
                                                    std::span<std::uintptr_t> frames,
                                                    std::span<std::uintptr_t> slots,
                                                    std::size_t& count) {
-  SlotWalk walk{capture_frame, current_stack_bounds(), frames, slots};
+  const unwind::Libgcc& libgcc = *unwind::libgcc_if_found();
+  SlotWalk walk{libgcc, capture_frame, current_stack_bounds(), frames, slots};
   libgcc.backtrace(note_frame, &walk);
   count = walk.count;
   return walk.cacheable && walk.started;
 }
 
 struct FrameWalk {
+  const unwind::Libgcc& libgcc;
   std::span<std::uintptr_t> frames;
   std::size_t count = 0;
 };
@@ -399,7 +372,7 @@ struct FrameWalk {
 _Unwind_Reason_Code add_frame(_Unwind_Context* context, void* data) {
   auto& walk = *static_cast<FrameWalk*>(data);
   int signal_frame = 0;
-  const std::uintptr_t ip = libgcc.ip_info(context, &signal_frame);
+  const std::uintptr_t ip = walk.libgcc.ip_info(context, &signal_frame);
   if (ip == 0) {
     return _URC_END_OF_STACK;
   }
@@ -407,9 +380,11 @@ _Unwind_Reason_Code add_frame(_Unwind_Context* context, void* data) {
   return walk.count < walk.frames.size() ? _URC_NO_REASON : _URC_END_OF_STACK;
 }
 
-// libgcc's walk, from the return into this function's caller (as unw_backtrace's).
+// libgcc's walk (libgcc_usable() was), from the return into this function's caller (as
+// unw_backtrace's).
 __attribute__((noinline)) std::size_t libgcc_backtrace(std::span<std::uintptr_t> out) {
-  FrameWalk walk{out};
+  const unwind::Libgcc& libgcc = *unwind::libgcc_if_found();
+  FrameWalk walk{libgcc, out};
   if (!out.empty()) {
     libgcc.backtrace(add_frame, &walk);
   }
@@ -561,10 +536,9 @@ bool in_signal_handler() noexcept {
     return walk.found ? _URC_END_OF_STACK : _URC_NO_REASON;
   };
   // Never looked up here: a signal handler may have interrupted the loader, which dlopen waits for.
-  if (libgcc_state.load(std::memory_order_acquire) == LookedUp && libgcc.backtrace != nullptr &&
-      libgcc.ip_info != nullptr) {
-    SignalFrameSearch walk{libgcc.ip_info};
-    libgcc.backtrace(note, &walk);
+  if (const unwind::Libgcc* libgcc = unwind::libgcc_if_found(); libgcc != nullptr) {
+    SignalFrameSearch walk{libgcc->ip_info};
+    libgcc->backtrace(note, &walk);
     return walk.found;
   }
   SignalFrameSearch walk{_Unwind_GetIPInfo};

@@ -38,6 +38,7 @@ struct ThreadLocks {
   std::uint16_t ring_taken;      // 1 once the interposer registered the thread's ring
   std::uintptr_t held[kHeldMax]; // a lock's address | 1 when its ACQUIRE was recorded
   std::uint32_t pairs[kPairSlots];
+  std::uint32_t libgcc_walks; // stacks walked with libgcc's unwinder (recording.cpp)
 };
 
 extern std::atomic<Mode> mode;

@@ -3,6 +3,8 @@
 // the ring's registration, libunwind or the heap library pass straight through.
 #include "locks/locks.hpp"
 
+#include "unwind/unwind.hpp"
+
 #include <hotscope/hotscope.hpp>
 
 #define UNW_LOCAL_ONLY
@@ -19,6 +21,9 @@ using detail::tls_locks;
 // Here, with what the interposed functions call: the runtime, which calls it, takes this file
 // out of libhotscope, so that the pthread functions linked after libhotscope find it.
 void start(Mode mode) noexcept {
+  if (mode != Mode::Off) {
+    unwind::find_libgcc(); // here, where the loader may be entered: never on a lock's path
+  }
   detail::mode.store(mode, std::memory_order_relaxed);
 }
 
@@ -53,29 +58,56 @@ std::uint64_t ref_of(bool rwlock) noexcept {
   return rwlock ? HOTSCOPE_LOCK_REF_PTHREAD_RWLOCK : HOTSCOPE_LOCK_REF_PTHREAD_MUTEX;
 }
 
-// The calling thread's stack from the program's frame at `caller` out, into `frames`.
-std::uint32_t capture_stack(const void* caller, std::uint64_t* frames) noexcept {
-  void* raw[HOTSCOPE_STACK_FRAMES_MAX + kStackSkipMax];
-#if defined(__SANITIZE_THREAD__)
-  // Under TSan, libgcc's walk: libunwind's per-thread cache locks a mutex in its destructor at
-  // thread exit, where TSan no longer follows the thread (and crashes).
-  struct Walk {
-    void** out;
-    int got;
-  } walk{raw, 0};
-  _Unwind_Backtrace(
+// A thread walks its first kLibgccWalks stacks with libgcc's unwinder, which keeps no memory
+// (unwind.hpp), then with unw_backtrace, about ten times faster but with a trace cache of 256 KiB
+// per thread, written at its first call: a program of many short threads that wait for locks
+// never pays for those caches, one that waits often soon walks at unw_backtrace's speed.
+constexpr std::uint32_t kLibgccWalks = 1024;
+
+// A walk through _Unwind_Backtrace: `backtrace` and `ip_info` are libgcc's (looked up, as the
+// program's may be libunwind's), or the ones this file links. Inlined: its first frame is its
+// caller's, as unw_backtrace's.
+struct LibgccWalk {
+  _Unwind_Reason_Code (*backtrace)(_Unwind_Trace_Fn, void*);
+  _Unwind_Ptr (*ip_info)(_Unwind_Context*, int*);
+  void** out;
+  int room;
+  int got = 0;
+};
+[[gnu::always_inline]] inline int walk_with_libgcc(LibgccWalk walk) noexcept {
+  walk.backtrace(
       [](_Unwind_Context* context, void* into) {
-        auto& walk = *static_cast<Walk*>(into);
-        if (walk.got == static_cast<int>(HOTSCOPE_STACK_FRAMES_MAX + kStackSkipMax)) {
+        auto& walk = *static_cast<LibgccWalk*>(into);
+        int signal_frame = 0;
+        const _Unwind_Ptr ip = walk.ip_info(context, &signal_frame);
+        if (ip == 0 || walk.got == walk.room) {
           return _URC_END_OF_STACK;
         }
-        walk.out[walk.got++] = reinterpret_cast<void*>(_Unwind_GetIP(context));
+        walk.out[walk.got++] = reinterpret_cast<void*>(ip);
         return _URC_NO_REASON;
       },
       &walk);
-  const int got = walk.got;
+  return walk.got;
+}
+
+// The calling thread's stack from the program's frame at `caller` out, into `frames`.
+std::uint32_t capture_stack(const void* caller, std::uint64_t* frames) noexcept {
+  void* raw[HOTSCOPE_STACK_FRAMES_MAX + kStackSkipMax];
+  constexpr int room = static_cast<int>(sizeof raw / sizeof raw[0]);
+#if defined(__SANITIZE_THREAD__)
+  // Under TSan, always libgcc's walk: libunwind's per-thread cache locks a mutex in its destructor
+  // at thread exit, where TSan no longer follows the thread (and crashes).
+  const int got = walk_with_libgcc({_Unwind_Backtrace, _Unwind_GetIPInfo, raw, room});
 #else
-  const int got = unw_backtrace(raw, static_cast<int>(sizeof raw / sizeof raw[0]));
+  const unwind::Libgcc* libgcc =
+      tls_locks.libgcc_walks < kLibgccWalks ? unwind::libgcc_if_found() : nullptr;
+  int got = 0;
+  if (libgcc != nullptr) {
+    ++tls_locks.libgcc_walks;
+    got = walk_with_libgcc({libgcc->backtrace, libgcc->ip_info, raw, room});
+  } else {
+    got = unw_backtrace(raw, room);
+  }
 #endif
   int first = 0;
   while (first < got && first < static_cast<int>(kStackSkipMax) && raw[first] != caller) {

@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -154,6 +155,40 @@ TEST_F(Interposer, AContendedAcquisitionRecordsItsWaitTheHolderAndTheStack) {
   ASSERT_EQ(written.size(), after + 2);
   EXPECT_EQ(written[after].kind, HOTSCOPE_RECORD_LOCK_ACQUIRE);
   EXPECT_EQ(written[after + 1].kind, HOTSCOPE_RECORD_LOCK_RELEASE); // its acquisition was recorded
+}
+
+// A thread's first stacks are walked with libgcc's unwinder, which keeps no memory: not with
+// unw_backtrace, whose trace cache takes 64 pages of every thread at its first walk. Each new
+// pair of nested locks records its stack.
+TEST_F(Interposer, AThreadsFirstStacksCostItNoUnwindCache) {
+  locks::start(locks::Mode::Contended);
+  std::vector<pthread_mutex_t> mutexes(51);
+  for (pthread_mutex_t& mutex : mutexes) {
+    pthread_mutex_init(&mutex, nullptr);
+  }
+  long faults = -1;
+  std::size_t stacks = 0;
+  std::thread fresh([&] {
+    hotscope::detail::current_ring(); // registered before: its own pages are not counted
+    OwnRecords written;
+    rusage before{}, after{};
+    getrusage(RUSAGE_THREAD, &before);
+    for (std::size_t i = 1; i < mutexes.size(); ++i) {
+      locks::mutex_lock(&mutexes[0], HOTSCOPE_CALLER);
+      locks::mutex_lock(&mutexes[i], HOTSCOPE_CALLER);
+      locks::mutex_unlock(&mutexes[i]);
+      locks::mutex_unlock(&mutexes[0]);
+    }
+    getrusage(RUSAGE_THREAD, &after);
+    faults = after.ru_minflt - before.ru_minflt;
+    const std::vector<hotscope_record> records = written.take();
+    for (std::size_t i = 0; i < records.size(); i += 1 + records[i].payload_records) {
+      stacks += records[i].kind == HOTSCOPE_RECORD_STACK ? 1 : 0;
+    }
+  });
+  fresh.join();
+  EXPECT_EQ(stacks, 50u) << "each new pair records its stack";
+  EXPECT_LT(faults, 24) << "page faults of a fresh thread's first 50 stacks";
 }
 
 TEST_F(Interposer, AWaitingReaderRecordsTheWriterAndASharedAcquisition) {
