@@ -153,11 +153,17 @@ void write_header(const Snapshot& snapshot, Columns with, std::ostream& out) {
   }
   if (with.cpu) {
     const CpuProfile& cpu = snapshot.cpu;
+    // A rate finer than the kernel's tick: the timers fire on the tick, several periods a signal.
+    const std::string merged =
+        cpu.signals > 0 && cpu.signals < cpu.samples
+            ? text::cat(" in ", cpu.signals, " signals (the kernel's tick merged about ",
+                        (cpu.samples + cpu.signals / 2) / cpu.signals, " periods into each)")
+            : "";
     out << text::cat("cpu samples: ", cpu.samples, " of ",
                      detail::human_duration(static_cast<double>(cpu.period_ns)), " (",
                      detail::human_duration(static_cast<double>(cpu.samples * cpu.period_ns)),
-                     " of CPU), lost ", cpu.lost, ", incomplete stacks ", cpu.incomplete,
-                     cpu.problem.empty() ? "" : "; " + cpu.problem, "\n");
+                     " of CPU)", merged, ", lost ", cpu.lost, ", incomplete stacks ",
+                     cpu.incomplete, cpu.problem.empty() ? "" : "; " + cpu.problem, "\n");
   }
   if (with.allocations) {
     out << text::cat("allocations: ", detail::human_bytes(snapshot.allocations.all.bytes), " in ",

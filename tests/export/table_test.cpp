@@ -159,6 +159,12 @@ TEST(ExportTable, CpuColumnsOnlyWhenTheCpuWasSampled) {
                       "stacks 0\n"),
             std::string::npos)
       << text;
+  // Periods the kernel's tick merged: the signals they came in.
+  snapshot.cpu.signals = 3;
+  EXPECT_NE(table(snapshot).find("\ncpu samples: 10 of 10.00 ms (100.00 ms of CPU) in 3 signals "
+                                 "(the kernel's tick merged about 3 periods into each), lost 0"),
+            std::string::npos)
+      << table(snapshot);
   const auto rows = block(text, "  Function");
   ASSERT_EQ(rows.size(), 4u) << text;
   EXPECT_TRUE(rows[0].ends_with("% Total  CPU Self  CPU Total  CPU/Wall")) << rows[0];
