@@ -55,7 +55,8 @@ void stop_server(const std::shared_ptr<Server>& server) {
   if (server == nullptr || server->stop()) {
     return;
   }
-  if (still_answering_owner != getpid()) { // a forked child's copies: forgotten, never touched
+  const pid_t owner = still_answering_owner;
+  if (owner != 0 && owner != getpid()) { // a forked child's copies: forgotten, never touched
     new (&still_answering_mutex) std::mutex;
     new (&still_answering) std::vector<std::shared_ptr<Server>>;
   }
