@@ -2,6 +2,8 @@
 
 #include "agent/http_parser.hpp"
 #include "agent/protocol.hpp"
+#include "clock/clock.hpp"
+#include "clock/clock.hpp"
 #include "cpu/cpu.hpp"
 #include "export/common.hpp"
 #include "export/export.hpp"
@@ -418,12 +420,14 @@ Response cpu_profile(const Request& request) {
       return error_response(503, "the CPU sampler cannot start: " + problem);
     }
   }
+  const Snapshot before = trace::snapshot(trace::Contents::StatisticsOnly);
   // The window is the seconds asked from the first snapshot's capture: the time that snapshot
   // takes to finish (a second under ASan on a busy program) is part of the wait, not added to it.
-  const auto window_start = std::chrono::steady_clock::now();
-  const Snapshot before = trace::snapshot(trace::Contents::StatisticsOnly);
-  const std::chrono::duration<double> spent = std::chrono::steady_clock::now() - window_start;
-  const bool complete = waited(std::max(0.0, static_cast<double>(seconds) - spent.count()));
+  const std::uint64_t now = clock::now_ticks();
+  const double spent =
+      static_cast<double>(now > before.captured_ticks ? now - before.captured_ticks : 0) /
+      clock::ticks_per_second();
+  const bool complete = waited(std::max(0.0, static_cast<double>(seconds) - spent));
   Snapshot after = trace::snapshot(trace::Contents::StatisticsOnly);
   if (started) {
     cpu::stop();

@@ -447,6 +447,7 @@ struct Snapshot {
   ClockInfo clock;
   std::uint64_t start_unix_ns = 0;  // wall-clock time of the start, for humans
   std::uint64_t duration_ns = 0;    // from the start of the measuring window to this snapshot
+  std::uint64_t captured_ticks = 0; // the clock's ticks (clock::now_ticks) at this snapshot
   RecordCounts records;             // over all threads
   std::uint64_t threads_folded = 0; // exited threads merged into one entry, to bound memory
   // The runtime was preloaded into (or attached to) a program not linked with hotscope: no

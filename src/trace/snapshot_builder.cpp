@@ -146,6 +146,7 @@ CapturedSnapshot Aggregator::capture(const TimeBase& time, Contents contents) co
   snapshot.pid = getpid();
   snapshot.clock = time.clock;
   snapshot.duration_ns = figures.convert().since_start(time.now_ticks);
+  snapshot.captured_ticks = time.now_ticks;
   snapshot.threads_folded = threads_folded_;
   if (contents != Contents::ProcessTotals) {
     for (const LocationText& name : names_) {
