@@ -3,7 +3,6 @@
 #include "agent/http_parser.hpp"
 #include "agent/protocol.hpp"
 #include "clock/clock.hpp"
-#include "clock/clock.hpp"
 #include "cpu/cpu.hpp"
 #include "export/common.hpp"
 #include "export/export.hpp"
