@@ -363,32 +363,10 @@ __attribute__((noinline)) bool unwind_noting_slots(std::uintptr_t capture_frame,
   return walk.cacheable && walk.started;
 }
 
-struct FrameWalk {
-  const unwind::Libgcc& libgcc;
-  std::span<std::uintptr_t> frames;
-  std::size_t count = 0;
-};
-
-_Unwind_Reason_Code add_frame(_Unwind_Context* context, void* data) {
-  auto& walk = *static_cast<FrameWalk*>(data);
-  int signal_frame = 0;
-  const std::uintptr_t ip = walk.libgcc.ip_info(context, &signal_frame);
-  if (ip == 0) {
-    return _URC_END_OF_STACK;
-  }
-  walk.frames[walk.count++] = ip;
-  return walk.count < walk.frames.size() ? _URC_NO_REASON : _URC_END_OF_STACK;
-}
-
 // libgcc's walk (libgcc_usable() was), from the return into this function's caller (as
 // unw_backtrace's).
 __attribute__((noinline)) std::size_t libgcc_backtrace(std::span<std::uintptr_t> out) {
-  const unwind::Libgcc& libgcc = *unwind::libgcc_if_found();
-  FrameWalk walk{libgcc, out};
-  if (!out.empty()) {
-    libgcc.backtrace(add_frame, &walk);
-  }
-  return walk.count;
+  return unwind::backtrace(*unwind::libgcc_if_found(), out);
 }
 
 // libunwind's unw_backtrace keeps a trace cache of its own for each thread that calls it: 256 KiB,

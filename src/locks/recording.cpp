@@ -13,6 +13,7 @@
 #include <unwind.h>
 
 #include <cstring>
+#include <iterator>
 
 namespace hotscope::locks {
 
@@ -64,61 +65,37 @@ std::uint64_t ref_of(bool rwlock) noexcept {
 // never pays for those caches, one that waits often soon walks at unw_backtrace's speed.
 constexpr std::uint32_t kLibgccWalks = 1024;
 
-// A walk through _Unwind_Backtrace: `backtrace` and `ip_info` are libgcc's (looked up, as the
-// program's may be libunwind's), or the ones this file links. Inlined: its first frame is its
-// caller's, as unw_backtrace's.
-struct LibgccWalk {
-  _Unwind_Reason_Code (*backtrace)(_Unwind_Trace_Fn, void*);
-  _Unwind_Ptr (*ip_info)(_Unwind_Context*, int*);
-  void** out;
-  int room;
-  int got = 0;
-};
-[[gnu::always_inline]] inline int walk_with_libgcc(LibgccWalk walk) noexcept {
-  walk.backtrace(
-      [](_Unwind_Context* context, void* into) {
-        auto& walk = *static_cast<LibgccWalk*>(into);
-        int signal_frame = 0;
-        const _Unwind_Ptr ip = walk.ip_info(context, &signal_frame);
-        if (ip == 0 || walk.got == walk.room) {
-          return _URC_END_OF_STACK;
-        }
-        walk.out[walk.got++] = reinterpret_cast<void*>(ip);
-        return _URC_NO_REASON;
-      },
-      &walk);
-  return walk.got;
-}
-
 // The calling thread's stack from the program's frame at `caller` out, into `frames`.
 std::uint32_t capture_stack(const void* caller, std::uint64_t* frames) noexcept {
-  void* raw[HOTSCOPE_STACK_FRAMES_MAX + kStackSkipMax];
-  constexpr int room = static_cast<int>(sizeof raw / sizeof raw[0]);
+  std::uintptr_t raw[HOTSCOPE_STACK_FRAMES_MAX + kStackSkipMax];
 #if defined(__SANITIZE_THREAD__)
   // Under TSan, always libgcc's walk: libunwind's per-thread cache locks a mutex in its destructor
   // at thread exit, where TSan no longer follows the thread (and crashes).
-  const int got = walk_with_libgcc({_Unwind_Backtrace, _Unwind_GetIPInfo, raw, room});
+  const unwind::Libgcc linked{_Unwind_Backtrace, _Unwind_GetIPInfo, _Unwind_GetCFA};
+  const std::size_t got = unwind::backtrace(linked, raw);
 #else
   const unwind::Libgcc* libgcc =
       tls_locks.libgcc_walks < kLibgccWalks ? unwind::libgcc_if_found() : nullptr;
-  int got = 0;
+  std::size_t got = 0;
   if (libgcc != nullptr) {
     ++tls_locks.libgcc_walks;
-    got = walk_with_libgcc({libgcc->backtrace, libgcc->ip_info, raw, room});
+    got = unwind::backtrace(*libgcc, raw);
   } else {
-    got = unw_backtrace(raw, room);
+    got = static_cast<std::size_t>(
+        unw_backtrace(reinterpret_cast<void**>(raw), static_cast<int>(std::size(raw))));
   }
 #endif
-  int first = 0;
-  while (first < got && first < static_cast<int>(kStackSkipMax) && raw[first] != caller) {
+  const auto program = reinterpret_cast<std::uintptr_t>(caller);
+  std::size_t first = 0;
+  while (first < got && first < kStackSkipMax && raw[first] != program) {
     ++first;
   }
-  if (first == got || raw[first] != caller) {
+  if (first == got || raw[first] != program) {
     first = 0;
   }
   std::uint32_t count = 0;
-  for (int i = first; i < got && count < HOTSCOPE_STACK_FRAMES_MAX; ++i) {
-    frames[count++] = reinterpret_cast<std::uintptr_t>(raw[i]);
+  for (std::size_t i = first; i < got && count < HOTSCOPE_STACK_FRAMES_MAX; ++i) {
+    frames[count++] = raw[i];
   }
   return count;
 }

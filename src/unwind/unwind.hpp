@@ -6,6 +6,10 @@
 
 #include <unwind.h>
 
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
 namespace hotscope::unwind {
 
 struct Libgcc {
@@ -21,5 +25,32 @@ struct Libgcc {
 const Libgcc* find_libgcc() noexcept;
 // The unwinder if it was looked up already, else null; never looks it up (a signal handler's).
 const Libgcc* libgcc_if_found() noexcept;
+
+// The calling thread's return addresses into `out`, innermost first, from the function this is
+// inlined into (as unw_backtrace's); how many.
+[[gnu::always_inline]] inline std::size_t backtrace(const Libgcc& libgcc,
+                                                    std::span<std::uintptr_t> out) noexcept {
+  struct Walk {
+    const Libgcc& libgcc;
+    std::span<std::uintptr_t> out;
+    std::size_t count = 0;
+  } walk{libgcc, out};
+  if (out.empty()) {
+    return 0;
+  }
+  libgcc.backtrace(
+      [](_Unwind_Context* context, void* data) {
+        auto& walk = *static_cast<Walk*>(data);
+        int signal_frame = 0;
+        const std::uintptr_t ip = walk.libgcc.ip_info(context, &signal_frame);
+        if (ip == 0) {
+          return _URC_END_OF_STACK;
+        }
+        walk.out[walk.count++] = ip;
+        return walk.count < walk.out.size() ? _URC_NO_REASON : _URC_END_OF_STACK;
+      },
+      &walk);
+  return walk.count;
+}
 
 } // namespace hotscope::unwind
