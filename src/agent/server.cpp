@@ -19,7 +19,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cerrno>
 #include <charconv>
 #include <chrono>
@@ -45,33 +44,28 @@ struct Agent {
 Agent* running_agent = nullptr; // set by start(), cleared by stop()
 
 // Servers that stopped while a worker was still building an answer (it holds its server until
-// done). Never destroyed: exit waits for them (wait_for_answers). A forked child, whose copies
-// have no worker, never looks at them.
+// done). Never destroyed: exit waits for them (wait_for_answers).
 std::mutex still_answering_mutex;
 std::vector<std::shared_ptr<Server>>& still_answering = *new std::vector<std::shared_ptr<Server>>;
-std::atomic<pid_t> still_answering_owner{0};
 
 void stop_server(const std::shared_ptr<Server>& server) {
   if (server == nullptr || server->stop()) {
     return;
-  }
-  const pid_t owner = still_answering_owner;
-  if (owner != 0 && owner != getpid()) { // a forked child's copies: forgotten, never touched
-    new (&still_answering_mutex) std::mutex;
-    new (&still_answering) std::vector<std::shared_ptr<Server>>;
   }
   const std::lock_guard lock(still_answering_mutex);
   std::erase_if(still_answering, [](const std::shared_ptr<Server>& stopped) {
     return stopped->wait_for_workers(std::chrono::steady_clock::now());
   });
   still_answering.push_back(server);
-  still_answering_owner = getpid();
 }
 
 // A forked child lets go of its parent's listening sockets: kept open there, they would keep the
 // TCP port bound after the parent exits, and clients would connect to a socket nobody accepts
-// on. The daemons themselves are left alone: their threads do not exist in the child.
-void close_listeners_in_child() {
+// on. The daemons themselves are left alone: their threads do not exist in the child, nor do
+// the workers of the stopped servers, which it forgets without touching them.
+void let_go_in_child() {
+  new (&still_answering_mutex) std::mutex;
+  new (&still_answering) std::vector<std::shared_ptr<Server>>;
   Agent* agent = running_agent;
   if (agent == nullptr || agent->owner == getpid() || agent->server == nullptr) {
     return;
@@ -202,7 +196,7 @@ std::vector<std::string> start(const config::Config& config) {
   }
   running_agent = agent;
   static std::once_flag fork_handler;
-  std::call_once(fork_handler, [] { pthread_atfork(nullptr, nullptr, close_listeners_in_child); });
+  std::call_once(fork_handler, [] { pthread_atfork(nullptr, nullptr, let_go_in_child); });
   return problems;
 }
 
@@ -229,9 +223,6 @@ void stop() {
 }
 
 bool wait_for_answers(std::chrono::milliseconds most) {
-  if (still_answering_owner != getpid()) {
-    return true;
-  }
   const auto deadline = std::chrono::steady_clock::now() + most;
   const std::lock_guard lock(still_answering_mutex);
   std::erase_if(still_answering, [&](const std::shared_ptr<Server>& stopped) {
