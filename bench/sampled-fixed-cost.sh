@@ -17,7 +17,8 @@
 #           load);
 # --parts: rows for the parts of the cost too, in the same rounds: the runtime
 #          (libhotscope-run.so) preloaded alone, with and without its agent (HOTSCOPE_AGENT=0),
-#          and `hotscope run` sampled without the runtime (its path made to name no file);
+#          and `hotscope run` sampled with the runtime preloaded at start (HOTSCOPE_RUNTIME_AT=
+#          start) instead of loaded at a first client, which no one is here;
 # --rounds: interleaved rounds (default 15); COMMAND: the program (default python3 -c pass).
 set -euo pipefail
 
@@ -74,18 +75,16 @@ if [[ -n "$before" ]]; then
 fi
 
 run() { # tool -> "cpu_s peak_kib minor_faults" of the program alone
-  local from="$work" errors=/dev/stderr
+  local from="$work"
   rm -rf "$work/out"
   [[ "$1" == sampled-before ]] && from="$work/before"
-  local runtime="$from/libhotscope-run.so"
-  if [[ "$1" == sampled-no-runtime ]]; then
-    runtime="$work/none/libhotscope-run.so"
-    errors=/dev/null # ld.so's line about the runtime it cannot preload
-  fi
+  local runtime="$from/libhotscope-run.so" runtime_at=first-client
+  [[ "$1" == sampled-runtime-at-start ]] && runtime_at=start
   if [[ "$1" == sampled* ]]; then
     env HOTSCOPE_HEAP_MODE=sampled HOTSCOPE_PRELOAD="$from/libhotscope-preload.so" \
-      HOTSCOPE_RUN_PRELOAD="$runtime" "$work/hotscope" run --heap --no-summary \
-      --usage "$work/time" --out "$work/out" -- "${command[@]}" >/dev/null 2>"$errors"
+      HOTSCOPE_RUN_PRELOAD="$runtime" HOTSCOPE_RUNTIME_AT="$runtime_at" \
+      "$work/hotscope" run --heap --no-summary \
+      --usage "$work/time" --out "$work/out" -- "${command[@]}" >/dev/null
   elif [[ "$1" == runtime* ]]; then
     env CHILD_PRELOAD="$runtime" HOTSCOPE_AGENT="$([[ "$1" == runtime ]] && echo 1 || echo 0)" \
       /usr/bin/python3 "$work/measure.py" "$work/time" "${command[@]}"
@@ -103,7 +102,7 @@ if [[ -n "$before" ]]; then
   run sampled-before >/dev/null
   tools+=(sampled-before)
 fi
-((parts)) && tools+=(runtime-no-agent runtime sampled-no-runtime)
+((parts)) && tools+=(runtime-no-agent runtime sampled-runtime-at-start)
 for ((round = 0; round < rounds; ++round)); do
   for ((i = 0; i < ${#tools[@]}; ++i)); do
     tool="${tools[(i + round) % ${#tools[@]}]}"
@@ -122,7 +121,7 @@ cpu0, rss0, faults0 = (median("native", i) for i in range(3))
 print("%s, medians of %d rounds:" % (sys.argv[2], len(runs["native"])))
 print("| run | CPU | × native | peak RSS | + native | page faults | + native |")
 print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
-for tool in ("native", "native-again", "runtime-no-agent", "runtime", "sampled-no-runtime",
+for tool in ("native", "native-again", "runtime-no-agent", "runtime", "sampled-runtime-at-start",
              "sampled-before", "sampled"):
     if tool not in runs:
         continue

@@ -16,6 +16,7 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <limits>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -60,6 +61,25 @@ inline std::uint64_t process_start_ticks(std::int64_t pid) {
     }
   }
   return 0;
+}
+
+// When the process started, in nanoseconds since the epoch (to the clock tick): the boot time
+// plus its start ticks. 0 if the process does not exist. Its agent may start long after it
+// (loaded at the first client, or by `hotscope attach`).
+inline std::uint64_t process_start_unix_ns(std::int64_t pid) {
+  const std::uint64_t ticks = process_start_ticks(pid);
+  std::ifstream in("/proc/stat");
+  std::string key;
+  std::uint64_t boot_seconds = 0;
+  while (in >> key && key != "btime") {
+    in.ignore(std::numeric_limits<std::streamsize>::max(), '\n');
+  }
+  const long ticks_per_second = sysconf(_SC_CLK_TCK);
+  if (ticks == 0 || !(in >> boot_seconds) || ticks_per_second <= 0) {
+    return 0;
+  }
+  return boot_seconds * 1'000'000'000ull +
+         ticks * 1'000'000'000ull / static_cast<std::uint64_t>(ticks_per_second);
 }
 
 // A listening, non-blocking TCP socket on `endpoint` (the agent's and the exporter's), or -1 with

@@ -150,36 +150,11 @@ const FormatInfo* chosen_format(const Request& request, std::string& problem) {
   return format;
 }
 
-// The members of <pid>.json, which /v1/info begins with.
-void write_process_members(text::JsonWriter& json, const Process& process) {
-  json.member("api_version", kApiVersion)
-      .member("hotscope_version", HOTSCOPE_VERSION)
-      .member("pid", process.pid)
-      .member("name", process.name)
-      .member("executable", process.executable)
-      .member("start_unix_ns", process.start_unix_ns)
-      .member("start_ticks", process.start_ticks)
-      .member("socket", process.socket)
-      .key("enabled")
-      .begin_object()
-      .member("timing", true)
-      .member("trace", process.trace_window_bytes > 0)
-      .member("trace_window_bytes", process.trace_window_bytes)
-      .member("heap", heap_link::mode_name())
-      .key("metrics_tcp");
-  if (process.metrics_tcp.empty()) {
-    json.null();
-  } else {
-    json.value(process.metrics_tcp);
-  }
-  json.end_object();
-}
-
 Response info(const Process& process) {
   const Snapshot snapshot = trace::snapshot(trace::Contents::StatisticsOnly);
   return json_response(200, [&](text::JsonWriter& json) {
     json.begin_object();
-    write_process_members(json, process);
+    write_process_members(json, process, heap_link::mode_name());
     json.key("clock");
     exporters::detail::write_clock(json, snapshot.clock);
     json.key("window")
@@ -511,16 +486,6 @@ void interrupt_waits() {
     stop.stopping = true;
   }
   stop.changed.notify_all();
-}
-
-std::string process_json(const Process& process) {
-  std::string out;
-  text::JsonWriter json(out, 2);
-  json.begin_object();
-  write_process_members(json, process);
-  json.end_object();
-  out += '\n';
-  return out;
 }
 
 Response error_response(unsigned status, const std::string& problem) {

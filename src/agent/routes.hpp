@@ -2,6 +2,7 @@
 // server, so they can be tested without a socket.
 #pragma once
 
+#include "agent/process_file.hpp"
 #include "snapshot/snapshot.hpp"
 
 #include <sys/types.h>
@@ -15,21 +16,6 @@
 #include <vector>
 
 namespace hotscope::agent {
-
-// What <pid>.json and /v1/info say about the process.
-struct Process {
-  std::int64_t pid = 0;
-  std::string name;
-  std::string executable;
-  std::uint64_t start_unix_ns = 0;
-  std::uint64_t start_ticks = 0; // /proc/<pid>/stat field 22: tells a reused pid apart
-  std::string socket;
-  std::size_t trace_window_bytes = 0; // 0: HOTSCOPE_TRACE_MIB=0, no trace window
-  std::string metrics_tcp;            // "127.0.0.1:9464" when that listener runs, else ""
-};
-
-// The content of <pid>.json: one JSON object and a line feed.
-std::string process_json(const Process& process);
 
 // The Unix socket serves every endpoint; the TCP listener only /v1/metrics and /debug/pprof/*.
 enum class Listener { Unix, Tcp };

@@ -4,10 +4,13 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <string_view>
 
@@ -126,6 +129,32 @@ std::string prepare_dir(const std::string& dir) {
   std::string problem = check_dir(dir, fd);
   close(fd);
   return problem;
+}
+
+int listen_unix(const std::string& path, int backlog, std::string& problem) {
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  if (path.size() >= sizeof(address.sun_path)) {
+    problem = text::cat("the socket path ", path, " is longer than ", sizeof(address.sun_path) - 1,
+                        " bytes; set HOTSCOPE_RUNTIME_DIR to a shorter directory");
+    return -1;
+  }
+  std::memcpy(address.sun_path, path.c_str(), path.size() + 1);
+  const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0) {
+    problem = text::cat("cannot create a Unix socket: ", text::errno_text());
+    return -1;
+  }
+  // A socket left by a process that had this pid before and died without cleaning up.
+  unlink(path.c_str());
+  if (bind(fd, reinterpret_cast<const sockaddr*>(&address), sizeof(address)) != 0 ||
+      chmod(path.c_str(), 0600) != 0 || listen(fd, backlog) != 0) {
+    problem = text::cat("cannot listen on ", path, ": ", text::errno_text());
+    close(fd);
+    unlink(path.c_str());
+    return -1;
+  }
+  return fd;
 }
 
 } // namespace hotscope::agent

@@ -7,6 +7,7 @@
 #include "agent/routes.hpp"
 #include "agent/runtime_dir.hpp"
 #include "atomic_file/atomic_file.hpp"
+#include "heap_link/heap_link.hpp"
 #include "text/text.hpp"
 
 #include <arpa/inet.h>
@@ -84,33 +85,6 @@ void dispose_broken() {
   delete agent;
 }
 
-// A listening Unix socket at `path`, mode 0600. Returns the fd, or -1 and sets `problem`.
-int listen_unix(const std::string& path, std::string& problem) {
-  sockaddr_un address{};
-  address.sun_family = AF_UNIX;
-  if (path.size() >= sizeof(address.sun_path)) {
-    problem = text::cat("the socket path ", path, " is longer than ", sizeof(address.sun_path) - 1,
-                        " bytes; set HOTSCOPE_RUNTIME_DIR to a shorter directory");
-    return -1;
-  }
-  std::memcpy(address.sun_path, path.c_str(), path.size() + 1);
-  const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-  if (fd < 0) {
-    problem = text::cat("cannot create a Unix socket: ", text::errno_text());
-    return -1;
-  }
-  // A socket left by a process that had this pid before and died without cleaning up.
-  unlink(path.c_str());
-  if (bind(fd, reinterpret_cast<const sockaddr*>(&address), sizeof(address)) != 0 ||
-      chmod(path.c_str(), 0600) != 0 || listen(fd, kListenBacklog) != 0) {
-    problem = text::cat("cannot listen on ", path, ": ", text::errno_text());
-    close(fd);
-    unlink(path.c_str());
-    return -1;
-  }
-  return fd;
-}
-
 // A listening TCP socket on host:port (numeric, checked by config). Sets `bound` to the
 // address actually bound ("127.0.0.1:41234" when port 0 let the kernel choose).
 int listen_tcp(const std::string& host, std::uint16_t port, std::string& bound,
@@ -149,10 +123,7 @@ std::vector<std::string> start(const config::Config& config) {
   process.pid = agent->owner;
   process.name = read_first_line("/proc/self/comm");
   process.executable = read_link("/proc/self/exe");
-  process.start_unix_ns =
-      static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                     std::chrono::system_clock::now().time_since_epoch())
-                                     .count());
+  process.start_unix_ns = process_start_unix_ns(process.pid);
   process.start_ticks = process_start_ticks(process.pid);
   process.socket = socket_path(agent->dir, process.pid);
   process.trace_window_bytes = config.trace_window_bytes;
@@ -168,7 +139,7 @@ std::vector<std::string> start(const config::Config& config) {
   std::string problem = prepare_dir(agent->dir);
   int unix_fd = -1;
   if (problem.empty()) {
-    unix_fd = listen_unix(process.socket, problem);
+    unix_fd = listen_unix(process.socket, kListenBacklog, problem);
   }
   const std::string info = info_path(agent->dir, process.pid);
   if (unix_fd >= 0 || tcp_fd >= 0) {
@@ -186,7 +157,8 @@ std::vector<std::string> start(const config::Config& config) {
   }
   if (unix_fd >= 0) {
     agent->files_written = true;
-    if (const std::string reason = atomic_file::write(info, process_json(process), 0600);
+    if (const std::string reason =
+            atomic_file::write(info, process_json(process, heap_link::mode_name()), 0600);
         !reason.empty()) {
       problem = text::cat("cannot write ", info, ": ", reason);
     }

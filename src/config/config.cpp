@@ -137,6 +137,8 @@ Parsed parse(const Getenv& getenv) {
   read_agent(getenv, config, parsed.errors);
   read_choice(getenv, "HOTSCOPE_ON_CRASH", "report", "off", config.report_on_crash, parsed.errors);
   read_choice(getenv, "HOTSCOPE_XRAY", "on", "off", config.xray_patch, parsed.errors);
+  read_choice(getenv, "HOTSCOPE_RUNTIME_AT", "first-client", "start",
+              config.runtime_at_first_client, parsed.errors);
   config.report_on_signal = read_on_signal(getenv, parsed.on_signal_errors);
   return parsed;
 }

@@ -42,6 +42,9 @@ struct Config {
   // HOTSCOPE_ON_CRASH=report|off: with HOTSCOPE_OUT, a crash writes crash.<pid>.txt and .json
   // (src/crash). On by default: the crash still ends the process as it would have.
   bool report_on_crash = true;
+  // HOTSCOPE_RUNTIME_AT=first-client|start: under `hotscope run --heap` in the sampled mode, the
+  // runtime (the live agent, crash reports) is loaded at the first client, or with the program.
+  bool runtime_at_first_client = true;
 };
 
 struct Parsed {

@@ -1,11 +1,15 @@
 #include "run_command.hpp"
 
 #include "atomic_file/atomic_file.hpp"
+#include "config/config.hpp"
+#include "run_agent.hpp"
 
 #include <dlfcn.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/signalfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -20,7 +24,7 @@
 namespace hotscope::cli {
 namespace {
 
-// Passed on to the program. The launcher takes them with sigwaitinfo, so none ends it.
+// Passed on to the program. The launcher takes them through a signalfd, so none ends it.
 constexpr int kForwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
 
 // `variable` (HOTSCOPE_PRELOAD, HOTSCOPE_RUN_PRELOAD), else the installed library next to an
@@ -136,8 +140,10 @@ private:
 };
 
 // The environment the profiled program starts with. `raw_report`: where the sampled mode leaves
-// the report for the launcher to symbolize ("": none).
-ProgramEnvironment program_environment(const RunOptions& options, const std::string& raw_report) {
+// the report for the launcher to symbolize ("": none). `runtime_later`: the runtime is loaded at
+// the first client (run_agent.hpp), not preloaded.
+ProgramEnvironment program_environment(const RunOptions& options, const std::string& raw_report,
+                                       bool runtime_later) {
   ProgramEnvironment environment;
   if (!options.out_dir.empty()) {
     environment.set("HOTSCOPE_OUT", options.out_dir);
@@ -160,7 +166,11 @@ ProgramEnvironment program_environment(const RunOptions& options, const std::str
   // libhotscope-run.so under every option: the live agent and the crash reports (it stands
   // down in a program linked with hotscope, which has them already); with --locks the same with
   // the pthread lock functions, libhotscope-run-locks.so.
-  if (options.cpu || options.locks || options.heap) {
+  if (runtime_later) {
+    // The processes the program starts load it themselves (the heap library does): the launcher
+    // knows none of their pids.
+    environment.set("HOTSCOPE_RUN_RUNTIME", run_preload_path());
+  } else if (options.cpu || options.locks || options.heap) {
     environment.preload(options.locks ? locks_runtime_path() : run_preload_path());
   }
   if (options.heap) {
@@ -285,7 +295,10 @@ int run_program(const std::vector<std::string>& command, const RunOptions& optio
   const RemovedAtReturn raw_directory{options.heap ? raw_report_directory() : ""};
   const std::string raw_report =
       raw_directory.directory.empty() ? "" : raw_directory.directory + "/heap.raw";
-  ProgramEnvironment environment = program_environment(options, raw_report);
+  const config::Config config = config::parse(std::getenv).config;
+  const bool runtime_later =
+      runtime_waits_for_a_client(options.heap && !options.cpu && !options.locks, config);
+  ProgramEnvironment environment = program_environment(options, raw_report, runtime_later);
   environment.prepare();
   std::vector<char*> argv;
   for (const std::string& argument : command) {
@@ -315,26 +328,55 @@ int run_program(const std::vector<std::string>& command, const RunOptions& optio
   if (exec_error != 0) {
     std::fprintf(stderr, "hotscope: cannot run %s: %s\n", argv[0], std::strerror(exec_error));
   }
+  std::unique_ptr<AgentAtFirstClient> agent;
+  if (runtime_later && exec_error == 0) {
+    std::string problem;
+    agent = AgentAtFirstClient::start(child, config, problem);
+    if (agent == nullptr && !problem.empty()) {
+      std::fprintf(stderr, "hotscope: agent: %s; no agent socket\n", problem.c_str());
+    }
+  }
+  const int signals = signalfd(-1, &taken, SFD_CLOEXEC);
+  if (signals < 0) {
+    std::fprintf(stderr, "hotscope: signalfd failed: %s\n", std::strerror(errno));
+    return 127;
+  }
   int status = 0;
   rusage usage{};
   for (;;) {
-    siginfo_t info{};
-    const int signal = sigwaitinfo(&taken, &info);
-    if (signal == SIGCHLD || (signal < 0 && errno == EINTR)) {
+    std::vector<pollfd> fds{{signals, POLLIN, 0}};
+    if (agent != nullptr) {
+      agent->add_descriptors(fds);
+    }
+    if (poll(fds.data(), fds.size(), -1) < 0) {
+      continue; // EINTR
+    }
+    if (agent != nullptr) {
+      agent->serve(std::span(fds).subspan(1));
+    }
+    signalfd_siginfo info{};
+    if ((fds[0].revents & POLLIN) == 0 || read(signals, &info, sizeof info) != sizeof info) {
+      continue;
+    }
+    const int signal = static_cast<int>(info.ssi_signo);
+    if (signal == SIGCHLD) {
       const pid_t ended = wait4(child, &status, WNOHANG, &usage);
       if (ended == child) {
         break;
       }
       if (ended < 0 && errno != EINTR) {
+        // ECHILD: it ended while its runtime was being loaded, whose wait took its status.
         std::fprintf(stderr, "hotscope: waitpid failed: %s\n", std::strerror(errno));
         return 127;
       }
-    } else if (signal > 0 && info.si_code != SI_KERNEL) {
+    } else if (info.ssi_code != SI_KERNEL) {
       // SI_KERNEL: the terminal sent it (Ctrl-C, Ctrl-\) to the whole foreground process group,
       // so the program has it already; anything else is for the launcher alone.
       kill(child, signal);
     }
   }
+  close(signals);
+  agent.reset(); // its files are removed before the reports are written
   if (!options.usage_file.empty()) {
     write_usage(options.usage_file, usage);
   }

@@ -32,7 +32,17 @@ bool failing_after(const char* step) {
   return chosen != nullptr && std::string_view(chosen) == step;
 }
 
-std::string fail_line(pid_t pid, const std::string& step, const std::string& problem) {
+// Whose step failed: `hotscope attach`'s, or `hotscope run`'s loading the runtime at the first
+// client (load_runtime).
+enum class Purpose { Attach, LateAgent };
+
+std::string fail_line(pid_t pid, const std::string& step, const std::string& problem,
+                      Purpose purpose = Purpose::Attach) {
+  if (purpose == Purpose::LateAgent) {
+    return fmt::format("hotscope run: cannot load the live agent into process {}: {} ({}); it "
+                       "goes on profiled, without one",
+                       pid, problem, step);
+  }
   return fmt::format("hotscope attach: cannot attach to process {}: {} ({}); it goes on "
                      "unprofiled",
                      pid, problem, step);
@@ -159,24 +169,24 @@ std::optional<int> call_entry(Tracee& tracee, const Functions& functions, std::u
 }
 
 // Stops the process under ptrace, ready for calls; "" or the line that says why not.
-std::string take_hold(Tracee& tracee, pid_t pid) {
+std::string take_hold(Tracee& tracee, pid_t pid, Purpose outcome = Purpose::Attach) {
   if (const int error = tracee.seize(); error != 0) {
     return refusal_for_errno(pid, error);
   }
   if (failing_after("seize")) {
-    return fail_line(pid, "seize", "HOTSCOPE_ATTACH_FAIL_AT, a test hook");
+    return fail_line(pid, "seize", "HOTSCOPE_ATTACH_FAIL_AT, a test hook", outcome);
   }
   if (std::string problem = tracee.stop(); !problem.empty()) {
-    return fail_line(pid, "stop", problem);
+    return fail_line(pid, "stop", problem, outcome);
   }
   if (failing_after("stop")) {
-    return fail_line(pid, "stop", "HOTSCOPE_ATTACH_FAIL_AT, a test hook");
+    return fail_line(pid, "stop", "HOTSCOPE_ATTACH_FAIL_AT, a test hook", outcome);
   }
   if (std::string problem = tracee.save_registers(); !problem.empty()) {
-    return fail_line(pid, "registers", problem);
+    return fail_line(pid, "registers", problem, outcome);
   }
   if (failing_after("registers")) {
-    return fail_line(pid, "registers", "HOTSCOPE_ATTACH_FAIL_AT, a test hook");
+    return fail_line(pid, "registers", "HOTSCOPE_ATTACH_FAIL_AT, a test hook", outcome);
   }
   return "";
 }
@@ -245,6 +255,68 @@ std::string inject(pid_t pid, const Functions& functions, const AttachSettings& 
     return fail_line(pid, "hook", problem);
   }
 }
+
+} // namespace
+
+std::string load_runtime(pid_t pid, const std::string& runtime_dir) {
+  const auto functions = functions_of(pid);
+  if (!functions) {
+    return fail_line(pid, "lookup", "no dlopen in its C library", Purpose::LateAgent);
+  }
+  Tracee tracee(pid);
+  if (std::string problem = take_hold(tracee, pid, Purpose::LateAgent); !problem.empty()) {
+    return problem;
+  }
+  std::string problem;
+  Environment environment(tracee, pid, *functions);
+  const std::pair<std::string, std::string> variables[] = {
+      // Handlers the program installed since its start stay first, as under attach.
+      {"HOTSCOPE_ON_SIGNAL", "off"},
+      {"HOTSCOPE_ON_CRASH", "off"},
+      {"HOTSCOPE_RUNTIME_DIR", runtime_dir}};
+  for (const auto& [name, value] : variables) {
+    if (!environment.set(name, value, problem)) {
+      return fail_line(pid, "environment", problem.empty() ? "setenv failed" : problem,
+                       Purpose::LateAgent);
+    }
+  }
+  if (failing_after("environment")) {
+    return fail_line(pid, "environment", "HOTSCOPE_ATTACH_FAIL_AT, a test hook",
+                     Purpose::LateAgent);
+  }
+  // What the runtime allocates while it starts (its agent's files, its threads) is the
+  // profiler's: the heap library's section around the load, on this thread.
+  std::uint64_t section[2] = {};
+  const char* section_functions[2] = {"hotscope_heap_enter", "hotscope_heap_leave"};
+  for (int i = 0; i < 2; ++i) {
+    const auto address = tracee.call(functions->dlsym, {number(0), text(section_functions[i])},
+                                     problem); // RTLD_DEFAULT
+    if (!address || *address == 0) {
+      return fail_line(pid, "lookup",
+                       problem.empty() ? "the heap library is not loaded in it" : problem,
+                       Purpose::LateAgent);
+    }
+    section[i] = *address;
+  }
+  if (!tracee.call(section[0], {}, problem)) {
+    return fail_line(pid, "runtime", problem, Purpose::LateAgent);
+  }
+  // Bound as a preloaded runtime is (no RTLD_DEEPBIND, which only the lock functions of
+  // libhotscope-run-locks.so need): its threads start through the heap library's pthread_create,
+  // which marks them as the profiler's.
+  const std::uint64_t runtime =
+      load(tracee, pid, *functions, run_preload_path(), RTLD_NOW, problem);
+  std::string leaving;
+  tracee.call(section[1], {}, leaving);
+  if (runtime == 0 || failing_after("runtime")) {
+    return fail_line(pid, "runtime",
+                     problem.empty() ? "HOTSCOPE_ATTACH_FAIL_AT, a test hook" : problem,
+                     Purpose::LateAgent);
+  }
+  return "";
+}
+
+namespace {
 
 // Neither gone nor a zombie waiting for its parent.
 bool alive(pid_t pid) {

@@ -5,10 +5,18 @@
 
 #include <CLI/CLI.hpp>
 
+#include <sys/types.h>
+
 #include <optional>
 #include <string>
 
 namespace hotscope::cli::attach {
+
+// Loads libhotscope-run.so into process `pid`, which runs the heap library already (a program
+// `hotscope run --heap` started in the sampled mode): its agent then serves it from
+// `runtime_dir`. The process's own signal and crash handlers stay as they are. "" or the line
+// that says why not; the process goes on either way, profiled as before.
+std::string load_runtime(pid_t pid, const std::string& runtime_dir);
 
 class AttachCommands {
 public:
