@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <ostream>
 #include <streambuf>
 #include <system_error>
@@ -28,7 +29,9 @@ std::string reason_of(int error) {
 // An output buffer on a file descriptor that keeps the first write error (errno) it meets.
 class FdBuffer final : public std::streambuf {
 public:
-  explicit FdBuffer(int fd) : fd_(fd), buffer_(64 * 1024) { reset(); }
+  // The buffer is not zeroed: a small file touches only the pages it fills (the sampled heap
+  // profile's raw report at a program's exit: 15 page faults fewer).
+  explicit FdBuffer(int fd) : fd_(fd), buffer_(new char[kBytes]) { reset(); }
 
   // Writes out what is buffered; false once a write failed.
   bool drain() {
@@ -62,10 +65,11 @@ protected:
   int sync() override { return drain() ? 0 : -1; }
 
 private:
-  void reset() { setp(buffer_.data(), buffer_.data() + buffer_.size()); }
+  void reset() { setp(buffer_.get(), buffer_.get() + kBytes); }
 
+  static constexpr std::size_t kBytes = 64 * 1024;
   int fd_;
-  std::vector<char> buffer_;
+  std::unique_ptr<char[]> buffer_;
   int error_ = 0;
 };
 

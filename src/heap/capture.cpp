@@ -10,8 +10,6 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#define UNW_LOCAL_ONLY
-#include <libunwind.h>
 #include <unwind.h>
 
 #include <algorithm>
@@ -129,8 +127,16 @@ __attribute__((no_sanitize_address)) std::uintptr_t stack_word(std::uintptr_t ad
   return *reinterpret_cast<const std::uintptr_t*>(address);
 }
 
+std::size_t libgcc_backtrace(std::span<std::uintptr_t> out);
+
+// unw_backtrace where the full mode loaded libunwind (prepare_capture), else libgcc's walk.
 std::size_t backtrace(std::span<std::uintptr_t> out) {
-  const int got = unw_backtrace(reinterpret_cast<void**>(out.data()), static_cast<int>(out.size()));
+  const unwind::Libunwind* libunwind = unwind::libunwind_if_found();
+  if (libunwind == nullptr) {
+    return unwind::find_libgcc() != nullptr ? libgcc_backtrace(out) : 0;
+  }
+  const int got =
+      libunwind->backtrace(reinterpret_cast<void**>(out.data()), static_cast<int>(out.size()));
   return got > 0 ? static_cast<std::size_t>(got) : 0;
 }
 
@@ -156,8 +162,11 @@ std::size_t frames_to_unwind(std::size_t wanted, std::size_t room) {
 // The leading frames of an unwound stack that are inside `skip`, counted into
 // most_leading_frames.
 std::size_t leading_frames_in(const CodeRanges& skip, std::span<const std::uintptr_t> frames) {
+  // libunwind's own frames sit on top of ours when it is the unwinder.
+  const unwind::Libunwind* libunwind = unwind::libunwind_if_found();
   std::size_t first = 0;
-  while (first < frames.size() && skip.contains(frames[first])) {
+  while (first < frames.size() && (skip.contains(frames[first]) ||
+                                   (libunwind != nullptr && libunwind->contains(frames[first])))) {
     ++first;
   }
   std::size_t most = most_leading_frames.load(std::memory_order_relaxed);
@@ -294,12 +303,7 @@ StackCache* unused_or_new_cache() {
 
 StackCache* current_cache() {
   if (thread_cache == nullptr) {
-    pthread_once(&cache_key_once, [] {
-      pthread_key_create(&cache_key, keep_unused);
-      // libunwind's default global cache takes a lock that blocks signals (two syscalls) on
-      // every step.
-      unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
-    });
+    pthread_once(&cache_key_once, [] { pthread_key_create(&cache_key, keep_unused); });
     thread_cache = unused_or_new_cache();
     if (thread_cache != nullptr) {
       pthread_setspecific(cache_key, thread_cache); // kept for reuse when the thread ends
@@ -463,9 +467,6 @@ CodeRanges own_and_allocator_code(const void* address_in_own_object) {
   CodeRanges code;
   SegmentSearch search{reinterpret_cast<std::uintptr_t>(address_in_own_object), &code};
   dl_iterate_phdr(add_executable_segments, &search);
-  // libunwind's own frames sit on top of ours when it is the unwinder.
-  search.address = reinterpret_cast<std::uintptr_t>(&unw_backtrace);
-  dl_iterate_phdr(add_executable_segments, &search);
   for (const char* name : operator_new_symbols) {
     void* function = dlsym(RTLD_DEFAULT, name);
     Dl_info info;
@@ -528,10 +529,15 @@ void forget_remembered_stacks() {
   stack_table.fetch_add(1, std::memory_order_relaxed);
 }
 
-void prepare_capture(Unwinder unwinder) {
+void prepare_capture(Unwinder unwinder, bool sampling) {
   current_stack_bounds();
   if (unwinder == Unwinder::Libunwind) {
     libgcc_usable();
+  }
+  // libunwind walks many stacks faster; a sampled profile walks one in hundreds of thousands of
+  // bytes allocated, with libgcc's walk alone, and never loads it.
+  if (unwinder == Unwinder::LibunwindUncached || (unwinder == Unwinder::Libunwind && !sampling)) {
+    unwind::find_libunwind();
   }
 }
 

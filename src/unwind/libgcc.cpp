@@ -11,7 +11,21 @@ Libgcc libgcc;
 enum : int { NotLookedUp, LookingUp, LookedUp };
 std::atomic<int> libgcc_state{NotLookedUp};
 
+// Whether the _Unwind_* this object calls are inside it: libgcc's, linked with -static-libgcc
+// into a library that does not link libunwind (the heap preload library).
+bool linked_in() {
+  Dl_info own{};
+  Dl_info unwinder{};
+  return dladdr(reinterpret_cast<const void*>(&linked_in), &own) != 0 &&
+         dladdr(reinterpret_cast<const void*>(&_Unwind_Backtrace), &unwinder) != 0 &&
+         own.dli_fbase == unwinder.dli_fbase;
+}
+
 void look_up() {
+  if (linked_in()) {
+    libgcc = Libgcc{_Unwind_Backtrace, _Unwind_GetIPInfo, _Unwind_GetCFA};
+    return;
+  }
   // A C program may not have loaded it: glibc loads it the same way for pthread_cancel. Local to
   // this lookup.
   void* library = dlopen("libgcc_s.so.1", RTLD_NOW | RTLD_LOCAL);

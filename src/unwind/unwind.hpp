@@ -1,7 +1,10 @@
-// libgcc's unwinder, looked up by name in libgcc_s (docs/architecture.md). A program that loaded
-// libunwind first resolves _Unwind_Backtrace to libunwind's version of it, which blocks signals
-// (two system calls) at every frame; libgcc's walks without a system call and keeps no memory of
-// its own (unw_backtrace's trace cache is 256 KiB a thread).
+// The unwinders, looked up at run time (docs/architecture.md). libgcc's: linked into the calling
+// library when it was linked with -static-libgcc and without libunwind (the heap preload
+// library), else looked up by name in libgcc_s; a program that loaded libunwind first resolves
+// _Unwind_Backtrace to libunwind's version of it, which blocks signals (two system calls) at
+// every frame. libgcc's walks without a system call and keeps no memory of its own
+// (unw_backtrace's trace cache is 256 KiB a thread). libunwind's unw_backtrace, about ten times
+// faster: loaded only by a caller that walks many stacks (the heap's full mode).
 #pragma once
 
 #include <unwind.h>
@@ -25,6 +28,22 @@ struct Libgcc {
 const Libgcc* find_libgcc() noexcept;
 // The unwinder if it was looked up already, else null; never looks it up (a signal handler's).
 const Libgcc* libgcc_if_found() noexcept;
+
+struct Libunwind {
+  int (*backtrace)(void**, int) = nullptr; // unw_backtrace
+  // Its executable segment: the frames of its own at the top of the stacks it walks.
+  std::uintptr_t code_begin = 0;
+  std::uintptr_t code_end = 0;
+  bool contains(std::uintptr_t address) const {
+    return address >= code_begin && address < code_end;
+  }
+};
+
+// libunwind (dlopen of libunwind.so.8, local, kept loaded, its per-thread cache policy set),
+// loaded at the first call, under the same rules as find_libgcc. Null when it cannot be loaded.
+const Libunwind* find_libunwind() noexcept;
+// libunwind if it was loaded already, else null; never loads it.
+const Libunwind* libunwind_if_found() noexcept;
 
 // The calling thread's return addresses into `out`, innermost first, from the function this is
 // inlined into (as unw_backtrace's); how many.

@@ -260,6 +260,29 @@ TEST(HeapSampled, TheReportLoadsNoCxxRuntimeIntoACProgram) {
   EXPECT_GT(fs::file_size(dir / "heap.pb.gz"), 0u);
 }
 
+// The preload library carries libgcc's unwinder: a sampled profile walks its few stacks with it
+// and loads no unwinder library into the program (libunwind's _Unwind_* would come before the
+// program's libgcc_s in its symbol search); the full mode loads libunwind at start, for its
+// many uncached walks.
+TEST(HeapSampled, TheSampledModeLoadsNoUnwinderLibrary) {
+  const hotscope::testing::ScratchDir scratch("sampled-no-unwinder");
+  for (const std::string mode : {"sampled", "full"}) {
+    const fs::path dir = scratch.path() / mode;
+    ASSERT_EQ(run_sampled(dir, SAMPLED_PROGRAM, "LD_DEBUG=files HOTSCOPE_HEAP_MODE=" + mode), 0)
+        << slurp(dir / "err.txt");
+    // (The report module the program loads at exit to write its own report needs libunwind.)
+    const std::string loaded = slurp(dir / "err.txt");
+    EXPECT_EQ(loaded.find("libgcc_s"), std::string::npos) << mode << ": " << loaded;
+    EXPECT_EQ(loaded.find("libunwind.so.8 [0];  needed by " + std::string(HOTSCOPE_PRELOAD)),
+              std::string::npos)
+        << loaded;
+    EXPECT_EQ(loaded.find("libunwind.so.8 [0];  dynamically loaded") != std::string::npos,
+              mode == "full")
+        << mode << ": " << loaded;
+    EXPECT_GT(dhat_totals(dir / "heap.json").blocks, 0u) << mode;
+  }
+}
+
 // The bootstrap arena serves the heap library's own start-up (a C library whose dlsym allocates
 // while the real allocator is looked up): free's short path must send those blocks to the hooks,
 // never to the real free, which would abort the program.

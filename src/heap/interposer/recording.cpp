@@ -91,7 +91,7 @@ __attribute__((constructor)) void prepare_capture_while_loading() {
   }
   const Inside inside;
   if (const Recorder* recorder = recording_state()) {
-    prepare_capture(recorder->options().unwinder);
+    prepare_capture(recorder->options().unwinder, recorder->sampling());
   }
 }
 
@@ -276,7 +276,7 @@ Recorder* start_attached_recording() {
   }
   Recorder* recorder = start_recording();
   if (recorder != nullptr) {
-    prepare_capture(recorder->options().unwinder);
+    prepare_capture(recorder->options().unwinder, recorder->sampling());
     start_collector();
   }
   return recorder;

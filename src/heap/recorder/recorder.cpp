@@ -27,7 +27,13 @@ std::uint64_t Recorder::time_of(std::uint64_t ticks) {
 
 Recorder::Captured Recorder::capture() const {
   Captured captured;
-  captured.depth = capture_stack(options_.unwinder, skip_, {captured.frames.data(), options_.depth},
+  // A sampled profile's stacks come one in hundreds of thousands of bytes allocated, and rarely
+  // repeat at the same depth: walked each time (libgcc's walk, prepare_capture), without the
+  // stack cache, whose pages each first stack would touch.
+  const Unwinder unwinder = sampling() && options_.unwinder == Unwinder::Libunwind
+                                ? Unwinder::LibunwindUncached
+                                : options_.unwinder;
+  captured.depth = capture_stack(unwinder, skip_, {captured.frames.data(), options_.depth},
                                  &captured.remembered);
   return captured;
 }
