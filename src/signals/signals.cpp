@@ -27,6 +27,14 @@ sem_t wake;
 std::atomic<int> received{0}; // the signal being reported; 0 while none arrived
 __thread bool on_reporter = false;
 
+// A report at exit handed to the reporter (run_on_reporter).
+struct Job {
+  void (*work)(void*);
+  void* context;
+  sem_t done;
+};
+std::atomic<Job*> job{nullptr};
+
 void restore_default(int signal) {
   struct sigaction action {};
   action.sa_handler = SIG_DFL;
@@ -53,7 +61,16 @@ void* run_reporter(void*) {
   locks::own_thread();
   const threads::OwnThread own;
   on_reporter = true;
-  while (sem_wait(&wake) != 0 && errno == EINTR) {
+  for (;;) {
+    while (sem_wait(&wake) != 0 && errno == EINTR) {
+    }
+    if (received.load() != 0) {
+      break;
+    }
+    if (Job* const handed = job.exchange(nullptr)) {
+      handed->work(handed->context);
+      sem_post(&handed->done);
+    }
   }
   const int signal = received.load();
   if (const WriteReports write = writer.load()) {
@@ -129,6 +146,27 @@ std::string report_on_signal(Sigaction real, WriteReports write) {
     }
   }
   return "";
+}
+
+bool run_on_reporter(void (*work)(void*), void* context) {
+  if (on_reporter || reporter_pid != getpid() || received.load() != 0) {
+    return false;
+  }
+  Job handed{work, context, {}};
+  if (sem_init(&handed.done, 0, 0) != 0) {
+    return false;
+  }
+  Job* none = nullptr;
+  if (!job.compare_exchange_strong(none, &handed)) {
+    sem_destroy(&handed.done);
+    return false; // another thread's report is there
+  }
+  sem_post(&wake);
+  // A signal that comes first ends the process from the reporter, which writes its reports.
+  while (sem_wait(&handed.done) != 0 && errno == EINTR) {
+  }
+  sem_destroy(&handed.done);
+  return true;
 }
 
 void wait_for_signal_report() {

@@ -479,7 +479,12 @@ void write_report_now() {
     report_from_handler(recorder);
     return;
   }
-  start_thread([&] { write_report(recorder); });
+  // The thread that waits for a signal to write the reports (HOTSCOPE_ON_SIGNAL=report) writes
+  // this one too: no thread to start.
+  const auto write = [](void* chosen) { write_report(*static_cast<Recorder*>(chosen)); };
+  if (!signals::run_on_reporter(write, &recorder)) {
+    start_thread([&] { write_report(recorder); });
+  }
 }
 
 void build_outputs(int formats, Outputs& outputs) {
