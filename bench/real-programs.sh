@@ -8,8 +8,10 @@
 # ran) of the native runs, and each tool's ratio to native, then the goals of docs/performance.md
 # checked: each run against the native run of its round, the median over the rounds, judged met,
 # missed, or within noise (no further off than the native-against-native runs make a median of
-# that many rounds move by chance). Then the time the sampled runs took to symbolize at exit, and
-# the load average.
+# that many rounds move by chance). Then the time the sampled runs took to symbolize at exit, the
+# load average, and (without --only) the sampled mode's fixed cost on `python3 -c pass` under
+# `hotscope run` (bench/sampled-fixed-cost.sh, 10 rounds per round here: a program that short
+# needs the program's own CPU time from wait4, finer than GNU time's 10 ms steps).
 #   bench/real-programs.sh [--build DIR] [--rounds N] [--only NAME]
 # --build: a CMake build dir that has (or will get) the hotscope_preload target; default
 #          build-bench (configured as scripts/bench.sh does); --rounds: interleaved rounds
@@ -292,3 +294,8 @@ for program in "${programs[@]}"; do
   done
 done
 echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg) ($(nproc) cores)"
+if [[ -z "$only" ]]; then
+  echo
+  echo "The sampled mode's fixed cost:"
+  "$repo/bench/sampled-fixed-cost.sh" --build "$build" --rounds "$((rounds * 10))"
+fi

@@ -1,15 +1,14 @@
 #include "unwind/unwind.hpp"
 
-#include <dlfcn.h>
+#include "unwind/look_up_once.hpp"
 
-#include <atomic>
+#include <dlfcn.h>
 
 namespace hotscope::unwind {
 namespace {
 
 Libgcc libgcc;
-enum : int { NotLookedUp, LookingUp, LookedUp };
-std::atomic<int> libgcc_state{NotLookedUp};
+detail::LookUpOnce libgcc_lookup;
 
 // Whether the _Unwind_* this object calls are inside it: libgcc's, linked with -static-libgcc
 // into a library that does not link libunwind (the heap preload library).
@@ -41,18 +40,13 @@ void look_up() {
 } // namespace
 
 const Libgcc* find_libgcc() noexcept {
-  int state = libgcc_state.load(std::memory_order_acquire);
-  if (state == NotLookedUp && libgcc_state.compare_exchange_strong(state, LookingUp)) {
-    look_up();
-    libgcc_state.store(LookedUp, std::memory_order_release);
-  }
+  libgcc_lookup.run(look_up);
   return libgcc_if_found();
 }
 
 const Libgcc* libgcc_if_found() noexcept {
-  const bool usable = libgcc_state.load(std::memory_order_acquire) == LookedUp &&
-                      libgcc.backtrace != nullptr && libgcc.ip_info != nullptr &&
-                      libgcc.cfa != nullptr;
+  const bool usable = libgcc_lookup.done() && libgcc.backtrace != nullptr &&
+                      libgcc.ip_info != nullptr && libgcc.cfa != nullptr;
   return usable ? &libgcc : nullptr;
 }
 

@@ -1,19 +1,18 @@
 #include "unwind/unwind.hpp"
 
+#include "unwind/look_up_once.hpp"
+
 #include <dlfcn.h>
 #include <link.h>
 
 #define UNW_LOCAL_ONLY
 #include <libunwind.h> // its types and names only: the library is loaded at run time
 
-#include <atomic>
-
 namespace hotscope::unwind {
 namespace {
 
 Libunwind libunwind;
-enum : int { NotLookedUp, LookingUp, LookedUp };
-std::atomic<int> libunwind_state{NotLookedUp};
+detail::LookUpOnce libunwind_lookup;
 
 // dl_iterate_phdr's callback: the executable segment holding libunwind.backtrace.
 int note_code(dl_phdr_info* info, std::size_t, void*) {
@@ -59,17 +58,13 @@ void look_up() {
 } // namespace
 
 const Libunwind* find_libunwind() noexcept {
-  int state = libunwind_state.load(std::memory_order_acquire);
-  if (state == NotLookedUp && libunwind_state.compare_exchange_strong(state, LookingUp)) {
-    look_up();
-    libunwind_state.store(LookedUp, std::memory_order_release);
-  }
+  libunwind_lookup.run(look_up);
   return libunwind_if_found();
 }
 
 const Libunwind* libunwind_if_found() noexcept {
-  const bool usable = libunwind_state.load(std::memory_order_acquire) == LookedUp &&
-                      libunwind.backtrace != nullptr && libunwind.code_end != 0;
+  const bool usable =
+      libunwind_lookup.done() && libunwind.backtrace != nullptr && libunwind.code_end != 0;
   return usable ? &libunwind : nullptr;
 }
 

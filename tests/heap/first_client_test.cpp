@@ -25,6 +25,7 @@ using hotscope::test_support::output_of;
 using hotscope::test_support::shell;
 using hotscope::test_support::slurp;
 using hotscope::test_support::start_command;
+using hotscope::test_support::threads_named;
 using hotscope::test_support::wait_for_child;
 
 // The live program (programs/live_program.c) under `hotscope run --heap` in the sampled mode,
@@ -86,14 +87,6 @@ bool runtime_loaded(const std::string& pid) {
   return slurp("/proc/" + pid + "/maps").find("libhotscope-run.so") != std::string::npos;
 }
 
-std::size_t threads_named(const std::string& pid, const std::string& name) {
-  std::size_t count = 0;
-  for (const auto& task : fs::directory_iterator("/proc/" + pid + "/task")) {
-    count += slurp(task.path() / "comm") == name + "\n" ? 1 : 0;
-  }
-  return count;
-}
-
 std::size_t sockets_of(const std::string& pid) {
   std::size_t count = 0;
   for (const auto& fd : fs::directory_iterator("/proc/" + pid + "/fd")) {
@@ -136,6 +129,32 @@ TEST(HeapFirstClient, TheRuntimeIsLoadedByTheFirstCommandAndAnswersIt) {
   EXPECT_TRUE(fs::exists(dir / "out" / "heap.json"));
   EXPECT_FALSE(fs::exists(program.rt() / (pid + ".json")));
   EXPECT_FALSE(fs::exists(program.rt() / (pid + ".sock")));
+}
+
+// Clients that connect together before the runtime is there: the launcher accepts them all,
+// loads it once, and relays each to its agent.
+TEST(HeapFirstClient, ClientsThatComeTogetherAreAllAnsweredByOneRuntime) {
+  const hotscope::testing::ScratchDir scratch("heap-first-clients");
+  const fs::path& dir = scratch.path();
+  SampledProgram program(dir, {}, {LIVE_PROGRAM, dir.string()});
+  const std::string& pid = program.pid();
+  ASSERT_FALSE(pid.empty()) << slurp(dir / "launcher.txt");
+  std::string together;
+  for (int client = 0; client < 6; ++client) {
+    together += "env HOTSCOPE_RUNTIME_DIR=" + program.rt().string() + " " + HOTSCOPE_CLI +
+                " heap -p " + pid + " -o " + (dir / ("now" + std::to_string(client))).string() +
+                " & ";
+  }
+  ASSERT_EQ(shell("(" + together + "wait) 2>" + (dir / "clients.txt").string()), 0);
+  for (int client = 0; client < 6; ++client) {
+    const auto profile =
+        nlohmann::json::parse(slurp(dir / ("now" + std::to_string(client))), nullptr, false);
+    EXPECT_TRUE(profile.is_object() && profile.contains("pps"))
+        << client << ": " << slurp(dir / "clients.txt");
+  }
+  EXPECT_TRUE(runtime_loaded(pid));
+  EXPECT_EQ(threads_named(pid, "hotscope-agent"), 1u) << "one runtime, one agent";
+  EXPECT_EQ(program.stop(), 0) << slurp(dir / "launcher.txt");
 }
 
 // The attach path's steps fail as HOTSCOPE_ATTACH_FAIL_AT makes them (docs/heap.md): the client

@@ -29,6 +29,7 @@ using hotscope::test_support::output_of;
 using hotscope::test_support::shell;
 using hotscope::test_support::slurp;
 using hotscope::test_support::start_command;
+using hotscope::test_support::threads_named;
 using hotscope::test_support::wait_for_child;
 
 // A program under `hotscope run --heap`, its agent in a runtime directory of the test's own (no
@@ -183,15 +184,6 @@ private:
   int fd_;
   bool connected_ = false;
 };
-
-// The threads of process `pid` named `name`.
-std::size_t threads_named(const std::string& pid, const std::string& name) {
-  std::size_t count = 0;
-  for (const auto& task : fs::directory_iterator("/proc/" + pid + "/task")) {
-    count += slurp(task.path() / "comm") == name + "\n" ? 1 : 0;
-  }
-  return count;
-}
 
 // The agent's workers start at its first request (docs/agent.md, "The agent"): a program that is
 // never asked pays for no more than the agent's I/O thread. The trace's collector (hotscope-drain)

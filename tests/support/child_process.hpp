@@ -123,4 +123,14 @@ template <class Check> bool eventually(int seconds, Check check) {
   return true;
 }
 
+// The threads of process `pid` named `name` (their comm), now.
+inline std::size_t threads_named(const std::string& pid, const std::string& name) {
+  std::size_t count = 0;
+  std::error_code error;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/" + pid + "/task", error)) {
+    count += slurp(task.path() / "comm") == name + "\n" ? 1 : 0;
+  }
+  return count;
+}
+
 } // namespace hotscope::test_support
