@@ -106,17 +106,17 @@ fi
 for ((round = 0; round < rounds; ++round)); do
   for ((i = 0; i < ${#tools[@]}; ++i)); do
     tool="${tools[(i + round) % ${#tools[@]}]}"
-    echo "$tool $(run "$tool")" >>"$work/results"
+    echo "$tool $round $(run "$tool")" >>"$work/results"
   done
 done
 
 python3 - "$work/results" "${command[*]}" <<'PY'
-import statistics, sys
-runs = {}
+import math, statistics, sys
+runs = {}  # tool -> round -> (cpu, rss, faults)
 for line in open(sys.argv[1]):
-    tool, cpu, rss, faults = line.split()
-    runs.setdefault(tool, []).append((float(cpu), int(rss), int(faults)))
-median = lambda tool, i: statistics.median(r[i] for r in runs[tool])
+    tool, round_, cpu, rss, faults = line.split()
+    runs.setdefault(tool, {})[round_] = (float(cpu), int(rss), int(faults))
+median = lambda tool, i: statistics.median(r[i] for r in runs[tool].values())
 cpu0, rss0, faults0 = (median("native", i) for i in range(3))
 print("%s, medians of %d rounds:" % (sys.argv[2], len(runs["native"])))
 print("| run | CPU | × native | peak RSS | + native | page faults | + native |")
@@ -129,4 +129,21 @@ for tool in ("native", "native-again", "runtime-no-agent", "runtime", "sampled-r
     print("| %s | %.1f ms | %.3f | %.1f MiB | %+.1f MiB | %d | %+d |"
           % (tool, cpu * 1e3, cpu / cpu0, rss / 1024, (rss - rss0) / 1024, faults,
              faults - faults0))
+# The goals, as bench/real-programs.sh judges them: each run against the native run of its own
+# round, the median over the rounds; "within noise" when the excess is no larger than twice the
+# standard error of such a median that native-again against native shows (the A/A comparison).
+def paired(tool):
+    native = runs["native"]
+    return [run[0] - native[r][0] for r, run in runs[tool].items() if r in native]
+aa = paired("native-again")
+center = statistics.median(aa)
+margin = 2 * 1.2533 * 1.4826 * statistics.median(abs(d - center) for d in aa) / math.sqrt(len(aa))
+added = statistics.median(paired("sampled"))
+excess = added - 0.05 * cpu0
+verdict = "met" if excess <= 0 else "within noise" if excess <= margin else "missed"
+print("goal 1.05× the CPU: %s (sampled adds %.2f ms a run, the median of its rounds against their"
+      " native run: %.3f×; 5 %% is %.2f ms; the A/A noise ±%.2f ms)"
+      % (verdict, added * 1e3, 1 + added / cpu0, 0.05 * cpu0 * 1e3, margin * 1e3))
+rss_added = (median("sampled", 1) - rss0) / 1024
+print("goal +8 MiB of peak RSS: %s (+%.1f MiB)" % ("met" if rss_added <= 8 else "missed", rss_added))
 PY
