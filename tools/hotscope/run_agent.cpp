@@ -123,9 +123,14 @@ bool write_from(int to, std::string& from) {
   return errno == EAGAIN || errno == EINTR;
 }
 
-short wanted_events(bool reading, const std::string& to_read_into, const std::string& to_write) {
-  return static_cast<short>((reading && to_read_into.size() < kRelayBuffer ? POLLIN : 0) |
-                            (to_write.empty() ? 0 : POLLOUT));
+// One side of a relay as poll() waits for it: readable while it has not ended and the other
+// side's buffer has room, writable while bytes wait for it. Not waited for at all (fd -1) when
+// neither: an ended socket would report its hang-up at every poll.
+pollfd side(int fd, bool done, const std::string& to_read_into, const std::string& to_write) {
+  const auto events =
+      static_cast<short>((!done && to_read_into.size() < kRelayBuffer ? POLLIN : 0) |
+                         (to_write.empty() ? 0 : POLLOUT));
+  return {events != 0 ? fd : -1, events, 0};
 }
 
 } // namespace
@@ -197,10 +202,8 @@ AgentAtFirstClient::~AgentAtFirstClient() {
 
 void AgentAtFirstClient::add_descriptors(std::vector<pollfd>& fds) const {
   for (const Relay& relay : relays_) {
-    fds.push_back(
-        {relay.client, wanted_events(!relay.client_done, relay.to_agent, relay.to_client), 0});
-    fds.push_back(
-        {relay.agent, wanted_events(!relay.agent_done, relay.to_client, relay.to_agent), 0});
+    fds.push_back(side(relay.client, relay.client_done, relay.to_agent, relay.to_client));
+    fds.push_back(side(relay.agent, relay.agent_done, relay.to_client, relay.to_agent));
   }
   if (listener_ >= 0) {
     fds.push_back({listener_, POLLIN, 0});
