@@ -364,8 +364,17 @@ int run_program(const std::vector<std::string>& command, const RunOptions& optio
       if (ended == child) {
         break;
       }
+      if (ended < 0 && errno == ECHILD && agent != nullptr) {
+        // It ended while its runtime was being loaded, whose wait took its status: its
+        // profile is still written.
+        std::fprintf(stderr,
+                     "hotscope: %s ended while its live agent was being loaded; its exit "
+                     "status is lost\n",
+                     command[0].c_str());
+        status = W_EXITCODE(1, 0);
+        break;
+      }
       if (ended < 0 && errno != EINTR) {
-        // ECHILD: it ended while its runtime was being loaded, whose wait took its status.
         std::fprintf(stderr, "hotscope: waitpid failed: %s\n", std::strerror(errno));
         return 127;
       }
