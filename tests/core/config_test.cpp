@@ -141,6 +141,19 @@ TEST(Config, XraySledsArePatchedUnlessSwitchedOff) {
   EXPECT_EQ(parsed.errors[0], "hotscope: HOTSCOPE_XRAY=\"no\" is not on or off; using on");
 }
 
+// HOTSCOPE_RUNTIME_AT=start preloads the runtime under `hotscope run --heap` in the sampled mode
+// (docs/heap.md, "The runtime at the first client").
+TEST(Config, TheRuntimeWaitsForAFirstClientUnlessAskedAtStart) {
+  EXPECT_TRUE(parse({}).config.runtime_at_first_client);
+  EXPECT_TRUE(parse({{"HOTSCOPE_RUNTIME_AT", "first-client"}}).config.runtime_at_first_client);
+  EXPECT_FALSE(parse({{"HOTSCOPE_RUNTIME_AT", "start"}}).config.runtime_at_first_client);
+  const auto parsed = parse({{"HOTSCOPE_RUNTIME_AT", "later"}});
+  EXPECT_TRUE(parsed.config.runtime_at_first_client);
+  ASSERT_EQ(parsed.errors.size(), 1u);
+  EXPECT_EQ(parsed.errors[0], "hotscope: HOTSCOPE_RUNTIME_AT=\"later\" is not first-client or "
+                              "start; using first-client");
+}
+
 TEST(Config, EachBadValueGetsOneLineNamingTheVariableAndKeepsTheDefault) {
   const auto parsed = parse({{"HOTSCOPE_OUT", ""},
                              {"HOTSCOPE_CLOCK", "sundial"},
