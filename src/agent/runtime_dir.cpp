@@ -132,26 +132,33 @@ std::string prepare_dir(const std::string& dir) {
 }
 
 int listen_unix(const std::string& path, int backlog, std::string& problem) {
+  // Bound under a name of its own, then renamed over `path`, which a client then never finds
+  // missing: what was there (a socket left by a process that had this pid before, or the one
+  // `hotscope run`'s launcher held for the program until its runtime was loaded) is replaced at
+  // once. The name holds this process's pid: the launcher and a program's own agent may bind at
+  // the same moment.
+  const std::string bound = text::cat(path, '.', getpid());
   sockaddr_un address{};
   address.sun_family = AF_UNIX;
-  if (path.size() >= sizeof(address.sun_path)) {
-    problem = text::cat("the socket path ", path, " is longer than ", sizeof(address.sun_path) - 1,
+  if (bound.size() >= sizeof(address.sun_path)) {
+    problem = text::cat("the socket path ", path, " is longer than ",
+                        sizeof(address.sun_path) - 1 - (bound.size() - path.size()),
                         " bytes; set HOTSCOPE_RUNTIME_DIR to a shorter directory");
     return -1;
   }
-  std::memcpy(address.sun_path, path.c_str(), path.size() + 1);
+  std::memcpy(address.sun_path, bound.c_str(), bound.size() + 1);
   const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (fd < 0) {
     problem = text::cat("cannot create a Unix socket: ", text::errno_text());
     return -1;
   }
-  // A socket left by a process that had this pid before and died without cleaning up.
-  unlink(path.c_str());
+  unlink(bound.c_str()); // left by a process of this pid that died while binding
   if (bind(fd, reinterpret_cast<const sockaddr*>(&address), sizeof(address)) != 0 ||
-      chmod(path.c_str(), 0600) != 0 || listen(fd, backlog) != 0) {
+      chmod(bound.c_str(), 0600) != 0 || listen(fd, backlog) != 0 ||
+      rename(bound.c_str(), path.c_str()) != 0) {
     problem = text::cat("cannot listen on ", path, ": ", text::errno_text());
     close(fd);
-    unlink(path.c_str());
+    unlink(bound.c_str());
     return -1;
   }
   return fd;

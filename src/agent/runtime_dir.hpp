@@ -14,8 +14,9 @@ inline constexpr const char* kCheckedMark = ".checked";
 // "" or the line that says why it cannot be used.
 std::string prepare_dir(const std::string& dir);
 
-// A listening, non-blocking Unix socket at `path` (in a prepared directory), mode 0600; a socket
-// left there by a process that had the pid before is replaced. The fd, or -1 with `problem`.
+// A listening, non-blocking Unix socket at `path` (in a prepared directory), mode 0600. Whatever
+// socket was there (a process's that had the pid before, or the launcher's standing in for the
+// agent) is replaced at once: the path is never missing. The fd, or -1 with `problem`.
 int listen_unix(const std::string& path, int backlog, std::string& problem);
 
 } // namespace hotscope::agent
