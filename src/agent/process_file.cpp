@@ -2,7 +2,26 @@
 
 #include "agent/protocol.hpp"
 
+#include <filesystem>
+#include <fstream>
+
 namespace hotscope::agent {
+
+Process process_of(std::int64_t pid, const std::string& runtime_dir,
+                   std::size_t trace_window_bytes) {
+  const std::string proc = "/proc/" + std::to_string(pid) + "/";
+  Process process;
+  process.pid = pid;
+  std::ifstream comm(proc + "comm");
+  std::getline(comm, process.name);
+  std::error_code error;
+  process.executable = std::filesystem::read_symlink(proc + "exe", error).string();
+  process.start_unix_ns = process_start_unix_ns(pid);
+  process.start_ticks = process_start_ticks(pid);
+  process.socket = socket_path(runtime_dir, pid);
+  process.trace_window_bytes = trace_window_bytes;
+  return process;
+}
 
 void write_process_members(text::JsonWriter& json, const Process& process,
                            std::string_view heap_mode) {

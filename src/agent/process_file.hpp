@@ -23,6 +23,12 @@ struct Process {
   std::string metrics_tcp;            // "127.0.0.1:9464" when that listener runs, else ""
 };
 
+// What /proc says of process `pid` (its name, executable and start), its socket in
+// `runtime_dir` and the trace window it keeps: the agent's own, or the launcher's for a program
+// whose agent starts at its first client.
+Process process_of(std::int64_t pid, const std::string& runtime_dir,
+                   std::size_t trace_window_bytes);
+
 // The members of <pid>.json; `heap_mode`: "off", "sampled" or "full".
 void write_process_members(text::JsonWriter& json, const Process& process,
                            std::string_view heap_mode);

@@ -24,8 +24,6 @@
 #include <charconv>
 #include <chrono>
 #include <cstring>
-#include <filesystem>
-#include <fstream>
 #include <mutex>
 
 namespace hotscope::agent {
@@ -99,18 +97,6 @@ int listen_tcp(const std::string& host, std::uint16_t port, std::string& bound,
   return fd;
 }
 
-std::string read_link(const char* path) {
-  std::error_code error;
-  return std::filesystem::read_symlink(path, error).string();
-}
-
-std::string read_first_line(const char* path) {
-  std::ifstream in(path);
-  std::string line;
-  std::getline(in, line);
-  return line;
-}
-
 } // namespace
 
 std::vector<std::string> start(const config::Config& config) {
@@ -119,14 +105,8 @@ std::vector<std::string> start(const config::Config& config) {
   auto* agent = new Agent;
   agent->owner = getpid();
   agent->dir = config.runtime_dir;
+  agent->process = process_of(agent->owner, agent->dir, config.trace_window_bytes);
   Process& process = agent->process;
-  process.pid = agent->owner;
-  process.name = read_first_line("/proc/self/comm");
-  process.executable = read_link("/proc/self/exe");
-  process.start_unix_ns = process_start_unix_ns(process.pid);
-  process.start_ticks = process_start_ticks(process.pid);
-  process.socket = socket_path(agent->dir, process.pid);
-  process.trace_window_bytes = config.trace_window_bytes;
 
   int tcp_fd = -1;
   if (!config.agent_tcp_host.empty()) {

@@ -20,7 +20,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <filesystem>
 #include <fstream>
 #include <thread>
 
@@ -39,13 +38,6 @@ int yama_ptrace_scope() {
   std::ifstream in("/proc/sys/kernel/yama/ptrace_scope");
   int scope = -1;
   return in >> scope ? scope : -1;
-}
-
-std::string first_line_of(const std::string& path) {
-  std::ifstream in(path);
-  std::string line;
-  std::getline(in, line);
-  return line;
 }
 
 ino_t inode_of(const std::string& path) {
@@ -149,9 +141,8 @@ AgentAtFirstClient::start(pid_t program, const config::Config& config, std::stri
   if (!problem.empty()) {
     return nullptr;
   }
-  agent::Process process;
-  process.pid = program;
-  process.socket = agent::socket_path(config.runtime_dir, program);
+  const agent::Process process =
+      agent::process_of(program, config.runtime_dir, config.trace_window_bytes);
   if (const int own = connect_to(process.socket); own >= 0) {
     close(own); // a program linked with hotscope: its own agent serves it already
     return nullptr;
@@ -160,13 +151,6 @@ AgentAtFirstClient::start(pid_t program, const config::Config& config, std::stri
   if (listener < 0) {
     return nullptr;
   }
-  const std::string proc = fmt::format("/proc/{}/", program);
-  process.name = first_line_of(proc + "comm");
-  std::error_code error;
-  process.executable = std::filesystem::read_symlink(proc + "exe", error).string();
-  process.start_unix_ns = agent::process_start_unix_ns(program);
-  process.start_ticks = agent::process_start_ticks(program);
-  process.trace_window_bytes = config.trace_window_bytes;
   const std::string info = agent::info_path(config.runtime_dir, program);
   std::unique_ptr<AgentAtFirstClient> registered(
       new AgentAtFirstClient(program, config.runtime_dir, process.socket, info, listener));
