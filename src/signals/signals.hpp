@@ -37,7 +37,7 @@ void wait_for_signal_report();
 
 // Runs work(context) on the reporter thread and waits for it: a thread of the profiler's with
 // every signal blocked, already started, for a report at exit that would otherwise start one
-// (each thread's start costs the program about 50 µs of CPU). False, with nothing run, where no
+// (a thread's start is the program's CPU time). False, with nothing run, where no
 // reporter runs in this process (a forked child, HOTSCOPE_ON_SIGNAL off) or a signal's report is
 // under way.
 bool run_on_reporter(void (*work)(void*), void* context);
