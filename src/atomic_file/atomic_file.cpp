@@ -13,6 +13,7 @@
 #include <memory>
 #include <ostream>
 #include <streambuf>
+#include <string_view>
 #include <system_error>
 #include <vector>
 
@@ -26,6 +27,21 @@ std::string reason_of(int error) {
   return std::system_category().message(error);
 }
 
+// Writes all of `bytes` to `fd`: 0 or the errno that stopped it.
+int write_all(int fd, std::string_view bytes) {
+  while (!bytes.empty()) {
+    const ssize_t wrote = ::write(fd, bytes.data(), bytes.size());
+    if (wrote > 0) {
+      bytes.remove_prefix(static_cast<std::size_t>(wrote));
+    } else if (wrote == 0) {
+      return ENOSPC;
+    } else if (errno != EINTR) {
+      return errno;
+    }
+  }
+  return 0;
+}
+
 // An output buffer on a file descriptor that keeps the first write error (errno) it meets.
 class FdBuffer final : public std::streambuf {
 public:
@@ -35,16 +51,8 @@ public:
 
   // Writes out what is buffered; false once a write failed.
   bool drain() {
-    const char* from = pbase();
-    while (from < pptr() && error_ == 0) {
-      const ssize_t wrote = ::write(fd_, from, static_cast<std::size_t>(pptr() - from));
-      if (wrote > 0) {
-        from += wrote;
-      } else if (wrote == 0) {
-        error_ = ENOSPC;
-      } else if (errno != EINTR) {
-        error_ = errno;
-      }
+    if (error_ == 0) {
+      error_ = write_all(fd_, std::string_view(pbase(), static_cast<std::size_t>(pptr() - pbase())));
     }
     reset();
     return error_ == 0;
@@ -195,6 +203,20 @@ std::string fill_temporary(PendingFile& temporary, const std::function<void(std:
 
 // How replacing a set of files went: `error` is 0 when all were replaced, else the errno of file
 // `failed`; the first `replaced` files are new, the others are as they were.
+// Bytes at hand go in without a stream: a process's first stream builds the C++ library's
+// locale, which a program that never used one (the sampled heap profile's raw report at exit)
+// would pay for.
+std::string fill_temporary(PendingFile& temporary, std::string_view bytes, mode_t mode) {
+  if (const int error = open_temporary(temporary.path, mode, temporary); error != 0) {
+    return reason_of(error);
+  }
+  if (const int error = write_all(temporary.fd, bytes); error != 0) {
+    discard(temporary);
+    return reason_of(error);
+  }
+  return "";
+}
+
 struct Replaced {
   std::size_t failed = 0;
   int error = 0;
@@ -277,37 +299,60 @@ std::string FileSet::commit() {
   return message + "; the others are as they were)";
 }
 
-std::string write(const std::string& path, const std::function<void(std::ostream&)>& fill,
-                  mode_t mode) {
+namespace {
+
+// One file: its content (a filling function or bytes) written aside, then renamed over `path`.
+template <class Content> std::string write_one(const std::string& path, const Content& content,
+                                               mode_t mode) {
   std::vector<PendingFile> files(1);
   files[0].path = path;
-  if (std::string problem = fill_temporary(files[0], fill, mode); !problem.empty()) {
+  if (std::string problem = fill_temporary(files[0], content, mode); !problem.empty()) {
     return problem;
   }
   const Replaced replaced = replace_targets(files);
   return replaced.error == 0 ? "" : reason_of(replaced.error);
 }
 
+void create_parent_directories(const std::string& path) {
+  std::error_code ignored; // a directory that cannot be made fails the write, which says why
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ignored);
+}
+
+} // namespace
+
+std::string write(const std::string& path, const std::function<void(std::ostream&)>& fill,
+                  mode_t mode) {
+  return write_one(path, fill, mode);
+}
+
 std::string write(const std::string& path, std::string_view bytes, mode_t mode) {
-  return write(
-      path,
-      [bytes](std::ostream& out) {
-        out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-      },
-      mode);
+  return write_one(path, bytes, mode);
 }
 
 std::string write_creating_directory(const std::string& path,
                                      const std::function<void(std::ostream&)>& fill) {
-  std::error_code ignored; // a directory that cannot be made fails the write, which says why
-  std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ignored);
+  create_parent_directories(path);
   return write(path, fill);
 }
 
 std::string write_creating_directory(const std::string& path, std::string_view bytes) {
-  return write_creating_directory(path, [bytes](std::ostream& out) {
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  });
+  create_parent_directories(path);
+  return write(path, bytes);
+}
+
+std::string write_new(const std::string& path, std::string_view bytes, mode_t mode) {
+  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+  if (fd < 0) {
+    return reason_of(errno);
+  }
+  int error = write_all(fd, bytes);
+  if (close(fd) != 0 && error == 0) {
+    error = errno;
+  }
+  if (error != 0) {
+    unlink(path.c_str());
+  }
+  return error == 0 ? "" : reason_of(error);
 }
 
 } // namespace hotscope::atomic_file

@@ -10,6 +10,8 @@
 //   it was and no temporary file behind; a process killed while filling an unnamed file leaves
 //   nothing either;
 // - a symbolic link at the target is replaced, never followed, and no existing name is opened.
+// (write_new, below, is the one exception: a new file written in place, for a reader that waits
+// for its writer to end.)
 // Usable inside the heap profiler (at exit, with its hooks off for the calling thread): it
 // allocates only through the C++ library, takes no lock and starts no thread.
 #pragma once
@@ -36,6 +38,13 @@ std::string write(const std::string& path, std::string_view bytes, mode_t mode =
 std::string write_creating_directory(const std::string& path,
                                      const std::function<void(std::ostream&)>& fill);
 std::string write_creating_directory(const std::string& path, std::string_view bytes);
+
+// Writes `bytes` in place to `path`, which must not exist yet (O_EXCL, never through a link):
+// for a file that no one reads before its writer has ended, where the temporary file, link and
+// rename cost more than the write itself (the sampled heap report a program hands to `hotscope
+// run` at its exit). A write cut short (the writer killed) leaves a short file, which its reader
+// must detect. Returns "" or the reason it failed.
+std::string write_new(const std::string& path, std::string_view bytes, mode_t mode = 0600);
 
 namespace detail {
 // A file written beside its target `path`: open (`fd`), unnamed or under the fresh `name`.

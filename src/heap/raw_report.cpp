@@ -3,7 +3,6 @@
 #include "atomic_file/atomic_file.hpp"
 
 #include <fstream>
-#include <ostream>
 #include <type_traits>
 
 namespace hotscope::heap {
@@ -12,21 +11,23 @@ namespace {
 // This build's file: any change of the layout below changes the tag.
 constexpr char kTag[] = "hotscope heap raw report 1\n";
 
+// Into bytes, not a stream: the program writes them at its exit, where building the C++ library's
+// locale for a first stream would cost it more than the rest of the report.
 class Writer {
 public:
-  explicit Writer(std::ostream& out) : out_(out) {}
+  explicit Writer(std::string& out) : out_(out) {}
   template <class Number> void number(Number value) {
     static_assert(std::is_arithmetic_v<Number>);
     const auto word = static_cast<std::uint64_t>(value);
-    out_.write(reinterpret_cast<const char*>(&word), sizeof word);
+    out_.append(reinterpret_cast<const char*>(&word), sizeof word);
   }
   void text(const std::string& value) {
     number(value.size());
-    out_.write(value.data(), static_cast<std::streamsize>(value.size()));
+    out_.append(value);
   }
 
 private:
-  std::ostream& out_;
+  std::string& out_;
 };
 
 class Reader {
@@ -77,35 +78,34 @@ template <class Io, class Counts> void each_count(Io&& io, Counts& c) {
 } // namespace
 
 std::string write_raw_report(const std::string& path, const RawReport& r) {
-  return atomic_file::write_creating_directory(path, [&](std::ostream& out) {
-    out.write(kTag, sizeof kTag - 1);
-    Writer w(out);
-    for (const std::string* text :
-         {&r.json_path, &r.pprof_path, &r.program, &r.command, &r.memory_map, &r.debug_cache}) {
-      w.text(*text);
+  std::string bytes(kTag, sizeof kTag - 1);
+  Writer w(bytes);
+  for (const std::string* text :
+       {&r.json_path, &r.pprof_path, &r.program, &r.command, &r.memory_map, &r.debug_cache}) {
+    w.text(*text);
+  }
+  w.number(r.pid);
+  w.number(r.summary);
+  w.number(r.sampling);
+  w.number(r.sample_bytes);
+  w.number(r.sampled_allocations);
+  w.number(r.pprof_period);
+  const RawProfile& raw = r.raw;
+  for (const std::uint64_t value :
+       {raw.end_time, raw.gmax_time, raw.unknown_frees, raw.unknown_reallocs,
+        std::uint64_t{raw.attached}, raw.frees_before_attach, raw.reallocs_before_attach}) {
+    w.number(value);
+  }
+  w.number(raw.sites.size());
+  for (const RawSite& site : raw.sites) {
+    w.number(site.id);
+    each_count([&](auto... values) { (w.number(values), ...); }, site.counts);
+    w.number(site.stack.size());
+    for (const std::uintptr_t address : site.stack) {
+      w.number(address);
     }
-    w.number(r.pid);
-    w.number(r.summary);
-    w.number(r.sampling);
-    w.number(r.sample_bytes);
-    w.number(r.sampled_allocations);
-    w.number(r.pprof_period);
-    const RawProfile& raw = r.raw;
-    for (const std::uint64_t value :
-         {raw.end_time, raw.gmax_time, raw.unknown_frees, raw.unknown_reallocs,
-          std::uint64_t{raw.attached}, raw.frees_before_attach, raw.reallocs_before_attach}) {
-      w.number(value);
-    }
-    w.number(raw.sites.size());
-    for (const RawSite& site : raw.sites) {
-      w.number(site.id);
-      each_count([&](auto... values) { (w.number(values), ...); }, site.counts);
-      w.number(site.stack.size());
-      for (const std::uintptr_t address : site.stack) {
-        w.number(address);
-      }
-    }
-  });
+  }
+  return atomic_file::write_new(path, bytes);
 }
 
 std::string read_raw_report(const std::string& path, RawReport& r) {

@@ -31,7 +31,9 @@ struct RawReport {
   std::vector<std::uintptr_t> stack_words;
 };
 
-// Writes `report` to `path` whole or not at all: "" or the reason it could not.
+// Writes `report` to `path`, which must not exist yet and is read only once the writer has ended
+// (atomic_file::write_new: a write cut short leaves a short file, which read_raw_report rejects):
+// "" or the reason it could not.
 std::string write_raw_report(const std::string& path, const RawReport& report);
 // Reads what write_raw_report wrote: "" or the reason it could not.
 std::string read_raw_report(const std::string& path, RawReport& report);

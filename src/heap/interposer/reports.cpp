@@ -19,16 +19,16 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cctype>
 #include <cerrno>
+#include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <mutex>
 #include <ostream>
-#include <sstream>
 #include <string_view>
 #include <system_error>
 #include <thread>
@@ -105,21 +105,46 @@ void print_error(std::string_view line) {
   print(parts, 2);
 }
 
-std::string command_line() {
-  std::ifstream in("/proc/self/cmdline", std::ios::binary);
-  std::string command;
-  std::string argument;
-  while (std::getline(in, argument, '\0')) {
-    command += (command.empty() ? "" : " ") + argument;
+// A /proc file of this process, whole ("" if it cannot be read). With read(), not a stream: the
+// report at exit would otherwise build the C++ library's locale, for a program that never did.
+std::string proc_file(const char* path) {
+  std::string text;
+  const int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    return text;
   }
+  char chunk[4096];
+  for (;;) {
+    const ssize_t got = read(fd, chunk, sizeof chunk);
+    if (got < 0 && errno == EINTR) {
+      continue;
+    }
+    if (got <= 0) {
+      break;
+    }
+    text.append(chunk, static_cast<std::size_t>(got));
+  }
+  close(fd);
+  return text;
+}
+
+// The arguments, separated by spaces.
+std::string command_line() {
+  std::string command = proc_file("/proc/self/cmdline");
+  if (!command.empty() && command.back() == '\0') {
+    command.pop_back();
+  }
+  std::replace(command.begin(), command.end(), '\0', ' ');
   return command;
 }
 
 // The program's file name (/proc/self/exe's last part: "cc1plus" for the compiler g++ starts),
 // with anything but letters, digits and ".+-_" made '_' so it fits in a file name.
 std::string program_name() {
-  std::error_code error;
-  std::string name = std::filesystem::read_symlink("/proc/self/exe", error).filename().string();
+  char target[PATH_MAX];
+  const ssize_t length = readlink("/proc/self/exe", target, sizeof target);
+  const std::string_view path(target, length > 0 ? static_cast<std::size_t>(length) : 0);
+  std::string name(path.substr(path.rfind('/') + 1));
   for (char& c : name) {
     if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '+' && c != '-') {
       c = '_';
@@ -311,10 +336,7 @@ bool hand_to_launcher(const Recorder& recorder, const Recorder::Taken& taken) {
   report.program = program_name();
   report.command = command_line();
   report.pid = getpid();
-  std::ifstream maps("/proc/self/maps");
-  std::ostringstream map_text;
-  map_text << maps.rdbuf();
-  report.memory_map = std::move(map_text).str();
+  report.memory_map = proc_file("/proc/self/maps");
   report.debug_cache = recorder.options().debug_cache;
   report.summary = recorder.options().summary;
   report.sampling = true;
