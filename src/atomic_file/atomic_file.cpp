@@ -52,7 +52,8 @@ public:
   // Writes out what is buffered; false once a write failed.
   bool drain() {
     if (error_ == 0) {
-      error_ = write_all(fd_, std::string_view(pbase(), static_cast<std::size_t>(pptr() - pbase())));
+      error_ =
+          write_all(fd_, std::string_view(pbase(), static_cast<std::size_t>(pptr() - pbase())));
     }
     reset();
     return error_ == 0;
@@ -302,8 +303,8 @@ std::string FileSet::commit() {
 namespace {
 
 // One file: its content (a filling function or bytes) written aside, then renamed over `path`.
-template <class Content> std::string write_one(const std::string& path, const Content& content,
-                                               mode_t mode) {
+template <class Content>
+std::string write_one(const std::string& path, const Content& content, mode_t mode) {
   std::vector<PendingFile> files(1);
   files[0].path = path;
   if (std::string problem = fill_temporary(files[0], content, mode); !problem.empty()) {

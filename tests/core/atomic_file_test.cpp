@@ -1,5 +1,6 @@
 // The project's one file writer: whole or not at all, never through a planted link, nothing left
-// behind by a failure, a full file system or a process killed while writing.
+// behind by a failure, a full file system or a process killed while writing; and its one way to
+// write a new file in place (write_new).
 #include "atomic_file/atomic_file.hpp"
 
 #include "support/files.hpp"
@@ -125,6 +126,34 @@ TEST(AtomicFile, AFullFileSystemKeepsThePreviousFileAndLeavesNoTemporary) {
   EXPECT_EQ(atomic_file::write(path, std::string(5'000, 't')), "No space left on device");
   EXPECT_EQ(slurp(path), previous);
   EXPECT_EQ(names_in(tmpfs.path()), (std::vector<std::string>{"filler", "trace.json"}));
+}
+
+// The one exception: a new file written in place, for a reader that waits for its writer to end.
+TEST(AtomicFile, WriteNewCreatesOnlyANewFileAndLeavesNothingOnFailure) {
+  const hotscope::testing::ScratchDir scratch("atomic-new");
+  const std::string path = (scratch.path() / "heap.raw").string();
+  EXPECT_EQ(atomic_file::write_new(path, "raw\n"), "");
+  EXPECT_EQ(slurp(path), "raw\n");
+  EXPECT_EQ(fs::status(path).permissions() & fs::perms::all,
+            fs::perms::owner_read | fs::perms::owner_write);
+  // An existing file, or a link planted at the name, is refused and left as it was.
+  EXPECT_EQ(atomic_file::write_new(path, "again\n"), "File exists");
+  EXPECT_EQ(slurp(path), "raw\n");
+  const fs::path target = scratch.path() / "precious";
+  std::ofstream(target) << "keep me\n";
+  fs::create_symlink(target, scratch.path() / "planted");
+  EXPECT_EQ(atomic_file::write_new((scratch.path() / "planted").string(), "x"), "File exists");
+  EXPECT_EQ(slurp(target), "keep me\n");
+  EXPECT_EQ(names_in(scratch.path()),
+            (std::vector<std::string>{"heap.raw", "planted", "precious"}));
+  // A full file system: the reason, and no file left behind.
+  const hotscope::testing::SmallTmpfs tmpfs;
+  if (!tmpfs.skip_reason().empty()) {
+    GTEST_SKIP() << tmpfs.skip_reason();
+  }
+  EXPECT_EQ(atomic_file::write_new((tmpfs.path() / "heap.raw").string(), std::string(100'000, 'r')),
+            "No space left on device");
+  EXPECT_TRUE(fs::is_empty(tmpfs.path()));
 }
 
 } // namespace
