@@ -22,10 +22,15 @@ constexpr std::chrono::seconds kExitPatience{10};
 
 Sigaction real_sigaction = nullptr;
 std::atomic<WriteReports> writer{nullptr};
-pid_t reporter_pid = 0; // a forked child has no reporter thread: its pid differs
+// The process that installed the handler, and the one whose reporter thread runs (0 before it
+// starts): a forked child has neither, its pid differs.
+std::atomic<pid_t> handling_pid{0};
+std::atomic<pid_t> reporter_pid{0};
 sem_t wake;
 std::atomic<int> received{0}; // the signal being reported; 0 while none arrived
-__thread bool on_reporter = false;
+// Set on the thread that writes a signal's reports: the reporter, or the one the handler
+// interrupted where no reporter runs.
+__thread bool writes_signal_reports = false;
 
 // A report at exit handed to the reporter (run_on_reporter).
 struct Job {
@@ -42,17 +47,38 @@ void restore_default(int signal) {
   real_sigaction(signal, &action, nullptr);
 }
 
-// Async-signal-safe: getpid, sem_post, sigaction, raise and lock-free atomics only.
+// Writes the reports of `signal` on this thread, then ends the process with it: the default
+// action, the signal unblocked and raised again.
+void report_and_end(int signal) {
+  writes_signal_reports = true;
+  if (const WriteReports write = writer.load()) {
+    write();
+  }
+  restore_default(signal);
+  sigset_t only;
+  sigemptyset(&only);
+  sigaddset(&only, signal);
+  pthread_sigmask(SIG_UNBLOCK, &only, nullptr);
+  raise(signal); // the default action: the whole process ends, killed by the signal
+}
+
+// Async-signal-safe where a reporter runs: getpid, sem_post, sigaction, raise and lock-free
+// atomics only. Where none runs yet, this thread writes the reports itself.
 void on_signal(int signal) {
   const int saved_errno = errno;
-  if (getpid() != reporter_pid) {
+  const pid_t self = getpid();
+  if (self != handling_pid.load()) {
     restore_default(signal);
     raise(signal); // blocked in this handler: taken, with the default action, when it returns
   } else if (int none = 0; received.compare_exchange_strong(none, signal)) {
-    sem_post(&wake);
+    if (self == reporter_pid.load()) {
+      sem_post(&wake);
+    } else {
+      report_and_end(signal);
+    }
   }
-  // A signal that arrives while the reports are written is not needed: the reporter ends the
-  // process with the first one.
+  // A signal that arrives while the reports are written is not needed: the process ends with the
+  // first one.
   errno = saved_errno;
 }
 
@@ -60,7 +86,7 @@ void* run_reporter(void*) {
   pthread_setname_np(pthread_self(), "hotscope-signal"); // not the program's, in top -H
   locks::own_thread();
   const threads::OwnThread own;
-  on_reporter = true;
+  writes_signal_reports = true;
   for (;;) {
     while (sem_wait(&wake) != 0 && errno == EINTR) {
     }
@@ -72,34 +98,32 @@ void* run_reporter(void*) {
       sem_post(&handed->done);
     }
   }
-  const int signal = received.load();
-  if (const WriteReports write = writer.load()) {
-    write();
-  }
-  restore_default(signal);
-  sigset_t only;
-  sigemptyset(&only);
-  sigaddset(&only, signal);
-  pthread_sigmask(SIG_UNBLOCK, &only, nullptr);
-  raise(signal); // the default action: the whole process ends, killed by the signal
+  report_and_end(received.load());
   return nullptr;
 }
 
-std::string start_reporter() {
-  if (sem_init(&wake, 0, 0) != 0) {
-    return std::string("cannot make a semaphore: ") + std::strerror(errno);
-  }
-  reporter_pid = getpid();
-  const threads::SignalsBlocked blocked;
-  pthread_t thread;
-  if (const int error = pthread_create(&thread, nullptr, run_reporter, nullptr); error != 0) {
-    return std::string("cannot start a thread: ") + std::strerror(error);
-  }
-  pthread_detach(thread);
-  return "";
+// Whether this thread may hand work to the reporter.
+bool reporter_available() {
+  return !writes_signal_reports && reporter_pid.load() == getpid() && received.load() == 0;
 }
 
 } // namespace
+
+std::string start_reporter() {
+  static std::atomic<bool> started{false};
+  if (handling_pid.load() != getpid() || started.exchange(true)) {
+    return "";
+  }
+  const threads::SignalsBlocked blocked;
+  pthread_t thread;
+  if (const int error = pthread_create(&thread, nullptr, run_reporter, nullptr); error != 0) {
+    return std::string("cannot start a thread: ") + std::strerror(error) +
+           "; a signal's reports are written by the thread it interrupts";
+  }
+  pthread_detach(thread);
+  reporter_pid.store(getpid()); // a signal that came meanwhile was reported by its handler
+  return "";
+}
 
 bool reported(int signal) {
   for (const int each : kReportedSignals) {
@@ -125,15 +149,24 @@ bool is_handler(const struct sigaction& action) {
   return (action.sa_flags & SA_SIGINFO) == 0 && action.sa_handler == on_signal;
 }
 
-std::string report_on_signal(Sigaction real, WriteReports write) {
+std::string report_on_signal(Sigaction real, WriteReports write, Reporter reporter) {
   static std::once_flag once;
   static std::string problem;
   std::call_once(once, [&] {
     real_sigaction = real;
-    problem = start_reporter();
+    if (sem_init(&wake, 0, 0) != 0) {
+      problem = std::string("cannot make a semaphore: ") + std::strerror(errno);
+      return;
+    }
+    handling_pid.store(getpid());
   });
   if (!problem.empty()) {
     return "hotscope: HOTSCOPE_ON_SIGNAL=report: " + problem + "; no reports on a signal";
+  }
+  if (reporter == Reporter::Now) {
+    if (const std::string not_started = start_reporter(); !not_started.empty()) {
+      return "hotscope: HOTSCOPE_ON_SIGNAL=report: " + not_started;
+    }
   }
   writer.store(write);
   const struct sigaction handler = handler_action();
@@ -149,7 +182,7 @@ std::string report_on_signal(Sigaction real, WriteReports write) {
 }
 
 bool run_on_reporter(void (*work)(void*), void* context) {
-  if (on_reporter || reporter_pid != getpid() || received.load() != 0) {
+  if (!reporter_available()) {
     return false;
   }
   Job handed{work, context, {}};
@@ -170,7 +203,7 @@ bool run_on_reporter(void (*work)(void*), void* context) {
 }
 
 void wait_for_signal_report() {
-  if (on_reporter || reporter_pid != getpid() || received.load() == 0) {
+  if (writes_signal_reports || handling_pid.load() != getpid() || received.load() == 0) {
     return;
   }
   std::this_thread::sleep_for(kExitPatience);

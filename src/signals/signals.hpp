@@ -5,6 +5,12 @@
 // restores the default action and raises the signal again, so the process ends "killed by
 // signal" as it would have without hotscope. A program's own handler, installed before or after,
 // is never touched. Used by libhotscope's runtime and by the heap libraries.
+//
+// The reporter can also be started later (Reporter::Later, start_reporter): the sampled heap
+// profile of a short program does without its thread. A signal that comes before it has its
+// reports written by the thread the handler interrupted, from the handler, before the process
+// ends: their writer must then cope with the code it interrupted (the heap library's report
+// from a handler, docs/heap.md).
 #pragma once
 
 #include <signal.h>
@@ -19,10 +25,17 @@ using WriteReports = void (*)();
 // SIGTERM, SIGINT or SIGHUP.
 bool reported(int signal);
 
-// Starts the reporter thread (first call) and installs the handler, through `real` (the C
-// library's sigaction: the heap libraries interpose it), on each reported signal whose action is
-// the default or already this handler. `write` replaces any earlier one. Returns "" or one line.
-std::string report_on_signal(Sigaction real, WriteReports write);
+enum class Reporter { Now, Later };
+
+// Installs the handler, through `real` (the C library's sigaction: the heap libraries interpose
+// it), on each reported signal whose action is the default or already this handler, and with
+// Reporter::Now starts the reporter thread. `write` replaces any earlier one. Returns "" or one
+// line.
+std::string report_on_signal(Sigaction real, WriteReports write, Reporter reporter = Reporter::Now);
+
+// Starts the reporter thread in the process that installed the handler, if none runs there yet.
+// Returns "" or one line.
+std::string start_reporter();
 
 // True when `action` is the handler installed here.
 bool is_handler(const struct sigaction& action);
@@ -31,8 +44,8 @@ bool is_handler(const struct sigaction& action);
 struct sigaction handler_action();
 
 // At a normal exit: while a signal's reports are being written, waits for the reporter to end the
-// process with that signal (10 s at most). Returns at once on the reporter thread, in a forked
-// child, or when no signal arrived.
+// process with that signal (10 s at most). Returns at once on the thread writing them, in a
+// forked child, or when no signal arrived.
 void wait_for_signal_report();
 
 // Runs work(context) on the reporter thread and waits for it: a thread of the profiler's with

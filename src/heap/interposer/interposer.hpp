@@ -31,6 +31,13 @@ bool preceded();
 // Writes heap.json and heap.pb.gz as at exit (once: recording stops), for a signal's reports.
 void write_report_now();
 
+// The sampled mode's reporter thread for a signal's reports (on_signal.cpp), started at a sample
+// once the program has run for a while: called at each sample, inside the profiler.
+void start_signal_reporter_if_due();
+// True where that thread was put off and never started: the program ended young, or allocated
+// little after its start.
+bool signal_reporter_put_off();
+
 // The bodies of the allocation functions, for operator new and delete. `caller` is the
 // return address of the program's call (a call from the library's own code is not counted).
 void* allocate(size_t size, const void* caller);

@@ -6,8 +6,10 @@
 // over the default one (Python's SIGINT handler, which raises KeyboardInterrupt) still does. A
 // program that sets the default action back (Python re-raises SIGINT that way after a
 // KeyboardInterrupt ends it) gets the handler again; any other action is installed as asked.
+#include "clock/clock.hpp"
 #include "config/config.hpp"
 #include "heap/interposer/interposer.hpp"
+#include "heap/interposer/recording.hpp"
 #include "signals/signals.hpp"
 
 #include <dlfcn.h>
@@ -26,6 +28,16 @@ namespace signals = hotscope::signals;
 
 std::atomic<void (*)()> also_on_signal{nullptr}; // libhotscope's reports, when it is linked
 std::atomic<bool> handler_installed{false};
+
+// The sampled mode starts the reporter thread at its first sample after this long: a thread's
+// start, its end and the hand-over of the report at exit are a fifth of what the sampled mode
+// adds to a 12 ms `python3 -c pass` (docs/performance.md). Before it a signal's report is written
+// from the handler, which a program rarely interrupts inside the allocator: a program that
+// allocates gets its thread from here on, and an idle one is waiting, not allocating.
+constexpr std::uint64_t kReporterAfterNs = 20'000'000;
+std::uint64_t loaded_ns = 0;
+std::atomic<bool> reporter_put_off{false};
+std::atomic<bool> reporter_started{false};
 
 signals::Sigaction real_sigaction() {
   static const auto real = reinterpret_cast<signals::Sigaction>(dlsym(RTLD_NEXT, "sigaction"));
@@ -58,8 +70,14 @@ __attribute__((constructor)) void report_on_signals() {
     std::fprintf(stderr, "%s\n", error.c_str());
   }
   if (report && real_sigaction() != nullptr) {
+    loaded_ns = hotscope::clock::monotonic_ns();
+    const hotscope::heap::Recorder* recorder = hotscope::heap::interposer::recording_state();
+    const signals::Reporter reporter = recorder != nullptr && recorder->sampling()
+                                           ? signals::Reporter::Later
+                                           : signals::Reporter::Now;
+    reporter_put_off.store(reporter == signals::Reporter::Later);
     const std::string problem =
-        signals::report_on_signal(real_sigaction(), write_reports_on_signal);
+        signals::report_on_signal(real_sigaction(), write_reports_on_signal, reporter);
     if (problem.empty()) {
       handler_installed.store(true, std::memory_order_release);
     } else {
@@ -75,6 +93,27 @@ __attribute__((constructor)) void report_on_signals() {
 
 HOTSCOPE_EXPORT void hotscope_heap_report_on_signal(void (*write)(void)) {
   also_on_signal.store(write);
+  reporter_started.store(true);
+  // The runtime's reports (a trace, the agent's files) are a long-running program's: its
+  // thread, now.
+  hotscope_heap_enter(); // the reporter thread is the profiler's
+  if (const std::string problem = signals::start_reporter(); !problem.empty()) {
+    std::fprintf(stderr, "hotscope: %s\n", problem.c_str());
+  }
+  hotscope_heap_leave();
+}
+
+void hotscope::heap::interposer::start_signal_reporter_if_due() {
+  if (!reporter_put_off.load(std::memory_order_relaxed) ||
+      reporter_started.load(std::memory_order_relaxed) ||
+      !handler_installed.load(std::memory_order_acquire) ||
+      hotscope::clock::monotonic_ns() - loaded_ns < kReporterAfterNs ||
+      reporter_started.exchange(true)) {
+    return;
+  }
+  if (const std::string problem = signals::start_reporter(); !problem.empty()) {
+    std::fprintf(stderr, "hotscope: %s\n", problem.c_str());
+  }
 }
 
 HOTSCOPE_EXPORT int sigaction(int signal, const struct sigaction* action,
@@ -123,4 +162,8 @@ HOTSCOPE_EXPORT sighandler_t signal(int signal, sighandler_t handler) noexcept {
     return SIG_ERR;
   }
   return old.sa_handler;
+}
+
+bool hotscope::heap::interposer::signal_reporter_put_off() {
+  return reporter_put_off.load() && !reporter_started.load();
 }

@@ -317,6 +317,7 @@ void record_alloc(void* pointer, std::size_t size) {
   if (sampling) {
     const StackId stack = recorder->current_stack();
     recorder->sampled_alloc(address, size, stack);
+    start_signal_reporter_if_due();
     return;
   }
   append_event(*recorder, HeapEvent::Alloc, address, size, Stack::Captured);

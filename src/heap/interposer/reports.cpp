@@ -323,10 +323,20 @@ bool names_number(const char* variable, long value) {
 // to write: the full mode (its collector symbolized ahead), a process the program started, a
 // launcher that ended (killed: the kernel then ends the program with SIGTERM, whose report this
 // process writes), or the file could not be written.
-bool hand_to_launcher(const Recorder& recorder, const Recorder::Taken& taken) {
+// The file the launcher waits for, where this report is the launcher's to symbolize; else
+// nullptr.
+const char* launcher_report_path(const Recorder& recorder) {
   const char* raw_path = getenv("HOTSCOPE_HEAP_RAW_REPORT");
   if (!recorder.sampling() || raw_path == nullptr || !names_number("HOTSCOPE_HEAP_PID", getpid()) ||
       !names_number("HOTSCOPE_HEAP_LAUNCHER", getppid())) {
+    return nullptr;
+  }
+  return raw_path;
+}
+
+bool hand_to_launcher(const Recorder& recorder, const Recorder::Taken& taken) {
+  const char* raw_path = launcher_report_path(recorder);
+  if (raw_path == nullptr) {
     return false;
   }
   RawReport report;
@@ -504,9 +514,18 @@ void write_report_now() {
   // The thread that waits for a signal to write the reports (HOTSCOPE_ON_SIGNAL=report) writes
   // this one too: no thread to start.
   const auto write = [](void* chosen) { write_report(*static_cast<Recorder*>(chosen)); };
-  if (!signals::run_on_reporter(write, &recorder)) {
-    start_thread([&] { write_report(recorder); });
+  if (signals::run_on_reporter(write, &recorder)) {
+    return;
   }
+  // A sampled program whose reporter was put off (on_signal.cpp) writes the raw profile for
+  // `hotscope run` here: a few blocks and a file. The freed blocks of the allocator's main arena
+  // that its first larger request merges (malloc_consolidate) are those of a program that ended
+  // young or allocated little after its start: few.
+  if (signal_reporter_put_off() && launcher_report_path(recorder) != nullptr) {
+    write_report(recorder);
+    return;
+  }
+  start_thread([&] { write_report(recorder); });
 }
 
 void build_outputs(int formats, Outputs& outputs) {
