@@ -19,7 +19,7 @@ struct RawReport {
   std::string program; // the program's file name, as the summary names it
   std::string command;
   std::int64_t pid = 0;
-  std::string memory_map;  // /proc/PID/maps at exit
+  std::string memory_map;  // as /proc/PID/maps at exit: objects::loaded_objects_map
   std::string debug_cache; // HeapOptions::debug_cache
   bool summary = true;
   bool sampling = false;

@@ -36,6 +36,16 @@ std::vector<CodeMapping> code_mappings();
 // report at exit").
 std::vector<CodeMapping> code_mappings(std::istream& maps);
 
+// The loaded objects' segments as lines of /proc/self/maps ("start-end perms offset dev inode
+// path"), by address, from the loader's list (dl_iterate_phdr: the loader's lock) instead of
+// /proc: the sampled heap profile's report at a program's exit, where reading /proc/self/maps
+// took longer than the rest of it. Each object is named by the path the loader opened it by (the
+// executable by `program_path`), with inode 1 + its place in the list so that its lines group.
+std::string loaded_objects_map(const std::string& program_path);
+// `maps` with each file's path resolved (realpath: the loader's /lib/x86_64-linux-gnu/libz.so.1 is
+// the kernel's /usr/lib/x86_64-linux-gnu/libz.so.1.2.13); a path that resolves no more is kept.
+std::string with_resolved_paths(const std::string& maps);
+
 // Fills the mappings' build ids from the loaded objects' NT_GNU_BUILD_ID notes, as the loader
 // lists them (dl_iterate_phdr: takes the loader's lock, never from a signal handler).
 void add_build_ids(std::vector<CodeMapping>& mappings);

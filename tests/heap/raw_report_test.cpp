@@ -111,9 +111,32 @@ TEST(HeapRawReport, ACutOrForeignFileIsRefusedWithItsReason) {
 
 // The launcher's view: this process's objects reported from its saved memory map, read from
 // their files, name the same frames in the same profile as the symbolizer of the live process.
+// The map the program writes at exit (from the loader's list), as the launcher resolves it.
+std::string saved_map() {
+  return hotscope::objects::with_resolved_paths(hotscope::objects::loaded_objects_map(
+      std::filesystem::read_symlink("/proc/self/exe").string()));
+}
+
+TEST(HeapRawReport, TheLoadersMapResolvedHasTheCodeMappingsOfTheKernels) {
+  std::istringstream kernel(hotscope::test_support::slurp("/proc/self/maps"));
+  std::istringstream saved(saved_map());
+  const auto key = [](const std::vector<hotscope::objects::CodeMapping>& mappings) {
+    std::vector<std::string> lines;
+    for (const hotscope::objects::CodeMapping& mapping : mappings) {
+      lines.push_back(std::to_string(mapping.start) + "-" + std::to_string(mapping.limit) + " " +
+                      std::to_string(mapping.offset) + " " + mapping.path);
+    }
+    return lines;
+  };
+  const auto from_kernel = key(hotscope::objects::code_mappings(kernel));
+  EXPECT_GE(from_kernel.size(), 3u); // this program, the C library, the loader
+  EXPECT_EQ(key(hotscope::objects::code_mappings(saved)), from_kernel);
+}
+
 TEST(HeapRawReport, ASavedMemoryMapNamesTheFramesAsTheLiveProcessDoes) {
   const std::vector<std::uintptr_t> stack = capture(); // the report's site points into it
-  const heap::RawReport report = a_report(stack);
+  heap::RawReport report = a_report(stack);
+  report.memory_map = saved_map();
   Symbolizer live;
   const hotscope::HeapProfile own = heap::build_profile(report.raw, "prog", 1, live);
   hotscope::symbols::SymbolizerOptions options;

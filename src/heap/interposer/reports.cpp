@@ -8,6 +8,7 @@
 #include "heap/interposer/recording.hpp"
 #include "heap/raw_report.hpp"
 #include "heap/report_module.hpp"
+#include "objects/objects.hpp"
 #include "signals/signals.hpp"
 #include "threads/threads.hpp"
 
@@ -138,13 +139,17 @@ std::string command_line() {
   return command;
 }
 
-// The program's file name (/proc/self/exe's last part: "cc1plus" for the compiler g++ starts),
-// with anything but letters, digits and ".+-_" made '_' so it fits in a file name.
-std::string program_name() {
+// The program's file, as /proc/self/exe names it ("" if it cannot be read).
+std::string executable_path() {
   char target[PATH_MAX];
   const ssize_t length = readlink("/proc/self/exe", target, sizeof target);
-  const std::string_view path(target, length > 0 ? static_cast<std::size_t>(length) : 0);
-  std::string name(path.substr(path.rfind('/') + 1));
+  return std::string(target, length > 0 ? static_cast<std::size_t>(length) : 0);
+}
+
+// The program's file name (the executable's last part: "cc1plus" for the compiler g++ starts),
+// with anything but letters, digits and ".+-_" made '_' so it fits in a file name.
+std::string program_name(std::string_view executable = executable_path()) {
+  std::string name(executable.substr(executable.rfind('/') + 1));
   for (char& c : name) {
     if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '+' && c != '-') {
       c = '_';
@@ -343,10 +348,11 @@ bool hand_to_launcher(const Recorder& recorder, const Recorder::Taken& taken) {
   std::error_code error;
   report.json_path = std::filesystem::absolute(report_path(recorder.options(), ".json"), error);
   report.pprof_path = std::filesystem::absolute(report_path(recorder.options(), ".pb.gz"), error);
-  report.program = program_name();
+  const std::string executable = executable_path();
+  report.program = program_name(executable);
   report.command = command_line();
   report.pid = getpid();
-  report.memory_map = proc_file("/proc/self/maps");
+  report.memory_map = objects::loaded_objects_map(executable); // resolved by the launcher
   report.debug_cache = recorder.options().debug_cache;
   report.summary = recorder.options().summary;
   report.sampling = true;

@@ -96,6 +96,8 @@ bool hotscope_heap_report(const char* raw_path) {
   const auto start = std::chrono::steady_clock::now();
   symbols::SymbolizerOptions options;
   options.inflated_debug_cache = report.debug_cache;
+  // The program named its objects by the paths the loader opened them by (raw_report.hpp).
+  report.memory_map = objects::with_resolved_paths(report.memory_map);
   options.memory_map = report.memory_map;
   symbols::Symbolizer symbolizer(std::move(options));
   std::istringstream maps(report.memory_map);
