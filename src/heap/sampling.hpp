@@ -57,15 +57,17 @@ private:
 // counts (256 KiB) would not. Updated under the owner's lock, read without it.
 class SampledAddresses {
 public:
+  // The counts are changed by one read-modify-write instruction (under the owner's lock all the
+  // same): an untouched page of them then costs one page fault, not a read's and a write's.
   void add(std::uintptr_t address) {
     const std::size_t i = index(address);
-    if (counts_[i]++ == 0) {
+    if (counts_[i].fetch_add(1, std::memory_order_relaxed) == 0) {
       bits_[i / 64].fetch_or(std::uint64_t{1} << (i % 64), std::memory_order_relaxed);
     }
   }
   void remove(std::uintptr_t address) {
     const std::size_t i = index(address);
-    if (--counts_[i] == 0) {
+    if (counts_[i].fetch_sub(1, std::memory_order_relaxed) == 1) {
       bits_[i / 64].fetch_and(~(std::uint64_t{1} << (i % 64)), std::memory_order_relaxed);
     }
   }
@@ -84,7 +86,7 @@ private:
     return static_cast<std::size_t>((address * multiplier) >> (64 - bits));
   }
   std::atomic<std::uint64_t> bits_[(std::size_t{1} << bits) / 64] = {};
-  std::uint32_t counts_[std::size_t{1} << bits] = {}; // only under the owner's lock
+  std::atomic<std::uint32_t> counts_[std::size_t{1} << bits] = {}; // under the owner's lock
 };
 
 // DHAT's accounting over sampled blocks only, each weighted by sample_weight(size): the figures
