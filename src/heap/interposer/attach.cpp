@@ -48,7 +48,7 @@ struct Slot {
 
 // Static storage: patching allocates nothing. A process rarely has more than a few hundred.
 constexpr std::size_t max_slots = 8192;
-Slot slots[max_slots];
+HOTSCOPE_LARGE_ZEROED Slot slots[max_slots];
 std::size_t slot_count = 0;
 bool attached = false;
 std::mutex attach_mutex; // slots, attached, patching

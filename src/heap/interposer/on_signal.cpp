@@ -9,6 +9,7 @@
 #include "clock/clock.hpp"
 #include "config/config.hpp"
 #include "heap/interposer/interposer.hpp"
+#include "heap/interposer/real_allocator.hpp"
 #include "heap/interposer/recording.hpp"
 #include "signals/signals.hpp"
 
@@ -46,7 +47,7 @@ signals::Sigaction real_sigaction() {
 
 // The action each reported signal has in the program's eyes while the handler stands in for
 // the default one (zero: SIG_DFL), under a spin lock taken with every signal blocked.
-struct sigaction program_actions[NSIG];
+HOTSCOPE_LARGE_ZEROED struct sigaction program_actions[NSIG];
 std::atomic_flag actions_lock = ATOMIC_FLAG_INIT;
 
 void write_reports_on_signal() {

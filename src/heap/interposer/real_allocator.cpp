@@ -13,7 +13,7 @@ std::atomic<int> real_state{Unresolved};
 __thread int in_profiler = 0;
 std::atomic<bool> keeping_own_blocks{false};
 __thread bool starting_report_thread = false;
-alignas(4096) unsigned char arena[arena_size];
+HOTSCOPE_LARGE_ZEROED alignas(4096) unsigned char arena[arena_size];
 OwnCode own_code;
 
 namespace {

@@ -26,7 +26,7 @@ const bool loaded_for_attach = [] {
 }();
 __thread Sampler thread_sampler;
 SamplingPlan plan;
-SampledAddresses sampled_addresses;
+HOTSCOPE_LARGE_ZEROED SampledAddresses sampled_addresses;
 Recorder* recorder_pointer = nullptr;
 
 namespace {
