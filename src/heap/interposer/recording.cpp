@@ -222,10 +222,12 @@ __attribute__((noinline)) Recorder* start_recording() {
       return nullptr;
     }
     // Relative to the directory the program started in, whatever it changes to later.
-    std::error_code error;
-    const std::filesystem::path out_dir = std::filesystem::absolute(options.out_dir, error);
-    if (!error) {
-      options.out_dir = out_dir.string();
+    if (options.out_dir.empty() || options.out_dir[0] != '/') {
+      std::error_code error;
+      const std::filesystem::path out_dir = std::filesystem::absolute(options.out_dir, error);
+      if (!error) {
+        options.out_dir = out_dir.string();
+      }
     }
     auto* recorder = new (recorder_storage)
         Recorder(std::move(options), sampled_addresses,

@@ -161,22 +161,21 @@ std::string program_name(std::string_view executable = executable_path()) {
 // heap.json (or heap.pb.gz, by `extension`) for the profiled program; a process it starts
 // (exec) under the same preload writes heap.<program>.<pid>.json beside it. `hotscope run`
 // names the program's pid in HOTSCOPE_HEAP_PID.
-std::filesystem::path report_path(const config::HeapOptions& options,
-                                  const std::string& extension) {
+// The directory is absolute (start_recording).
+std::string report_path(const config::HeapOptions& options, const std::string& extension) {
   const char* profiled = getenv("HOTSCOPE_HEAP_PID");
   const std::string pid = std::to_string(getpid());
   const std::string name = profiled == nullptr || pid == profiled
                                ? "heap" + extension
                                : "heap." + program_name() + "." + pid + extension;
-  return std::filesystem::path(options.out_dir) / name;
+  const std::string& directory = options.out_dir;
+  return directory + (directory.empty() || directory.back() == '/' ? "" : "/") + name;
 }
 
 // "" when `reason` is (the file was written, whole or not at all: atomic_file), else one line
 // naming the path and the reason.
-std::string problem_writing(const std::filesystem::path& path, const std::string& reason) {
-  return reason.empty()
-             ? ""
-             : "hotscope: cannot write the heap profile " + path.string() + ": " + reason;
+std::string problem_writing(const std::string& path, const std::string& reason) {
+  return reason.empty() ? "" : "hotscope: cannot write the heap profile " + path + ": " + reason;
 }
 
 // libhotscope-pprof.so's entry points (heap/report_module.hpp), from this library's directory,
@@ -297,8 +296,7 @@ std::string profile_of(const RawProfile& raw, bool at_exit, HeapProfile& profile
 // DHAT's summary lines on stderr, with what the symbolization took and where the files went.
 void print_summary(const Recorder& recorder, const HeapProfile& profile,
                    std::uint64_t sampled_allocations, const Symbolized& symbolized,
-                   const std::filesystem::path& path, const std::filesystem::path& pprof_path,
-                   bool pprof_written) {
+                   const std::string& path, const std::string& pprof_path, bool pprof_written) {
   exporters::HeapReportFacts facts;
   facts.program = program_name();
   facts.sampling = recorder.sampling();
@@ -309,8 +307,8 @@ void print_summary(const Recorder& recorder, const HeapProfile& profile,
   facts.seconds = symbolized.seconds;
   facts.debug_files_inflated = symbolized.debug_files_inflated;
   facts.debug_files_from_cache = symbolized.debug_files_from_cache;
-  facts.json_path = path.string();
-  facts.pprof_path = pprof_written ? pprof_path.string() : "";
+  facts.json_path = path;
+  facts.pprof_path = pprof_written ? pprof_path : "";
   const std::string text = exporters::heap_report_summary(profile, facts);
   iovec part{const_cast<char*>(text.data()), text.size()};
   print(&part, 1);
@@ -345,9 +343,8 @@ bool hand_to_launcher(const Recorder& recorder, const Recorder::Taken& taken) {
     return false;
   }
   RawReport report;
-  std::error_code error;
-  report.json_path = std::filesystem::absolute(report_path(recorder.options(), ".json"), error);
-  report.pprof_path = std::filesystem::absolute(report_path(recorder.options(), ".pb.gz"), error);
+  report.json_path = report_path(recorder.options(), ".json");
+  report.pprof_path = report_path(recorder.options(), ".pb.gz");
   const std::string executable = executable_path();
   report.program = program_name(executable);
   report.command = command_line();
@@ -419,16 +416,16 @@ void write_report(Recorder& recorder) {
   for (const std::string& problem : symbolized.problems) {
     print_error(problem);
   }
-  const std::filesystem::path path = report_path(recorder.options(), ".json");
-  const std::filesystem::path pprof_path = report_path(recorder.options(), ".pb.gz");
+  const std::string path = report_path(recorder.options(), ".json");
+  const std::string pprof_path = report_path(recorder.options(), ".pb.gz");
   // heap.json is written beside heap.pb.gz's encoding: the program's exit waits for both.
   std::string json_problem;
   std::jthread json = start_thread([&] {
     report_threads.join();
-    json_problem = problem_writing(
-        path, atomic_file::write_creating_directory(path.string(), [&](std::ostream& out) {
-          exporters::write_dhat_json(profile, out);
-        }));
+    json_problem =
+        problem_writing(path, atomic_file::write_creating_directory(path, [&](std::ostream& out) {
+                          exporters::write_dhat_json(profile, out);
+                        }));
   });
   std::string pprof;
   std::string problem = pprof_bytes(profile, recorder.pprof_period(), pprof);
@@ -439,9 +436,9 @@ void write_report(Recorder& recorder) {
     print_error(json_problem);
     return; // the directory is unusable: one line is enough
   }
-  problem = problem_writing(pprof_path, problem.empty() ? atomic_file::write_creating_directory(
-                                                              pprof_path.string(), pprof)
-                                                        : problem);
+  problem = problem_writing(
+      pprof_path,
+      problem.empty() ? atomic_file::write_creating_directory(pprof_path, pprof) : problem);
   if (!problem.empty()) {
     print_error(problem);
   }
