@@ -19,6 +19,7 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -156,6 +157,70 @@ TEST(RunSignals, AKilledLauncherLeavesTheSampledProgramsOwnProfile) {
     named += frame.get<std::string>().find("???") == std::string::npos ? 1 : 0;
   }
   EXPECT_GT(named, 1u) << profile.at("ftbl").dump(); // more than [root]
+}
+
+// The sampled mode starts its reporter thread at the first sample after 20 ms (docs/heap.md,
+// "Signals"). A program ended before it writes its profile from the signal's handler; one that
+// allocates on gets the thread.
+pid_t start_sampled_python(const fs::path& dir, const char* sample_bytes, const std::string& code) {
+  setenv("HOTSCOPE_HEAP_MODE", "sampled", 1);
+  setenv("HOTSCOPE_HEAP_SAMPLE_BYTES", sample_bytes, 1);
+  const pid_t launcher =
+      start_command(run_command(dir / "out", {kPython, "-c", code}, true), dir / "output");
+  unsetenv("HOTSCOPE_HEAP_MODE");
+  unsetenv("HOTSCOPE_HEAP_SAMPLE_BYTES");
+  return launcher;
+}
+
+TEST(RunSignals, ASampledProgramEndedBeforeItsReporterThreadWritesItsProfileFromTheHandler) {
+  if (access(kPython, X_OK) != 0) {
+    GTEST_SKIP() << kPython << " is not installed (scripts/packages.txt lists python3)";
+  }
+  const hotscope::testing::ScratchDir scratch("run-sampled-early");
+  // No sample at all (one per GiB): the reporter never starts.
+  const pid_t launcher = start_sampled_python(
+      scratch.path(), "1073741824",
+      "import os, time\nprint('ready', os.getpid(), flush=True)\ntime.sleep(30)\n");
+  const pid_t program = wait_until_ready(scratch.path() / "output");
+  ASSERT_GT(program, 0) << slurp(scratch.path() / "output");
+  EXPECT_EQ(hotscope::test_support::threads_named(std::to_string(program), "hotscope-signal"), 0u);
+  kill(launcher, SIGTERM);
+  const int status = wait_for_child(launcher);
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM) << status;
+  const auto profile = nlohmann::json::parse(slurp(scratch.path() / "out" / "heap.json"));
+  // Written from the handler by the program, named by the launcher: its command line.
+  EXPECT_EQ(profile.at("cmd").get<std::string>().rfind(std::string(kPython) + " -c ", 0), 0u);
+}
+
+TEST(RunSignals, ASampledProgramThatAllocatesOnGetsItsReporterThread) {
+  if (access(kPython, X_OK) != 0) {
+    GTEST_SKIP() << kPython << " is not installed (scripts/packages.txt lists python3)";
+  }
+  const hotscope::testing::ScratchDir scratch("run-sampled-reporter");
+  const fs::path go = scratch.path() / "go";
+  const pid_t launcher = start_sampled_python(scratch.path(), "524288",
+                                              "import os, time\n"
+                                              "print('ready', os.getpid(), flush=True)\n"
+                                              "while not os.path.exists('" +
+                                                  go.string() +
+                                                  "'):\n"
+                                                  "    time.sleep(0.01)\n"
+                                                  "kept = [bytearray(1 << 20) for _ in range(32)]\n"
+                                                  "print('allocated', flush=True)\n"
+                                                  "time.sleep(30)\n");
+  const pid_t program = wait_until_ready(scratch.path() / "output");
+  ASSERT_GT(program, 0) << slurp(scratch.path() / "output");
+  const std::string pid = std::to_string(program);
+  // Started at the first sample after 20 ms: the program is older when it allocates on.
+  std::this_thread::sleep_for(30ms);
+  std::ofstream(go.string()) << "go\n";
+  ASSERT_FALSE(wait_for_text(scratch.path() / "output", "allocated").empty());
+  EXPECT_EQ(hotscope::test_support::threads_named(pid, "hotscope-signal"), 1u);
+  kill(launcher, SIGTERM);
+  const int status = wait_for_child(launcher);
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM) << status;
+  const auto profile = nlohmann::json::parse(slurp(scratch.path() / "out" / "heap.json"));
+  EXPECT_GT(profile.at("pps").size(), 0u);
 }
 
 TEST(RunSignals, TheOtherSignalsAreForwardedAndTheLauncherEndsWithTheProgramsStatus) {
