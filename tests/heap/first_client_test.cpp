@@ -107,7 +107,8 @@ TEST(HeapFirstClient, TheRuntimeIsLoadedByTheFirstCommandAndAnswersIt) {
   EXPECT_FALSE(runtime_loaded(pid));
   EXPECT_EQ(threads_named(pid, "hotscope-agent"), 0u);
   EXPECT_EQ(sockets_of(pid), 0u);
-  EXPECT_TRUE(fs::exists(program.rt() / (pid + ".json")));
+  // The launcher writes it once the program runs, which may be ready first.
+  EXPECT_TRUE(eventually(10, [&] { return fs::exists(program.rt() / (pid + ".json")); }));
   EXPECT_NE(program.cli_output("list").find(pid), std::string::npos);
   EXPECT_FALSE(runtime_loaded(pid)) << "listing reads the files only";
 
