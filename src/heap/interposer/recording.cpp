@@ -20,10 +20,11 @@ bool sampling = false;
 std::atomic<bool> sampling_fast{false};
 std::atomic<bool> full_fast{false};
 std::atomic<bool> library_loading{false};
-const bool loaded_for_attach = [] {
+bool attach_requested() {
   const char* attach = getenv("HOTSCOPE_HEAP_ATTACH");
   return attach != nullptr && attach[0] == '1';
-}();
+}
+const bool loaded_for_attach = attach_requested();
 __thread Sampler thread_sampler;
 SamplingPlan plan;
 HOTSCOPE_LARGE_ZEROED SampledAddresses sampled_addresses;
