@@ -191,8 +191,8 @@ std::uint64_t monotonic_ns() {
   return read_monotonic_ns();
 }
 
-FreeRunningClock::FreeRunningClock()
-    : tsc_(cpu_has_invariant_tsc()), start_ticks_(0), start_ns_(monotonic_ns()) {
+FreeRunningClock::FreeRunningClock(bool allow_tsc)
+    : tsc_(allow_tsc && cpu_has_invariant_tsc()), start_ticks_(0), start_ns_(monotonic_ns()) {
   start_ticks_ = ticks();
 }
 

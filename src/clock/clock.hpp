@@ -34,8 +34,9 @@ std::uint64_t monotonic_ns();
 // else CLOCK_MONOTONIC in ns. Copyable, no lock, no allocation.
 class FreeRunningClock {
 public:
-  // Chooses the source and reads the start.
-  FreeRunningClock();
+  // Chooses the source and reads the start. `allow_tsc` false: CLOCK_MONOTONIC, for a clock read
+  // rarely, whose TSC check (CPUID, some 7 µs a call in a virtual machine) would cost more.
+  explicit FreeRunningClock(bool allow_tsc = true);
   std::uint64_t ticks() const {
 #if defined(__x86_64__)
     if (tsc_) {

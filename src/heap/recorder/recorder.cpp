@@ -9,7 +9,9 @@
 namespace hotscope::heap {
 
 Recorder::Recorder(config::HeapOptions options, SampledAddresses& addresses, CodeRanges skip)
-    : options_(std::move(options)), sampled_addresses_(addresses), skip_(std::move(skip)) {
+    : options_(std::move(options)), sampled_addresses_(addresses), skip_(std::move(skip)),
+      // The sampled mode reads the time at samples only.
+      clock_(!sampling()) {
   if (sampling()) {
     sampled_ = SampledEngine(static_cast<double>(options_.sample_bytes));
   }
