@@ -117,8 +117,7 @@ std::string start_reporter() {
   const threads::SignalsBlocked blocked;
   pthread_t thread;
   if (const int error = pthread_create(&thread, nullptr, run_reporter, nullptr); error != 0) {
-    return std::string("cannot start a thread: ") + std::strerror(error) +
-           "; a signal's reports are written by the thread it interrupts";
+    return std::string("cannot start a thread: ") + std::strerror(error);
   }
   pthread_detach(thread);
   reporter_pid.store(getpid()); // a signal that came meanwhile was reported by its handler
@@ -165,7 +164,7 @@ std::string report_on_signal(Sigaction real, WriteReports write, Reporter report
   }
   if (reporter == Reporter::Now) {
     if (const std::string not_started = start_reporter(); !not_started.empty()) {
-      return "hotscope: HOTSCOPE_ON_SIGNAL=report: " + not_started;
+      return "hotscope: HOTSCOPE_ON_SIGNAL=report: " + not_started + "; no reports on a signal";
     }
   }
   writer.store(write);

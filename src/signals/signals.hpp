@@ -34,7 +34,7 @@ enum class Reporter { Now, Later };
 std::string report_on_signal(Sigaction real, WriteReports write, Reporter reporter = Reporter::Now);
 
 // Starts the reporter thread in the process that installed the handler, if none runs there yet.
-// Returns "" or one line.
+// Returns "" or why it could not (a signal's reports are then written from the handler).
 std::string start_reporter();
 
 // True when `action` is the handler installed here.

@@ -50,6 +50,15 @@ signals::Sigaction real_sigaction() {
 HOTSCOPE_LARGE_ZEROED struct sigaction program_actions[NSIG];
 std::atomic_flag actions_lock = ATOMIC_FLAG_INIT;
 
+// Starts the reporter thread, or says why it could not.
+void start_reporter() {
+  if (const std::string problem = signals::start_reporter(); !problem.empty()) {
+    std::fprintf(stderr,
+                 "hotscope: %s; a signal's reports are written by the thread it interrupts\n",
+                 problem.c_str());
+  }
+}
+
 void write_reports_on_signal() {
   if (void (*const also)() = also_on_signal.load()) {
     also();
@@ -98,9 +107,7 @@ HOTSCOPE_EXPORT void hotscope_heap_report_on_signal(void (*write)(void)) {
   // The runtime's reports (a trace, the agent's files) are a long-running program's: its
   // thread, now.
   hotscope_heap_enter(); // the reporter thread is the profiler's
-  if (const std::string problem = signals::start_reporter(); !problem.empty()) {
-    std::fprintf(stderr, "hotscope: %s\n", problem.c_str());
-  }
+  start_reporter();
   hotscope_heap_leave();
 }
 
@@ -112,9 +119,7 @@ void hotscope::heap::interposer::start_signal_reporter_if_due() {
       reporter_started.exchange(true)) {
     return;
   }
-  if (const std::string problem = signals::start_reporter(); !problem.empty()) {
-    std::fprintf(stderr, "hotscope: %s\n", problem.c_str());
-  }
+  start_reporter();
 }
 
 HOTSCOPE_EXPORT int sigaction(int signal, const struct sigaction* action,
