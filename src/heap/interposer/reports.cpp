@@ -345,12 +345,6 @@ bool names_number(const char* variable, long value) {
   return text != nullptr && std::to_string(value) == text;
 }
 
-// The sampled mode's report of the program `hotscope run` started, while the launcher waits for
-// it: the raw profile goes to the file the launcher named, and the launcher symbolizes it after
-// the program ended (docs/heap.md, "The report at exit"). False when the report is this process's
-// to write: the full mode (its collector symbolized ahead), a process the program started, a
-// launcher that ended (killed: the kernel then ends the program with SIGTERM, whose report this
-// process writes), or the file could not be written.
 // The file the launcher waits for, where this report is the launcher's to symbolize; else
 // nullptr.
 const char* launcher_report_path(const Recorder& recorder) {
@@ -362,6 +356,12 @@ const char* launcher_report_path(const Recorder& recorder) {
   return raw_path;
 }
 
+// The sampled mode's report of the program `hotscope run` started, while the launcher waits for
+// it: the raw profile goes to the file the launcher named, and the launcher symbolizes it after
+// the program ended (docs/heap.md, "The report at exit"). False when the report is this process's
+// to write: the full mode (its collector symbolized ahead), a process the program started, a
+// launcher that ended (killed: the kernel then ends the program with SIGTERM, whose report this
+// process writes), or the file could not be written.
 bool hand_to_launcher(const Recorder& recorder, const Recorder::Taken& taken) {
   const char* raw_path = launcher_report_path(recorder);
   if (raw_path == nullptr) {
