@@ -41,7 +41,9 @@ TEST(CpuCli, WritesTheProfileAndTheTopFunctions) {
       << cpu.out;
   EXPECT_GE(lines_in(cpu.out), 3u) << cpu.out;
   EXPECT_LE(lines_in(cpu.out), 7u) << cpu.out;
-  EXPECT_NE(cpu.out.find("demo::"), std::string::npos) << cpu.out;
+  // The demo's own scopes, named by function ("demo::...") or by hand ("backend_query"): which
+  // are the top five varies with the window.
+  EXPECT_NE(cpu.out.find("examples/demo/"), std::string::npos) << cpu.out;
 
   // The default file name is the formats table's, in the current directory.
   const CommandResult here = run({"sh", "-c",
