@@ -202,8 +202,6 @@ std::string fill_temporary(PendingFile& temporary, const std::function<void(std:
   return problem;
 }
 
-// How replacing a set of files went: `error` is 0 when all were replaced, else the errno of file
-// `failed`; the first `replaced` files are new, the others are as they were.
 // Bytes at hand go in without a stream: a process's first stream builds the C++ library's
 // locale, which a program that never used one (the sampled heap profile's raw report at exit)
 // would pay for.
@@ -218,6 +216,8 @@ std::string fill_temporary(PendingFile& temporary, std::string_view bytes, mode_
   return "";
 }
 
+// How replacing a set of files went: `error` is 0 when all were replaced, else the errno of file
+// `failed`; the first `replaced` files are new, the others are as they were.
 struct Replaced {
   std::size_t failed = 0;
   int error = 0;

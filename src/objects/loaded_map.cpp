@@ -30,6 +30,7 @@ struct Segment {
 struct Listing {
   const char* program_path;
   std::uint64_t page;
+  std::size_t objects; // listed so far
   std::vector<Segment> segments;
   std::deque<std::string> resolved; // the paths of objects opened by a relative name
 };
@@ -48,7 +49,7 @@ int add_object_segments(dl_phdr_info* info, std::size_t, void* data) {
     path = listing.resolved.emplace_back(real).c_str(); // dlopen("./plugin.so")
   }
   const std::uint64_t page = listing.page;
-  const std::size_t object = listing.segments.empty() ? 1 : listing.segments.back().object + 1;
+  const std::size_t object = ++listing.objects;
   for (ElfW(Half) i = 0; i < info->dlpi_phnum; ++i) {
     const ElfW(Phdr)& header = info->dlpi_phdr[i];
     if (header.p_type != PT_LOAD || header.p_filesz == 0) {
@@ -71,7 +72,8 @@ int add_object_segments(dl_phdr_info* info, std::size_t, void* data) {
 } // namespace
 
 std::string loaded_objects_map(const std::string& program_path) {
-  Listing listing{program_path.c_str(), static_cast<std::uint64_t>(sysconf(_SC_PAGESIZE)), {}, {}};
+  Listing listing{
+      program_path.c_str(), static_cast<std::uint64_t>(sysconf(_SC_PAGESIZE)), 0, {}, {}};
   dl_iterate_phdr(add_object_segments, &listing);
   std::sort(listing.segments.begin(), listing.segments.end(),
             [](const Segment& a, const Segment& b) { return a.start < b.start; });

@@ -26,6 +26,7 @@ std::atomic<WriteReports> writer{nullptr};
 // starts): a forked child has neither, its pid differs.
 std::atomic<pid_t> handling_pid{0};
 std::atomic<pid_t> reporter_pid{0};
+std::atomic<bool> reporter_asked{false}; // start_reporter was called (once is enough)
 sem_t wake;
 std::atomic<int> received{0}; // the signal being reported; 0 while none arrived
 // Set on the thread that writes a signal's reports: the reporter, or the one the handler
@@ -110,8 +111,7 @@ bool reporter_available() {
 } // namespace
 
 std::string start_reporter() {
-  static std::atomic<bool> started{false};
-  if (handling_pid.load() != getpid() || started.exchange(true)) {
+  if (reporter_asked.load() || handling_pid.load() != getpid() || reporter_asked.exchange(true)) {
     return "";
   }
   const threads::SignalsBlocked blocked;
@@ -178,6 +178,10 @@ std::string report_on_signal(Sigaction real, WriteReports write, Reporter report
     }
   }
   return "";
+}
+
+bool reporter_started() {
+  return reporter_asked.load();
 }
 
 bool run_on_reporter(void (*work)(void*), void* context) {

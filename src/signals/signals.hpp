@@ -36,6 +36,9 @@ std::string report_on_signal(Sigaction real, WriteReports write, Reporter report
 // Starts the reporter thread in the process that installed the handler, if none runs there yet.
 // Returns "" or why it could not (a signal's reports are then written from the handler).
 std::string start_reporter();
+// Whether start_reporter was called in this process (it starts the thread once, or says once why
+// it could not).
+bool reporter_started();
 
 // True when `action` is the handler installed here.
 bool is_handler(const struct sigaction& action);

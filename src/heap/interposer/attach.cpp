@@ -287,7 +287,7 @@ bool own_definitions() {
 HOTSCOPE_EXPORT int hotscope_heap_attach(void) {
   const interposer::Inside inside;
   const std::lock_guard lock(attach_mutex);
-  if (!interposer::loaded_for_attach) {
+  if (!interposer::loaded_for_attach()) {
     return HOTSCOPE_ATTACH_PRELOADED;
   }
   if (attached) {

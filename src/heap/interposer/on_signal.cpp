@@ -38,7 +38,6 @@ std::atomic<bool> handler_installed{false};
 constexpr std::uint64_t kReporterAfterNs = 20'000'000;
 std::uint64_t loaded_ns = 0;
 std::atomic<bool> reporter_put_off{false};
-std::atomic<bool> reporter_started{false};
 
 signals::Sigaction real_sigaction() {
   static const auto real = reinterpret_cast<signals::Sigaction>(dlsym(RTLD_NEXT, "sigaction"));
@@ -103,7 +102,6 @@ __attribute__((constructor)) void report_on_signals() {
 
 HOTSCOPE_EXPORT void hotscope_heap_report_on_signal(void (*write)(void)) {
   also_on_signal.store(write);
-  reporter_started.store(true);
   // The runtime's reports (a trace, the agent's files) are a long-running program's: its
   // thread, now.
   hotscope_heap_enter(); // the reporter thread is the profiler's
@@ -112,14 +110,11 @@ HOTSCOPE_EXPORT void hotscope_heap_report_on_signal(void (*write)(void)) {
 }
 
 void hotscope::heap::interposer::start_signal_reporter_if_due() {
-  if (!reporter_put_off.load(std::memory_order_relaxed) ||
-      reporter_started.load(std::memory_order_relaxed) ||
-      !handler_installed.load(std::memory_order_acquire) ||
-      hotscope::clock::monotonic_ns() - loaded_ns < kReporterAfterNs ||
-      reporter_started.exchange(true)) {
-    return;
+  if (reporter_put_off.load(std::memory_order_relaxed) && !signals::reporter_started() &&
+      handler_installed.load(std::memory_order_acquire) &&
+      hotscope::clock::monotonic_ns() - loaded_ns >= kReporterAfterNs) {
+    start_reporter();
   }
-  start_reporter();
 }
 
 HOTSCOPE_EXPORT int sigaction(int signal, const struct sigaction* action,
@@ -171,5 +166,5 @@ HOTSCOPE_EXPORT sighandler_t signal(int signal, sighandler_t handler) noexcept {
 }
 
 bool hotscope::heap::interposer::signal_reporter_put_off() {
-  return reporter_put_off.load() && !reporter_started.load();
+  return reporter_put_off.load() && !signals::reporter_started();
 }

@@ -20,11 +20,13 @@ bool sampling = false;
 std::atomic<bool> sampling_fast{false};
 std::atomic<bool> full_fast{false};
 std::atomic<bool> library_loading{false};
-bool attach_requested() {
-  const char* attach = getenv("HOTSCOPE_HEAP_ATTACH");
-  return attach != nullptr && attach[0] == '1';
+bool loaded_for_attach() {
+  static const bool requested = [] {
+    const char* attach = getenv("HOTSCOPE_HEAP_ATTACH");
+    return attach != nullptr && attach[0] == '1';
+  }();
+  return requested;
 }
-const bool loaded_for_attach = attach_requested();
 __thread Sampler thread_sampler;
 SamplingPlan plan;
 HOTSCOPE_LARGE_ZEROED SampledAddresses sampled_addresses;
@@ -207,7 +209,7 @@ std::atomic<bool> attach_started{false};
 } // namespace
 
 __attribute__((noinline)) Recorder* start_recording() {
-  if (loaded_for_attach && !attach_started.load(std::memory_order_acquire)) {
+  if (loaded_for_attach() && !attach_started.load(std::memory_order_acquire)) {
     return nullptr;
   }
   int current = phase.load(std::memory_order_acquire);

@@ -57,9 +57,8 @@ void stop_recording();
 
 // Loaded by `hotscope attach` (HOTSCOPE_HEAP_ATTACH=1 at load): recording waits for
 // start_attached_recording, which starts it, or starts it again after a detach's report.
-extern const bool loaded_for_attach;
-// What loaded_for_attach says, for a constructor that may run before it is set.
-bool attach_requested();
+// Read on first use: a constructor may ask before the library's static variables are set.
+bool loaded_for_attach();
 Recorder* start_attached_recording();
 
 // The full mode's collector thread (collector.cpp), for the recorder just built.

@@ -137,7 +137,7 @@ std::string proc_file(const char* path) {
 const std::string* started_command = nullptr;
 
 __attribute__((constructor)) void keep_command_line(int argc, char** argv, char**) {
-  if (attach_requested() || argv == nullptr) {
+  if (loaded_for_attach() || argv == nullptr) {
     return;
   }
   const Inside inside; // kept for the process's life, the profiler's
