@@ -58,11 +58,10 @@ constexpr std::array operator_new_symbols = {"_Znwm",
                                              "_ZnwmSt11align_val_tRKSt9nothrow_t",
                                              "_ZnamSt11align_val_tRKSt9nothrow_t"};
 
-// The calling thread's stack, found once per thread: frame pointers outside it are not followed.
-struct StackBounds {
-  std::uintptr_t low;
-  std::uintptr_t high;
-};
+using unwind::stack_word;
+using unwind::StackBounds;
+
+// The calling thread's stack, found once per thread: frames outside it are not followed.
 __thread StackBounds thread_stack __attribute__((tls_model("initial-exec"))) = {0, 0};
 
 // The main thread's stack pointer at the program's start, kept by ld.so: no frame lies above it.
@@ -121,19 +120,14 @@ std::size_t walk_frame_pointers(std::span<std::uintptr_t> out) {
   return count;
 }
 
-// A word of this thread's stack above the current frame: always mapped, but under ASan it may
-// lie in a caller's redzone.
-__attribute__((no_sanitize_address)) std::uintptr_t stack_word(std::uintptr_t address) {
-  return *reinterpret_cast<const std::uintptr_t*>(address);
-}
+std::size_t rules_backtrace(std::span<std::uintptr_t> out);
 
-std::size_t libgcc_backtrace(std::span<std::uintptr_t> out);
-
-// unw_backtrace where the full mode loaded libunwind (prepare_capture), else libgcc's walk.
+// unw_backtrace where the full mode loaded libunwind (prepare_capture), else the walk by the
+// frames' rules.
 std::size_t backtrace(std::span<std::uintptr_t> out) {
   const unwind::Libunwind* libunwind = unwind::libunwind_if_found();
   if (libunwind == nullptr) {
-    return unwind::find_libgcc() != nullptr ? libgcc_backtrace(out) : 0;
+    return rules_backtrace(out);
   }
   const int got =
       libunwind->backtrace(reinterpret_cast<void**>(out.data()), static_cast<int>(out.size()));
@@ -199,12 +193,12 @@ std::size_t unwind_and_keep(std::size_t (*unwind)(std::span<std::uintptr_t>),
   return keep(raw.first(count), first, out);
 }
 
-// libgcc's unwinder (unwind.hpp) reports each frame's CFA: the stack cache learns where each
-// return address sits from it. libunwind's unw_step would tell the same, but blocks signals (two
-// system calls) each time its small cache of unwind rules misses: 23 µs for a 30-frame stack
-// here, against 5 µs for libgcc's walk and 0.4 µs for unw_backtrace, which reports no CFA. Looked
-// up by the first thread that learns a stack; the others never wait for it (they unwind without
-// learning meanwhile).
+// The stack cache learns where each return address sits from the walk by the frames' rules
+// (unwind.hpp), which reads each from its slot; where those rules do not reach (a signal frame),
+// from libgcc's walk, which reports each frame's CFA. libunwind's unw_step would tell the same,
+// but blocks signals (two system calls) each time its small cache of unwind rules misses. libgcc's
+// is looked up by the first thread that needs it; the others never wait for it (they walk by the
+// rules alone meanwhile).
 bool libgcc_usable() {
   return unwind::find_libgcc() != nullptr;
 }
@@ -240,9 +234,9 @@ struct StackCache {
   std::array<std::array<StackTag, cache_ways>, cache_sets> tags;
   std::array<std::array<CachedStack, cache_ways>, cache_sets> sets;
   std::array<std::uint8_t, cache_sets> next_victim{};
-  // Learning a stack's slots takes libgcc's walk, about ten times what unw_backtrace costs
-  // (libgcc_usable). So stacks are learned only as long as the cache pays for it: a program whose
-  // stacks rarely repeat (deep recursion at many depths) soon runs at unw_backtrace's speed,
+  // Learning a stack writes an entry of some 600 bytes (a new page of the cache's at times) over
+  // one that may still repeat. So stacks are learned only as long as the cache pays for it: a
+  // program whose stacks rarely repeat (deep recursion at many depths) soon just walks them,
   // learning one stack in 256 unwound, so that a later phase of the program whose stacks do repeat
   // (a start-up, then a loop) gets them cached.
   std::uint64_t hits = 0;
@@ -354,33 +348,48 @@ _Unwind_Reason_Code note_frame(_Unwind_Context* context, void* data) {
   return walk.count < walk.frames.size() ? _URC_NO_REASON : _URC_END_OF_STACK;
 }
 
-// Unwinds noting where each return address was read (libgcc_usable() was). Returns false when the
-// stack must not be cached: a signal frame, or a frame whose address is not in its slot.
+// Unwinds from capture_stack's caller noting where each return address was read: by the frames'
+// rules, else with libgcc's walk. Returns false when the stack must not be cached: a signal
+// frame, a frame whose address is not in its slot, or neither walk.
 __attribute__((noinline)) bool unwind_noting_slots(std::uintptr_t capture_frame,
                                                    std::span<std::uintptr_t> frames,
                                                    std::span<std::uintptr_t> slots,
                                                    std::size_t& count) {
-  const unwind::Libgcc& libgcc = *unwind::libgcc_if_found();
-  SlotWalk walk{libgcc, capture_frame, current_stack_bounds(), frames, slots};
-  libgcc.backtrace(note_frame, &walk);
+  const StackBounds bounds = current_stack_bounds();
+  if (const auto walked = unwind::walk_by_rules(unwind::caller_registers(capture_frame), bounds,
+                                                frames, slots.first(frames.size()))) {
+    count = *walked;
+    return count > 0 && slots[count - 1] - capture_frame <= UINT32_MAX;
+  }
+  count = 0;
+  if (!libgcc_usable()) {
+    return false;
+  }
+  SlotWalk walk{*unwind::libgcc_if_found(), capture_frame, bounds, frames, slots};
+  walk.libgcc.backtrace(note_frame, &walk);
   count = walk.count;
   return walk.cacheable && walk.started;
 }
 
-// libgcc's walk (libgcc_usable() was), from the return into this function's caller (as
-// unw_backtrace's).
-__attribute__((noinline)) std::size_t libgcc_backtrace(std::span<std::uintptr_t> out) {
-  return unwind::backtrace(*unwind::libgcc_if_found(), out);
+// The walk by the frames' rules from the return into this function's caller (as unw_backtrace's),
+// else libgcc's.
+__attribute__((noinline)) std::size_t rules_backtrace(std::span<std::uintptr_t> out) {
+  const auto frame = reinterpret_cast<std::uintptr_t>(__builtin_frame_address(0));
+  if (const auto walked =
+          unwind::walk_by_rules(unwind::caller_registers(frame), current_stack_bounds(), out)) {
+    return *walked;
+  }
+  return libgcc_usable() ? unwind::backtrace(*unwind::libgcc_if_found(), out) : 0;
 }
 
 // libunwind's unw_backtrace keeps a trace cache of its own for each thread that calls it: 256 KiB,
 // all written at the thread's first call (64 page faults), which a program of a thousand such
-// threads would carry a thousand times. A thread walks the stacks its cache does not hold with
-// libgcc (no memory of its own, about ten times slower) until it has walked
-// libgcc_walks_per_thread of them: a thread that allocates from ever new stacks then gets
-// unw_backtrace's speed, and the sampled mode's threads (one stack in hundreds of thousands of
-// bytes allocated) never pay for its cache.
-constexpr std::uint64_t libgcc_walks_per_thread = 1024;
+// threads would carry a thousand times. A thread walks the stacks its cache does not hold by the
+// frames' rules (one cache of rules for the whole process, a sixth slower than unw_backtrace:
+// bench/stack_walk_bench.cpp) until it has walked rules_walks_per_thread of them: a thread that
+// allocates from ever new stacks then gets unw_backtrace's speed, and the sampled mode's threads
+// (one stack in hundreds of thousands of bytes allocated) never pay for its cache.
+constexpr std::uint64_t rules_walks_per_thread = 1024;
 
 using Walk = std::size_t (*)(std::span<std::uintptr_t>);
 
@@ -389,7 +398,7 @@ Walk uncached_walk(StackCache* cache) {
     return backtrace;
   }
   ++cache->walked;
-  return cache->walked <= libgcc_walks_per_thread && libgcc_usable() ? libgcc_backtrace : backtrace;
+  return cache->walked <= rules_walks_per_thread ? rules_backtrace : backtrace;
 }
 
 // The stack above capture_stack (whose frame is at `capture_frame`) into `out`, without the
@@ -421,7 +430,7 @@ std::size_t cached_unwind(std::uintptr_t capture_frame, const CodeRanges& skip,
       }
     }
   }
-  if (cache == nullptr || !cache->may_learn() || !libgcc_usable()) {
+  if (cache == nullptr || !cache->may_learn()) {
     if (cache != nullptr) {
       ++cache->unwound;
     }
@@ -534,8 +543,8 @@ void prepare_capture(Unwinder unwinder, bool sampling) {
   if (unwinder == Unwinder::Libunwind) {
     libgcc_usable();
   }
-  // libunwind walks many stacks faster; a sampled profile walks one in hundreds of thousands of
-  // bytes allocated, with libgcc's walk alone, and never loads it.
+  // libunwind walks many stacks a little faster; a sampled profile walks one in hundreds of
+  // thousands of bytes allocated, by the frames' rules alone, and never loads it.
   if (unwinder == Unwinder::LibunwindUncached || (unwinder == Unwinder::Libunwind && !sampling)) {
     unwind::find_libunwind();
   }

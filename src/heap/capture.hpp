@@ -87,9 +87,9 @@ void forget_remembered_stacks();
 bool in_signal_handler() noexcept;
 // The capture's one-time work, done now on the calling thread rather than at its first capture:
 // finding the thread's stack (glibc reads /proc/self/maps for the main thread's) and, for the
-// Libunwind unwinder, looking libgcc's up, and loading libunwind unless `sampling` (a sampled
-// profile walks few stacks, with libgcc's walk alone). What that allocates stays for the
-// process's life.
+// Libunwind unwinder, looking libgcc's up (for the stacks the frames' rules do not reach), and
+// loading libunwind unless `sampling` (a sampled profile walks few stacks, by the frames' rules
+// alone). What that allocates stays for the process's life.
 void prepare_capture(Unwinder unwinder, bool sampling);
 
 } // namespace hotscope::heap

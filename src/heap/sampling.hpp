@@ -51,10 +51,13 @@ private:
   bool seeded_ = false;
 };
 
-// Lets a free skip the lock: a count per hash bucket of the sampled blocks that are live, and a
-// bit per bucket that says whether its count is not 0. A free whose bit is clear was not sampled.
-// The bits (8 KiB) are what every free reads: small enough to stay in the L1 cache, where the
-// counts (256 KiB) would not. Updated under the owner's lock, read without it.
+// Lets a free skip the lock: a count per hash bucket of the sampled blocks that are live, a bit
+// per bucket that says whether its count is not 0, and a summary word with a bit per 1024 buckets
+// that says whether any of their bits is set. A free whose bit is clear was not sampled. Every
+// free reads the summary, one cache line: while few sampled blocks are live, most frees stop
+// there. The bits (8 KiB) are read by the others, at a line each that a program's own data may
+// have evicted (a miss there cost 30 ns a free, 0.5 % of a short program's time); the counts
+// (256 KiB) only under the lock. Updated under the owner's lock, read without it.
 class SampledAddresses {
 public:
   // The counts are changed by one read-modify-write instruction (under the owner's lock all the
@@ -63,28 +66,41 @@ public:
     const std::size_t i = index(address);
     if (counts_[i].fetch_add(1, std::memory_order_relaxed) == 0) {
       bits_[i / 64].fetch_or(std::uint64_t{1} << (i % 64), std::memory_order_relaxed);
+      summary_.fetch_or(std::uint64_t{1} << (i >> summary_shift), std::memory_order_relaxed);
     }
   }
   void remove(std::uintptr_t address) {
     const std::size_t i = index(address);
-    if (counts_[i].fetch_sub(1, std::memory_order_relaxed) == 1) {
-      bits_[i / 64].fetch_and(~(std::uint64_t{1} << (i % 64)), std::memory_order_relaxed);
+    if (counts_[i].fetch_sub(1, std::memory_order_relaxed) != 1) {
+      return;
     }
+    bits_[i / 64].fetch_and(~(std::uint64_t{1} << (i % 64)), std::memory_order_relaxed);
+    const std::size_t first_word = (i >> summary_shift) << summary_shift >> 6;
+    for (std::size_t word = first_word; word < first_word + (1u << summary_shift) / 64; ++word) {
+      if (bits_[word].load(std::memory_order_relaxed) != 0) {
+        return;
+      }
+    }
+    summary_.fetch_and(~(std::uint64_t{1} << (i >> summary_shift)), std::memory_order_relaxed);
   }
   bool may_contain(std::uintptr_t address) const {
     const std::size_t i = index(address);
-    return (bits_[i / 64].load(std::memory_order_relaxed) >> (i % 64) & 1) != 0;
+    return (summary_.load(std::memory_order_relaxed) >> (i >> summary_shift) & 1) != 0 &&
+           (bits_[i / 64].load(std::memory_order_relaxed) >> (i % 64) & 1) != 0;
   }
 
   // The hash and the layout the x86-64 free entry (heap/interposer/hooks.cpp) repeats in assembly.
   static constexpr unsigned bits = 16;
+  static constexpr unsigned summary_shift = bits - 6; // a summary bit per 1024 buckets
   static constexpr std::uint64_t multiplier = 0x9E3779B97F4A7C15ull;
+  static constexpr std::size_t summary_offset() { return offsetof(SampledAddresses, summary_); }
   static constexpr std::size_t bits_offset() { return offsetof(SampledAddresses, bits_); }
 
 private:
   static std::size_t index(std::uintptr_t address) {
     return static_cast<std::size_t>((address * multiplier) >> (64 - bits));
   }
+  std::atomic<std::uint64_t> summary_{0};
   std::atomic<std::uint64_t> bits_[(std::size_t{1} << bits) / 64] = {};
   std::atomic<std::uint32_t> counts_[std::size_t{1} << bits] = {}; // under the owner's lock
 };

@@ -393,7 +393,9 @@ extern "C" __attribute__((visibility("hidden"))) void* hotscope_calloc(std::size
 static_assert(offsetof(RealAllocator, malloc) == 0 && offsetof(RealAllocator, free) == 8 &&
               offsetof(RealAllocator, calloc) == 16);
 static_assert(sizeof(sampling_fast) == 1 && heap::Sampler::countdown_offset() == 0);
-static_assert(heap::SampledAddresses::bits == 16 && heap::SampledAddresses::bits_offset() == 0 &&
+static_assert(heap::SampledAddresses::bits == 16 && heap::SampledAddresses::summary_shift == 10 &&
+              heap::SampledAddresses::summary_offset() == 0 &&
+              heap::SampledAddresses::bits_offset() == 8 &&
               heap::SampledAddresses::multiplier == 0x9E3779B97F4A7C15ull);
 #if defined(__CET__) && (__CET__ & 1)
 #define HOTSCOPE_BRANCH_TARGET "endbr64\n"
@@ -440,12 +442,18 @@ free:
   movabsq $0x9E3779B97F4A7C15, %rax
   imulq %rdi, %rax
   shrq $48, %rax                      # the bucket
+  leaq hotscope_sampled_addresses(%rip), %rcx
+  movq %rax, %rdx
+  shrq $10, %rdx
+  movq (%rcx), %r8                    # the summary
+  btq %rdx, %r8
+  jnc 1f                              # no live sampled block in the bucket's thousand
   movq %rax, %rdx
   shrq $6, %rdx
-  leaq hotscope_sampled_addresses(%rip), %rcx
-  movq (%rcx,%rdx,8), %rdx            # the bucket's word of bits
+  movq 8(%rcx,%rdx,8), %rdx           # the bucket's word of bits
   btq %rax, %rdx
   jc hotscope_free                    # maybe a live sampled block, or the arena's
+1:
   jmp *hotscope_real+8(%rip)          # the real free
   .cfi_endproc
   .size free, .-free

@@ -30,8 +30,8 @@ std::uint64_t Recorder::time_of(std::uint64_t ticks) {
 Recorder::Captured Recorder::capture() const {
   Captured captured;
   // A sampled profile's stacks come one in hundreds of thousands of bytes allocated, and rarely
-  // repeat at the same depth: walked each time (libgcc's walk, prepare_capture), without the
-  // stack cache, whose pages each first stack would touch.
+  // repeat at the same depth: walked each time (by the frames' rules, prepare_capture), without
+  // the stack cache, whose pages each first stack would touch.
   const Unwinder unwinder = sampling() && options_.unwinder == Unwinder::Libunwind
                                 ? Unwinder::LibunwindUncached
                                 : options_.unwinder;
