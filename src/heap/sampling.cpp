@@ -2,6 +2,8 @@
 // blocks with each one weighted by the number of allocations it stands for.
 #include "heap/sampling.hpp"
 
+#include "heap/sampling_math.hpp"
+
 #include <cmath>
 
 namespace hotscope::heap {
@@ -14,22 +16,20 @@ std::uint64_t splitmix64(std::uint64_t& state) {
   return z ^ (z >> 31);
 }
 
-std::uint64_t rounded(double value) {
-  return value <= 0 ? 0 : static_cast<std::uint64_t>(std::llround(value));
-}
+using math::rounded;
 
 } // namespace
 
 double sample_weight(std::uint64_t size, double mean_bytes) {
   const double bytes = size == 0 ? 1.0 : static_cast<double>(size);
-  return -1.0 / std::expm1(-bytes / mean_bytes);
+  return -1.0 / math::exp_minus_one(-bytes / mean_bytes);
 }
 
 // An exponential draw, rounded up to whole bytes: an allocation of s bytes holds the sample
 // point when s >= the interval, with probability 1 - exp(-s / mean).
 std::uint64_t Sampler::next_interval(const SamplingPlan& plan) {
   const double uniform = (static_cast<double>(splitmix64(random_) >> 11) + 0.5) * 0x1p-53;
-  const double interval = std::ceil(-std::log(uniform) * plan.mean_bytes);
+  const double interval = std::ceil(-math::natural_log(uniform) * plan.mean_bytes);
   return interval < 1.0      ? 1
          : interval > 0x1p62 ? std::uint64_t{1} << 62
                              : static_cast<std::uint64_t>(interval);

@@ -260,6 +260,21 @@ TEST(HeapSampled, TheReportLoadsNoCxxRuntimeIntoACProgram) {
   EXPECT_GT(fs::file_size(dir / "heap.pb.gz"), 0u);
 }
 
+// The preload library needs the C library alone: a C program that does not link libm gets none
+// loaded for the sampler's logarithm or the weights' exponential (src/heap/sampling_math.hpp),
+// only with the report module the program loads at exit to write its own report.
+TEST(HeapSampled, ThePreloadLibraryLoadsNoLibmIntoACProgram) {
+  const hotscope::testing::ScratchDir scratch("sampled-no-libm");
+  const fs::path& dir = scratch.path();
+  ASSERT_EQ(run_sampled(dir, SAMPLED_PROGRAM, "LD_DEBUG=files"), 0) << slurp(dir / "err.txt");
+  const std::string loaded = slurp(dir / "err.txt");
+  const std::size_t report_module = loaded.find("libhotscope-pprof.so [0];  dynamically loaded");
+  ASSERT_NE(report_module, std::string::npos) << loaded;
+  const std::size_t libm = loaded.find("file=libm.so.6");
+  EXPECT_TRUE(libm == std::string::npos || libm > report_module) << loaded;
+  EXPECT_GT(dhat_totals(dir / "heap.json").blocks, 0u);
+}
+
 // The preload library carries libgcc's unwinder: a sampled profile walks its few stacks with it
 // and loads no unwinder library into the program (libunwind's _Unwind_* would come before the
 // program's libgcc_s in its symbol search); the full mode loads libunwind at start, for its

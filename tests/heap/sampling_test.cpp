@@ -3,6 +3,7 @@
 #include "export/export.hpp"
 #include "heap/engine.hpp"
 #include "heap/sampling.hpp"
+#include "heap/sampling_math.hpp"
 
 #include <gtest/gtest.h>
 
@@ -20,6 +21,41 @@ TEST(HeapSampling, WeightIsOneOverTheSamplingProbability) {
   EXPECT_NEAR(sample_weight(1, 524288.0), 524288.5, 0.01);     // tiny blocks: ~ mean / size
   EXPECT_NEAR(sample_weight(100 << 20, 524288.0), 1.0, 1e-12); // huge blocks: always sampled
   EXPECT_DOUBLE_EQ(sample_weight(0, 4096.0), sample_weight(1, 4096.0));
+}
+
+// The preload library's own log, expm1 and llround (no libm in it) agree with libm's, over the
+// sampler's uniform draws and the weights' ratios of a block's size to the mean interval.
+TEST(HeapSampling, TheSamplersOwnMathAgreesWithLibm) {
+  std::uint64_t state = 12345;
+  const auto next = [&state] {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    return state;
+  };
+  const auto ulps_apart = [](double a, double b) {
+    return std::fabs(a - b) / std::fabs(std::nextafter(b, 0.0) - b);
+  };
+  for (int i = 0; i < 200000; ++i) {
+    const double uniform = (static_cast<double>(next() >> 11) + 0.5) * 0x1p-53;
+    ASSERT_LE(ulps_apart(math::natural_log(uniform), std::log(uniform)), 2.0) << uniform;
+    // Ratios from 2^-40 (a byte against a terabyte) up to 1000, spread over the exponents.
+    const double ratio = std::ldexp(uniform + 0.5, static_cast<int>(next() % 50) - 40);
+    ASSERT_LE(ulps_apart(math::exp_minus_one(-ratio), std::expm1(-ratio)), 2.0) << ratio;
+    const double value = static_cast<double>(next() % 100000) / 8.0; // halves and quarters too
+    ASSERT_EQ(math::rounded(value), static_cast<std::uint64_t>(std::llround(value))) << value;
+  }
+  for (const double edge : {0x1p-1022, 0x1p-54, 0.5, 1.0 - 0x1p-53}) { // normal, as the draws
+    EXPECT_LE(ulps_apart(math::natural_log(edge), std::log(edge)), 2.0) << edge;
+  }
+  EXPECT_EQ(math::natural_log(1.0), 0.0);
+  for (const double edge : {0.0, -0x1p-1074, -0.5, -700.0, -745.0, -746.0, -1e6}) {
+    EXPECT_LE(std::fabs(math::exp_minus_one(edge) - std::expm1(edge)),
+              2 * std::fabs(std::nextafter(std::expm1(edge), 0.0) - std::expm1(edge)) + 1e-300)
+        << edge;
+  }
+  EXPECT_EQ(math::rounded(0.49999999999999994), 0u);
+  EXPECT_EQ(math::rounded(2.5), 3u);
+  EXPECT_EQ(math::rounded(-3.0), 0u);
+  EXPECT_EQ(math::rounded(std::nan("")), 0u);
 }
 
 // Each allocation holds a sample point with probability 1 - exp(-size / mean), whatever came
