@@ -1,6 +1,5 @@
 // A memory map of the loaded objects from the loader's list, and its paths resolved afterwards:
-// the sampled heap profile's report at a program's exit (docs/heap.md, "The report at exit"); and
-// the loader's count of unloaded objects.
+// the sampled heap profile's report at a program's exit (docs/heap.md, "The report at exit").
 #include "objects/objects.hpp"
 
 #include "text/text.hpp"
@@ -11,7 +10,6 @@
 #include <algorithm>
 #include <cinttypes>
 #include <climits>
-#include <cstddef>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -107,19 +105,6 @@ std::string with_resolved_paths(const std::string& maps) {
     }
   }
   return resolved;
-}
-
-std::uint64_t objects_unloaded() noexcept {
-  std::uint64_t unloaded = 0;
-  dl_iterate_phdr(
-      [](dl_phdr_info* info, std::size_t size, void* out) {
-        if (size >= offsetof(dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs) {
-          *static_cast<std::uint64_t*>(out) = info->dlpi_subs;
-        }
-        return 1; // the counts are the same in every entry
-      },
-      &unloaded);
-  return unloaded;
 }
 
 } // namespace hotscope::objects

@@ -36,10 +36,6 @@ std::vector<CodeMapping> code_mappings();
 // report at exit").
 std::vector<CodeMapping> code_mappings(std::istream& maps);
 
-// How many objects the dynamic loader has unloaded so far (dl_phdr_info::dlpi_subs). Takes only
-// the loader's list lock, which no thread holds while it runs the program's code.
-std::uint64_t objects_unloaded() noexcept;
-
 // The loaded objects' segments as lines of /proc/self/maps ("start-end perms offset dev inode
 // path"), by address, from the loader's list (dl_iterate_phdr: the loader's lock) instead of
 // /proc: the sampled heap profile's report at a program's exit, where reading /proc/self/maps

@@ -492,7 +492,7 @@ private:
     ring.tail.store(head, std::memory_order_release);
     // After the copy: a library unloaded before these records were written is counted by now,
     // so a library loaded at its address since gets names of its own.
-    if (const std::uint64_t unloaded = objects::objects_unloaded(); unloaded != objects_unloaded_) {
+    if (const std::uint64_t unloaded = objects_unloaded(); unloaded != objects_unloaded_) {
       objects_unloaded_ = unloaded;
       aggregator_.forget_addresses();
     }
@@ -506,12 +506,12 @@ private:
   std::uint64_t start_unix_ns_;
   std::string process_name_;
   std::vector<hotscope_record> scratch_;
-  std::uint64_t objects_unloaded_ = objects::objects_unloaded(); // as of the latest drain
-  std::vector<ThreadSlot*> drained_slots_;    // drain_all's, kept for their capacity
-  std::vector<ThreadSlot*> finished_slots_;   // drain_all's, kept for their capacity
-  std::vector<cpu::Sample> cpu_samples_;      // a pass's, kept for their capacity
-  std::vector<const cpu::Sample*> cpu_order_; // by ring, then ring_head
-  std::vector<bool> cpu_consumed_;            // by cpu_order_'s index
+  std::uint64_t objects_unloaded_ = objects_unloaded(); // as of the latest drain
+  std::vector<ThreadSlot*> drained_slots_;              // drain_all's, kept for their capacity
+  std::vector<ThreadSlot*> finished_slots_;             // drain_all's, kept for their capacity
+  std::vector<cpu::Sample> cpu_samples_;                // a pass's, kept for their capacity
+  std::vector<const cpu::Sample*> cpu_order_;           // by ring, then ring_head
+  std::vector<bool> cpu_consumed_;                      // by cpu_order_'s index
   std::vector<const cpu::Sample*> slot_samples_;
   std::int64_t external_tracks_ = 0;
 

@@ -361,6 +361,8 @@ void collect_now();
 void start_collector_thread() noexcept;
 // Drains every ring before a shared library is unloaded (unloads.cpp), if the collector started.
 void before_unload() noexcept;
+// How many objects the dynamic loader has unloaded so far (dl_phdr_info::dlpi_subs).
+std::uint64_t objects_unloaded() noexcept;
 // Drains every ring and returns a snapshot of everything collected.
 Snapshot snapshot(Contents contents = Contents::StatisticsAndTrace);
 // Fills ThreadInfo::os of every live thread of this process from /proc/self/task/TID (CPU time,

@@ -2,7 +2,6 @@
 // process-wide cache by return address once read: a program allocates from the same functions
 // over and over, and a return address seen before costs one load and a few additions instead of
 // libgcc's search and CFI interpretation (docs/heap.md, "Walking the stacks").
-#include "objects/objects.hpp"
 #include "unwind/frame_rules.hpp"
 #include "unwind/unwind.hpp"
 
@@ -82,33 +81,23 @@ FrameRule unpacked(std::uint64_t word) {
 
 // Mapped at the first walk: a program that never walks a stack keeps no page of it.
 std::atomic<std::atomic<std::uint64_t>*> cache{nullptr};
-// The loader's count of unloaded objects when the cache was last emptied: a return address of an
-// unloaded library may come back as another library's.
-std::atomic<std::uint64_t> unloads_seen{0};
 
 std::atomic<std::uint64_t>* current_cache() {
   std::atomic<std::uint64_t>* words = cache.load(std::memory_order_acquire);
-  if (words == nullptr) {
-    void* mapped = mmap(nullptr, entries * sizeof(std::uint64_t), PROT_READ | PROT_WRITE,
-                        MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (mapped == MAP_FAILED) {
-      return nullptr;
-    }
-    auto* fresh = static_cast<std::atomic<std::uint64_t>*>(mapped);
-    if (!cache.compare_exchange_strong(words, fresh, std::memory_order_acq_rel)) {
-      munmap(mapped, entries * sizeof(std::uint64_t));
-      return words;
-    }
-    unloads_seen.store(objects::objects_unloaded(), std::memory_order_relaxed);
-    return fresh;
+  if (words != nullptr) {
+    return words;
   }
-  const std::uint64_t unloaded = objects::objects_unloaded();
-  if (unloads_seen.exchange(unloaded, std::memory_order_relaxed) != unloaded) {
-    for (std::size_t i = 0; i < entries; ++i) {
-      words[i].store(0, std::memory_order_relaxed);
-    }
+  void* mapped = mmap(nullptr, entries * sizeof(std::uint64_t), PROT_READ | PROT_WRITE,
+                      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (mapped == MAP_FAILED) {
+    return nullptr;
   }
-  return words;
+  auto* fresh = static_cast<std::atomic<std::uint64_t>*>(mapped);
+  if (!cache.compare_exchange_strong(words, fresh, std::memory_order_acq_rel)) {
+    munmap(mapped, entries * sizeof(std::uint64_t));
+    return words;
+  }
+  return fresh;
 }
 
 FrameRule cached_rule(std::atomic<std::uint64_t>* words, std::uintptr_t address) {
@@ -129,6 +118,14 @@ FrameRule cached_rule(std::atomic<std::uint64_t>* words, std::uintptr_t address)
 }
 
 } // namespace
+
+void forget_rules() noexcept {
+  if (std::atomic<std::uint64_t>* words = cache.load(std::memory_order_acquire)) {
+    for (std::size_t i = 0; i < entries; ++i) {
+      words[i].store(0, std::memory_order_relaxed);
+    }
+  }
+}
 
 FrameRegisters caller_registers(std::uintptr_t frame_address) noexcept {
   return {stack_word(frame_address + sizeof(std::uintptr_t)), frame_address + 2 * sizeof(void*),

@@ -104,10 +104,12 @@ FrameRegisters caller_registers(std::uintptr_t frame_address) noexcept;
 // objects' .eh_frame, each read once and then cached by return address (rules_walk.cpp). How
 // many; nullopt where a frame needs more than these rules (a signal frame, a rule by DWARF
 // expression, a stack outside `bounds`, code without unwind tables): libgcc's walk then.
-// Allocates nothing; takes the loader's list lock for a moment (dl_iterate_phdr, to notice an
-// unloaded object), so never from a signal handler.
+// Allocates nothing and takes no lock (the loader's objects by _dl_find_object).
 std::optional<std::size_t> walk_by_rules(FrameRegisters frame, StackBounds bounds,
                                          std::span<std::uintptr_t> addresses,
                                          std::span<std::uintptr_t> slots = {}) noexcept;
+// Forgets the cached rules: after an object was unloaded, whose addresses another object loaded
+// later may take. Called by the dlclose interposers (the heap preload library's, libhotscope's).
+void forget_rules() noexcept;
 
 } // namespace hotscope::unwind

@@ -5,7 +5,9 @@
 #include "heap/interposer/real_allocator.hpp"
 #include "heap/interposer/recording.hpp"
 #include "threads/threads.hpp"
+#include "unwind/unwind.hpp"
 
+#include <dlfcn.h>
 #include <malloc.h>
 #include <pthread.h>
 #include <unistd.h>
@@ -342,6 +344,17 @@ HOTSCOPE_EXPORT int pthread_create(pthread_t* thread, const pthread_attr_t* attr
   if (result != 0) {
     real.free(launch);
   }
+  return result;
+}
+
+// Once an object is unloaded, the stack walk forgets the unwind rules it cached for return
+// addresses (unwind::walk_by_rules): an object loaded later may take the same addresses. After
+// the unload, so that no walk caches the going object's rules again.
+HOTSCOPE_EXPORT int dlclose(void* handle) noexcept {
+  using Close = int (*)(void*);
+  static const auto real_dlclose = reinterpret_cast<Close>(dlsym(RTLD_NEXT, "dlclose"));
+  const int result = real_dlclose(handle);
+  hotscope::unwind::forget_rules();
   return result;
 }
 
