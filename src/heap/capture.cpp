@@ -512,6 +512,17 @@ std::size_t capture_stack(Unwinder unwinder, const CodeRanges& skip, std::span<s
 }
 
 bool in_signal_handler() noexcept {
+  // By the frames' rules first, which take no lock and allocate nothing: a walk that reaches the
+  // stack's end met no signal frame (a signal frame's rule is beyond them). Only with the
+  // thread's stack already known (finding it may allocate), and a few frames' room (a handler's
+  // stack may be small); any other stack is searched with libgcc's walk.
+  std::array<std::uintptr_t, 64> frames;
+  const auto frame = reinterpret_cast<std::uintptr_t>(__builtin_frame_address(0));
+  if (const auto walked =
+          unwind::walk_by_rules(unwind::caller_registers(frame), thread_stack, frames);
+      walked && *walked < frames.size()) {
+    return false;
+  }
   struct SignalFrameSearch {
     _Unwind_Ptr (*ip_info)(_Unwind_Context*, int*);
     bool found = false;

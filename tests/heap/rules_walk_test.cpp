@@ -1,6 +1,7 @@
 // The stack walk by the frames' .eh_frame rules (src/unwind/rules_walk.cpp), checked against
 // libgcc's walk of the same stacks: frame pointers or not, alloca, the C library's code, another
 // thread, a library loaded where an unloaded one was, a signal handler, a stack outside bounds.
+#include "heap/capture.hpp"
 #include "unwind/unwind.hpp"
 
 #include <gtest/gtest.h>
@@ -171,6 +172,28 @@ TEST(RulesWalk, LeavesASignalFrameToLibgcc) {
   sigaction(SIGUSR1, &previous, nullptr);
   EXPECT_FALSE(walked_in_handler.rules.has_value());
   EXPECT_GE(walked_in_handler.libgcc.size(), 5u);
+}
+
+// The heap library's question at exit (is this a signal handler?), answered by the rules where
+// they reach the stack's end, by libgcc's walk where a signal frame stops them.
+bool seen_in_handler = false;
+
+TEST(RulesWalk, TellsASignalHandlersStackFromAnOrdinaryOne) {
+  heap::prepare_capture(heap::Unwinder::Libunwind, true); // the thread's stack found
+  EXPECT_FALSE(heap::in_signal_handler());
+  struct sigaction action {};
+  struct sigaction previous {};
+  action.sa_handler = [](int) { seen_in_handler = heap::in_signal_handler(); };
+  ASSERT_EQ(sigaction(SIGUSR2, &action, &previous), 0);
+  raise(SIGUSR2);
+  sigaction(SIGUSR2, &previous, nullptr);
+  EXPECT_TRUE(seen_in_handler);
+  bool on_thread = true;
+  std::thread([&] {
+    heap::prepare_capture(heap::Unwinder::Libunwind, true);
+    on_thread = heap::in_signal_handler();
+  }).join();
+  EXPECT_FALSE(on_thread);
 }
 
 TEST(RulesWalk, LeavesAStackOutsideItsBoundsToLibgcc) {
