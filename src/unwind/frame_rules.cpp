@@ -324,10 +324,12 @@ private:
     case 0x08:
       set(row, read.uleb(), {RegisterRule::How::Same, 0});
       return true;
-    case 0x09: // register
+    case 0x09:   // register
+    case 0x14: { // val_offset
       set(row, read.uleb(), {RegisterRule::How::Other, 0});
       read.uleb();
       return true;
+    }
     case 0x0a: // remember_state
       if (remembered_ == saved_.size()) {
         return false;
@@ -374,10 +376,6 @@ private:
       return true;
     case 0x13:
       row.cfa_offset = read.sleb() * cie_.data_alignment;
-      return true;
-    case 0x14: // val_offset
-      set(row, read.uleb(), {RegisterRule::How::Other, 0});
-      read.uleb();
       return true;
     case 0x15: // val_offset_sf
       set(row, read.uleb(), {RegisterRule::How::Other, 0});
